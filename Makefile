@@ -1,0 +1,57 @@
+# vllm-preflight: the entry points (DESIGN.md, "Entry points").
+#   make demo     the whole flow on a local control plane (no cluster needed)
+#   make test     lint, types, unit, fake-driver and e2e tests (GPU tests skip without a driver)
+#   make cluster  the local control plane in the foreground; prints its kubeconfig path
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: all demo test cluster lint typecheck unit e2e gpu zipapp controlplane venv clean bench-check bench-webhook bench-operator
+
+all: test
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+# Builds (once, cached under ~/.cache/vllm-preflight) etcd, kube-apiserver,
+# kube-controller-manager, kubectl and helm from the pinned Go modules in hack/k8s.
+controlplane:
+	hack/k8s/build.sh >/dev/null
+
+lint: venv
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+typecheck: venv
+	$(PY) -m mypy
+
+unit: venv
+	$(PY) -m pytest -m "not e2e and not gpu"
+
+e2e: venv controlplane
+	$(PY) -m pytest -m e2e
+
+gpu: venv
+	$(PY) -m pytest -m gpu tests/gpu
+
+test: venv controlplane lint typecheck
+	$(PY) -m pytest
+
+zipapp: venv
+	$(PY) hack/build_zipapp.py --output dist/vllm-preflight.pyz
+
+demo: venv controlplane
+	$(PY) -m preflight_operator.demo
+
+cluster: venv controlplane
+	$(PY) -m preflight_operator.testing.cluster
+
+clean:
+	rm -rf dist build .mypy_cache .ruff_cache .pytest_cache
