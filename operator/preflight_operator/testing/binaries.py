@@ -1,0 +1,85 @@
+"""Where the control plane binaries come from.
+
+1. `VLLM_PREFLIGHT_K8S_BIN`: a directory that already holds them (a CI cache, a
+   developer's own build). Used as is; nothing is built.
+2. Otherwise `hack/k8s/build.sh` of the checkout this package is installed from (editable
+   install): it builds once into ~/.cache/vllm-preflight and afterwards only prints the
+   cached directory (a hash of the pins, well under a second).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+BIN_ENV = "VLLM_PREFLIGHT_K8S_BIN"
+REQUIRED = ("etcd", "kube-apiserver", "kube-controller-manager", "kubectl", "helm")
+
+# operator/preflight_operator/testing/binaries.py -> the repository root.
+REPO_ROOT = Path(__file__).resolve().parents[3]
+BUILD_SCRIPT = REPO_ROOT / "hack" / "k8s" / "build.sh"
+
+
+class BinariesNotFound(RuntimeError):
+    """No usable binaries: says which source was tried and how to fix it."""
+
+
+def missing_binaries(bin_dir: Path) -> list[str]:
+    return [b for b in REQUIRED if not os.access(bin_dir / b, os.X_OK)]
+
+
+def bin_dir_from_env(environ: Mapping[str, str]) -> Path | None:
+    value = environ.get(BIN_ENV, "").strip()
+    if not value:
+        return None
+    bin_dir = Path(value).expanduser()
+    missing = missing_binaries(bin_dir)
+    if missing:
+        raise BinariesNotFound(
+            f"{BIN_ENV}={value} lacks {', '.join(missing)}; point it at a directory with "
+            f"all of {', '.join(REQUIRED)} or unset it to build them with {BUILD_SCRIPT}"
+        )
+    return bin_dir
+
+
+def build_bin_dir(build_script: Path = BUILD_SCRIPT) -> Path:
+    """Runs build.sh: progress (only on a first build) goes straight to our stderr so a
+    long build is visibly alive; the last stdout line is the bin directory."""
+    if not build_script.is_file():
+        raise BinariesNotFound(
+            f"{build_script} does not exist (is vllm-preflight installed from a checkout?); "
+            f"set {BIN_ENV} to a directory with {', '.join(REQUIRED)}"
+        )
+    result = subprocess.run(
+        [str(build_script)],
+        stdout=subprocess.PIPE,
+        text=True,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    lines = result.stdout.strip().splitlines()
+    if result.returncode != 0 or not lines:
+        raise BinariesNotFound(
+            f"{build_script} failed (exit {result.returncode}); its messages are above. "
+            f"Fix the build (it needs Go) or set {BIN_ENV} to a directory with "
+            f"{', '.join(REQUIRED)}"
+        )
+    bin_dir = Path(lines[-1])
+    missing = missing_binaries(bin_dir)
+    if missing:
+        raise BinariesNotFound(f"{build_script} printed {bin_dir}, which lacks {missing}")
+    return bin_dir
+
+
+_resolved: Path | None = None
+
+
+def find_bin_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """The directory holding REQUIRED; resolved once per process."""
+    global _resolved  # noqa: PLW0603 - a per-process cache; build.sh is the real cache
+    if _resolved is None:
+        env = os.environ if environ is None else environ
+        _resolved = bin_dir_from_env(env) or build_bin_dir()
+    return _resolved
