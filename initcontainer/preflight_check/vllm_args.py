@@ -1,0 +1,1010 @@
+"""vLLM's command line, read the way vLLM reads it: how many GPUs one pod/node needs.
+
+Shared by the checker (which runs inside vLLM images from a zipapp: standard library
+only, Python >= 3.9) and the operator's rules engine. It never imports vLLM and never
+raises: anything vLLM would refuse becomes an :class:`ArgProblem`.
+
+Semantics followed
+------------------
+vLLM's ``main`` branch as of the 0.11-0.13 releases (late 2025): ``FlexibleArgumentParser``
+in ``vllm/utils/argparse_utils.py``, ``EngineArgs.add_cli_args`` /
+``create_engine_config`` in ``vllm/engine/arg_utils.py``, ``ParallelConfig`` in
+``vllm/config/parallel.py``, the ``serve`` subcommand in ``vllm/entrypoints/cli/serve.py``
+and ``make_arg_parser`` in ``vllm/entrypoints/openai/cli_args.py``. Older releases accept a
+subset of these flags with the same meaning. Reproduced exactly:
+
+* ``vllm serve MODEL`` (positional) and ``--model``; with ``serve`` the first ``--model``
+  is moved to the positional slot, as vLLM does; ``--served-model-name`` without a
+  positional model first is an error there.
+* Every spelling of the flags that size the plan: long names, underscores for dashes
+  (``--tensor_parallel_size``), ``--flag=value``, short aliases (``-tp -pp -dp -dpl -dpn
+  -dpr -dcp -pcp -dpe -dph -dpb -n -r -asc -ep``), ``-tp=2``, attached values for the
+  two-character aliases (``-n2``), argparse's unique-prefix abbreviations (``--tensor-par
+  4``, ``-dc 2``), ``--no-<flag>`` for boolean flags, ``-O3``, ``--`` and "last one wins".
+* ``--config FILE``: a YAML map whose keys are long option names; its options are inserted
+  right after the subcommand (and model), so the command line wins. Only the two-token form
+  is read: vLLM looks for the exact token ``--config``, so ``--config=FILE`` is accepted by
+  argparse and then silently ignored (reported as a warning).
+* Values are converted with Python's ``int()``/``float()``, as argparse does.
+
+GPUs one pod (node) needs
+-------------------------
+* ``world = TP x PP x PCP``. Decode context parallel (DCP) reuses the TP ranks and adds no
+  GPU (without PCP, TP must be divisible by DCP; with PCP, DCP must be 1, PCP or TP x PCP).
+* ``dp_local`` (engines started in this pod):
+  - 1 with external load balancing (``--data-parallel-external-lb`` or
+    ``--data-parallel-rank``: one pod per DP rank);
+  - ``--data-parallel-size-local`` when given (hybrid LB, ``--headless`` workers,
+    multi-port external LB);
+  - with ``--nnodes > 1``: ``max(DP x PP x TP / nnodes / (PP x TP), 1)``, as vLLM infers it;
+  - otherwise DP: every DP rank runs here.
+* ``nodes_per_replica`` = 1, or with ``--nnodes > 1``: ``nnodes / (DP / dp_local)``.
+* ``gpus_needed = dp_local x world / nodes_per_replica``.
+* With ``--distributed-executor-backend ray`` the placement is Ray's: inside one pod it is
+  the same number; across pods (LeaderWorkerSet) the caller splits the group total.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+# Values above this are treated as typos, not plans: no axis of a real deployment is this
+# wide, and it keeps the arithmetic of a fat-fingered "40000" out of the messages.
+MAX_PARALLEL_SIZE = 1024
+DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
+DEFAULT_PORT = 8000
+
+# Entry points, as returned in ParsedArgs.entrypoint.
+SERVE = "serve"  # `vllm serve ...` (or `python -m vllm.entrypoints.cli.main serve ...`)
+API_SERVER = "api_server"  # `python -m vllm.entrypoints.openai.api_server ...`
+
+_INT = "int"
+_FLOAT = "float"
+_STR = "str"
+_BOOL = "bool"  # argparse.BooleanOptionalAction: --x and --no-x, no value
+_FLAG = "flag"  # store_true: --x only
+
+
+@dataclass(frozen=True)
+class _Opt:
+    dest: str
+    kind: str
+    names: Tuple[str, ...]  # long name first, then short aliases
+
+
+# The options that decide the plan (and the few facts the rules need), with every alias
+# vLLM registers for them.
+_TRACKED: Tuple[_Opt, ...] = (
+    _Opt("model", _STR, ("--model",)),
+    _Opt("tensor_parallel_size", _INT, ("--tensor-parallel-size", "-tp")),
+    _Opt("pipeline_parallel_size", _INT, ("--pipeline-parallel-size", "-pp")),
+    _Opt("data_parallel_size", _INT, ("--data-parallel-size", "-dp")),
+    _Opt("data_parallel_size_local", _INT, ("--data-parallel-size-local", "-dpl")),
+    _Opt("data_parallel_rank", _INT, ("--data-parallel-rank", "-dpn")),
+    _Opt("data_parallel_start_rank", _INT, ("--data-parallel-start-rank", "-dpr")),
+    _Opt("decode_context_parallel_size", _INT, ("--decode-context-parallel-size", "-dcp")),
+    _Opt("prefill_context_parallel_size", _INT, ("--prefill-context-parallel-size", "-pcp")),
+    _Opt("nnodes", _INT, ("--nnodes", "-n")),
+    _Opt("node_rank", _INT, ("--node-rank", "-r")),
+    _Opt("data_parallel_external_lb", _BOOL, ("--data-parallel-external-lb", "-dpe")),
+    _Opt("data_parallel_hybrid_lb", _BOOL, ("--data-parallel-hybrid-lb", "-dph")),
+    _Opt(
+        "data_parallel_multi_port_external_lb",
+        _BOOL,
+        ("--data-parallel-multi-port-external-lb",),
+    ),
+    _Opt("data_parallel_backend", _STR, ("--data-parallel-backend", "-dpb")),
+    _Opt("distributed_executor_backend", _STR, ("--distributed-executor-backend",)),
+    _Opt("enable_expert_parallel", _BOOL, ("--enable-expert-parallel", "-ep")),
+    _Opt("headless", _FLAG, ("--headless",)),
+    _Opt("api_server_count", _INT, ("--api-server-count", "-asc")),
+    _Opt("port", _INT, ("--port",)),
+    _Opt("host", _STR, ("--host",)),
+    _Opt("gpu_memory_utilization", _FLOAT, ("--gpu-memory-utilization",)),
+)
+
+
+# Other vLLM options that take no value (store_true / BooleanOptionalAction). Needed to
+# know that the token after them is not their value (`vllm serve --enforce-eager MODEL`).
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_OTHER_NO_VALUE = _words(
+    """
+    --trust-remote-code --enforce-eager --enable-prefix-caching --enable-chunked-prefill
+    --disable-log-stats --disable-log-requests --enable-log-requests --enable-auto-tool-choice
+    --disable-custom-all-reduce --skip-tokenizer-init --enable-lora --disable-sliding-window
+    --disable-cascade-attn --enable-prompt-embeds --enable-sleep-mode --enable-eplb
+    --enable-dbo --ray-workers-use-nsight --disable-fastapi-docs --enable-request-id-headers
+    --disable-uvicorn-access-log --allow-credentials --return-tokens-as-token-ids
+    --enable-server-load-tracking --enable-force-include-usage
+    --enable-tokenizer-info-endpoint --enable-log-outputs --enable-prompt-tokens-details
+    --enable-ssl-refresh --use-tqdm-on-load --calculate-kv-scales --kv-sharing-fast-prefill
+    --async-scheduling --disable-chunked-mm-input --disable-hybrid-kv-cache-manager
+    --enable-mm-embeds --interleave-mm-strings --skip-mm-profiling --fully-sharded-loras
+    --grpc --aggregate-engine-logging --tokens-only --disable-nccl-for-dp-synchronization
+    --enable-return-routed-experts --allow-deprecated-quantization --mm-encoder-only
+    --exclude-tools-when-tool-choice-none --trust-request-chat-template --enable-log-deltas
+    --log-error-stack --enable-offline-docs --enable-fault-tolerance
+    --shutdown-on-fault-tolerance-failure --kv-cache-metrics --cudagraph-metrics
+    --enable-layerwise-nvtx-tracing --enable-mfu-metrics --enable-logging-iteration-details
+    --enable-mm-processor-stats --enable-tower-connector-lora --specialize-active-lora
+    --enable-elastic-ep --enable-ep-weight-filter --numa-bind --enable-per-request-metrics
+    --enable-flash-late-interaction --disable-frontend-multiprocessing --enable-reasoning
+    --worker-use-ray --engine-use-ray --disable-async-output-proc --enable-lora-bias
+    --enable-prompt-adapter --use-v2-block-manager --help -h
+    """
+)
+
+# Options that take one or more values (nargs="+"): they swallow every following
+# non-option token, the model included.
+_OTHER_MANY_VALUES = _words(
+    """
+    --served-model-name --lora-modules --allowed-media-domains --cudagraph-capture-sizes
+    --cuda-graph-sizes --api-key --ignore-patterns --logits-processors
+    --collect-detailed-traces --numa-bind-nodes --numa-bind-cpus --prompt-adapters
+    """
+)
+
+# Other long options, so that unique-prefix abbreviations are resolved only when they are
+# unique among vLLM's real options (argparse's allow_abbrev, which vLLM leaves on).
+_OTHER_LONG = _words(
+    """
+    --runner --convert --tokenizer --tokenizer-mode --dtype --seed --hf-config-path
+    --allowed-local-media-path --revision --code-revision --tokenizer-revision
+    --max-model-len --quantization --max-logprobs --logprobs-mode --config-format --hf-token
+    --hf-overrides --pooler-config --logits-processor-pattern --generation-config
+    --override-generation-config --model-impl --override-attention-dtype
+    --io-processor-plugin --model-weights --model-loader-extra-config --load-format
+    --download-dir --safetensors-load-strategy --pt-load-map-location --attention-backend
+    --reasoning-parser --reasoning-parser-plugin --master-addr --master-port
+    --dcp-kv-cache-interleave-size --cp-kv-cache-interleave-size --dcp-comm-backend
+    --data-parallel-address --data-parallel-rpc-port --all2all-backend --ubatch-size
+    --dbo-decode-token-threshold --dbo-prefill-token-threshold --eplb-config
+    --expert-placement-strategy --max-parallel-loading-workers --worker-cls
+    --worker-extension-cls --block-size --kv-cache-memory-bytes --swap-space
+    --kv-cache-dtype --num-gpu-blocks-override --prefix-caching-hash-algo --cpu-offload-gb
+    --mamba-cache-dtype --mamba-ssm-cache-dtype --mamba-block-size --mamba-cache-mode
+    --kv-offloading-size --kv-offloading-backend --limit-mm-per-prompt --media-io-kwargs
+    --mm-processor-kwargs --mm-processor-cache-gb --mm-processor-cache-type
+    --mm-shm-cache-max-object-size-mb --mm-encoder-tp-mode --mm-encoder-attn-backend
+    --video-pruning-rate --max-loras --max-lora-rank --lora-dtype --max-cpu-loras
+    --default-mm-loras --show-hidden-metrics-for-version --otlp-traces-endpoint
+    --kv-cache-metrics-sample --max-num-batched-tokens --max-num-seqs
+    --max-num-partial-prefills --max-long-partial-prefills --long-prefill-token-threshold
+    --scheduling-policy --scheduler-cls --stream-interval --max-cudagraph-capture-size
+    --speculative-config --kv-transfer-config --kv-events-config --ec-transfer-config
+    --compilation-config --attention-config --additional-config --structured-outputs-config
+    --profiler-config --afd-config --optimization-level --weight-transfer-config
+    --engine-recovery-timeout --internal-fault-report-port --external-fault-notify-port
+    --gloo-comm-timeout --chat-template --chat-template-content-format
+    --default-chat-template-kwargs --response-role --tool-call-parser --tool-parser-plugin
+    --tool-server --log-config-file --max-log-len --data-parallel-supervisor-port
+    --dp-supervisor-probe-interval-s --dp-supervisor-probe-timeout-s
+    --dp-supervisor-probe-failure-threshold --uds --uvicorn-log-level
+    --disable-access-log-for-endpoints --allowed-origins --allowed-methods
+    --allowed-headers --ssl-keyfile --ssl-certfile --ssl-ca-certs --ssl-cert-reqs
+    --ssl-ciphers --root-path --middleware --h11-max-incomplete-event-size
+    --h11-max-header-count --config --fingerprint-mode --fingerprint-value
+    --cohere-is-reasoning-model --cohere-format
+    """
+)
+
+_OTHER_SHORT_WITH_VALUE = frozenset(("-q", "-cc", "-ac"))
+
+_BY_NAME: Dict[str, Tuple[_Opt, bool]] = {}  # option string -> (option, is the --no- form)
+for _opt in _TRACKED:
+    for _name in _opt.names:
+        _BY_NAME[_name] = (_opt, False)
+    if _opt.kind == _BOOL:
+        _BY_NAME["--no-" + _opt.names[0][2:]] = (_opt, True)
+_TRACKED_BY_DEST: Dict[str, _Opt] = {o.dest: o for o in _TRACKED}
+
+_ALL_LONG: Tuple[str, ...] = tuple(
+    sorted(
+        {n for n in _BY_NAME if n.startswith("--")}
+        | {n for n in _OTHER_NO_VALUE if n.startswith("--")}
+        | _OTHER_MANY_VALUES
+        | _OTHER_LONG
+    )
+)
+_ALL_SHORT: Tuple[str, ...] = tuple(
+    sorted({n for n in _BY_NAME if not n.startswith("--")} | _OTHER_SHORT_WITH_VALUE | {"-h"})
+)
+# `--tp 4` is not an option anywhere in vLLM; people write it (and `tp: 4` in --config).
+_SHORT_ALIAS_WORDS: Dict[str, str] = {
+    n[1:]: o.names[0] for o in _TRACKED for n in o.names[1:] if len(n) > 2
+}
+
+# argparse treats "-1" and "-0.5" as values when no option looks like a negative number.
+_NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+_PYTHON = re.compile(r"^python[0-9.]*$")
+_API_SERVER_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server")
+_CLI_MODULES = ("vllm.entrypoints.cli.main",)
+# The axes whose problems make the GPU count unknowable.
+PLAN_DESTS = frozenset(
+    (
+        "tensor_parallel_size",
+        "pipeline_parallel_size",
+        "data_parallel_size",
+        "data_parallel_size_local",
+        "data_parallel_rank",
+        "data_parallel_start_rank",
+        "decode_context_parallel_size",
+        "prefill_context_parallel_size",
+        "nnodes",
+        "node_rank",
+        "data_parallel_external_lb",
+        "data_parallel_hybrid_lb",
+        "data_parallel_multi_port_external_lb",
+        "data_parallel_backend",
+        "headless",
+        "config",
+    )
+)
+
+
+@dataclass(frozen=True)
+class ArgProblem:
+    """Something vLLM would refuse (or silently ignore) on this command line.
+
+    ``flag`` is the spelling the user wrote (``-tp``, ``--tensor_parallel_size``,
+    ``tensor-parallel-size (in --config)``); ``dest`` the canonical option name
+    (``tensor_parallel_size``), empty when none applies.
+    """
+
+    flag: str
+    value: str
+    message: str
+    dest: str = ""
+
+    @property
+    def field(self) -> str:
+        """Alias of ``flag`` for callers that think in fields."""
+        return self.flag
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a value came from: the spelling and its index in the argv given to the
+    parser (None when it came from the --config file)."""
+
+    spelling: str
+    index: Optional[int]
+    from_config: bool = False
+
+
+@dataclass(frozen=True)
+class ParallelPlan:
+    """The parallel layout vLLM will build, and the GPUs one pod (node) needs for it."""
+
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    dp_local: int = 1
+    dcp: int = 1
+    pcp: int = 1
+    nnodes: int = 1
+    node_rank: int = 0
+    data_parallel_rank: Optional[int] = None
+    external_lb: bool = False
+    hybrid_lb: bool = False
+    multi_port_lb: bool = False
+    headless: bool = False
+    distributed_executor_backend: Optional[str] = None
+    data_parallel_backend: str = "mp"
+
+    @property
+    def world_size(self) -> int:
+        """Processes (GPUs) of one engine: TP x PP x PCP; DCP reuses TP ranks."""
+        return self.tp * self.pp * self.pcp
+
+    @property
+    def nodes_per_replica(self) -> int:
+        if self.nnodes <= 1 or self.dp_local <= 0:
+            return 1
+        return max(1, self.nnodes // max(1, self.dp // self.dp_local))
+
+    @property
+    def gpus_needed(self) -> int:
+        """GPUs this pod (node) must see."""
+        return max(0, self.dp_local * self.world_size // self.nodes_per_replica)
+
+    @property
+    def uses_ray(self) -> bool:
+        return self.distributed_executor_backend == "ray" or self.data_parallel_backend == "ray"
+
+    def to_dict(self) -> Dict[str, int]:
+        return {
+            "tp": self.tp,
+            "pp": self.pp,
+            "dp": self.dp,
+            "dp_local": self.dp_local,
+            "gpus_needed": self.gpus_needed,
+        }
+
+
+@dataclass
+class ParsedArgs:
+    """The parse of one vLLM command line.
+
+    ``problems``: what vLLM refuses (it exits or raises before serving). ``warnings``:
+    what vLLM accepts but probably does not do what was meant (``--config=FILE`` ignored,
+    a config file the caller could not provide).
+    """
+
+    plan: ParallelPlan = field(default_factory=ParallelPlan)
+    problems: List[ArgProblem] = field(default_factory=list)
+    warnings: List[ArgProblem] = field(default_factory=list)
+    entrypoint: str = SERVE
+    model: Optional[str] = None
+    port: Optional[int] = None
+    host: Optional[str] = None
+    gpu_memory_utilization: Optional[float] = None
+    api_server_count: Optional[int] = None
+    enable_expert_parallel: bool = False
+    config_path: Optional[str] = None
+    config_loaded: bool = False
+    # dest -> where its (last) value came from
+    origins: Dict[str, Origin] = field(default_factory=dict)
+
+    @property
+    def plan_valid(self) -> bool:
+        """True when no problem touches the options that size the plan."""
+        return not any(p.dest in PLAN_DESTS for p in self.problems)
+
+
+class ConfigUnavailable(LookupError):
+    """Raised by a ``load_config`` callback that cannot know the file's content (e.g. a
+    ConfigMap outside the manifest set). Any LookupError is read the same way."""
+
+
+LoadConfig = Callable[[str], Mapping[str, object]]
+
+
+@dataclass
+class _Tok:
+    text: str
+    index: Optional[int]  # position in the caller's argv; None for --config tokens
+    spelling: str  # as the user wrote it (before underscore conversion)
+    from_config: bool = False
+
+
+def vllm_args_start(argv: Sequence[str]) -> Optional[Tuple[int, str]]:
+    """Where vLLM's own arguments begin in a full command, and which entry point it is.
+
+    ``["vllm", "serve", "m"]`` -> ``(1, "serve")`` (the ``serve`` token is included);
+    ``["python3", "-u", "-m", "vllm.entrypoints.openai.api_server", "--model", "m"]`` ->
+    ``(4, "api_server")``. None when argv does not start vLLM's server.
+    """
+    if not argv:
+        return None
+    program = str(argv[0]).rsplit("/", 1)[-1]
+    if program == "vllm":
+        if len(argv) > 1 and argv[1] == "serve":
+            return 1, SERVE
+        return None
+    if not _PYTHON.match(program):
+        return None
+    i = 1
+    while i < len(argv):
+        tok = str(argv[i])
+        module = None
+        if tok == "-m" and i + 1 < len(argv):
+            module, nxt = str(argv[i + 1]), i + 2
+        elif tok.startswith("-m") and len(tok) > 2:
+            module, nxt = tok[2:], i + 1
+        elif tok.startswith("-") and tok not in ("-", "--"):
+            # interpreter options such as -u, -O, -X dev, -W ignore
+            i += 2 if tok in ("-X", "-W", "-c") else 1
+            continue
+        else:
+            return None  # a script, not a module
+        if module in _API_SERVER_MODULES:
+            return nxt, API_SERVER
+        if module in _CLI_MODULES and nxt < len(argv) and argv[nxt] == "serve":
+            return nxt, SERVE
+        return None
+    return None
+
+
+def parse_vllm_args(
+    argv: Sequence[str],
+    load_config: Optional[LoadConfig] = None,
+) -> ParsedArgs:
+    """Read a vLLM command line; never raises.
+
+    ``argv`` is what follows the program: ``["serve", MODEL, "-tp", "2", ...]`` for the
+    ``vllm`` CLI, or the options alone for ``python -m vllm.entrypoints.openai.api_server``.
+    A full command (``vllm serve ...``, ``python3 -m vllm.entrypoints.openai.api_server
+    ...``) is also accepted; origins then index into the full argv.
+
+    ``load_config(path)`` returns the mapping of a ``--config`` YAML file. Raising
+    LookupError (e.g. :class:`ConfigUnavailable`) means "unknown here" and becomes a
+    warning; any other exception, or a non-mapping, is a problem (vLLM would fail too).
+    """
+    try:
+        tokens = [str(a) for a in argv]
+    except Exception as exc:  # e.g. an object whose __str__ raises
+        return ParsedArgs(problems=[ArgProblem("", "", f"arguments are not text: {exc!r}")])
+    try:
+        return _Parser(tokens, load_config).run()
+    except Exception as exc:  # the contract: never raise, whatever the input
+        return ParsedArgs(
+            problems=[ArgProblem("", "", f"could not read the vLLM arguments: {exc!r}")]
+        )
+
+
+class _Parser:
+    def __init__(self, argv: List[str], load_config: Optional[LoadConfig]) -> None:
+        self.argv = argv
+        self.load_config = load_config
+        self.result = ParsedArgs()
+        self.raw: Dict[str, Tuple[object, Origin]] = {}
+        self.positionals: List[_Tok] = []
+
+    # -- problems -----------------------------------------------------------------------
+    def problem(self, flag: str, value: str, message: str, dest: str = "") -> None:
+        self.result.problems.append(ArgProblem(flag, value, message, dest))
+
+    def warning(self, flag: str, value: str, message: str, dest: str = "") -> None:
+        self.result.warnings.append(ArgProblem(flag, value, message, dest))
+
+    # -- driver -------------------------------------------------------------------------
+    def run(self) -> ParsedArgs:
+        start = 0
+        entry = SERVE if self.argv[:1] == ["serve"] else API_SERVER
+        found = vllm_args_start(self.argv)
+        if found is not None:
+            start, entry = found
+        self.result.entrypoint = entry
+        toks = [_Tok(t, start + i, t) for i, t in enumerate(self.argv[start:])]
+        if entry == SERVE:
+            toks = self.move_model_flag(toks)
+            self.check_served_model_name(toks)
+        toks = self.pull_config(toks, entry)
+        toks = self.preprocess(toks)
+        self.walk(toks)
+        self.finish(entry)
+        return self.result
+
+    def move_model_flag(self, toks: List[_Tok]) -> List[_Tok]:
+        """`vllm serve -tp 2 --model M` -> `vllm serve M -tp 2` (vLLM does this first)."""
+        for i, tok in enumerate(toks):
+            if tok.text == "--model" or (tok.text.startswith("--model=") and len(tok.text) > 8):
+                if tok.text == "--model":
+                    if i + 1 >= len(toks) or toks[i + 1].text.startswith("-"):
+                        self.problem("--model", "", "expects a model name", "model")
+                        return toks
+                    model, rest = toks[i + 1], toks[i + 2 :]
+                else:
+                    model = _Tok(tok.text[8:], tok.index, tok.spelling)
+                    rest = toks[i + 1 :]
+                return [toks[0], model, *toks[1:i], *rest]
+        return toks
+
+    def check_served_model_name(self, toks: List[_Tok]) -> None:
+        texts = [t.text for t in toks]
+        if (
+            len(texts) > 1
+            and texts[1].startswith("-")
+            and not any(re.match(r"^--config(=.+|$)", t) for t in texts)
+            and any(re.match(r"^--served[-_]model[-_]name(=.+|$)", t) for t in texts)
+        ):
+            self.problem(
+                "model",
+                texts[1],
+                "with --served-model-name, vLLM requires the model as the first "
+                "positional argument (`vllm serve MODEL --served-model-name ...`)",
+                "model",
+            )
+
+    # -- --config -----------------------------------------------------------------------
+    def pull_config(self, toks: List[_Tok], entry: str) -> List[_Tok]:
+        for tok in toks:
+            if tok.text.startswith("--config="):
+                self.warning(
+                    "--config=",
+                    tok.text[len("--config=") :],
+                    "vLLM reads a config file only from the two-token form `--config FILE`; "
+                    "this spelling is accepted and then ignored",
+                    "config",
+                )
+        where = [i for i, t in enumerate(toks) if t.text == "--config"]
+        if not where:
+            return toks
+        if len(where) > 1:
+            self.problem("--config", "", "more than one config file specified", "config")
+            return toks
+        index = where[0]
+        if index == len(toks) - 1:
+            self.problem("--config", "", "no config file specified", "config")
+            return toks
+        path = toks[index + 1].text
+        self.result.config_path = path
+        self.result.origins["config"] = Origin("--config", toks[index + 1].index)
+        before, after = toks[:index], toks[index + 2 :]
+        extension = path.split(".")[-1]
+        if extension not in ("yaml", "yml"):
+            self.problem(
+                "--config",
+                path,
+                f"config file must be of a yaml/yml type, {extension} supplied",
+                "config",
+            )
+            return before + after
+        config_toks = self.config_tokens(path)
+        if config_toks is None:
+            return before + after
+        if entry != SERVE:
+            return config_toks + before + after
+        # Judged on the command line as written, --config included: `vllm serve --config
+        # c.yaml MODEL` does not count as "model on the command line" for vLLM either.
+        model_in_cli = len(toks) > 1 and not toks[1].text.startswith("-")
+        model_in_config = any(t.text == "--model" for t in config_toks)
+        if not model_in_cli and not model_in_config:
+            self.problem(
+                "model",
+                "",
+                "no model specified: give it as the positional argument or in the config file",
+                "model",
+            )
+        cut = 2 if model_in_cli else 1
+        return before[:cut] + config_toks + before[cut:] + after
+
+    def config_tokens(self, path: str) -> Optional[List[_Tok]]:
+        if self.load_config is None:
+            self.warning("--config", path, "config file not available; its options are not known")
+            return None
+        try:
+            content = self.load_config(path)
+        except LookupError as exc:
+            detail = f": {exc.args[0]}" if exc.args else ""
+            self.warning(
+                "--config", path, f"config file not available{detail}; its options are not known"
+            )
+            return None
+        except Exception as exc:
+            self.problem("--config", path, f"config file cannot be read: {exc}", "config")
+            return None
+        if not isinstance(content, Mapping):
+            self.problem(
+                "--config",
+                path,
+                f"config file must be a YAML mapping of option: value, "
+                f"not {type(content).__name__}",
+                "config",
+            )
+            return None
+        self.result.config_loaded = True
+        out: List[_Tok] = []
+
+        def add(text: str, key: str) -> None:
+            out.append(_Tok(text, None, f"{key} (in --config {path})", True))
+
+        for key, value in content.items():
+            if not isinstance(key, str):
+                self.problem("--config", path, f"config key {key!r} is not a string", "config")
+                continue
+            flag = "--" + key
+            if isinstance(value, bool):
+                if value:
+                    add(flag, key)
+                elif _no_form_exists(flag):
+                    add("--no-" + key, key)
+            elif isinstance(value, list):
+                if value:
+                    add(flag, key)
+                    for item in value:
+                        add(_safe_str(item), key)
+            elif isinstance(value, dict):
+                add(flag, key)
+                add(json.dumps(value, default=str), key)
+            else:
+                add(flag, key)
+                add(_safe_str(value), key)
+        return out
+
+    # -- FlexibleArgumentParser's rewriting ---------------------------------------------
+    def preprocess(self, toks: List[_Tok]) -> List[_Tok]:
+        out: List[_Tok] = []
+        for i, tok in enumerate(toks):
+            text = tok.text
+            if text.startswith("--"):
+                # underscores -> dashes in the name, up to the first '.' (dict keys stay)
+                key, eq, value = text.partition("=")
+                head, dot, tail = key[2:].partition(".")
+                key = "--" + head.replace("_", "-") + dot + tail
+                out.append(_Tok(key + eq + value, tok.index, tok.spelling, tok.from_config))
+            elif text.startswith("-O") and text != "-O":
+                level = text[3:] if text[2:3] == "=" else text[2:]
+                out.append(_Tok("--optimization-level", tok.index, tok.spelling, tok.from_config))
+                out.append(_Tok(level, tok.index, tok.spelling, tok.from_config))
+            elif text == "-O" and i + 1 < len(toks) and toks[i + 1].text in ("0", "1", "2", "3"):
+                out.append(_Tok("--optimization-level", tok.index, tok.spelling, tok.from_config))
+            else:
+                out.append(tok)
+        # `--compilation-config.level 3` style dict arguments are folded into JSON and
+        # appended; they never carry the options we track, so drop them here.
+        kept: List[_Tok] = []
+        skip = False
+        for i, tok in enumerate(out):
+            if skip:
+                skip = False
+                continue
+            text = tok.text
+            if text.startswith("-") and "." in text.split("=", 1)[0]:
+                if "=" not in text:
+                    if i + 1 >= len(out):
+                        self.problem(tok.spelling, "", "expects a value")
+                    skip = True
+                continue
+            kept.append(tok)
+        return kept
+
+    # -- argparse -----------------------------------------------------------------------
+    def resolve(self, name: str, spelling: str) -> Tuple[Optional[str], bool]:
+        """Option string for `name` (exact or a unique prefix), and whether it is one."""
+        if name in _BY_NAME or name in _OTHER_NO_VALUE or name in _OTHER_MANY_VALUES:
+            return name, True
+        if name in _OTHER_LONG or name in _OTHER_SHORT_WITH_VALUE:
+            return name, True
+        if name.startswith("--no-"):
+            # vLLM registers --no-X for every boolean option; we do not list them all, so
+            # an abbreviated --no- form is left unresolved rather than guessed.
+            return None, False
+        if name.startswith("--"):
+            word = name[2:]
+            if word in _SHORT_ALIAS_WORDS:
+                self.problem(
+                    spelling,
+                    "",
+                    f"`--{word}` is not a vLLM option; the short form is `-{word}` and the "
+                    f"long one `{_SHORT_ALIAS_WORDS[word]}`",
+                    _BY_NAME[_SHORT_ALIAS_WORDS[word]][0].dest,
+                )
+                return None, True
+            candidates = [o for o in _ALL_LONG if o.startswith(name)]
+        else:
+            candidates = [o for o in _ALL_SHORT if o.startswith(name)]
+        if len(candidates) == 1:
+            return candidates[0], True
+        tracked = [c for c in candidates if c in _BY_NAME]
+        if len(candidates) > 1 and tracked:
+            self.problem(
+                spelling,
+                "",
+                f"ambiguous abbreviation: it could match {', '.join(candidates[:4])}; "
+                "argparse refuses it",
+                _BY_NAME[tracked[0]][0].dest,
+            )
+            return None, True
+        return None, False
+
+    def check_glued_value(self, tok: _Tok) -> None:
+        """`-tp2`: argparse knows no `-t`, so this is an unrecognized argument."""
+        for opt in _TRACKED:
+            for alias in opt.names[1:]:
+                rest = tok.text[len(alias) :]
+                if len(alias) > 2 and tok.text.startswith(alias) and rest.isdigit():
+                    self.problem(
+                        tok.spelling,
+                        rest,
+                        f"argparse does not split `{tok.text}`; write `{alias} {rest}`",
+                        opt.dest,
+                    )
+                    return
+
+    def is_option(self, text: str) -> bool:
+        """argparse's test: does this token start an option (else it is a value)?"""
+        if not text.startswith("-") or text == "-":
+            return False
+        if text in _BY_NAME or text.split("=", 1)[0] in _BY_NAME:
+            return True
+        if _NEGATIVE_NUMBER.match(text):
+            return False
+        return " " not in text
+
+    def walk(self, toks: List[_Tok]) -> None:
+        i = 0
+        while i < len(toks):
+            tok = toks[i]
+            text = tok.text
+            if text == "--":
+                self.positionals.extend(toks[i + 1 :])
+                return
+            if not self.is_option(text):
+                self.positionals.append(tok)
+                i += 1
+                continue
+            name, eq, explicit = text.partition("=")
+            if eq and not name.startswith("--") and name not in _BY_NAME:
+                # argparse splits `-x=v` only for a registered short option; `-t=2` is
+                # looked up whole (and matches nothing)
+                name, eq, explicit = text, "", ""
+            value: Optional[str] = explicit if eq else None
+            resolved, known = self.resolve(name, tok.spelling)
+            attached = None
+            short = name[:2]
+            if (
+                resolved is None
+                and not known
+                and not name.startswith("--")
+                and len(name) > 2
+                and (short in _BY_NAME or short in _OTHER_SHORT_WITH_VALUE)
+            ):
+                # `-n2`: a two-character option with its value attached
+                resolved, attached = short, text[2:]
+            if attached is not None:
+                value = attached
+            elif resolved is None and not known and not name.startswith("--"):
+                self.check_glued_value(tok)
+            nxt = toks[i + 1] if i + 1 < len(toks) else None
+            next_is_value = nxt is not None and not self.is_option(nxt.text)
+            if resolved in _BY_NAME:
+                opt, negated = _BY_NAME[resolved]
+                origin = Origin(tok.spelling, tok.index, tok.from_config)
+                if opt.kind in (_BOOL, _FLAG):
+                    if value is not None:
+                        self.problem(
+                            tok.spelling,
+                            value,
+                            f"{opt.names[0]} takes no value (argparse: ignored explicit argument)",
+                            opt.dest,
+                        )
+                    else:
+                        self.raw[opt.dest] = (not negated, origin)
+                    i += 1
+                    continue
+                if value is None:
+                    if not next_is_value or nxt is None:
+                        self.problem(tok.spelling, "", "expects one value", opt.dest)
+                        i += 1
+                        continue
+                    value = nxt.text
+                    i += 1
+                self.raw[opt.dest] = (value, origin)
+                i += 1
+                continue
+            i += 1
+            if value is not None or resolved in _OTHER_NO_VALUE:
+                continue
+            if resolved in _OTHER_MANY_VALUES:
+                while i < len(toks) and toks[i].text != "--" and not self.is_option(toks[i].text):
+                    i += 1
+            elif next_is_value:
+                # an option we do not track, taking one value (the common case)
+                i += 1
+
+    # -- values and the plan ------------------------------------------------------------
+    def get_int(self, dest: str, default: Optional[int], minimum: int) -> Optional[int]:
+        if dest not in self.raw:
+            return default
+        raw, origin = self.raw[dest]
+        self.result.origins[dest] = origin
+        text = str(raw)
+        try:
+            value = int(text)
+        except (ValueError, TypeError):
+            self.problem(origin.spelling, text, f"{text!r} is not an integer", dest)
+            return default
+        if value < minimum:
+            self.problem(origin.spelling, text, f"must be >= {minimum}, got {value}", dest)
+            return default
+        if value > MAX_PARALLEL_SIZE and dest != "port":
+            self.problem(
+                origin.spelling,
+                text,
+                f"{value} is implausibly large (> {MAX_PARALLEL_SIZE}); almost certainly a typo",
+                dest,
+            )
+            return default
+        return value
+
+    def get_bool(self, dest: str) -> bool:
+        if dest not in self.raw:
+            return False
+        raw, origin = self.raw[dest]
+        self.result.origins[dest] = origin
+        return bool(raw)
+
+    def get_str(self, dest: str) -> Optional[str]:
+        if dest not in self.raw:
+            return None
+        raw, origin = self.raw[dest]
+        self.result.origins[dest] = origin
+        return str(raw)
+
+    def finish(self, entry: str) -> None:
+        r = self.result
+        tp = self.get_int("tensor_parallel_size", 1, 1) or 1
+        pp = self.get_int("pipeline_parallel_size", 1, 1) or 1
+        dp = self.get_int("data_parallel_size", 1, 1) or 1
+        dcp = self.get_int("decode_context_parallel_size", 1, 1) or 1
+        pcp = self.get_int("prefill_context_parallel_size", 1, 1) or 1
+        nnodes = self.get_int("nnodes", 1, 1) or 1
+        node_rank = self.get_int("node_rank", 0, 0) or 0
+        dpl = self.get_int("data_parallel_size_local", None, 0)
+        dp_rank = self.get_int("data_parallel_rank", None, 0)
+        start_rank = self.get_int("data_parallel_start_rank", None, 0)
+        external = self.get_bool("data_parallel_external_lb")
+        hybrid = self.get_bool("data_parallel_hybrid_lb")
+        multi_port = self.get_bool("data_parallel_multi_port_external_lb")
+        headless = self.get_bool("headless")
+        dp_backend = self.get_str("data_parallel_backend") or "mp"
+        executor = self.get_str("distributed_executor_backend")
+        r.enable_expert_parallel = self.get_bool("enable_expert_parallel")
+        r.host = self.get_str("host")
+        r.api_server_count = self.get_int("api_server_count", None, 0)
+        port = self.get_int("port", None, 0)
+        if port is not None and port > 65535:
+            self.problem(r.origins["port"].spelling, str(port), "not a TCP port", "port")
+            port = None
+        r.port = port
+        self.read_gpu_memory_utilization()
+        self.read_model(entry)
+
+        def bad(dest: str, message: str, value: str = "") -> None:
+            origin = r.origins.get(dest)
+            self.problem(origin.spelling if origin else dest, value, message, dest)
+
+        if dp_backend not in ("mp", "ray"):
+            bad("data_parallel_backend", "must be 'mp' or 'ray'", dp_backend)
+        if pcp == 1 and tp % dcp != 0:
+            bad(
+                "decode_context_parallel_size",
+                f"tensor parallel size {tp} must be divisible by decode context parallel "
+                f"size {dcp}",
+                str(dcp),
+            )
+        elif pcp > 1 and dcp not in (1, pcp, tp * pcp):
+            bad(
+                "decode_context_parallel_size",
+                f"with prefill context parallel {pcp}, decode context parallel must be "
+                f"1, {pcp} or {tp * pcp}",
+                str(dcp),
+            )
+        if pcp > 1 and dp > 1:
+            bad("prefill_context_parallel_size", "PCP does not support data parallelism")
+        if nnodes > 1:
+            if dp_backend != "mp":
+                bad("nnodes", "nnodes > 1 is only supported with data_parallel_backend=mp")
+            if (dp * pp * tp) % nnodes != 0:
+                bad(
+                    "nnodes",
+                    f"world size DP x PP x TP = {dp * pp * tp} must be divisible by nnodes "
+                    f"= {nnodes}",
+                    str(nnodes),
+                )
+        if node_rank >= nnodes and "node_rank" in self.raw:
+            bad("node_rank", f"node rank {node_rank} must be less than nnodes {nnodes}")
+        if headless and hybrid:
+            bad("data_parallel_hybrid_lb", "hybrid load balancing is not applicable headless")
+        if hybrid and external:
+            bad("data_parallel_hybrid_lb", "hybrid and external load balancing exclude each other")
+
+        # data_parallel_size_local, following create_engine_config
+        if nnodes > 1 and not (dp > 1 and external) and dpl is None:
+            per_node = dp * pp * tp // nnodes
+            dpl = max(per_node // (pp * tp), 1)
+        if multi_port:
+            if external or hybrid or dp_rank is not None:
+                bad(
+                    "data_parallel_multi_port_external_lb",
+                    "cannot be combined with --data-parallel-external-lb, "
+                    "--data-parallel-hybrid-lb or --data-parallel-rank",
+                )
+            if dp < 2:
+                bad("data_parallel_multi_port_external_lb", "requires --data-parallel-size > 1")
+            if dpl is None or dpl < 2:
+                bad(
+                    "data_parallel_multi_port_external_lb",
+                    "requires --data-parallel-size-local >= 2",
+                )
+            elif dp % dpl != 0:
+                bad("data_parallel_size_local", "data parallel size must be divisible by it")
+            dp_local = dpl if dpl is not None else dp
+        elif external or dp_rank is not None:
+            external = True
+            if dp <= 1:
+                bad(
+                    "data_parallel_rank" if dp_rank is not None else "data_parallel_external_lb",
+                    "external data-parallel load balancing needs --data-parallel-size > 1",
+                )
+            if dpl not in (None, 1):
+                bad(
+                    "data_parallel_size_local",
+                    "must be 1 (or unset) when --data-parallel-rank / external LB is used",
+                    str(dpl),
+                )
+            if dp_rank is not None and dp_rank >= dp:
+                bad("data_parallel_rank", f"must be in [0, {dp})", str(dp_rank))
+            dp_local = 1
+        elif dpl is not None:
+            if start_rank and not headless:
+                hybrid = True
+            if hybrid and dpl == 1:
+                hybrid, external = False, True
+            if dpl == dp:
+                hybrid = False
+            dp_local = dpl
+        else:
+            if hybrid:
+                bad("data_parallel_hybrid_lb", "requires --data-parallel-size-local")
+            dp_local = dp
+        if dp_local > dp:
+            bad(
+                "data_parallel_size_local",
+                f"data parallel size local ({dp_local}) must be <= data parallel size ({dp})",
+                str(dp_local),
+            )
+            dp_local = dp
+        if headless and dp_local <= 0:
+            bad("data_parallel_size_local", "must be > 0 in headless mode", str(dp_local))
+
+        r.plan = ParallelPlan(
+            tp=tp,
+            pp=pp,
+            dp=dp,
+            dp_local=dp_local,
+            dcp=dcp,
+            pcp=pcp,
+            nnodes=nnodes,
+            node_rank=node_rank,
+            data_parallel_rank=dp_rank,
+            external_lb=external,
+            hybrid_lb=hybrid,
+            multi_port_lb=multi_port,
+            headless=headless,
+            distributed_executor_backend=executor,
+            data_parallel_backend=dp_backend,
+        )
+
+    def read_gpu_memory_utilization(self) -> None:
+        text = self.get_str("gpu_memory_utilization")
+        if text is None:
+            return
+        origin = self.result.origins["gpu_memory_utilization"]
+        try:
+            value = float(text)
+        except ValueError:
+            self.problem(
+                origin.spelling, text, f"{text!r} is not a number", "gpu_memory_utilization"
+            )
+            return
+        if not 0.0 < value <= 1.0:
+            self.problem(
+                origin.spelling,
+                text,
+                "must be a fraction of GPU memory in (0, 1]",
+                "gpu_memory_utilization",
+            )
+            return
+        self.result.gpu_memory_utilization = value
+
+    def read_model(self, entry: str) -> None:
+        flag_model = self.get_str("model")
+        positional = self.positionals[1:] if entry == SERVE else []
+        if positional:
+            tok = positional[0]
+            self.result.model = tok.text
+            self.result.origins["model"] = Origin(tok.spelling, tok.index, tok.from_config)
+        else:
+            self.result.model = flag_model
+
+
+def _no_form_exists(flag: str) -> bool:
+    """vLLM maps `key: false` in --config to --no-key only where that option exists."""
+    found = _BY_NAME.get(flag.replace("_", "-"))
+    return found is not None and found[0].kind == _BOOL
+
+
+def _safe_str(value: object) -> str:
+    try:
+        return str(value)
+    except Exception:
+        return repr(type(value))
