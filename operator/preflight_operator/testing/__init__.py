@@ -33,6 +33,8 @@ The API (class Cluster; LocalCluster and ExternalCluster implement it):
   authenticates only as system:serviceaccount:<ns>:<name> (TokenRequest); for RBAC tests.
 - `issue_serving_cert(hosts=("127.0.0.1", "localhost")) -> ServingCert(cert_path, key_path,
   ca_pem)` for a webhook server; put base64(ca_pem) in clientConfig.caBundle.
+- `wait_for(condition, timeout=30, interval=0.2, what="")` polls until condition() is truthy
+  and returns that value (controllers and webhook configurations act a little later).
 - LocalCluster also has `server`, `workdir`, `logs_dir` (<component>.log), `pids`,
   `startup_seconds`, `check_alive()`, and `stop(keep_workdir=None)`
   (VLLM_PREFLIGHT_KEEP_WORKDIR=1 keeps logs and data after stopping).
@@ -50,6 +52,7 @@ from preflight_operator.testing.certs import CertificateAuthority, KeyPair
 from preflight_operator.testing.external import ExternalCluster
 from preflight_operator.testing.local import ClusterStartError, ComponentError, LocalCluster
 from preflight_operator.testing.selection import KUBECONFIG_ENV, external_kubeconfig, open_cluster
+from preflight_operator.testing.wait import wait_for
 
 __all__ = [
     "KUBECONFIG_ENV",
@@ -66,4 +69,5 @@ __all__ = [
     "external_kubeconfig",
     "find_bin_dir",
     "open_cluster",
+    "wait_for",
 ]

@@ -101,6 +101,9 @@ class Cluster:
         env = dict(os.environ)
         env["KUBECONFIG"] = str(kubeconfig or self.kubeconfig)
         env["PATH"] = f"{self.bin_dir}{os.pathsep}{env.get('PATH', '')}"
+        # kubectl's discovery cache would otherwise pile up in ~/.kube/cache, one
+        # directory per random port.
+        env["KUBECACHEDIR"] = str(self.scratch / "kube-cache")
         for var in ("NO_PROXY", "no_proxy"):
             env[var] = f"{_NO_PROXY},{env[var]}" if env.get(var) else _NO_PROXY
         return env
