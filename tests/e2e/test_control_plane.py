@@ -554,3 +554,24 @@ def test_serving_certificate_names_loopback_and_chains_to_the_ca() -> None:
     assert sans.get_values_for_type(x509.DNSName) == ["localhost"]
     admin = x509.load_pem_x509_certificate(ca.client("me", groups=["system:masters"]).cert_pem)
     assert "O=system:masters" in admin.subject.rfc4514_string()
+
+
+def test_a_crashing_program_still_stops_everything_at_exit(tmp_path: Path) -> None:
+    # No `with`, no stop(): an uncaught exception ends the program; atexit must clean up.
+    program = (
+        "from preflight_operator.testing import LocalCluster\n"
+        "c = LocalCluster().start()\n"
+        "print(c.workdir, *c.pids.values(), flush=True)\n"
+        "raise RuntimeError('a test crashed')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 1
+    assert "a test crashed" in result.stderr
+    workdir, *pids = result.stdout.split()
+    assert len(pids) == 3
+    assert not [p for p in pids if pid_alive(int(p))]
+    # Only the atexit hook removes the directory (the kernel's PDEATHSIG kills processes,
+    # nothing more), so this is what fails if the hook does not run.
+    assert not Path(workdir).exists()

@@ -88,8 +88,11 @@ class LocalCluster(Cluster):
         self._start_timeout = start_timeout
         self._components: list[Component] = []
         self._workdir: Path | None = None
+        self._attempt_t0 = 0.0
         self.server = ""  #: https://127.0.0.1:PORT
         self.startup_seconds = 0.0  #: certificates to ready, binaries already built
+        #: seconds from the start of the attempt until each component was ready
+        self.ready_after: dict[str, float] = {}
 
     @property
     def workdir(self) -> Path:
@@ -173,6 +176,8 @@ class LocalCluster(Cluster):
     # -- start, step by step ----------------------------------------------------------
     def _start_once(self) -> None:
         _LIVE.add(self)
+        self._attempt_t0 = time.monotonic()
+        self.ready_after = {}
         self._workdir = workdir = make_workdir(self._parent_dir)
         layout = flags.Layout(workdir)
         self._scratch = workdir / "scratch"
@@ -204,6 +209,12 @@ class LocalCluster(Cluster):
             controller_manager,
             lambda: bool(_get(default_sa, ssl_ctx)) and bool(_get(root_ca, ssl_ctx)),
         )
+        # A component that lost its port to another process exits within milliseconds, but
+        # a probe may have reached that other process (say, someone else's etcd) first.
+        for component in self._components:
+            code = component.returncode()
+            if code is not None:
+                raise ClusterStartError(component, f"exited with code {code} while starting")
         self._kubeconfig = layout.admin_kubeconfig
 
     def _write_pki(self, layout: flags.Layout) -> None:
@@ -260,6 +271,7 @@ class LocalCluster(Cluster):
                 raise ClusterStartError(component, f"exited with code {code} while starting")
             with contextlib.suppress(OSError):
                 if ready():
+                    self.ready_after[component.name] = time.monotonic() - self._attempt_t0
                     return
             if time.monotonic() >= deadline:
                 raise ClusterStartError(
