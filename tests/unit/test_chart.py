@@ -1,0 +1,760 @@
+"""The Helm chart, rendered with `helm template` (no cluster): lint, the strict values
+schema, and the objects each values file in tests/data/chart-values produces.
+
+Needs the pinned helm binary (hack/k8s/build.sh, cached); skipped when it cannot be had.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import subprocess
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
+from cryptography.x509.oid import ExtendedKeyUsageOID
+
+from preflight_operator.testing import BinariesNotFound, find_bin_dir
+
+REPO = Path(__file__).resolve().parents[2]
+CHART = REPO / "charts" / "vllm-preflight"
+VALUES_DIR = REPO / "tests" / "data" / "chart-values"
+NAMESPACE = "gpu-system"
+RELEASE = "vllm-preflight"
+FULLNAME = "vllm-preflight"  # the release name contains the chart name
+SERVICE_DNS = f"{FULLNAME}.{NAMESPACE}.svc"
+KUBE_VERSION = "1.34.4"
+SYSTEM_NAMESPACES = {"kube-system", "kube-public", "kube-node-lease"}
+OPT_IN = "vllm-preflight.io/inject"
+
+Manifest = dict[str, Any]
+
+
+# -- helpers ---------------------------------------------------------------------------------
+@functools.cache
+def helm_binary() -> str:
+    try:
+        return str(find_bin_dir() / "helm")
+    except BinariesNotFound as err:  # pragma: no cover - depends on the machine
+        pytest.skip(f"no helm binary: {err}")
+
+
+def helm(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        [helm_binary(), *args], capture_output=True, text=True, timeout=120, check=False
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"helm {' '.join(args)} failed:\n{result.stderr}")
+    return result
+
+
+def values_args(values: Sequence[str], sets: Sequence[str]) -> list[str]:
+    args: list[str] = []
+    for name in values:
+        args += ["-f", str(VALUES_DIR / name)]
+    for item in sets:
+        args += ["--set", item]
+    return args
+
+
+@functools.cache
+def _render(values: tuple[str, ...], sets: tuple[str, ...]) -> tuple[Manifest, ...]:
+    out = helm(
+        "template", RELEASE, str(CHART), "--namespace", NAMESPACE,
+        "--kube-version", KUBE_VERSION, "--include-crds", *values_args(values, sets),
+    ).stdout  # fmt: skip
+    return tuple(doc for doc in yaml.safe_load_all(out) if doc)
+
+
+def render(*values: str, sets: Sequence[str] = ()) -> list[Manifest]:
+    """The chart's objects for these values files (names in tests/data/chart-values)."""
+    return list(_render(tuple(values), tuple(sets)))
+
+
+def render_error(*values: str, sets: Sequence[str] = ()) -> str:
+    result = helm(
+        "template", RELEASE, str(CHART), "--namespace", NAMESPACE,
+        "--kube-version", KUBE_VERSION, *values_args(values, sets), check=False,
+    )  # fmt: skip
+    assert result.returncode != 0, "helm template accepted values it must reject"
+    return result.stderr
+
+
+def find(objs: Iterable[Manifest], kind: str, name: str | None = None) -> list[Manifest]:
+    return [
+        o for o in objs if o["kind"] == kind and (name is None or o["metadata"]["name"] == name)
+    ]
+
+
+def one(objs: Iterable[Manifest], kind: str, name: str | None = None) -> Manifest:
+    found = find(objs, kind, name)
+    assert len(found) == 1, f"expected one {kind} {name or ''}, got {len(found)}"
+    return found[0]
+
+
+def operator_container(objs: Iterable[Manifest]) -> Manifest:
+    pod = one(objs, "Deployment")["spec"]["template"]["spec"]
+    container: Manifest = pod["containers"][0]
+    return container
+
+
+def webhook_configs(objs: Iterable[Manifest]) -> list[Manifest]:
+    return find(objs, "MutatingWebhookConfiguration") + find(objs, "ValidatingWebhookConfiguration")
+
+
+def all_webhooks(objs: Iterable[Manifest]) -> list[Manifest]:
+    return [hook for cfg in webhook_configs(objs) for hook in cfg["webhooks"]]
+
+
+def expressions(selector: Manifest) -> dict[str, tuple[str, frozenset[str]]]:
+    return {
+        e["key"]: (e["operator"], frozenset(e.get("values", [])))
+        for e in selector["matchExpressions"]
+    }
+
+
+def rule_set(rules: Iterable[Manifest]) -> set[tuple[str, str, str]]:
+    """Flattened (apiGroup, resource[/resourceName], verb) triples of RBAC rules."""
+    out: set[tuple[str, str, str]] = set()
+    for rule in rules:
+        names = rule.get("resourceNames") or [""]
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                for name in names:
+                    res = f"{resource}/{name}" if name else resource
+                    out |= {(group, res, verb) for verb in rule["verbs"]}
+    return out
+
+
+def load_cert(pem: bytes) -> x509.Certificate:
+    return x509.load_pem_x509_certificate(pem)
+
+
+def assert_signed_by(cert: x509.Certificate, ca: x509.Certificate) -> None:
+    """Raises unless `ca`'s key signed `cert` (InvalidSignature)."""
+    key = ca.public_key()
+    assert cert.signature_hash_algorithm is not None
+    if isinstance(key, rsa.RSAPublicKey):
+        key.verify(
+            cert.signature,
+            cert.tbs_certificate_bytes,
+            padding.PKCS1v15(),
+            cert.signature_hash_algorithm,
+        )
+    else:
+        assert isinstance(key, ec.EllipticCurvePublicKey)
+        key.verify(
+            cert.signature, cert.tbs_certificate_bytes, ec.ECDSA(cert.signature_hash_algorithm)
+        )
+
+
+# -- lint and schema -----------------------------------------------------------------------
+VALID_VALUES = sorted(p.name for p in VALUES_DIR.glob("*.yaml") if not p.name.startswith("invalid"))
+
+
+class TestLintAndSchema:
+    @pytest.mark.parametrize("values", [None, *VALID_VALUES])
+    def test_helm_lint_strict_passes(self, values: str | None) -> None:
+        args = ["lint", "--strict", str(CHART), "--namespace", NAMESPACE]
+        if values:
+            args += ["-f", str(VALUES_DIR / values)]
+        out = helm(*args).stdout
+        assert "0 chart(s) failed" in out
+
+    def test_misspelled_nested_key_is_rejected_naming_it(self) -> None:
+        err = render_error("invalid-misspelled-key.yaml")
+        assert "failurPolicy" in err
+        assert "additional properties" in err.lower() or "additionalproperties" in err.lower()
+
+    def test_misspelled_top_level_key_is_rejected(self) -> None:
+        err = render_error(sets=["replicas=3"])
+        assert "replicas" in err
+
+    def test_wrong_enum_value_is_rejected(self) -> None:
+        err = render_error(sets=["defaultPolicy.action=Block"])
+        assert "action" in err
+        assert "Enforce" in err  # the message lists the allowed values
+
+    def test_ha_without_peering_is_refused_with_the_reason(self) -> None:
+        err = render_error("invalid-ha-without-peering.yaml")
+        assert "peering.enabled=true" in err
+
+    def test_every_documented_value_is_in_the_schema(self) -> None:
+        """Each key of values.yaml is typed in values.schema.json (and nothing more)."""
+        values = yaml.safe_load((CHART / "values.yaml").read_text())
+        schema = json.loads((CHART / "values.schema.json").read_text())
+
+        def walk(vals: Any, node: Manifest, path: str) -> None:
+            if node.get("type") != "object" or "properties" not in node:
+                return
+            assert node.get("additionalProperties") is False, f"{path or '.'} is not strict"
+            assert isinstance(vals, dict)
+            missing = set(vals) - set(node["properties"])
+            assert not missing, f"{path}: {missing} not in the schema"
+            for key, sub in node["properties"].items():
+                if key in vals:
+                    walk(vals[key], sub, f"{path}.{key}")
+
+        walk(values, schema, "")
+
+    def test_every_value_has_a_comment(self) -> None:
+        """Every leaf of values.yaml has a `# --` comment above it, or sits in a block that
+        has one (Kubernetes-typed blocks such as resources are documented as a whole)."""
+        lines = (CHART / "values.yaml").read_text().splitlines()
+        undocumented: list[str] = []
+        parents: list[tuple[int, bool]] = []  # (indent, documented) of the open blocks
+        for i, line in enumerate(lines):
+            text = line.strip()
+            if not text or text.startswith(("#", "-")) or ":" not in text:
+                continue
+            indent = len(line) - len(line.lstrip())
+            while parents and parents[-1][0] >= indent:
+                parents.pop()
+            comments = []
+            j = i - 1
+            while j >= 0 and lines[j].strip().startswith("#"):
+                comments.append(lines[j].strip())
+                j -= 1
+            documented = any(c.startswith("# --") for c in comments)
+            key, _, rest = text.partition(":")
+            if rest.strip():
+                if not documented and not any(doc for _, doc in parents):
+                    undocumented.append(key)
+            else:
+                parents.append((indent, documented))
+        assert not undocumented, f"values without a `# --` comment: {undocumented}"
+
+
+# -- webhooks --------------------------------------------------------------------------------
+class TestWebhookSelectors:
+    def test_every_entry_excludes_system_and_release_namespaces(self) -> None:
+        hooks = all_webhooks(render())
+        assert len(hooks) == 4  # (mutating, validating) x (namespace opt-in, pod opt-in)
+        for hook in hooks:
+            op, names = expressions(hook["namespaceSelector"])["kubernetes.io/metadata.name"]
+            assert op == "NotIn"
+            assert names >= SYSTEM_NAMESPACES | {NAMESPACE}, hook["name"]
+
+    def test_namespace_entries_need_the_opt_in_label_and_honour_the_pod_opt_out(self) -> None:
+        for hook in all_webhooks(render()):
+            if not hook["name"].startswith("namespace."):
+                continue
+            assert expressions(hook["namespaceSelector"])[OPT_IN] == ("In", {"enabled"})
+            assert expressions(hook["objectSelector"])[OPT_IN] == ("NotIn", {"disabled"})
+
+    def test_pod_opt_in_entries_cover_only_namespaces_neither_in_nor_out(self) -> None:
+        for hook in all_webhooks(render()):
+            if not hook["name"].startswith("object."):
+                continue
+            ns = expressions(hook["namespaceSelector"])[OPT_IN]
+            assert ns == ("NotIn", {"enabled", "disabled"})
+            assert expressions(hook["objectSelector"])[OPT_IN] == ("In", {"enabled"})
+
+    def test_pod_opt_in_can_be_turned_off(self) -> None:
+        hooks = all_webhooks(render("single-replica.yaml"))
+        assert [h["name"].split(".")[0] for h in hooks] == ["namespace", "namespace"]
+
+    def test_extra_exclusions_and_expressions_are_added_to_every_entry(self) -> None:
+        for hook in all_webhooks(render("production.yaml")):
+            exprs = expressions(hook["namespaceSelector"])
+            assert "monitoring" in exprs["kubernetes.io/metadata.name"][1]
+            assert exprs["team"] == ("Exists", frozenset())
+            assert OPT_IN in exprs  # the opt-in is kept, not replaced
+
+    def test_release_namespace_is_excluded_even_when_the_list_is_emptied(self) -> None:
+        objs = render(sets=["webhook.excludedNamespaces=null"])
+        for hook in all_webhooks(objs):
+            assert (
+                NAMESPACE
+                in expressions(hook["namespaceSelector"])["kubernetes.io/metadata.name"][1]
+            )
+
+
+class TestWebhookBehaviour:
+    def test_failure_policy_defaults_to_ignore_fail_open(self) -> None:
+        for hook in all_webhooks(render()):
+            assert hook["failurePolicy"] == "Ignore", hook["name"]
+            assert hook["timeoutSeconds"] == 10
+
+    def test_failure_policy_and_timeout_are_configurable_per_kind(self) -> None:
+        objs = render("production.yaml")
+        for hook in one(objs, "MutatingWebhookConfiguration")["webhooks"]:
+            assert (hook["failurePolicy"], hook["timeoutSeconds"]) == ("Ignore", 5)
+        for hook in one(objs, "ValidatingWebhookConfiguration")["webhooks"]:
+            assert (hook["failurePolicy"], hook["timeoutSeconds"]) == ("Fail", 15)
+
+    def test_injection_mutates_pod_creation_only_at_mutate_pods(self) -> None:
+        mutating = one(render(), "MutatingWebhookConfiguration")
+        for hook in mutating["webhooks"]:
+            assert hook["rules"] == [
+                {
+                    "apiGroups": [""],
+                    "apiVersions": ["v1"],
+                    "operations": ["CREATE"],
+                    "resources": ["pods"],
+                    "scope": "Namespaced",
+                }
+            ]
+            assert hook["clientConfig"]["service"]["path"] == "/mutate-pods"
+            assert hook["sideEffects"] == "None"
+            assert hook["reinvocationPolicy"] == "Never"
+
+    def test_validation_covers_every_workload_kind_on_create_and_update(self) -> None:
+        validating = one(render(), "ValidatingWebhookConfiguration")
+        for hook in validating["webhooks"]:
+            covered = {
+                (group, version, resource)
+                for rule in hook["rules"]
+                if rule["operations"] == ["CREATE", "UPDATE"]
+                for group in rule["apiGroups"]
+                for version in rule["apiVersions"]
+                for resource in rule["resources"]
+            }
+            assert covered == {
+                ("apps", "v1", "deployments"),
+                ("apps", "v1", "statefulsets"),
+                ("batch", "v1", "jobs"),
+                ("leaderworkerset.x-k8s.io", "v1", "leaderworkersets"),
+                ("", "v1", "pods"),
+            }
+            assert hook["clientConfig"]["service"]["path"] == "/validate"
+            # it records results, so it must skip side effects on dry runs
+            assert hook["sideEffects"] == "NoneOnDryRun"
+
+    def test_entries_call_the_chart_service_on_443(self) -> None:
+        objs = render()
+        service = one(objs, "Service")
+        port = next(p for p in service["spec"]["ports"] if p["port"] == 443)
+        assert port["targetPort"] == "webhook"
+        for hook in all_webhooks(objs):
+            ref = hook["clientConfig"]["service"]
+            assert (ref["name"], ref["namespace"], ref["port"]) == (FULLNAME, NAMESPACE, 443)
+            assert hook["admissionReviewVersions"] == ["v1"]
+            assert len(hook["name"].split(".")) >= 3
+
+
+# -- certificates ----------------------------------------------------------------------------
+class TestSelfSignedCertificates:
+    def test_every_entry_carries_one_ca_that_signed_the_serving_cert(self) -> None:
+        objs = render()
+        bundles = {h["clientConfig"]["caBundle"] for h in all_webhooks(objs)}
+        assert len(bundles) == 1, "the webhook entries disagree on the CA"
+        ca = load_cert(base64.b64decode(bundles.pop()))
+        tls = one(objs, "Secret", f"{FULLNAME}-webhook-tls")
+        assert tls["type"] == "kubernetes.io/tls"
+        served = load_cert(base64.b64decode(tls["data"]["tls.crt"]))
+        assert load_cert(base64.b64decode(tls["data"]["ca.crt"])) == ca
+        assert served.issuer == ca.subject
+        assert_signed_by(served, ca)
+        basic = ca.extensions.get_extension_for_class(x509.BasicConstraints).value
+        assert basic.ca
+
+    def test_serving_cert_names_the_service_as_the_api_server_dials_it(self) -> None:
+        tls = one(render(), "Secret", f"{FULLNAME}-webhook-tls")
+        served = load_cert(base64.b64decode(tls["data"]["tls.crt"]))
+        sans = served.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        names = set(sans.get_values_for_type(x509.DNSName))
+        assert names == {
+            FULLNAME,
+            f"{FULLNAME}.{NAMESPACE}",
+            SERVICE_DNS,
+            f"{SERVICE_DNS}.cluster.local",
+        }
+        usage = served.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+        assert ExtendedKeyUsageOID.SERVER_AUTH in usage
+        annotations = tls["metadata"]["annotations"]
+        assert int(annotations["vllm-preflight.io/not-after"]) > 0
+        assert SERVICE_DNS in annotations["vllm-preflight.io/dns-names"]
+
+    def test_ca_key_lives_apart_and_is_never_mounted(self) -> None:
+        objs = render()
+        ca_secret = one(objs, "Secret", f"{FULLNAME}-webhook-ca")
+        assert "tls.key" in ca_secret["data"]
+        tls = one(objs, "Secret", f"{FULLNAME}-webhook-tls")
+        assert tls["data"]["tls.crt"] != ca_secret["data"]["tls.crt"]
+        mounted = [
+            v["secret"]["secretName"]
+            for o in find(objs, "Deployment") + find(objs, "Pod")
+            for v in o["spec"].get("template", o)["spec"]["volumes"]
+            if "secret" in v
+        ]
+        assert f"{FULLNAME}-webhook-ca" not in mounted
+        assert mounted.count(f"{FULLNAME}-webhook-tls") == 2  # operator + helm test (ca.crt)
+
+    def test_operator_mounts_the_serving_secret_where_the_contract_says(self) -> None:
+        objs = render()
+        pod = one(objs, "Deployment")["spec"]["template"]["spec"]
+        certs = next(v for v in pod["volumes"] if v["name"] == "certs")
+        assert certs["secret"]["secretName"] == f"{FULLNAME}-webhook-tls"
+        assert {i["key"] for i in certs["secret"]["items"]} == {"tls.crt", "tls.key"}
+        mount = next(m for m in operator_container(objs)["volumeMounts"] if m["name"] == "certs")
+        assert mount["mountPath"] == "/etc/vllm-preflight/certs"
+        assert "--webhook-cert-dir=/etc/vllm-preflight/certs" in operator_container(objs)["args"]
+
+
+class TestCertManager:
+    def test_ca_is_injected_by_cert_manager_and_the_chart_renders_no_secret(self) -> None:
+        objs = render("cert-manager.yaml")
+        assert not find(objs, "Secret")
+        for cfg in webhook_configs(objs):
+            assert cfg["metadata"]["annotations"] == {
+                "cert-manager.io/inject-ca-from": f"{NAMESPACE}/{FULLNAME}-webhook"
+            }
+            for hook in cfg["webhooks"]:
+                assert "caBundle" not in hook["clientConfig"]
+
+    def test_certificate_writes_the_secret_the_operator_mounts(self) -> None:
+        objs = render("cert-manager.yaml")
+        cert = one(objs, "Certificate", f"{FULLNAME}-webhook")
+        assert cert["spec"]["secretName"] == f"{FULLNAME}-webhook-tls"
+        assert SERVICE_DNS in cert["spec"]["dnsNames"]
+        assert cert["spec"]["issuerRef"] == {
+            "name": f"{FULLNAME}-ca",
+            "kind": "Issuer",
+            "group": "cert-manager.io",
+        }
+        # a CA chain, so that renewing the serving certificate keeps the caBundle
+        ca = one(objs, "Certificate", f"{FULLNAME}-ca")
+        assert ca["spec"]["isCA"] is True
+        assert {i["metadata"]["name"] for i in find(objs, "Issuer")} == {
+            f"{FULLNAME}-selfsigned",
+            f"{FULLNAME}-ca",
+        }
+
+    def test_an_existing_issuer_replaces_the_chart_ca(self) -> None:
+        objs = render("cert-manager-issuer.yaml")
+        assert not find(objs, "Issuer")
+        cert = one(objs, "Certificate")
+        assert cert["spec"]["issuerRef"] == {
+            "name": "corp-ca",
+            "kind": "ClusterIssuer",
+            "group": "cert-manager.io",
+        }
+        assert (cert["spec"]["duration"], cert["spec"]["renewBefore"]) == ("720h", "240h")
+
+
+# -- the operator Deployment ---------------------------------------------------------------
+class TestOperatorDeployment:
+    def test_security_context_is_hardened_by_default(self) -> None:
+        objs = render()
+        pod = one(objs, "Deployment")["spec"]["template"]["spec"]
+        assert pod["securityContext"]["runAsNonRoot"] is True
+        assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+        sc = operator_container(objs)["securityContext"]
+        assert sc["runAsNonRoot"] is True
+        assert sc["readOnlyRootFilesystem"] is True
+        assert sc["allowPrivilegeEscalation"] is False
+        assert sc["capabilities"] == {"drop": ["ALL"]}
+        assert sc["seccompProfile"] == {"type": "RuntimeDefault"}
+        writable = {m["mountPath"] for m in operator_container(objs)["volumeMounts"]} - {
+            "/etc/vllm-preflight/config.yaml",
+            "/etc/vllm-preflight/certs",
+        }
+        assert writable == {"/tmp"}
+
+    def test_probes_hit_healthz_on_the_health_port(self) -> None:
+        container = operator_container(render())
+        health = next(p for p in container["ports"] if p["name"] == "health")
+        assert health["containerPort"] == 8081
+        for probe in ("livenessProbe", "readinessProbe"):
+            assert container[probe]["httpGet"] == {"path": "/healthz", "port": "health"}
+        assert "--health-port=8081" in container["args"]
+
+    def test_pod_identity_comes_from_the_downward_api(self) -> None:
+        env = {e["name"]: e for e in operator_container(render())["env"]}
+        assert env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
+        assert env["POD_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
+
+    def test_runs_the_operator_subcommand_with_the_contract_flags(self) -> None:
+        container = operator_container(render())
+        assert container["command"] == ["vllm-preflight"]
+        assert container["args"] == [
+            "operator",
+            "--config=/etc/vllm-preflight/config.yaml",
+            "--webhook-port=9443",
+            "--webhook-cert-dir=/etc/vllm-preflight/certs",
+            "--metrics-port=8080",
+            "--health-port=8081",
+        ]
+
+    def test_scheduling_values_reach_the_pod(self) -> None:
+        objs = render("production.yaml")
+        pod = one(objs, "Deployment")["spec"]["template"]["spec"]
+        assert pod["nodeSelector"] == {"node-role.kubernetes.io/control-plane-apps": "true"}
+        assert pod["tolerations"][0]["key"] == "dedicated"
+        assert pod["priorityClassName"] == "system-cluster-critical"
+        assert pod["imagePullSecrets"] == [{"name": "regcred"}]
+        container = operator_container(objs)
+        assert container["image"] == (
+            "registry.example.com/vllm-preflight/operator@sha256:" + "0123456789abcdef" * 4
+        )
+        assert container["imagePullPolicy"] == "Always"
+
+    def test_default_affinity_spreads_replicas_over_nodes(self) -> None:
+        objs = render()
+        affinity = one(objs, "Deployment")["spec"]["template"]["spec"]["affinity"]
+        term = affinity["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]
+        assert term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+        selector = one(objs, "Deployment")["spec"]["selector"]["matchLabels"]
+        assert term["podAffinityTerm"]["labelSelector"]["matchLabels"] == selector
+
+    def test_config_change_rolls_the_pods(self) -> None:
+        def checksum(*sets: str) -> str:
+            deployment = one(render(sets=sets), "Deployment")
+            value: str = deployment["spec"]["template"]["metadata"]["annotations"][
+                "checksum/config"
+            ]
+            return value
+
+        assert checksum() != checksum("defaultPolicy.action=Warn")
+
+    def test_service_selects_only_operator_pods(self) -> None:
+        objs = render()
+        selector = one(objs, "Service")["spec"]["selector"]
+        assert selector == one(objs, "Deployment")["spec"]["selector"]["matchLabels"]
+        test_pod = one(objs, "Pod")
+        assert not all(test_pod["metadata"]["labels"].get(k) == v for k, v in selector.items())
+
+
+class TestReplicasAndPeering:
+    def test_two_replicas_with_peering_object_and_crd_by_default(self) -> None:
+        objs = render()
+        assert one(objs, "Deployment")["spec"]["replicas"] == 2
+        peering = one(objs, "KopfPeering")
+        assert peering["apiVersion"] == "kopf.dev/v1"
+        assert peering["metadata"] == peering["metadata"] | {
+            "name": "vllm-preflight",
+            "namespace": NAMESPACE,
+        }
+        crd = one(objs, "CustomResourceDefinition", "kopfpeerings.kopf.dev")
+        assert crd["spec"]["scope"] == "Namespaced"
+        assert "--standalone" not in operator_container(objs)["args"]
+        assert one(objs, "PodDisruptionBudget")["spec"]["minAvailable"] == 1
+
+    def test_single_replica_runs_standalone_without_peering_objects(self) -> None:
+        objs = render("single-replica.yaml")
+        assert one(objs, "Deployment")["spec"]["replicas"] == 1
+        assert "--standalone" in operator_container(objs)["args"]
+        assert not find(objs, "KopfPeering")
+        assert not find(objs, "CustomResourceDefinition", "kopfpeerings.kopf.dev")
+        assert not find(objs, "PodDisruptionBudget")  # minAvailable 1 of 1 would block drains
+
+    def test_product_crds_ship_with_the_chart(self) -> None:
+        names = {o["metadata"]["name"] for o in find(render(), "CustomResourceDefinition")}
+        assert {"gpuvalidations.vllm-preflight.io", "preflightpolicies.vllm-preflight.io"} <= names
+
+
+# -- RBAC ------------------------------------------------------------------------------------
+OPERATOR_CLUSTER_RULES = {
+    ("", "namespaces", "get"), ("", "namespaces", "list"), ("", "namespaces", "watch"),
+    ("", "pods", "get"), ("", "pods", "list"), ("", "pods", "watch"),
+    ("", "events", "create"), ("", "events", "patch"),
+    *{(g, r, v) for g, r in [("apps", "deployments"), ("apps", "statefulsets"), ("batch", "jobs"),
+                             ("leaderworkerset.x-k8s.io", "leaderworkersets")]
+      for v in ("get", "list", "watch", "patch")},
+    ("apps", "replicasets", "get"),
+    *{("vllm-preflight.io", "gpuvalidations", v)
+      for v in ("get", "list", "watch", "create", "update", "patch", "delete")},
+    *{("vllm-preflight.io", "gpuvalidations/status", v) for v in ("get", "update", "patch")},
+    *{("vllm-preflight.io", "preflightpolicies", v) for v in ("get", "list", "watch")},
+    ("apiextensions.k8s.io", "customresourcedefinitions", "list"),
+    ("apiextensions.k8s.io", "customresourcedefinitions", "watch"),
+}  # fmt: skip
+
+
+class TestRBAC:
+    def test_cluster_role_is_exactly_what_the_operator_uses(self) -> None:
+        role = one(render(), "ClusterRole")
+        assert rule_set(role["rules"]) == OPERATOR_CLUSTER_RULES
+
+    def test_nothing_sensitive_or_wildcard(self) -> None:
+        objs = render()
+        for role in find(objs, "ClusterRole") + find(objs, "Role"):
+            for group, resource, verb in rule_set(role["rules"]):
+                assert "*" not in (group, resource, verb)
+                assert resource.split("/")[0] not in {
+                    "secrets",
+                    "mutatingwebhookconfigurations",
+                    "validatingwebhookconfigurations",
+                    "clusterroles",
+                    "roles",
+                    "rolebindings",
+                    "clusterrolebindings",
+                    "nodes",
+                    "serviceaccounts",
+                }
+                assert resource not in {"pods/exec", "pods/attach", "pods/portforward"}
+                assert verb not in {"escalate", "bind", "impersonate", "deletecollection"}
+                if resource in {"pods", "deployments", "statefulsets", "jobs"}:
+                    assert verb not in {"create", "delete", "update"}
+
+    def test_namespaced_role_is_limited_to_its_config_and_peering_object(self) -> None:
+        role = one(render(), "Role", FULLNAME)
+        assert role["metadata"]["namespace"] == NAMESPACE
+        assert rule_set(role["rules"]) == {
+            ("", f"configmaps/{FULLNAME}", "get"),
+            ("kopf.dev", "kopfpeerings", "list"),
+            ("kopf.dev", "kopfpeerings", "watch"),
+            ("kopf.dev", "kopfpeerings/vllm-preflight", "get"),
+            ("kopf.dev", "kopfpeerings/vllm-preflight", "patch"),
+        }
+        standalone = one(render("single-replica.yaml"), "Role", FULLNAME)
+        assert rule_set(standalone["rules"]) == {("", f"configmaps/{FULLNAME}", "get")}
+
+    def test_bindings_grant_the_roles_to_the_operator_service_account_only(self) -> None:
+        objs = render()
+        sa = one(objs, "ServiceAccount", FULLNAME)
+        subject = {"kind": "ServiceAccount", "name": FULLNAME, "namespace": NAMESPACE}
+        for kind in ("ClusterRoleBinding", "RoleBinding"):
+            binding = one(objs, kind, FULLNAME)
+            assert binding["subjects"] == [subject]
+            assert binding["roleRef"]["name"] == FULLNAME
+        pod = one(objs, "Deployment")["spec"]["template"]["spec"]
+        assert pod["serviceAccountName"] == sa["metadata"]["name"]
+
+    def test_rbac_can_be_left_to_the_user(self) -> None:
+        objs = render(sets=["rbac.create=false", "tests.enabled=false"])
+        assert not find(objs, "ClusterRole") + find(objs, "Role") + find(objs, "RoleBinding")
+
+
+# -- the operator configuration --------------------------------------------------------------
+def rendered_config(*values: str) -> Manifest:
+    cm = one(render(*values), "ConfigMap", FULLNAME)
+    config: Manifest = yaml.safe_load(cm["data"]["config.yaml"])
+    return config
+
+
+class TestOperatorConfig:
+    def test_defaults_match_the_contract(self) -> None:
+        assert rendered_config() == {
+            "defaultPolicy": {
+                "action": "Enforce",
+                "tier": "fast",
+                "thresholds": {"shmMin": "1Gi", "extraGPUsAllowed": 0},
+                "checks": {"disabled": []},
+                "onRuntimeFailure": "None",
+            },
+            "injection": {
+                "mode": "WorkloadImage",
+                "installerImage": "ghcr.io/vllm-preflight/operator:0.1.0",
+                "checkImage": "ghcr.io/vllm-preflight/check:0.1.0",
+                "imagePullPolicy": "IfNotPresent",
+                "resources": {
+                    "requests": {"cpu": "100m", "memory": "128Mi"},
+                    "limits": {"memory": "512Mi"},
+                },
+                "timeoutSeconds": 120,
+            },
+            "namespaceLabel": OPT_IN,
+            "excludedNamespaces": ["kube-system", "kube-public", "kube-node-lease", NAMESPACE],
+            "history": {"podsPerWorkload": 10},
+        }
+
+    def test_values_reach_the_config(self) -> None:
+        config = rendered_config("production.yaml")
+        assert config["defaultPolicy"] == {
+            "action": "Warn",
+            "tier": "deep",
+            "thresholds": {"shmMin": "2Gi", "extraGPUsAllowed": 1},
+            "checks": {"disabled": ["vllm-port-collision"]},
+            "onRuntimeFailure": "PauseRollout",
+        }
+        assert config["injection"]["mode"] == "DedicatedImage"
+        assert config["injection"]["installerImage"].endswith("@sha256:" + "0123456789abcdef" * 4)
+        assert config["injection"]["checkImage"] == (
+            "registry.example.com/vllm-preflight/check:0.1.0-cuda12.4"
+        )
+        assert "monitoring" in config["excludedNamespaces"]
+
+    @pytest.mark.parametrize("values", [None, *VALID_VALUES])
+    def test_the_operator_accepts_every_rendered_config(self, values: str | None) -> None:
+        config_module = pytest.importorskip("preflight_operator.config")
+        config = config_module.parse_config(rendered_config(*([values] if values else [])))
+        assert NAMESPACE in config.excluded_namespaces
+        assert config.namespace_label == OPT_IN
+
+    def test_config_is_mounted_at_the_contract_path(self) -> None:
+        objs = render()
+        mount = next(m for m in operator_container(objs)["volumeMounts"] if m["name"] == "config")
+        assert (mount["mountPath"], mount["subPath"]) == (
+            "/etc/vllm-preflight/config.yaml",
+            "config.yaml",
+        )
+
+
+# -- metrics, helm test, labels ---------------------------------------------------------------
+class TestMetrics:
+    def test_metrics_port_on_service_and_optional_service_monitor(self) -> None:
+        objs = render("production.yaml")
+        ports = {p["name"]: p for p in one(objs, "Service")["spec"]["ports"]}
+        assert ports["metrics"]["port"] == 8080
+        monitor = one(objs, "ServiceMonitor")
+        assert monitor["spec"]["endpoints"][0]["port"] == "metrics"
+        assert monitor["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+        assert not find(render(), "ServiceMonitor")
+
+    def test_metrics_can_be_disabled(self) -> None:
+        objs = render("single-replica.yaml")
+        assert "--metrics-port=0" in operator_container(objs)["args"]
+        assert "metrics" not in {p["name"] for p in one(objs, "Service")["spec"]["ports"]}
+
+
+class TestHelmTest:
+    def test_test_pod_is_a_hook_running_the_shipped_script(self) -> None:
+        objs = render()
+        pod = one(objs, "Pod")
+        assert pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
+        assert pod["metadata"]["labels"][OPT_IN] == "disabled"
+        script = one(objs, "ConfigMap", f"{FULLNAME}-test")["data"]["helm-test.py"]
+        assert script == (CHART / "files" / "helm-test.py").read_text()
+        env = {e["name"]: e.get("value") for e in pod["spec"]["containers"][0]["env"]}
+        assert env["HEALTH_URL"] == f"http://{SERVICE_DNS}:8081/healthz"
+        assert env["WEBHOOK_ADDR"] == f"{SERVICE_DNS}:443"
+        assert env["WEBHOOK_SERVER_NAME"] == SERVICE_DNS
+        assert env["PEERING_NAME"] == "vllm-preflight"
+        assert pod["spec"]["containers"][0]["securityContext"]["readOnlyRootFilesystem"] is True
+
+    def test_test_identity_may_only_read(self) -> None:
+        role = one(render(), "Role", f"{FULLNAME}-test")
+        assert {verb for _, _, verb in rule_set(role["rules"])} <= {"get", "list"}
+
+    def test_no_test_objects_when_disabled(self) -> None:
+        objs = render("single-replica.yaml")
+        assert not find(objs, "Pod")
+        assert not [o for o in objs if o["metadata"]["name"].endswith("-test")]
+
+
+class TestEveryObject:
+    @pytest.mark.parametrize("values", [None, *VALID_VALUES])
+    def test_labelled_and_namespaced_in_the_release_namespace(self, values: str | None) -> None:
+        cluster_scoped = {
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "MutatingWebhookConfiguration",
+            "ValidatingWebhookConfiguration",
+            "CustomResourceDefinition",
+        }
+        for obj in render(*([values] if values else [])):
+            meta = obj["metadata"]
+            if obj["kind"] == "CustomResourceDefinition":
+                continue  # crds/ files are not templates
+            assert meta["labels"]["app.kubernetes.io/instance"] == RELEASE, obj["kind"]
+            if obj["kind"] in cluster_scoped:
+                assert "namespace" not in meta
+            else:
+                assert meta["namespace"] == NAMESPACE, f"{obj['kind']} {meta['name']}"
+
+    def test_resource_names_fit_kubernetes_limits(self) -> None:
+        long_release = ("long-release-" * 5)[:53].strip("-")  # helm allows 53 characters
+        out = helm(
+            "template", long_release, str(CHART), "--namespace", NAMESPACE,
+            "--kube-version", KUBE_VERSION,
+        ).stdout  # fmt: skip
+        for obj in (d for d in yaml.safe_load_all(out) if d):
+            assert len(obj["metadata"]["name"]) <= 63, obj["metadata"]["name"]
