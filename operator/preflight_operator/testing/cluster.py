@@ -42,9 +42,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             cluster.start()
             _say(f"kubeconfig: {cluster.kubeconfig}")
+            steps = ", ".join(f"{name} {t:.1f} s" for name, t in cluster.ready_after.items())
             _say(
                 f"control plane {cluster.version} ready at {cluster.server} in "
-                f"{cluster.startup_seconds:.1f} s; logs in {cluster.logs_dir}"
+                f"{cluster.startup_seconds:.1f} s ({steps}); logs in {cluster.logs_dir}"
             )
             _say(f"try: export KUBECONFIG={cluster.kubeconfig} PATH={cluster.bin_dir}:$PATH")
             _say("Ctrl-C stops it.")

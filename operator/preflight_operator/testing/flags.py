@@ -106,8 +106,9 @@ def apiserver_args(binary: Path, layout: Layout, ports: Ports) -> list[str]:
         f"--etcd-servers=http://127.0.0.1:{ports.etcd_client}",
         "--bind-address=127.0.0.1",
         f"--secure-port={ports.apiserver}",
-        # Without it the API server looks for a default route to pick its address, and a
-        # sandbox without one refuses to start.
+        # Otherwise it advertises the default route's interface address (and cannot start
+        # on a machine without a default route); the `kubernetes` Service's endpoint must
+        # be where the API server actually listens.
         "--advertise-address=127.0.0.1",
         f"--cert-dir={layout.pki}",
         f"--tls-cert-file={layout.apiserver_cert}",
