@@ -1,0 +1,391 @@
+"""`helm install`, `helm upgrade` and `helm uninstall` of charts/vllm-preflight on the real
+control plane (the session's `k8s` fixture).
+
+What this proves: the CRDs are served (get, explain, category), the operator's RBAC is
+exactly what it needs (kubectl auth can-i as its ServiceAccount), the webhook
+configurations reference the Service with a CA bundle that signed the serving certificate
+for the Service's DNS names, the API server applies their selectors as intended (seen
+through failurePolicy: a webhook that cannot be reached fails open under Ignore and denies
+under Fail -- so a denial proves the request was routed to our entry), an upgrade keeps the
+CA and serving certificate, and uninstall leaves no webhook configuration behind.
+
+What it cannot prove here: no kubelet, scheduler or kube-proxy run, so the operator pods stay
+Pending and nothing reaches them through the Service; `helm test` needs a real cluster.
+
+The tests of the class run in order on one release (install -> checks -> upgrade ->
+uninstall). Its webhooks only match namespaces carrying this module's scope label, so other
+tests of the session never meet them.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import secrets
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
+
+from preflight_operator.testing import Cluster, KubectlError, wait_for
+
+REPO = Path(__file__).resolve().parents[2]
+CHART = REPO / "charts" / "vllm-preflight"
+OPT_IN = "vllm-preflight.io/inject"
+SCOPE_LABEL = "e2e.vllm-preflight.io/chart-scope"
+
+
+@dataclass
+class Release:
+    name: str
+    namespace: str
+    fullname: str
+    scope: str
+    values: Path
+
+    @property
+    def sa(self) -> str:
+        return f"system:serviceaccount:{self.namespace}:{self.fullname}"
+
+    @property
+    def service_dns(self) -> str:
+        return f"{self.fullname}.{self.namespace}.svc"
+
+
+def get_json(k8s: Cluster, *args: str) -> Any:
+    return json.loads(k8s.kubectl("get", *args, "-o", "json").stdout)
+
+
+def webhook_state(k8s: Cluster, release: Release) -> dict[str, Any]:
+    """caBundles of both configurations and the webhook Secrets' certificates."""
+    bundles = set()
+    for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration"):
+        cfg = get_json(k8s, kind, release.fullname)
+        bundles |= {h["clientConfig"]["caBundle"] for h in cfg["webhooks"]}
+    tls = get_json(k8s, "secret", f"{release.fullname}-webhook-tls", "-n", release.namespace)
+    ca = get_json(k8s, "secret", f"{release.fullname}-webhook-ca", "-n", release.namespace)
+    return {"bundles": bundles, "tls": tls["data"], "ca": ca["data"]}
+
+
+def create_pod(
+    k8s: Cluster, namespace: str, name: str, labels: dict[str, str] | None = None
+) -> KubectlError | None:
+    """Creates a bare Pod; returns the API server's refusal, or None when admitted."""
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
+        "spec": {"containers": [{"name": "c", "image": "registry.invalid/none:1"}]},
+    }
+    try:
+        k8s.kubectl("create", "-f", "-", input=json.dumps(pod), timeout=60)
+    except KubectlError as err:
+        return err
+    return None
+
+
+@dataclass(frozen=True)
+class Access:
+    """One request to authorize; `ns` None means all namespaces, "{ns}" the release's."""
+
+    verb: str
+    resource: str
+    group: str = ""
+    subresource: str = ""
+    name: str = ""
+    ns: str | None = "default"
+
+
+def can_i(k8s: Cluster, user: str, access: Access, release_ns: str) -> bool:
+    """Asks the API server's authorizer (SubjectAccessReview) as `user` with its groups, the
+    same question `kubectl auth can-i --as` asks, without depending on discovery (the
+    LeaderWorkerSet CRD need not be installed for its RBAC rule to count)."""
+    namespace = access.ns.format(ns=release_ns) if access.ns is not None else ""
+    sa_namespace = user.split(":")[2]
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {
+            "user": user,
+            "groups": [
+                "system:serviceaccounts",
+                f"system:serviceaccounts:{sa_namespace}",
+                "system:authenticated",
+            ],
+            "resourceAttributes": {
+                "verb": access.verb,
+                "group": access.group,
+                "resource": access.resource,
+                "subresource": access.subresource,
+                "name": access.name.format(fullname=user.split(":")[3]),
+                "namespace": namespace,
+            },
+        },
+    }
+    out = k8s.kubectl("create", "-f", "-", "-o", "json", input=json.dumps(review)).stdout
+    allowed: bool = json.loads(out)["status"].get("allowed", False)
+    return allowed
+
+
+@pytest.fixture(scope="module")
+def release(k8s: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Release]:
+    scope = secrets.token_hex(3)
+    namespace = k8s.create_namespace("vp-chart", labels={SCOPE_LABEL: scope})
+    name = f"vp-{scope}"
+    values = tmp_path_factory.mktemp("chart") / "values.yaml"
+    values.write_text(
+        yaml.safe_dump(
+            {
+                "webhook": {
+                    "namespaceSelectorExpressions": [
+                        {"key": SCOPE_LABEL, "operator": "In", "values": [scope]}
+                    ],
+                    # nothing listens behind the Service here: fail fast
+                    "mutating": {"timeoutSeconds": 3},
+                    "validating": {"timeoutSeconds": 3},
+                }
+            }
+        )
+    )
+    rel = Release(name, namespace, f"{name}-vllm-preflight", scope, values)
+    try:
+        yield rel
+    finally:
+        k8s.helm("uninstall", name, "-n", namespace, "--wait", check=False)
+        k8s.delete_namespace(namespace)
+
+
+@pytest.fixture(scope="module")
+def scoped_namespaces(k8s: Cluster, release: Release) -> dict[str, str]:
+    """Namespaces inside the release's test scope: opted in, and not opted in."""
+    scope = {SCOPE_LABEL: release.scope}
+    return {
+        "opted-in": k8s.create_namespace("vp-in", labels={**scope, OPT_IN: "enabled"}),
+        "plain": k8s.create_namespace("vp-plain", labels=scope),
+        "opted-out": k8s.create_namespace("vp-out", labels={**scope, OPT_IN: "disabled"}),
+    }
+
+
+APPS, CRD_GROUP, PEERING_GROUP = "apps", "vllm-preflight.io", "kopf.dev"
+LWS = "leaderworkerset.x-k8s.io"
+OPERATOR_MAY = [
+    Access("list", "namespaces", ns=None),
+    Access("watch", "namespaces", ns=None),
+    Access("get", "pods"),
+    Access("list", "pods", ns=None),
+    Access("watch", "pods", ns=None),
+    Access("create", "events"),
+    Access("patch", "events"),
+    Access("get", "deployments", APPS),
+    Access("patch", "deployments", APPS),
+    Access("watch", "statefulsets", APPS, ns=None),
+    Access("patch", "statefulsets", APPS),
+    Access("patch", "jobs", "batch"),
+    Access("list", "leaderworkersets", LWS, ns=None),
+    Access("patch", "leaderworkersets", LWS),
+    Access("get", "replicasets", APPS),
+    Access("create", "gpuvalidations", CRD_GROUP),
+    Access("delete", "gpuvalidations", CRD_GROUP),
+    Access("patch", "gpuvalidations", CRD_GROUP, subresource="status"),
+    Access("update", "gpuvalidations", CRD_GROUP, subresource="status"),
+    Access("watch", "preflightpolicies", CRD_GROUP, ns=None),
+    Access("get", "configmaps", name="{fullname}", ns="{ns}"),
+    Access("list", "kopfpeerings", PEERING_GROUP, ns="{ns}"),
+    Access("watch", "kopfpeerings", PEERING_GROUP, ns="{ns}"),
+    Access("patch", "kopfpeerings", PEERING_GROUP, name="vllm-preflight", ns="{ns}"),
+    Access("list", "customresourcedefinitions", "apiextensions.k8s.io", ns=None),
+]
+OPERATOR_MAY_NOT = [
+    Access("get", "secrets", ns="{ns}"),
+    Access("list", "secrets", ns=None),
+    Access("get", "secrets"),
+    Access("create", "pods", subresource="exec"),
+    Access("create", "pods"),
+    Access("delete", "pods"),
+    Access("patch", "pods"),
+    Access("patch", "pods", subresource="status"),
+    Access("delete", "deployments", APPS),
+    Access("create", "deployments", APPS),
+    Access("update", "deployments", APPS),
+    Access("patch", "deployments", APPS, subresource="scale"),
+    Access("list", "replicasets", APPS),
+    Access("deletecollection", "gpuvalidations", CRD_GROUP),
+    Access("create", "preflightpolicies", CRD_GROUP),
+    Access("get", "configmaps"),
+    Access("get", "configmaps", name="other", ns="{ns}"),
+    Access("patch", "kopfpeerings", PEERING_GROUP, name="other", ns="{ns}"),
+    Access("patch", "kopfpeerings", PEERING_GROUP, name="vllm-preflight"),
+    Access("patch", "mutatingwebhookconfigurations", "admissionregistration.k8s.io", ns=None),
+    Access("create", "validatingwebhookconfigurations", "admissionregistration.k8s.io", ns=None),
+    Access("delete", "namespaces", ns=None),
+    Access("get", "nodes", ns=None),
+    Access("create", "serviceaccounts", subresource="token"),
+    Access("impersonate", "users", ns=None),
+    Access("bind", "clusterroles", "rbac.authorization.k8s.io", ns=None),
+    Access("create", "leases", "coordination.k8s.io", ns="{ns}"),
+    Access("create", "customresourcedefinitions", "apiextensions.k8s.io", ns=None),
+]
+
+
+class TestHelmLifecycle:
+    def test_install_prints_next_steps(self, k8s: Cluster, release: Release) -> None:
+        out = k8s.helm(
+            "install", release.name, str(CHART), "-n", release.namespace, "-f", str(release.values)
+        ).stdout
+        assert "STATUS: deployed" in out
+        assert f"kubectl label namespace <your-vllm-namespace> {OPT_IN}=enabled" in out
+        assert "kubectl get gpuvalidations -A" in out
+
+    def test_crds_are_served(self, k8s: Cluster, release: Release) -> None:
+        assert k8s.kubectl("get", "gpuval", "-A").returncode == 0
+        assert k8s.kubectl("get", "preflight", "-A").returncode == 0  # category: both kinds
+        explained = k8s.kubectl("explain", "gpuvalidation.status").stdout
+        assert "staticVerdict" in explained
+        assert "runtimeVerdict" in explained
+        assert "action" in k8s.kubectl("explain", "preflightpolicy.spec").stdout
+        peering = get_json(k8s, "kopfpeering", "vllm-preflight", "-n", release.namespace)
+        assert peering["apiVersion"] == "kopf.dev/v1"
+
+    def test_operator_pods_are_created_and_selected_by_the_service(
+        self, k8s: Cluster, release: Release
+    ) -> None:
+        service = get_json(k8s, "service", release.fullname, "-n", release.namespace)
+        selector = ",".join(f"{k}={v}" for k, v in service["spec"]["selector"].items())
+
+        def two_pods() -> list[Any] | None:
+            pods = get_json(k8s, "pods", "-n", release.namespace, "-l", selector)["items"]
+            return pods if len(pods) == 2 else None
+
+        pods = wait_for(two_pods, timeout=60, what="2 operator pods (replicaCount)")
+        for pod in pods:  # admitted by the API server with the hardened spec intact
+            assert pod["spec"]["serviceAccountName"] == release.fullname
+            sc = pod["spec"]["containers"][0]["securityContext"]
+            assert sc["readOnlyRootFilesystem"] is True
+        port = next(p for p in service["spec"]["ports"] if p["port"] == 443)
+        assert port["targetPort"] == "webhook"
+
+    def test_operator_may_do_what_it_needs(self, k8s: Cluster, release: Release) -> None:
+        refused = [a for a in OPERATOR_MAY if not can_i(k8s, release.sa, a, release.namespace)]
+        assert not refused, f"the operator lacks: {refused}"
+
+    def test_operator_may_do_nothing_more(self, k8s: Cluster, release: Release) -> None:
+        allowed = [a for a in OPERATOR_MAY_NOT if can_i(k8s, release.sa, a, release.namespace)]
+        assert not allowed, f"the operator may do more than it needs: {allowed}"
+
+    def test_helm_test_identity_only_reads_its_namespace(
+        self, k8s: Cluster, release: Release
+    ) -> None:
+        user = f"system:serviceaccount:{release.namespace}:{release.fullname}-test"
+        ns = release.namespace
+        peering = Access("get", "kopfpeerings", PEERING_GROUP, name="vllm-preflight", ns="{ns}")
+        assert can_i(k8s, user, Access("list", "gpuvalidations", CRD_GROUP, ns="{ns}"), ns)
+        assert can_i(k8s, user, peering, ns)
+        assert not can_i(k8s, user, Access("list", "gpuvalidations", CRD_GROUP), ns)
+        assert not can_i(k8s, user, Access("get", "secrets", ns="{ns}"), ns)
+
+    def test_webhooks_reference_the_service_with_the_ca_of_the_serving_cert(
+        self, k8s: Cluster, release: Release
+    ) -> None:
+        state = webhook_state(k8s, release)
+        assert len(state["bundles"]) == 1
+        ca = x509.load_pem_x509_certificate(base64.b64decode(next(iter(state["bundles"]))))
+        served = x509.load_pem_x509_certificate(base64.b64decode(state["tls"]["tls.crt"]))
+        assert served.issuer == ca.subject
+        key = ca.public_key()  # Helm's genCA makes RSA keys
+        assert isinstance(key, rsa.RSAPublicKey)
+        assert served.signature_hash_algorithm is not None
+        key.verify(  # raises InvalidSignature unless this CA signed it
+            served.signature,
+            served.tbs_certificate_bytes,
+            padding.PKCS1v15(),
+            served.signature_hash_algorithm,
+        )
+        sans = served.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        assert release.service_dns in sans.get_values_for_type(x509.DNSName)
+        for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration"):
+            for hook in get_json(k8s, kind, release.fullname)["webhooks"]:
+                ref = hook["clientConfig"]["service"]
+                assert (ref["name"], ref["namespace"], ref["port"]) == (
+                    release.fullname,
+                    release.namespace,
+                    443,
+                )
+
+    def test_unreachable_webhooks_fail_open_by_default(
+        self, k8s: Cluster, release: Release, scoped_namespaces: dict[str, str]
+    ) -> None:
+        assert create_pod(k8s, scoped_namespaces["opted-in"], "fail-open") is None
+
+    def test_upgrade_keeps_ca_and_serving_certificate(self, k8s: Cluster, release: Release) -> None:
+        before = webhook_state(k8s, release)
+        out = k8s.helm(
+            "upgrade", release.name, str(CHART), "-n", release.namespace,
+            "-f", str(release.values), "--set", "webhook.validating.failurePolicy=Fail",
+        ).stdout  # fmt: skip
+        assert "STATUS: deployed" in out
+        after = webhook_state(k8s, release)
+        assert after == before, "helm upgrade changed the webhook CA or serving certificate"
+        cfg = get_json(k8s, "validatingwebhookconfiguration", release.fullname)
+        assert {h["failurePolicy"] for h in cfg["webhooks"]} == {"Fail"}
+
+    def test_api_server_routes_exactly_the_opted_in_objects_to_the_webhooks(
+        self, k8s: Cluster, release: Release, scoped_namespaces: dict[str, str]
+    ) -> None:
+        """Under failurePolicy Fail an unreachable webhook denies: a denial naming our entry
+        proves the API server sent that request to it, an admission proves it did not."""
+        opted_in, plain = scoped_namespaces["opted-in"], scoped_namespaces["plain"]
+        opted_out = scoped_namespaces["opted-out"]
+        k8s.kubectl("label", "namespace", release.namespace, f"{OPT_IN}=enabled")
+        cases = {
+            # (namespace, pod labels) -> the entry expected to deny, or None (admitted)
+            (opted_in, ()): "namespace.validate.vllm-preflight.io",
+            (opted_in, ((OPT_IN, "disabled"),)): None,
+            (plain, ()): None,
+            (plain, ((OPT_IN, "enabled"),)): "object.validate.vllm-preflight.io",
+            (opted_out, ((OPT_IN, "enabled"),)): None,
+            (release.namespace, ((OPT_IN, "enabled"),)): None,  # release namespace: never
+        }
+        wrong = []
+        for i, ((namespace, labels), expected) in enumerate(cases.items()):
+            err = create_pod(k8s, namespace, f"route-{i}", dict(labels))
+            denied_by = None
+            if err is not None:
+                denied_by = next((n for n in _entry_names() if n in err.stderr), err.stderr)
+            if denied_by != expected:
+                wrong.append(f"{namespace} {dict(labels)}: expected {expected}, got {denied_by}")
+        assert not wrong, "\n".join(wrong)
+
+    def test_uninstall_leaves_nothing_that_could_block_pods(
+        self, k8s: Cluster, release: Release, scoped_namespaces: dict[str, str]
+    ) -> None:
+        k8s.helm("uninstall", release.name, "-n", release.namespace, "--wait")
+        for kind in (
+            "mutatingwebhookconfiguration",
+            "validatingwebhookconfiguration",
+            "clusterrole",
+            "clusterrolebinding",
+        ):
+            found = k8s.kubectl("get", kind, release.fullname, "--ignore-not-found", "-o", "name")
+            assert not found.stdout.strip(), f"{kind} {release.fullname} left behind"
+        left = k8s.kubectl(
+            "get", "deployments,services,secrets,configmaps,serviceaccounts,roles,rolebindings,"
+            "kopfpeerings,poddisruptionbudgets", "-n", release.namespace,
+            "-l", f"app.kubernetes.io/instance={release.name}", "-o", "name",
+        ).stdout.strip()  # fmt: skip
+        assert not left, f"left behind: {left}"
+        assert create_pod(k8s, scoped_namespaces["opted-in"], "after-uninstall") is None
+        # CRDs stay by Helm's design (docs/INSTALL.md says how to remove them).
+        assert k8s.kubectl("get", "crd", "gpuvalidations.vllm-preflight.io").returncode == 0
+
+
+def _entry_names() -> list[str]:
+    return [
+        f"{scope}.{kind}.vllm-preflight.io"
+        for scope in ("namespace", "object")
+        for kind in ("validate", "mutate-pods")
+    ]
