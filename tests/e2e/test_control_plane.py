@@ -412,6 +412,28 @@ def test_deleting_an_owner_garbage_collects_its_child(k8s: Cluster, k8s_namespac
     assert get_json(k8s, "configmap", "bystander", "-n", ns)["metadata"]["name"] == "bystander"
 
 
+# -- clients ----------------------------------------------------------------------------
+def test_python_client_helm_and_env_reach_the_cluster(k8s: Cluster, k8s_namespace: str) -> None:
+    from kubernetes import client
+
+    api = k8s.api_client()
+    try:
+        namespace = client.CoreV1Api(api).read_namespace(k8s_namespace)
+        assert namespace.metadata.name == k8s_namespace
+    finally:
+        api.close()
+    assert json.loads(k8s.helm("list", "-n", k8s_namespace, "-o", "json").stdout) == []
+    # A subprocess given env() finds our kubectl first and the cluster without flags.
+    out = subprocess.run(
+        ["kubectl", "get", "namespace", k8s_namespace, "-o", "name"],
+        env=k8s.env(),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert out.strip() == f"namespace/{k8s_namespace}"
+
+
 # -- pointing the same API at an existing cluster -----------------------------------------
 def test_external_cluster_api_works_against_an_existing_cluster(local_k8s: Cluster) -> None:
     # The local cluster stands in for "a real cluster": ExternalCluster only sees a kubeconfig.

@@ -34,7 +34,7 @@ from preflight_operator.testing.kubeconfig import (
 from preflight_operator.testing.process import (
     OWNER_FILE,
     Component,
-    free_port,
+    free_ports,
     make_workdir,
     reap_stale_workdirs,
     record_pids,
@@ -182,7 +182,7 @@ class LocalCluster(Cluster):
         layout = flags.Layout(workdir)
         self._scratch = workdir / "scratch"
         self._scratch.mkdir()
-        ports = flags.Ports(free_port(), free_port(), free_port())
+        ports = flags.Ports(*free_ports(3))
         self.server = f"https://127.0.0.1:{ports.apiserver}"
         self._write_pki(layout)
         ssl_ctx = ssl.create_default_context(cafile=str(layout.ca_cert))

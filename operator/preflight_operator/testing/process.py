@@ -56,12 +56,16 @@ def _pdeathsig_setter() -> Callable[[], None] | None:
 _PREEXEC = _pdeathsig_setter()
 
 
-def free_port() -> int:
-    """A loopback port nobody listens on right now (the caller retries if it loses a race)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+def free_ports(count: int) -> list[int]:
+    """Distinct loopback ports nobody listens on right now. All are held open until all
+    are chosen, so none repeats; the caller retries if it loses a race for one later."""
+    with contextlib.ExitStack() as stack:
+        ports = []
+        for _ in range(count):
+            sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            sock.bind(("127.0.0.1", 0))
+            ports.append(int(sock.getsockname()[1]))
+        return ports
 
 
 def port_is_listening(port: int) -> bool:
