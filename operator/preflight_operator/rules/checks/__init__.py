@@ -1,0 +1,8 @@
+"""The rules, one small pure function each, registered by importing these modules.
+
+Order matters only for presentation: findings are listed in this order within a severity.
+"""
+
+from preflight_operator.rules.checks import args, env, gpus, group, service, shm
+
+__all__ = ["args", "env", "gpus", "group", "service", "shm"]

@@ -1,0 +1,102 @@
+"""Rules about the vLLM command line itself."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from preflight_check.vllm_args import ArgProblem
+from preflight_operator.rules.context import ContainerContext
+from preflight_operator.rules.kubeenv import display, has_unknown, unknown_names
+from preflight_operator.rules.model import FAIL, WARN, Finding, Policy
+from preflight_operator.rules.registry import RULE_INFO, register
+
+_FIXES = {
+    "tensor_parallel_size": "set --tensor-parallel-size (-tp) to a positive integer, e.g. `-tp 2`",
+    "pipeline_parallel_size": "set --pipeline-parallel-size (-pp) to a positive integer",
+    "data_parallel_size": "set --data-parallel-size (-dp) to a positive integer",
+    "data_parallel_size_local": (
+        "set --data-parallel-size-local (-dpl) to the DP ranks this pod runs (<= -dp)"
+    ),
+    "decode_context_parallel_size": (
+        "choose --decode-context-parallel-size so that it divides --tensor-parallel-size"
+    ),
+    "config": "pass the config file as two tokens, `--config /path/file.yaml`",
+    "model": "give the model first: `vllm serve MODEL [options]`",
+}
+_GENERIC_FIX = "correct the vLLM argument: vLLM exits with an argument error before serving"
+
+
+def _literal_reference(problem: ArgProblem) -> str:
+    if "$(" in problem.value and not has_unknown(problem.value):
+        return (
+            " (Kubernetes passed the reference literally: the variable is not defined in "
+            "the container's env)"
+        )
+    return ""
+
+
+@register("vllm-args-invalid", FAIL, "vLLM refuses this command line")
+def args_invalid(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
+    info = RULE_INFO["vllm-args-invalid"]
+    for problem in ctx.parsed.problems:
+        if has_unknown(problem.value) or has_unknown(problem.flag):
+            continue  # an unknown value is vllm-env-unresolved, not an error
+        value = f" {display(problem.value)!r}" if problem.value else ""
+        yield info.finding(
+            f"{display(problem.flag)}{value}: {problem.message}{_literal_reference(problem)}",
+            ctx.arg_path(problem.dest) if problem.dest else ctx.command_path,
+            _FIXES.get(problem.dest, _GENERIC_FIX),
+        )
+
+
+@register("vllm-args-ignored", WARN, "vLLM accepts an argument and then ignores it")
+def args_ignored(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
+    info = RULE_INFO["vllm-args-ignored"]
+    for warning in ctx.parsed.warnings:
+        if warning.flag == "--config=":
+            yield info.finding(
+                f"--config={warning.value}: {warning.message}, so none of its options apply",
+                ctx.command_path,
+                _FIXES["config"],
+            )
+
+
+@register("vllm-config-unresolved", WARN, "the --config file could not be read here")
+def config_unresolved(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
+    parsed = ctx.parsed
+    if (
+        parsed.config_path is None
+        or parsed.config_loaded
+        or any(p.dest == "config" for p in parsed.problems)
+    ):
+        return
+    reasons = [w.message for w in parsed.warnings if w.flag == "--config"]
+    reason = reasons[0] if reasons else "not available"
+    yield RULE_INFO["vllm-config-unresolved"].finding(
+        f"--config {parsed.config_path}: {reason}; the GPU plan is checked without it",
+        ctx.arg_path("config"),
+        "mount the file from a ConfigMap included in the checked manifests (or present in "
+        "the cluster), or pass the parallel sizes on the command line",
+    )
+
+
+@register("vllm-env-unresolved", WARN, "a vLLM argument comes from a value unknown here")
+def env_unresolved(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
+    names: list[str] = []
+    paths: list[str] = []
+    for problem in ctx.parsed.problems:
+        for text in (problem.value, problem.flag):
+            for name in unknown_names(text):
+                if name not in names:
+                    names.append(name)
+                    paths.append(ctx.arg_path(problem.dest) if problem.dest else ctx.command_path)
+    if names:
+        refs = ", ".join(f"$({n})" if not n.startswith("$") else n for n in names)
+        yield RULE_INFO["vllm-env-unresolved"].finding(
+            f"the vLLM arguments use {refs}, whose value is not in the manifests (a Secret, "
+            "the downward API, the image's ENV or a ConfigMap not provided); the GPU plan "
+            "cannot be checked",
+            paths[0],
+            "put the parallel sizes in the manifest (a literal, or env from a ConfigMap "
+            "included in the check)",
+        )

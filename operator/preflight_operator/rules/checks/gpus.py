@@ -1,0 +1,145 @@
+"""Rules about the GPUs a container requests versus what vLLM will use."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from preflight_operator.rules.context import ContainerContext
+from preflight_operator.rules.model import FAIL, WARN, Finding, Policy
+from preflight_operator.rules.registry import RULE_INFO, register
+from preflight_operator.rules.resources import format_raw
+
+
+def _plan_text(ctx: ContainerContext) -> str:
+    plan = ctx.parsed.plan
+    parts = [f"TP={plan.tp}", f"PP={plan.pp}"]
+    if plan.pcp > 1:
+        parts.append(f"PCP={plan.pcp}")
+    if plan.dp > 1:
+        parts.append(f"DP={plan.dp} (local {plan.dp_local})")
+    if plan.nnodes > 1:
+        parts.append(f"nnodes={plan.nnodes}")
+    return " x ".join(parts)
+
+
+def _limit_snippet(resource: str, count: int) -> str:
+    return f'resources: {{limits: {{"{resource}": {count}}}}}'
+
+
+@register("gpu-quantity-invalid", FAIL, "a GPU quantity is not a whole number")
+def quantity_invalid(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
+    info = RULE_INFO["gpu-quantity-invalid"]
+    for entry in ctx.gpus.entries:
+        for present, raw, path in (
+            (entry.has_limit, entry.limit_raw, entry.limit_path),
+            (entry.has_request, entry.request_raw, entry.request_path),
+        ):
+            value = entry.limit if path == entry.limit_path else entry.request
+            if present and (value is None or value < 0 or value.denominator != 1):
+                yield info.finding(
+                    f"{path} is {format_raw(raw)!r}: extended resources such as {entry.resource}"
+                    " take a whole, non-negative number of devices (the API server rejects it)",
+                    path,
+                    f"use an integer, e.g. {_limit_snippet(entry.resource, 1)}",
+                )
+
+
+@register("gpu-request-limit-mismatch", FAIL, "GPU requests and limits disagree")
+def request_limit_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
+    info = RULE_INFO["gpu-request-limit-mismatch"]
+    for entry in ctx.gpus.entries:
+        if entry.has_request and not entry.has_limit:
+            yield info.finding(
+                f"{entry.request_path} is set without a limit: {entry.resource} cannot be "
+                "overcommitted, so the API server requires the limit",
+                entry.limit_path,
+                f'set limits["{entry.resource}"] (requests may then be omitted)',
+            )
+        elif (
+            entry.has_request
+            and entry.limit is not None
+            and entry.request is not None
+            and entry.limit != entry.request
+        ):
+            yield info.finding(
+                f"{entry.request_path} ({format_raw(entry.request_raw)}) differs from "
+                f"{entry.limit_path} ({format_raw(entry.limit_raw)}): for extended resources "
+                "requests must equal limits (the API server rejects it)",
+                entry.request_path,
+                f'drop requests["{entry.resource}"] or make it equal to the limit',
+            )
+
+
+@register("gpu-request-missing", FAIL, "vLLM needs several GPUs and the container requests none")
+def request_missing(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
+    need = ctx.gpus_needed
+    if need is None or need <= 1 or ctx.gpus.requested or ctx.spread:
+        return
+    yield RULE_INFO["gpu-request-missing"].finding(
+        f"vLLM runs {_plan_text(ctx)} = {need} GPU processes in this pod but "
+        f"{ctx.path} requests no GPU: vLLM fails with 'World size ({need}) is larger than "
+        "the number of available GPUs' or finds no CUDA device at all",
+        ctx.gpus.primary_path(ctx.path),
+        f"request the GPUs: {_limit_snippet('nvidia.com/gpu', need)}",
+    )
+
+
+@register("gpu-request-none", WARN, "vLLM needs a GPU and the container requests none")
+def request_none(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
+    if ctx.gpus_needed != 1 or ctx.gpus.requested or ctx.spread:
+        return
+    yield RULE_INFO["gpu-request-none"].finding(
+        f"{ctx.path} requests no GPU: the scheduler may place it anywhere and the device "
+        "plugin hands it no device (unless this is a CPU build of vLLM)",
+        ctx.gpus.primary_path(ctx.path),
+        f"request one GPU: {_limit_snippet('nvidia.com/gpu', 1)}",
+    )
+
+
+@register("gpu-count-too-low", FAIL, "fewer GPUs requested than vLLM's plan needs")
+def count_too_low(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
+    need, have = ctx.gpus_needed, ctx.gpus.requested
+    if need is None or not have or have >= need or ctx.spread:
+        return
+    path = ctx.gpus.primary_path(ctx.path)
+    yield RULE_INFO["gpu-count-too-low"].finding(
+        f"vLLM needs {need} GPUs in this pod ({_plan_text(ctx)}) but {path} gives it {have}: "
+        f"vLLM fails with 'World size ({need}) is larger than the number of available GPUs "
+        f"({have})' (or waits forever for Ray resources)",
+        path,
+        f"request {need} GPUs, or lower the parallel sizes to fit {have} "
+        f"({ctx.flag('tensor_parallel_size', '--tensor-parallel-size')} at "
+        f"{ctx.arg_path('tensor_parallel_size')})",
+    )
+
+
+@register("gpu-count-extra", WARN, "more GPUs requested than vLLM will use")
+def count_extra(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
+    need, have = ctx.gpus_needed, ctx.gpus.requested
+    if need is None or have is None or ctx.spread or have <= need + policy.extra_gpus_allowed:
+        return
+    path = ctx.gpus.primary_path(ctx.path)
+    yield RULE_INFO["gpu-count-extra"].finding(
+        f"{path} requests {have} GPUs but vLLM uses {need} ({_plan_text(ctx)}): "
+        f"{have - need} stay allocated and idle",
+        path,
+        f"request {need} GPUs, or raise the parallel sizes to use all {have}",
+    )
+
+
+@register("mig-multi-gpu", FAIL, "MIG slices with a plan that needs more than one device")
+def mig_multi(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
+    mig = ctx.gpus.mig_entries
+    if not mig:
+        return
+    need = ctx.gpus_needed or 1
+    total = ctx.gpus.requested or 0
+    if need <= 1 and total <= 1:
+        return
+    yield RULE_INFO["mig-multi-gpu"].finding(
+        f"{mig[0].effective_path} requests MIG slices while vLLM needs {need} GPU processes "
+        f"({total} devices requested): CUDA exposes one MIG instance per process and NCCL "
+        "cannot join MIG instances, so tensor/pipeline parallelism over MIG fails",
+        mig[0].effective_path,
+        "use whole GPUs (nvidia.com/gpu) for TP/PP > 1, or one MIG slice with TP=PP=1",
+    )

@@ -1,0 +1,247 @@
+"""Runs the rules over workloads: discovery -> command -> plan -> findings."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from preflight_check.vllm_args import parse_vllm_args
+from preflight_operator.rules import checks  # noqa: F401  (registers the rules)
+from preflight_operator.rules.checks.service import injects_links, link_prefix
+from preflight_operator.rules.command import Unparsed, find_invocation
+from preflight_operator.rules.config import ConfigResolver
+from preflight_operator.rules.context import ContainerContext
+from preflight_operator.rules.discovery import ManifestSet, PodTemplate, pod_templates
+from preflight_operator.rules.kubeenv import build_env, unknown_marker
+from preflight_operator.rules.model import (
+    DEFAULT_POLICY,
+    FAIL,
+    NO_LOOKUP,
+    SEVERITIES,
+    WARN,
+    ClusterLookup,
+    ContainerResult,
+    Finding,
+    Policy,
+)
+from preflight_operator.rules.registry import REGISTRY, declare
+from preflight_operator.rules.resources import gpu_resources
+
+COMMAND_UNPARSED = declare(
+    "vllm-command-unparsed", WARN, "a shell script that mentions vLLM could not be read"
+)
+MANIFEST_INVALID = declare("manifest-invalid", FAIL, "a manifest field the rules need is malformed")
+INTERNAL_ERROR = declare("rules-internal-error", WARN, "a rule crashed (a bug in vllm-preflight)")
+
+
+def check_objects(
+    objects: Iterable[Mapping[str, Any]],
+    policy: Policy = DEFAULT_POLICY,
+    lookup: ClusterLookup = NO_LOOKUP,
+    default_namespace: str | None = None,
+) -> list[ContainerResult]:
+    """Check every workload of a manifest set; ConfigMaps and Services in the set are used
+    to resolve env, --config files and Service links. One result per vLLM container."""
+    objs = [o for o in objects if isinstance(o, Mapping)]
+    manifests = ManifestSet.of(objs, default_namespace)
+    results: list[ContainerResult] = []
+    for obj in objs:
+        results.extend(_check_object(obj, manifests, policy, lookup, default_namespace))
+    return results
+
+
+def check_object(
+    obj: Mapping[str, Any],
+    policy: Policy = DEFAULT_POLICY,
+    lookup: ClusterLookup = NO_LOOKUP,
+    related: Iterable[Mapping[str, Any]] = (),
+) -> list[ContainerResult]:
+    """Check one workload (the webhook's entry point). ``related`` objects (ConfigMaps,
+    Services) are consulted like the cluster, before ``lookup``; [] when not vLLM."""
+    if not isinstance(obj, Mapping):
+        return []
+    manifests = ManifestSet.of([o for o in related if isinstance(o, Mapping)], None)
+    return _check_object(obj, manifests, policy, lookup, None)
+
+
+def _check_object(
+    obj: Mapping[str, Any],
+    manifests: ManifestSet,
+    policy: Policy,
+    lookup: ClusterLookup,
+    default_namespace: str | None,
+) -> list[ContainerResult]:
+    try:
+        templates = pod_templates(obj, default_namespace)
+    except Exception as exc:  # a rules bug must never take the webhook or lint down
+        return [_crashed(str(obj.get("kind")), "?", None, "?", exc)]
+    results: list[ContainerResult] = []
+    for template in templates:
+        containers = template.spec.get("containers")
+        if not isinstance(containers, list):
+            continue
+        for i, container in enumerate(containers):
+            if not isinstance(container, Mapping):
+                continue
+            label = _label(template, container, i)
+            try:
+                result = _check_container(
+                    template,
+                    container=container,
+                    index=i,
+                    label=label,
+                    manifests=manifests,
+                    lookup=lookup,
+                    policy=policy,
+                )
+            except Exception as exc:
+                result = _crashed(template.kind, template.name, template.namespace, label, exc)
+            if result is not None:
+                results.append(result)
+    return results
+
+
+def _label(template: PodTemplate, container: Mapping[str, Any], index: int) -> str:
+    name = container.get("name")
+    label = str(name) if isinstance(name, str) and name else f"containers[{index}]"
+    return f"{template.role}/{label}" if template.role else label
+
+
+def _crashed(
+    kind: str, name: str, namespace: str | None, container: str, exc: Exception
+) -> ContainerResult:
+    finding = INTERNAL_ERROR.finding(
+        f"the rules crashed on this object: {exc!r}; it was not checked",
+        "",
+        "report this as a bug in vllm-preflight, with the manifest",
+    )
+    return ContainerResult(kind, name, namespace, container, None, None, None, (finding,))
+
+
+def _getters(
+    namespace: str | None, manifests: ManifestSet, lookup: ClusterLookup
+) -> tuple[Any, list[Mapping[str, Any]]]:
+    def config_map(name: str) -> Mapping[str, Any] | None:
+        found = manifests.config_maps.get((namespace, name))
+        if found is None and lookup.config_map is not None and namespace is not None:
+            try:
+                found = lookup.config_map(namespace, name)
+            except Exception:
+                found = None  # unknown, never fatal
+        return found
+
+    services = list(manifests.services.get(namespace, []))
+    if lookup.services is not None and namespace is not None:
+        names = {link_prefix(s) for s in services}
+        with contextlib.suppress(Exception):  # unknown, never fatal
+            services += [s for s in lookup.services(namespace) if link_prefix(s) not in names]
+    return config_map, services
+
+
+def _service_links(spec: Mapping[str, Any], services: list[Mapping[str, Any]]) -> dict[str, str]:
+    if spec.get("enableServiceLinks") is False:
+        return {}
+    links: dict[str, str] = {}
+    for service in services:
+        if injects_links(service):
+            prefix = link_prefix(service)
+            for suffix in ("_SERVICE_HOST", "_SERVICE_PORT", "_PORT"):
+                links[prefix + suffix] = unknown_marker(prefix + suffix)
+    return links
+
+
+def _check_container(
+    template: PodTemplate,
+    *,
+    container: Mapping[str, Any],
+    index: int,
+    label: str,
+    manifests: ManifestSet,
+    lookup: ClusterLookup,
+    policy: Policy,
+) -> ContainerResult | None:
+    path = f"{template.path}.containers[{index}]"
+    config_map, services = _getters(template.namespace, manifests, lookup)
+    env = build_env(
+        container,
+        path,
+        namespace=template.namespace,
+        config_map=config_map,
+        injected=template.injected_env,
+        service_links=_service_links(template.spec, services),
+    )
+    found = find_invocation(container, path, env)
+    if found is None:
+        return None
+    if isinstance(found, Unparsed):
+        return _unparsed(template, container, label, found)
+    resolver = ConfigResolver(container, template.spec, config_map)
+    parsed = parse_vllm_args(list(found.argv), resolver)
+    gpus = gpu_resources(container, path)
+    ctx = ContainerContext(
+        template,
+        container,
+        label,
+        path,
+        found,
+        parsed,
+        env,
+        gpus,
+        tuple(services),
+        resolver.source,
+    )
+    findings = [
+        MANIFEST_INVALID.finding(
+            f"{where} {what}", where, "fix the field: the API server rejects this manifest"
+        )
+        for where, what in gpus.malformed
+    ]
+    for _, rule in REGISTRY:
+        try:
+            findings.extend(rule(ctx, policy))
+        except Exception as exc:
+            findings.append(
+                INTERNAL_ERROR.finding(
+                    f"a rule crashed: {exc!r}", path, "report this as a bug in vllm-preflight"
+                )
+            )
+    return _result(template, label, ctx, findings, policy)
+
+
+def _unparsed(
+    template: PodTemplate, container: Mapping[str, Any], label: str, found: Unparsed
+) -> ContainerResult | None:
+    if "vllm" not in repr(container.get("command")) + repr(container.get("args")):
+        return None  # some other script
+    finding = COMMAND_UNPARSED.finding(
+        f"{found.path}: {found.reason}; the vLLM command line in it was not checked",
+        found.path,
+        "write the command as a list (command: [vllm, serve, ...]) or fix the script's quoting",
+    )
+    return ContainerResult(
+        template.kind, template.name, template.namespace, label, None, None, None, (finding,)
+    )
+
+
+def _result(
+    template: PodTemplate,
+    label: str,
+    ctx: ContainerContext,
+    findings: list[Finding],
+    policy: Policy,
+) -> ContainerResult:
+    kept = [f for f in findings if policy.enabled(f.id)]
+    order = {severity: i for i, severity in enumerate(SEVERITIES)}
+    kept.sort(key=lambda f: order.get(f.severity, len(order)))
+    valid = ctx.parsed.plan_valid
+    return ContainerResult(
+        template.kind,
+        template.name,
+        template.namespace,
+        label,
+        ctx.parsed.plan if valid else None,
+        ctx.gpus_needed,
+        ctx.gpus.requested,
+        tuple(kept),
+    )

@@ -1,0 +1,204 @@
+"""A container's environment and `$(VAR)` expansion, as the kubelet builds them.
+
+The kubelet (pkg/kubelet/kubelet_pods.go, third_party/forked/golang/expansion):
+* ``envFrom`` sources first, in order (a ``prefix`` is prepended to each key), then
+  ``env`` entries in order; later definitions replace earlier ones;
+* each ``env`` value is expanded against the variables defined before it;
+* Service link variables are added last, only for names not already defined;
+* ``command`` and ``args`` are expanded against the final environment;
+* ``$(NAME)`` becomes the value when NAME is defined and stays literally ``$(NAME)`` when it
+  is not; ``$$`` is a literal ``$``; any other ``$`` stays as it is.
+
+Values we cannot know here (Secrets, most downward-API fields, a ConfigMap neither in the
+manifest set nor in the cluster) are "unknown": expansion substitutes an opaque marker
+for them so the caller can tell "unknown" from "wrong".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+# Wraps the name of a variable whose value is unknown. NUL never occurs in a manifest
+# string that reaches a container, so it cannot collide with user text.
+_MARK = "\x00"
+_MARKED = re.compile(r"\x00\$\(([^\x00]*)\)\x00")
+
+
+def unknown_marker(name: str) -> str:
+    return f"{_MARK}$({name}){_MARK}"
+
+
+def has_unknown(text: str) -> bool:
+    return _MARK in text
+
+
+def unknown_names(text: str) -> list[str]:
+    return _MARKED.findall(text)
+
+
+def display(text: str) -> str:
+    """The text as a user would recognise it: markers shown as $(NAME)."""
+    return _MARKED.sub(lambda m: f"$({m.group(1)})", text)
+
+
+def expand(text: str, lookup: Callable[[str], str | None]) -> str:
+    """Kubernetes `$(VAR)` expansion. ``lookup`` returns None for undefined names."""
+    if "$" not in text:
+        return text
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch != "$" or i + 1 >= n:
+            out.append(ch)
+            i += 1
+            continue
+        nxt = text[i + 1]
+        if nxt == "$":  # escaped operator
+            out.append("$")
+            i += 2
+        elif nxt == "(":
+            close = text.find(")", i + 2)
+            if close < 0:  # incomplete reference: kept as is
+                out.append("$(")
+                i += 2
+                continue
+            name = text[i + 2 : close]
+            value = lookup(name)
+            out.append(f"$({name})" if value is None else value)
+            i = close + 1
+        else:
+            out.append("$" + nxt)
+            i += 2
+    return "".join(out)
+
+
+@dataclass
+class ContainerEnv:
+    """The environment one container starts with, as far as the manifests tell.
+
+    ``values[name]`` is the text, or an unknown marker. ``open_ended`` is True when an
+    ``envFrom`` source could not be read: then any name might be defined.
+    ``paths[name]`` is the manifest path of the definition.
+    """
+
+    values: dict[str, str] = field(default_factory=dict)
+    paths: dict[str, str] = field(default_factory=dict)
+    open_ended: bool = False
+    explicit: set[str] = field(default_factory=set)  # defined by env/envFrom, not links
+
+    def lookup(self, name: str) -> str | None:
+        if name in self.values:
+            return self.values[name]
+        return unknown_marker(name) if self.open_ended else None
+
+
+ConfigMapGetter = Callable[[str], Mapping[str, Any] | None]
+
+
+def _configmap_data(cm: Mapping[str, Any] | None) -> dict[str, str] | None:
+    if cm is None:
+        return None
+    data = cm.get("data")
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        return None
+    return {str(k): str(v) for k, v in data.items()}
+
+
+def _field_ref_value(field_path: object, namespace: str | None) -> str | None:
+    if field_path == "metadata.namespace" and namespace:
+        return namespace
+    return None
+
+
+def build_env(
+    container: Mapping[str, Any],
+    path: str,
+    *,
+    namespace: str | None,
+    config_map: ConfigMapGetter,
+    injected: Mapping[str, str] | None = None,
+    service_links: Mapping[str, str] | None = None,
+) -> ContainerEnv:
+    """The container's environment. ``injected``: variables a controller adds to the pod
+    (LeaderWorkerSet's LWS_*); ``service_links``: Service variables the kubelet adds."""
+    env = ContainerEnv()
+    for name, value in (injected or {}).items():
+        env.values[name] = value
+        env.paths[name] = path
+    env_from = container.get("envFrom")
+    if isinstance(env_from, list):
+        for i, source in enumerate(env_from):
+            if not isinstance(source, Mapping):
+                continue
+            prefix = str(source.get("prefix") or "")
+            ref = source.get("configMapRef")
+            data = None
+            if isinstance(ref, Mapping) and isinstance(ref.get("name"), str):
+                data = _configmap_data(config_map(ref["name"]))
+            if data is None:
+                # a Secret, or a ConfigMap we cannot see: any name may come from it
+                env.open_ended = True
+                continue
+            for key, value in data.items():
+                env.values[prefix + key] = value
+                env.paths[prefix + key] = f"{path}.envFrom[{i}]"
+                env.explicit.add(prefix + key)
+    links = service_links or {}
+
+    def defined_so_far(name: str) -> str | None:
+        # env values may refer to earlier variables and to Service link variables
+        found = env.lookup(name)
+        if found is None or (has_unknown(found) and name in links):
+            return links.get(name, found)
+        return found
+
+    entries = container.get("env")
+    if isinstance(entries, list):
+        for i, entry in enumerate(entries):
+            if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+                continue
+            name = entry["name"]
+            env.explicit.add(name)
+            env.paths[name] = f"{path}.env[{i}]"
+            if "valueFrom" not in entry or entry.get("value") is not None:
+                raw = entry.get("value")
+                text = "" if raw is None else str(raw)
+                env.values[name] = expand(text, defined_so_far)
+                continue
+            found = _value_from(entry.get("valueFrom"), name, namespace, config_map)
+            if found is None:  # an optional key that is absent: the variable is not set
+                env.explicit.discard(name)
+                env.paths.pop(name, None)
+                continue
+            env.values[name] = found
+    for name, value in links.items():
+        if name not in env.values:
+            env.values[name] = value
+    return env
+
+
+def _value_from(
+    source: object, name: str, namespace: str | None, config_map: ConfigMapGetter
+) -> str | None:
+    if isinstance(source, Mapping):
+        ref = source.get("configMapKeyRef")
+        if isinstance(ref, Mapping) and isinstance(ref.get("name"), str):
+            data = _configmap_data(config_map(ref["name"]))
+            key = ref.get("key")
+            if data is not None and isinstance(key, str):
+                if key in data:
+                    return data[key]
+                if ref.get("optional") is True:
+                    return None
+        field_ref = source.get("fieldRef")
+        if isinstance(field_ref, Mapping):
+            value = _field_ref_value(field_ref.get("fieldPath"), namespace)
+            if value is not None:
+                return value
+    return unknown_marker(name)

@@ -1,0 +1,152 @@
+"""The rules engine's vocabulary: findings, the policy, results, cluster look-ups.
+
+Everything here is a frozen value: the webhook shares one Policy between requests and
+results are safe to cache or hand to another thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from preflight_check.vllm_args import ParallelPlan
+
+FAIL = "fail"
+WARN = "warn"
+INFO = "info"
+PASS = "pass"
+SEVERITIES = (FAIL, WARN, INFO)
+_RANK = {INFO: 0, WARN: 1, FAIL: 2}
+
+GiB = 1024**3
+DEFAULT_SHM_MIN_BYTES = 1 * GiB
+
+# The JSON result schema of `vllm-preflight lint --format json` (and of to_dict()).
+RESULT_SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Thresholds and switches; the PreflightPolicy CRD maps onto this.
+
+    ``shm_min_bytes``: smallest acceptable /dev/shm (emptyDir medium: Memory sizeLimit)
+    when a pod runs more than one GPU process. ``extra_gpus_allowed``: GPUs a pod may
+    request beyond what vLLM uses before ``gpu-count-extra`` warns. ``disabled``: rule ids
+    that are not reported.
+    """
+
+    shm_min_bytes: int = DEFAULT_SHM_MIN_BYTES
+    extra_gpus_allowed: int = 0
+    disabled: frozenset[str] = frozenset()
+
+    def enabled(self, rule_id: str) -> bool:
+        return rule_id not in self.disabled
+
+
+DEFAULT_POLICY = Policy()
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing wrong (or worth knowing), in the user's terms.
+
+    ``field`` is a JSONPath-like path into the manifest, e.g.
+    ``spec.template.spec.containers[0].resources.limits["nvidia.com/gpu"]``.
+    """
+
+    id: str
+    severity: str
+    message: str
+    field: str
+    fix: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            "id": self.id,
+            "severity": self.severity,
+            "message": self.message,
+            "field": self.field,
+            "fix": self.fix,
+        }
+
+
+@dataclass(frozen=True)
+class ContainerResult:
+    """The verdict for one vLLM container of one workload."""
+
+    kind: str
+    name: str
+    namespace: str | None
+    container: str
+    plan: ParallelPlan | None
+    gpus_needed: int | None
+    gpus_requested: int | None
+    findings: tuple[Finding, ...] = ()
+
+    @property
+    def workload(self) -> str:
+        return f"{self.kind}/{self.name}"
+
+    @property
+    def verdict(self) -> str:
+        worst = max((_RANK.get(f.severity, 0) for f in self.findings), default=0)
+        return FAIL if worst == _RANK[FAIL] else WARN if worst == _RANK[WARN] else PASS
+
+    @property
+    def failures(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.severity == FAIL)
+
+    def to_dict(self) -> dict[str, Any]:
+        plan: dict[str, Any] | None = None
+        if self.plan is not None:
+            plan = dict(self.plan.to_dict())
+            # per pod, after any LeaderWorkerSet split (the plan alone counts per node)
+            plan["gpus_needed"] = self.gpus_needed
+        return {
+            "workload": self.workload,
+            "namespace": self.namespace,
+            "container": self.container,
+            "plan": plan,
+            "gpus_requested": self.gpus_requested,
+            "verdict": self.verdict,
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+
+def results_document(results: Iterable[ContainerResult]) -> dict[str, Any]:
+    """The versioned JSON document of many results (lint --format json)."""
+    return {"schema": RESULT_SCHEMA, "results": [r.to_dict() for r in results]}
+
+
+ConfigMapLookup = Callable[[str, str], Mapping[str, Any] | None]
+ServicesLookup = Callable[[str], Iterable[Mapping[str, Any]]]
+
+
+@dataclass(frozen=True)
+class ClusterLookup:
+    """Read-only views of the cluster for what the manifest set lacks.
+
+    ``config_map(namespace, name)`` returns the ConfigMap object (or None when absent);
+    ``services(namespace)`` the Services of a namespace. Both are called on the request
+    path of the webhook: back them with an informer cache, not an API call. Either may be
+    None: the rules then report what they could not verify instead of guessing.
+    """
+
+    config_map: ConfigMapLookup | None = None
+    services: ServicesLookup | None = None
+
+
+NO_LOOKUP = ClusterLookup()
+
+
+@dataclass(frozen=True)
+class RuleInfo:
+    """A rule's identity, for docs, the CRD's checks list and `--disable`."""
+
+    id: str
+    severity: str
+    summary: str
+
+    def finding(self, message: str, field: str, fix: str) -> Finding:
+        return Finding(self.id, self.severity, message, field, fix)

@@ -1,0 +1,38 @@
+"""The rule registry: every rule is a small pure function registered with its id."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from preflight_operator.rules.model import Finding, Policy, RuleInfo
+
+if TYPE_CHECKING:
+    from preflight_operator.rules.context import ContainerContext
+
+Rule = Callable[["ContainerContext", Policy], Iterable[Finding]]
+
+REGISTRY: list[tuple[RuleInfo, Rule]] = []
+RULE_INFO: dict[str, RuleInfo] = {}
+
+
+def register(rule_id: str, severity: str, summary: str) -> Callable[[Rule], Rule]:
+    """Declare a rule; the function gets the container context and the policy and yields
+    findings (use ``RULE_INFO[rule_id].finding(...)`` or the ``info`` it is given)."""
+
+    def wrap(fn: Rule) -> Rule:
+        if rule_id in RULE_INFO:
+            raise ValueError(f"rule {rule_id} registered twice")
+        info = RuleInfo(rule_id, severity, summary)
+        RULE_INFO[rule_id] = info
+        REGISTRY.append((info, fn))
+        return fn
+
+    return wrap
+
+
+def declare(rule_id: str, severity: str, summary: str) -> RuleInfo:
+    """A rule id emitted by the engine itself rather than by a registered function."""
+    info = RuleInfo(rule_id, severity, summary)
+    RULE_INFO[rule_id] = info
+    return info
