@@ -20,6 +20,15 @@ if ! command -v go >/dev/null; then
   exit 2
 fi
 
+# The go.mod files must match versions.env (the link flags below stamp versions.env's
+# numbers onto whatever go.mod builds).
+if ! grep -Eq "^(require)?[[:space:]]+k8s\.io/kubernetes $KUBERNETES_VERSION\$" "$here/go.mod" ||
+   ! grep -Eq "=> k8s\.io/api $STAGING_VERSION\$" "$here/go.mod" ||
+   ! grep -Eq "^(require)?[[:space:]]+helm\.sh/helm/v3 $HELM_VERSION\$" "$here/helm/go.mod"; then
+  echo "hack/k8s/build.sh: go.mod files do not match versions.env; run hack/k8s/gen-gomod.sh" >&2
+  exit 2
+fi
+
 # Version stamps: without them /version and `kubectl version` say v0.0.0-master.
 major=${KUBERNETES_VERSION#v}; major=${major%%.*}
 minor=${KUBERNETES_VERSION#v*.}; minor=${minor%%.*}

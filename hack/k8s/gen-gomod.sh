@@ -2,7 +2,8 @@
 # Writes hack/k8s/go.mod: our module requires k8s.io/kubernetes at the pinned release and
 # replaces every staging module (which kubernetes' own go.mod pins at the unserved v0.0.0
 # and points at ./staging/...) with its published version. The list comes from the
-# release's own go.mod, so a version bump is a one-line change in versions.env.
+# release's own go.mod, so a version bump is a one-line change in versions.env followed by
+# this script. It also moves hack/k8s/helm/go.mod to HELM_VERSION.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=/dev/null
@@ -26,3 +27,4 @@ godebug=$(grep -m1 '^godebug ' "$modfile" || true)
   echo ")"
 } > "$here/go.mod"
 cd "$here" && go mod tidy
+cd "$here/helm" && go mod edit -require="helm.sh/helm/v3@${HELM_VERSION}" && go mod tidy
