@@ -39,8 +39,9 @@ _PR_SET_PDEATHSIG = 1
 def _pdeathsig_setter() -> Callable[[], None] | None:
     """A preexec_fn asking the kernel to SIGKILL the child when its parent thread dies.
 
-    libc and prctl are looked up here, before any fork, so the child only makes one
-    plain C call between fork and exec (safe even with other threads around).
+    libc and prctl are looked up here, before any fork, so between fork and exec the
+    child does no imports or lookups, only this one foreign call: Python documents
+    preexec_fn as risky when other threads exist, and this keeps that risk minimal.
     """
     if not sys.platform.startswith("linux"):
         return None
