@@ -32,7 +32,7 @@ lint: venv
 typecheck: venv
 	$(PY) -m mypy
 
-unit: venv
+unit: venv controlplane
 	$(PY) -m pytest -m "not e2e and not gpu"
 
 e2e: venv controlplane
