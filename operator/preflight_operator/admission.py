@@ -1,0 +1,80 @@
+"""What the validating webhook answers, from the static result and the policy (pure).
+
+* Enforce denies a failing workload with every failure listed — each names the manifest
+  field and the fix — and admits one with only warnings, showing them.
+* Warn admits with one admission warning per finding (kubectl prints ``Warning: ...``).
+* Audit admits silently.
+
+The result is recorded on the GPUValidation by the operator either way; a denied object
+never exists, so the webhook handler records the denial as an Event instead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from preflight_check.report import FAIL, WARN
+from preflight_operator.policy import ResolvedPolicy
+from preflight_operator.static import StaticResult
+from preflight_operator.workloads import WorkloadRef
+
+# The API server keeps the denial message in the Status it returns; kubectl shows it whole.
+MESSAGE_LIMIT = 4000
+# Each admission warning is printed on its own line; the API server truncates long ones.
+WARNING_LIMIT = 400
+MAX_WARNINGS = 20
+
+
+@dataclasses.dataclass(frozen=True)
+class AdmissionDecision:
+    allowed: bool
+    message: str = ""
+    warnings: tuple[str, ...] = ()
+
+
+ALLOW = AdmissionDecision(allowed=True)
+
+
+def _policy_label(policy: ResolvedPolicy) -> str:
+    name = f"PreflightPolicy {policy.name}" if policy.name else "the default policy"
+    return f"{name}, action {policy.action}"
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+def decide(static: StaticResult, policy: ResolvedPolicy, ref: WorkloadRef) -> AdmissionDecision:
+    if not static.has_vllm or static.error or static.verdict not in (FAIL, WARN):
+        return ALLOW
+    if policy.action == "Audit":
+        return ALLOW
+    failures, warnings = static.failures, static.warnings
+    if policy.action == "Enforce" and static.verdict == FAIL:
+        lines = [
+            f"vllm-preflight: {ref.display} cannot run on the GPUs it requests "
+            f"({_policy_label(policy)}); {len(failures)} problem(s):"
+        ]
+        lines += [f"{i}. {f.one_line()}" for i, f in enumerate(failures, 1)]
+        if warnings:
+            lines.append("Also:")
+            lines += [f"- {f.one_line()}" for f in warnings]
+        return AdmissionDecision(allowed=False, message=_cut("\n".join(lines), MESSAGE_LIMIT))
+    shown = [*failures, *warnings][:MAX_WARNINGS]
+    return AdmissionDecision(
+        allowed=True,
+        warnings=tuple(
+            _cut(f"vllm-preflight {f.severity}: {f.one_line()}", WARNING_LIMIT) for f in shown
+        ),
+    )
+
+
+def spec_changed(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> bool:
+    """Whether an UPDATE touches the spec. Metadata-only updates (our own annotations, the
+    garbage collector, kubectl label) are never judged: that would let a workload admitted
+    under Warn block its own bookkeeping after the policy became Enforce."""
+    if old is None or new is None:
+        return True
+    return old.get("spec") != new.get("spec")

@@ -1,0 +1,119 @@
+"""The bridge to the rules engine (preflight_operator.rules): its per-container results
+become the operator's per-workload StaticResult and the plan the injected check gets.
+
+The rules engine is pure and never raises on odd manifests (a crash becomes a
+``rules-internal-error`` finding); this module only reshapes its answers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from preflight_operator import rules
+from preflight_operator.config import PolicySpec
+from preflight_operator.rules.quantity import parse_quantity
+from preflight_operator.static import (
+    MAX_FINDINGS,
+    NOT_VLLM,
+    Finding,
+    Plan,
+    StaticResult,
+    worse,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class InjectionTarget:
+    """The vLLM container of a pod and the plan its check gets; or why there is none."""
+
+    container: str | None
+    plan: Plan | None
+    reason: str = ""
+
+
+class Analyser(Protocol):
+    def analyse(self, body: Mapping[str, Any], policy: PolicySpec) -> StaticResult: ...
+
+    def injection_target(self, pod: Mapping[str, Any], policy: PolicySpec) -> InjectionTarget: ...
+
+
+@functools.lru_cache(maxsize=256)
+def rules_policy(policy: PolicySpec) -> rules.Policy:
+    shm = parse_quantity(policy.thresholds.shm_min)
+    return rules.Policy(
+        shm_min_bytes=int(shm) if shm is not None and shm > 0 else rules.DEFAULT_SHM_MIN_BYTES,
+        extra_gpus_allowed=policy.thresholds.extra_gpus_allowed,
+        disabled=frozenset(policy.disabled_checks),
+    )
+
+
+def _plan(result: rules.ContainerResult) -> Plan | None:
+    if result.plan is None or result.gpus_needed is None:
+        return None
+    plan = result.plan
+    return Plan(
+        tp=plan.tp,
+        pp=plan.pp,
+        dp=plan.dp,
+        dp_local=plan.dp_local,
+        gpus_needed=result.gpus_needed,
+        container=result.container,
+    )
+
+
+def to_static(results: Sequence[rules.ContainerResult]) -> StaticResult:
+    """One StaticResult for a workload's vLLM containers: the worst verdict, the findings
+    of all of them (each once), the plan of the first with one."""
+    if not results:
+        return NOT_VLLM
+    verdict = "pass"
+    findings: list[Finding] = []
+    seen: set[tuple[str, str, str]] = set()
+    for result in results:
+        verdict = worse(verdict, result.verdict)
+        for f in result.findings:
+            key = (f.id, f.field, f.message)
+            if key not in seen:
+                seen.add(key)
+                findings.append(Finding(f.id, f.severity, f.message, f.field, f.fix))
+    planned = next((r for r in results if _plan(r) is not None), results[0])
+    return StaticResult(
+        verdict=verdict,
+        findings=tuple(findings[:MAX_FINDINGS]),
+        plan=_plan(planned),
+        gpus_requested=planned.gpus_requested,
+    )
+
+
+def check_plan(plan: Plan) -> Plan:
+    """The plan the pod's check validates: the pod's own share of GPUs. For an engine
+    spread over several pods (multi-node), TP x PP x DP-local is more than one pod sees;
+    the check is then asked for the pod's share as one group."""
+    if plan.tp * plan.pp * plan.dp_local == plan.gpus_needed:
+        return plan
+    return dataclasses.replace(plan, tp=max(1, plan.gpus_needed), pp=1, dp_local=1)
+
+
+class RulesAnalyser:
+    def __init__(self, lookup: rules.ClusterLookup = rules.NO_LOOKUP) -> None:
+        self._lookup = lookup
+
+    def analyse(self, body: Mapping[str, Any], policy: PolicySpec) -> StaticResult:
+        return to_static(rules.check_object(body, rules_policy(policy), self._lookup))
+
+    def injection_target(self, pod: Mapping[str, Any], policy: PolicySpec) -> InjectionTarget:
+        results = rules.check_object(pod, rules_policy(policy), self._lookup)
+        if not results:
+            return InjectionTarget(None, None, "no-vllm-container")
+        with_gpus = [r for r in results if r.gpus_requested]
+        if not with_gpus:
+            return InjectionTarget(results[0].container, None, "no-gpu-request")
+        chosen = next((r for r in with_gpus if _plan(r) is not None), None)
+        if chosen is None:
+            return InjectionTarget(with_gpus[0].container, None, "undecided")
+        plan = _plan(chosen)
+        assert plan is not None
+        return InjectionTarget(chosen.container, check_plan(plan))

@@ -1,0 +1,360 @@
+"""The operator's state machine: observations in, reconciles out.
+
+kopf handlers (handlers/) call the ``observe_*`` methods with the objects kopf hands them;
+those update the store (pure) and queue the workload's key; workers reconcile keys one at a
+time each (reconciler.py). Nothing here talks HTTP except through ``api.KubeApi``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from preflight_operator import constants, metrics
+from preflight_operator.analysis import Analyser
+from preflight_operator.api import API_ERRORS, POLICIES, KubeApi, NotFound, collection_path
+from preflight_operator.config import OperatorConfig
+from preflight_operator.events import now_rfc3339
+from preflight_operator.eventsink import EventSink
+from preflight_operator.podresults import pod_result
+from preflight_operator.policy import PolicyBook, parse_policy
+from preflight_operator.reconciler import Reconciler
+from preflight_operator.reflector import Reflector
+from preflight_operator.static import crashed
+from preflight_operator.store import Key, PodState, Store, StoredValidation, WorkloadState
+from preflight_operator.workloads import (
+    POD,
+    VALIDATED_KINDS,
+    WorkloadKind,
+    is_bare_pod,
+    ref_of,
+    template_labels,
+    workload_of_pod,
+)
+from preflight_operator.workqueue import WorkQueue
+
+logger = logging.getLogger(__name__)
+
+
+def _our_annotations(meta: Mapping[str, Any]) -> dict[str, str]:
+    return {
+        k: str(v)
+        for k, v in (meta.get("annotations") or {}).items()
+        if k.startswith(constants.PREFIX)
+    }
+
+
+def _replicas(body: Mapping[str, Any]) -> int | None:
+    value = (body.get("spec") or {}).get("replicas")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+class Controller:
+    def __init__(
+        self,
+        config: OperatorConfig,
+        api: KubeApi,
+        analyser: Analyser,
+        *,
+        identity: str,
+        now: Callable[[], str] = now_rfc3339,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.config = config
+        self.api = api
+        self.analyser = analyser
+        self.identity = identity
+        self._now = now
+        self._clock = clock
+        self.store = Store()
+        self.queue: Any = None  # WorkQueue, made in start() inside the event loop
+        self.policies = PolicyBook()
+        self.opted_in: set[str] = set()
+        self.events = EventSink(api, identity, now)
+        self.reconciler = Reconciler(
+            self.store,
+            api,
+            self.events,
+            load_workload=self._load_workload,
+            history_limit=config.history_pods_per_workload,
+            now=now,
+            clock=clock,
+        )
+        self.policy_reflector = Reflector(
+            api,
+            collection_path(POLICIES, None),
+            name="preflightpolicies",
+            on_change=self._policies_changed,
+        )
+        self._tasks: list[asyncio.Task[Any]] = []
+
+    # -- scope ------------------------------------------------------------------------
+
+    def excluded(self, namespace: str) -> bool:
+        return not namespace or namespace in self.config.excluded_namespaces
+
+    def in_scope(self, kind: WorkloadKind, body: Mapping[str, Any]) -> bool:
+        namespace = str((body.get("metadata") or {}).get("namespace", ""))
+        if self.excluded(namespace):
+            return False
+        label = template_labels(kind, body).get(self.config.namespace_label)
+        if label == constants.INJECT_DISABLED:
+            return False
+        return namespace in self.opted_in or label == constants.INJECT_ENABLED
+
+    # -- observations (called by kopf handlers; no I/O) --------------------------------
+
+    def observe_workload(
+        self,
+        kind: WorkloadKind,
+        body: Mapping[str, Any],
+        deleted: bool,
+        *,
+        has_injected_pods: bool = False,
+    ) -> None:
+        """``has_injected_pods``: its pods were injected, so it is in scope whatever its
+        namespace's labels say (a pod-level opt-in)."""
+        ref = ref_of(body, kind)
+        key = ref.key
+        in_scope = self.in_scope(kind, body) or (
+            has_injected_pods and not self.excluded(ref.namespace)
+        )
+        if deleted or not in_scope:
+            if key in self.store.workloads:
+                self.store.forget_workload(key)
+                metrics.WORKLOADS.set(len(self.store.workloads))
+            return
+        meta = body.get("metadata") or {}
+        labels = dict(meta.get("labels") or {})
+        uid = str(meta.get("uid", ""))
+        generation = meta.get("generation")
+        policy = self.policies.resolve(ref.namespace, labels, self.config.default_policy)
+        memo = (uid, generation, tuple(sorted(labels.items())), self.policies.revision)
+        before = self.store.workloads.get(key)
+        if before is not None and before.static_key == memo:
+            static, checked_at = before.static, before.static_checked_at
+        else:
+            try:
+                static = self.analyser.analyse(body, policy.spec)
+            except Exception as exc:  # the rules must never stop the operator
+                logger.exception("rules failed on %s", ref.display)
+                metrics.RECONCILE_ERRORS.labels(stage="rules").inc()
+                static = crashed(f"{type(exc).__name__}: {exc}")
+            checked_at = self._now()
+        if not static.has_vllm and key not in self.store.validations and key not in self.store.pods:
+            if before is not None:
+                self.store.forget_workload(key)
+            return
+        state = WorkloadState(
+            ref=ref,
+            uid=uid,
+            generation=generation if isinstance(generation, int) else None,
+            labels=labels,
+            annotations=_our_annotations(meta),
+            replicas=_replicas(body),
+            paused=bool((body.get("spec") or {}).get("paused")),
+            static=static,
+            static_checked_at=checked_at,
+            policy=policy,
+            static_key=memo,
+        )
+        self.store.put_workload(state)
+        metrics.WORKLOADS.set(len(self.store.workloads))
+        if before is None or _relevant(before) != _relevant(state):
+            self.enqueue(key)
+
+    def observe_pod(self, body: Mapping[str, Any], deleted: bool) -> None:
+        meta = body.get("metadata") or {}
+        namespace = str(meta.get("namespace", ""))
+        if self.excluded(namespace):
+            return
+        ref = workload_of_pod(body)
+        key = ref.key
+        uid = str(meta.get("uid", ""))
+        if deleted:
+            if self.store.forget_pod(key, uid):
+                self.enqueue(key)
+            return
+        result = pod_result(body)
+        before = self.store.pods.get(key, {}).get(uid)
+        pod = PodState(
+            name=str(meta.get("name", "")),
+            uid=uid,
+            node=str((body.get("spec") or {}).get("nodeName", "")),
+            result=result,
+        )
+        changed = self.store.put_pod(key, pod, self._clock())
+        if result is not None and (before is None or before.result != result):
+            metrics.CHECKS.labels(result=result.verdict, reason=result.reason or "none").inc()
+        if is_bare_pod(body):
+            self.observe_workload(POD, body, deleted=False, has_injected_pods=True)
+        if changed:
+            self.enqueue(key)
+
+    def observe_validation(self, body: Mapping[str, Any], deleted: bool) -> None:
+        meta = body.get("metadata") or {}
+        ref = (body.get("spec") or {}).get("workloadRef") or {}
+        key: Key = (
+            str(meta.get("namespace", "")),
+            str(ref.get("kind", "")),
+            str(ref.get("name", "")),
+        )
+        stored = self.store.validations.get(key)
+        if deleted:
+            if stored is not None and stored.name == meta.get("name"):
+                self.store.forget_validation(key)
+                self.enqueue(key)  # re-created if the workload still exists
+            return
+        status = dict(body.get("status") or {})
+        fresh = StoredValidation(str(meta.get("name", "")), str(ref.get("uid", "")), status)
+        if stored is not None and stored.status == status and stored.owner_uid == fresh.owner_uid:
+            return  # the echo of our own write
+        self.store.put_validation(key, fresh)
+        if key in self.store.workloads:
+            self.enqueue(key)
+
+    def observe_namespace(self, name: str, opted_in: bool) -> bool:
+        """Updates the opted-in set; True when the namespace just opted in (its existing
+        workloads must then be read, as no workload event will bring them)."""
+        if opted_in and not self.excluded(name):
+            if name in self.opted_in:
+                return False
+            self.opted_in.add(name)
+            return True
+        self.opted_in.discard(name)
+        return False
+
+    def enqueue(self, key: Key) -> None:
+        if self.queue is not None:
+            self.queue.add(key)
+            metrics.QUEUE_DEPTH.set(len(self.queue))
+
+    # -- reads the observations cannot bring ------------------------------------------
+
+    async def reprocess_namespace(self, namespace: str) -> None:
+        """Reads every workload of a namespace (it opted in, or its policies changed)."""
+        for kind in VALIDATED_KINDS.values():
+            if kind is POD:
+                continue
+            try:
+                async for items, _ in self.api.list_pages(collection_path(kind, namespace)):
+                    for item in items:
+                        item.setdefault("metadata", {}).setdefault("namespace", namespace)
+                        self.observe_workload(kind, item, deleted=False)
+            except NotFound:
+                continue  # e.g. LeaderWorkerSet is not installed
+            except API_ERRORS as exc:
+                logger.warning("could not list %s in %s: %s", kind.plural, namespace, exc)
+
+    async def _load_workload(self, key: Key) -> WorkloadState | None:
+        namespace, kind_name, name = key
+        kind = VALIDATED_KINDS.get(kind_name)
+        if kind is None:
+            return None
+        try:
+            body = await self.api.get_workload(
+                ref_of({"metadata": {"namespace": namespace, "name": name}}, kind)
+            )
+        except NotFound:
+            return None
+        body.setdefault("metadata", {}).setdefault("namespace", namespace)
+        self.observe_workload(kind, body, deleted=False, has_injected_pods=True)
+        return self.store.workloads.get(key)
+
+    def _policies_changed(self, namespace: str) -> None:
+        self.policies.replace_all(self._parsed_policies())
+        if any(w.ref.namespace == namespace for w in self.store.workloads.values()):
+            self._spawn(self.reprocess_namespace(namespace))
+
+    def _parsed_policies(self) -> list[Any]:
+        policies = []
+        for body in self.policy_reflector.items.values():
+            try:
+                policies.append(parse_policy(body))
+            except ValueError as exc:
+                logger.error("ignoring a malformed PreflightPolicy: %s", exc)
+        return policies
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    async def prime(self) -> None:
+        """Before any event: opted-in namespaces, policies and the GPUValidations as the
+        cluster has them (so a restart that finds nothing new writes nothing)."""
+        selector = f"{self.config.namespace_label}={constants.INJECT_ENABLED}"
+        async for items, _ in self.api.list_pages(
+            "/api/v1/namespaces", {"labelSelector": selector}
+        ):
+            for item in items:
+                self.observe_namespace(str(item["metadata"]["name"]), opted_in=True)
+        await self.policy_reflector.sync()
+        self.policies.replace_all(self._parsed_policies())
+        async for items, _ in self.api.list_pages(
+            "/apis/vllm-preflight.io/v1alpha1/gpuvalidations",
+            {"labelSelector": f"app.kubernetes.io/managed-by={constants.COMPONENT}"},
+        ):
+            for item in items:
+                self.observe_validation(item, deleted=False)
+
+    async def start(self, workers: int = 4) -> None:
+        if self.queue is None:
+            self.queue = WorkQueue[Key]()
+        self.events.start()
+        self._spawn(self.policy_reflector.run())
+        for _ in range(workers):
+            self._spawn(self._worker())
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.append(task)
+        task.add_done_callback(lambda t: self._tasks.remove(t) if t in self._tasks else None)
+
+    async def stop(self) -> None:
+        if self.queue is not None:
+            self.queue.close()
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        await self.events.drain(timeout=2.0)
+        await self.events.stop()
+
+    async def _worker(self) -> None:
+        while True:
+            key = await self.queue.get()
+            failed = False
+            try:
+                await self.reconciler.reconcile(key)
+            except NotFound as exc:
+                # The GPUValidation (or the workload) vanished under us: start over.
+                self.store.forget_validation(key)
+                failed = True
+                logger.info("%s: %s; retrying", "/".join(key), exc)
+            except API_ERRORS as exc:
+                failed = True
+                metrics.RECONCILE_ERRORS.labels(stage="api").inc()
+                logger.warning("reconcile of %s failed: %s", "/".join(key), exc)
+            except Exception:
+                failed = True
+                metrics.RECONCILE_ERRORS.labels(stage="bug").inc()
+                logger.exception("reconcile of %s failed", "/".join(key))
+            finally:
+                self.queue.done(key, failed=failed)
+                metrics.QUEUE_DEPTH.set(len(self.queue))
+
+
+def _relevant(state: WorkloadState) -> tuple[Any, ...]:
+    """What a reconcile reads from a workload; other changes (its status) need none."""
+    return (
+        state.uid,
+        state.static,
+        state.policy,
+        state.generation,
+        tuple(sorted(state.annotations.items())),
+        state.replicas,
+        state.paused,
+    )

@@ -1,0 +1,326 @@
+"""The GPUValidation object and its status, computed from what the operator knows (pure).
+
+One function, ``build_status``, turns the workload's static result, the results of its
+pods that exist now, the history already recorded and the remediation state into the
+whole status. The reconciler writes it only when it differs from what is stored, so a
+restart that finds nothing new writes nothing.
+
+Runtime verdict: the worst verdict of the pods that exist and have reported (a pod still
+failing is a failure now); while none has reported, ``pending`` if some exist, else the
+newest recorded result (a workload scaled to zero keeps showing why).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from preflight_check.report import ERROR, FAIL, PASS, WARN
+from preflight_operator import constants
+from preflight_operator.podresults import PodResult, worst
+from preflight_operator.policy import ResolvedPolicy
+from preflight_operator.static import MAX_FINDINGS, UNKNOWN, StaticResult
+from preflight_operator.workloads import WorkloadRef, gpuvalidation_name
+
+PENDING = "pending"
+STATIC_CONDITION = "StaticChecksPassed"
+RUNTIME_CONDITION = "RuntimeChecksPassed"
+READY_CONDITION = "Ready"
+CONDITION_MESSAGE_LIMIT = 1000
+
+
+@dataclasses.dataclass(frozen=True)
+class StatusInputs:
+    ref: WorkloadRef
+    generation: int | None
+    static: StaticResult | None  # None: the workload was not analysed (yet)
+    static_checked_at: str
+    policy: ResolvedPolicy
+    live_results: Sequence[PodResult]
+    pending_pods: int
+    previous: Mapping[str, Any]  # the stored status ({} when none)
+    remediation: Mapping[str, Any] | None
+    now: str
+    history_limit: int = 10
+    injection_enabled: bool = True
+
+
+def desired_object(ref: WorkloadRef, uid: str) -> dict[str, Any]:
+    """The GPUValidation to create for a workload (status is written separately)."""
+    owner = {
+        "apiVersion": ref.api_version,
+        "kind": ref.kind,
+        "name": ref.name,
+        "uid": uid,
+        "controller": False,
+        "blockOwnerDeletion": False,
+    }
+    return {
+        "apiVersion": constants.API_VERSION,
+        "kind": constants.GPUVALIDATION_KIND,
+        "metadata": {
+            "name": gpuvalidation_name(ref.kind, ref.name),
+            "namespace": ref.namespace,
+            "labels": {"app.kubernetes.io/managed-by": constants.COMPONENT},
+            "ownerReferences": [owner],
+        },
+        "spec": {
+            "workloadRef": {
+                "apiVersion": ref.api_version,
+                "kind": ref.kind,
+                "name": ref.name,
+                "uid": uid,
+            }
+        },
+    }
+
+
+def merge_history(
+    previous: Sequence[Mapping[str, Any]], live: Sequence[PodResult], limit: int
+) -> list[dict[str, Any]]:
+    """Newest first, one entry per pod (its latest run), at most ``limit`` entries."""
+    by_uid: dict[str, dict[str, Any]] = {}
+    for entry in previous:
+        if isinstance(entry, Mapping) and entry.get("uid"):
+            by_uid[str(entry["uid"])] = dict(entry)
+    for result in live:
+        by_uid[result.uid] = result.to_status()
+    ordered = sorted(
+        by_uid.values(),
+        key=lambda e: (str(e.get("checkedAt", "")), str(e.get("pod", ""))),
+        reverse=True,
+    )
+    return ordered[:limit]
+
+
+def runtime_verdict(
+    live: Sequence[PodResult], pending_pods: int, history: Sequence[Mapping[str, Any]]
+) -> str:
+    if live:
+        return worst([r.verdict for r in live])
+    if pending_pods or not history:
+        return PENDING
+    return str(history[0].get("verdict", UNKNOWN))
+
+
+def _condition(
+    *,
+    type_: str,
+    status: str,
+    reason: str,
+    message: str,
+    generation: int | None,
+    previous: Mapping[str, Mapping[str, Any]],
+    now: str,
+) -> dict[str, Any]:
+    before = previous.get(type_) or {}
+    changed = before.get("status") != status
+    out: dict[str, Any] = {
+        "type": type_,
+        "status": status,
+        "reason": reason,
+        "message": message[:CONDITION_MESSAGE_LIMIT],
+        "lastTransitionTime": now if changed else before.get("lastTransitionTime", now),
+    }
+    if generation is not None:
+        out["observedGeneration"] = generation
+    return out
+
+
+def _static_condition(static: StaticResult | None) -> tuple[str, str, str]:
+    if static is None:
+        return "Unknown", "NotAnalysed", "the workload has not been analysed yet"
+    if static.error:
+        return "Unknown", "RulesError", f"the rules engine failed: {static.error}"
+    if static.verdict == FAIL:
+        return "False", "RulesFailed", "; ".join(f.one_line() for f in static.failures)
+    if static.verdict == WARN:
+        return "True", "PassedWithWarnings", "; ".join(f.one_line() for f in static.warnings)
+    if static.verdict == PASS:
+        return "True", "Passed", "the manifest requests what its parallel plan needs"
+    return "Unknown", "NotAnalysed", "the workload's vLLM command line could not be analysed"
+
+
+def _runtime_condition(
+    verdict: str,
+    live: Sequence[PodResult],
+    history: Sequence[Mapping[str, Any]],
+    injection_enabled: bool,
+) -> tuple[str, str, str]:
+    if not injection_enabled and not live and not history:
+        return "Unknown", "InjectionDisabled", "the policy disables the injected check"
+    if verdict == PENDING:
+        return "Unknown", "WaitingForPods", "no pod of the workload has finished its check yet"
+    failing = [r for r in live if r.verdict in (FAIL, ERROR)]
+    source: Mapping[str, Any] = (
+        failing[0].to_status() if failing else (history[0] if history else {})
+    )
+    detail = f"pod {source.get('pod', '?')}: {source.get('reason', '')}: " + str(
+        source.get("message", "")
+    )
+    if source.get("remediation"):
+        detail += f" Fix: {source['remediation']}"
+    if verdict == FAIL:
+        return "False", "CheckFailed", detail
+    if verdict == ERROR:
+        return "False", "CheckError", detail
+    if verdict == WARN:
+        return "True", "PassedWithWarnings", detail
+    passed = sum(1 for r in live if r.verdict == PASS) or len(history)
+    return "True", "Passed", f"{passed} pod(s) passed the GPU preflight check"
+
+
+def _ready_condition(static_status: str, runtime_status: str) -> tuple[str, str, str]:
+    if "False" in (static_status, runtime_status):
+        which = "static rules" if static_status == "False" else "runtime check"
+        return "False", "ChecksFailed", f"the {which} failed; see the other conditions"
+    if static_status == runtime_status == "True":
+        return "True", "ChecksPassed", "safe to start vLLM"
+    return "Unknown", "ChecksIncomplete", "waiting for the static or runtime result"
+
+
+def overall_status(static: StaticResult | None, runtime: str) -> str:
+    """pass | warn | fail | pending: the `vllm-preflight.io/status` annotation."""
+    static_verdict = static.verdict if static is not None else UNKNOWN
+    if FAIL in (static_verdict, runtime) or runtime == ERROR:
+        return FAIL
+    if runtime == PENDING:
+        return PENDING
+    if WARN in (static_verdict, runtime):
+        return WARN
+    return PASS
+
+
+def status_reason(
+    static: StaticResult | None,
+    runtime: str,
+    live: Sequence[PodResult],
+    history: Sequence[Mapping[str, Any]],
+) -> str:
+    """The REASON column: first runtime failure, else static failure, else warnings."""
+
+    def runtime_reason(verdicts: tuple[str, ...]) -> str:
+        for result in live:
+            if result.verdict in verdicts and result.reason:
+                return result.reason
+        if not live and history and history[0].get("verdict") in verdicts:
+            return str(history[0].get("reason", ""))
+        return ""
+
+    if runtime in (FAIL, ERROR):
+        reason = runtime_reason((FAIL, ERROR))
+        if reason:
+            return reason
+    if static is not None and static.verdict in (FAIL, ERROR):
+        return static.first_reason
+    if runtime == WARN:
+        reason = runtime_reason((WARN,))
+        if reason:
+            return reason
+    if static is not None and static.verdict == WARN:
+        return static.first_reason
+    if runtime == PENDING:
+        return "waiting for pod results"
+    return ""
+
+
+def build_status(inputs: StatusInputs) -> dict[str, Any]:
+    previous = inputs.previous
+    prev_runtime = previous.get("runtime") or {}
+    history = merge_history(
+        prev_runtime.get("pods") or [], inputs.live_results, inputs.history_limit
+    )
+    runtime = runtime_verdict(inputs.live_results, inputs.pending_pods, history)
+    static = inputs.static
+    plan = static.plan if static is not None else None
+    requested = static.gpus_requested if static is not None else None
+
+    status: dict[str, Any] = {
+        "workload": inputs.ref.display,
+        "staticVerdict": static.verdict if static is not None else UNKNOWN,
+        "runtimeVerdict": runtime,
+        "reason": status_reason(static, runtime, inputs.live_results, history),
+        "action": inputs.policy.action,
+        "policy": inputs.policy.name,
+        "gpus": f"{'?' if requested is None else requested}/"
+        f"{'?' if plan is None else plan.gpus_needed}",
+    }
+    if inputs.generation is not None:
+        status["observedGeneration"] = inputs.generation
+    if plan is not None:
+        status["plan"] = plan.to_status()
+    if requested is not None:
+        status["gpusRequested"] = requested
+    if static is not None:
+        status["static"] = _static_section(static, inputs.static_checked_at, previous)
+    status["runtime"] = {
+        "podsChecked": len(history),
+        "podsPassed": sum(1 for e in history if e.get("verdict") in (PASS, WARN)),
+        "podsFailed": sum(1 for e in history if e.get("verdict") in (FAIL, ERROR)),
+        "pods": history,
+    }
+    if history and history[0].get("checkedAt"):
+        status["runtime"]["lastCheckedAt"] = history[0]["checkedAt"]
+    if inputs.remediation:
+        status["remediation"] = dict(inputs.remediation)
+
+    prev_conditions = {
+        str(c.get("type")): c for c in previous.get("conditions") or [] if isinstance(c, Mapping)
+    }
+    static_state = _static_condition(static)
+    runtime_state = _runtime_condition(
+        runtime, inputs.live_results, history, inputs.injection_enabled
+    )
+    conditions = [
+        (STATIC_CONDITION, static_state),
+        (RUNTIME_CONDITION, runtime_state),
+        (READY_CONDITION, _ready_condition(static_state[0], runtime_state[0])),
+    ]
+    status["conditions"] = [
+        _condition(
+            type_=type_,
+            status=state,
+            reason=reason,
+            message=message,
+            generation=inputs.generation,
+            previous=prev_conditions,
+            now=inputs.now,
+        )
+        for type_, (state, reason, message) in conditions
+    ]
+    return status
+
+
+def _static_section(
+    static: StaticResult, checked_at: str, previous: Mapping[str, Any]
+) -> dict[str, Any]:
+    findings = [f.to_status() for f in static.findings[:MAX_FINDINGS]]
+    before = previous.get("static") or {}
+    # Keep the old timestamp when nothing changed, so re-analysis writes nothing.
+    same = before.get("verdict") == static.verdict and (before.get("findings") or []) == findings
+    section: dict[str, Any] = {
+        "verdict": static.verdict,
+        "checkedAt": before.get("checkedAt", checked_at) if same else checked_at,
+    }
+    if findings:
+        section["findings"] = findings
+    return section
+
+
+def merge_patch(previous: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON merge patch (RFC 7386) turning ``previous`` into ``desired``: nested maps
+    are diffed, lists replaced whole, removed keys set to null; {} when nothing changed."""
+    patch: dict[str, Any] = {}
+    for key, value in desired.items():
+        before = previous.get(key)
+        if before == value:
+            continue
+        if isinstance(value, Mapping) and isinstance(before, Mapping):
+            patch[key] = merge_patch(before, value)
+        else:
+            patch[key] = value
+    for key in previous:
+        if key not in desired:
+            patch[key] = None
+    return patch

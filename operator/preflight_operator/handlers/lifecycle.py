@@ -1,0 +1,100 @@
+"""Start-up, clean-up and probes: kopf settings, then the controller primed and started.
+
+Settings that matter (and why):
+- admission server on the configured port with the chart's certificate, and
+  ``admission.managed = None``: the chart ships the webhook configurations (kopf's own
+  have no namespaceSelector and could deny pods cluster-wide);
+- server-side label selectors for pods (``vllm-preflight.io/injected=true``), namespaces
+  (the opt-in label) and GPUValidations (ours): kopf never lists what we do not handle;
+- kopf's own Events off: its handler-failure Events would land on users' pods.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import kopf
+
+from preflight_operator import constants
+from preflight_operator.controller import Controller
+from preflight_operator.options import RunOptions
+
+logger = logging.getLogger(__name__)
+
+
+def configure(settings: kopf.OperatorSettings, options: RunOptions, namespace_label: str) -> None:
+    settings.admission.server = kopf.WebhookServer(
+        addr=options.webhook_addr,
+        port=options.webhook_port,
+        host=options.webhook_host,
+        certfile=str(options.cert_file),
+        pkeyfile=str(options.key_file),
+    )
+    settings.admission.managed = None
+    selectors = settings.watching.label_selectors
+    selectors["v1", "pods"] = constants.INJECTED_POD_SELECTOR
+    selectors["v1", "namespaces"] = f"{namespace_label}={constants.INJECT_ENABLED}"
+    selectors[constants.GROUP, constants.GPUVALIDATION_PLURAL] = (
+        f"app.kubernetes.io/managed-by={constants.COMPONENT}"
+    )
+    settings.posting.enabled = False
+    settings.peering.lifetime = options.peering_lifetime
+    settings.peering.stealth = True
+    # kopf re-lists after a watch error; keep its back-off short so a restart of the
+    # API server (or a resumed peer) catches up quickly.
+    settings.watching.reconnect_backoff = 0.5
+
+
+def register(registry: kopf.OperatorRegistry, options: RunOptions) -> None:
+    @kopf.on.login(registry=registry)
+    async def login(memo: Any, **_: Any) -> kopf.ConnectionInfo:
+        # kopf's watches use the credentials our own client uses (and kopf then never
+        # imports the kubernetes client library, which costs tens of MiB).
+        controller: Controller = memo.controller
+        creds = controller.api.credentials
+        token = creds.current_token()
+        return kopf.ConnectionInfo(
+            server=creds.server,
+            ca_data=creds.ca_pem,
+            insecure=creds.insecure,
+            scheme="Bearer" if token else None,
+            token=token,
+            certificate_data=creds.cert_pem,
+            private_key_data=creds.key_pem,
+        )
+
+    @kopf.on.startup(registry=registry)
+    async def start(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
+        controller: Controller = memo.controller
+        configure(settings, options, controller.config.namespace_label)
+        if not options.standalone:
+            created = await controller.api.ensure_cluster_peering(options.peering_name)
+            if not created:
+                logger.warning("the ClusterKopfPeering CRD is missing: peering cannot work")
+        await controller.prime()
+        await controller.start(workers=options.workers)
+        logger.info(
+            "vllm-preflight operator %s started: %d opted-in namespace(s), %d policies,"
+            " %d GPUValidation(s) known",
+            controller.identity,
+            len(controller.opted_in),
+            len(controller.policy_reflector.items),
+            len(controller.store.validations),
+        )
+
+    @kopf.on.cleanup(registry=registry)
+    async def stop(memo: Any, **_: Any) -> None:
+        controller: Controller = memo.controller
+        await controller.stop()
+        await controller.api.close()
+
+    @kopf.on.probe(id="workloads", registry=registry)
+    async def workloads(memo: Any, **_: Any) -> int:
+        controller: Controller = memo.controller
+        return len(controller.store.workloads)
+
+    @kopf.on.probe(id="queue", registry=registry)
+    async def queue(memo: Any, **_: Any) -> int:
+        controller: Controller = memo.controller
+        return len(controller.queue) if controller.queue is not None else 0

@@ -1,0 +1,213 @@
+"""The injection of the preflight check into a Pod (pure).
+
+Two init containers go before every existing one (docs/dev/OPERATOR_CONTRACT.md):
+
+1. ``preflight-install`` (the operator's image) copies the checker zipapp into an emptyDir;
+2. ``preflight-check`` runs it with python3 from the vLLM container's own image (or the
+   dedicated check image), with the vLLM container's GPU requests and limits — the kubelet
+   hands an init container's devices on to the app containers of the pod — its whole env,
+   its /dev/shm mount, and the plan and policy as PREFLIGHT_* variables.
+
+``plan_injection`` never raises on odd input: it returns a Skip with the reason, and the
+webhook admits the pod unchanged (and logs it).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from preflight_check.check_ids import CHECKS
+from preflight_operator import constants
+from preflight_operator.config import InjectionConfig, PolicySpec
+from preflight_operator.static import Plan
+
+SHM_PATH = "/dev/shm"
+TERMINATION_MESSAGE_PATH = "/dev/termination-log"
+# The injected containers run as the image's own user with nothing else.
+SECURITY_CONTEXT: Mapping[str, Any] = {
+    "allowPrivilegeEscalation": False,
+    "readOnlyRootFilesystem": True,
+    "capabilities": {"drop": ["ALL"]},
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Skip:
+    """Nothing injected, and why (for the log and the injections metric)."""
+
+    reason: str
+    detail: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Injection:
+    """The new values of the fields the webhook replaces."""
+
+    init_containers: list[dict[str, Any]]
+    volumes: list[dict[str, Any]]
+    labels: dict[str, str]
+    container: str
+
+
+def is_gpu_resource(name: str) -> bool:
+    return name == constants.GPU_RESOURCE or name.startswith(constants.MIG_RESOURCE_PREFIX)
+
+
+def gpu_resources(container: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The container's GPU (and MIG) requests and limits, as they are written."""
+    resources = container.get("resources") or {}
+    out: dict[str, dict[str, Any]] = {}
+    for section in ("limits", "requests"):
+        values = resources.get(section) or {}
+        if not isinstance(values, Mapping):
+            continue
+        picked = {k: v for k, v in values.items() if is_gpu_resource(str(k))}
+        if picked:
+            out[section] = picked
+    return out
+
+
+def _names(items: Any) -> set[str]:
+    return {str(i.get("name")) for i in items or [] if isinstance(i, Mapping)}
+
+
+def already_injected(pod: Mapping[str, Any]) -> bool:
+    spec = pod.get("spec") or {}
+    ours = {constants.INSTALL_CONTAINER, constants.CHECK_CONTAINER}
+    return bool(ours & _names(spec.get("initContainers")))
+
+
+def runtime_skips(disabled: tuple[str, ...]) -> list[str]:
+    """The policy's disabled ids that are runtime checks. A policy lists rule ids and check
+    ids together; the checker rejects ids it does not know (exit 2), so rule ids stay out."""
+    return [check_id for check_id in disabled if check_id in CHECKS]
+
+
+def preflight_env(plan: Plan, policy: PolicySpec) -> list[dict[str, str]]:
+    env = {
+        "PREFLIGHT_TP": str(plan.tp),
+        "PREFLIGHT_PP": str(plan.pp),
+        "PREFLIGHT_DP_LOCAL": str(plan.dp_local),
+        "PREFLIGHT_ACTION": policy.action,
+        "PREFLIGHT_TIER": policy.tier,
+        "PREFLIGHT_SHM_MIN": policy.thresholds.shm_min,
+    }
+    skips = runtime_skips(policy.disabled_checks)
+    if skips:
+        env["PREFLIGHT_SKIP"] = ",".join(skips)
+    if policy.thresholds.gpu_memory_utilization is not None:
+        env["PREFLIGHT_GPU_MEMORY_UTILIZATION"] = str(policy.thresholds.gpu_memory_utilization)
+    # The root filesystem is read-only: no byte code, temporary files in our emptyDir.
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["TMPDIR"] = constants.MOUNT_PATH
+    return [{"name": k, "value": v} for k, v in env.items()]
+
+
+def _merged_resources(
+    base: Mapping[str, Any], gpus: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
+    out: dict[str, Any] = {k: dict(v) for k, v in base.items() if isinstance(v, Mapping)}
+    for section, values in gpus.items():
+        out.setdefault(section, {}).update(values)
+    return out
+
+
+def check_container(
+    vllm: Mapping[str, Any],
+    plan: Plan,
+    policy: PolicySpec,
+    config: InjectionConfig,
+    mode: str,
+) -> dict[str, Any]:
+    image = vllm.get("image") if mode == "WorkloadImage" else config.check_image
+    ours = preflight_env(plan, policy)
+    names = {e["name"] for e in ours}
+    env = [copy.deepcopy(e) for e in vllm.get("env") or [] if e.get("name") not in names]
+    env += ours
+    mounts = [
+        {"name": constants.VOLUME_NAME, "mountPath": constants.MOUNT_PATH},
+    ] + [copy.deepcopy(m) for m in vllm.get("volumeMounts") or [] if m.get("mountPath") == SHM_PATH]
+    container: dict[str, Any] = {
+        "name": constants.CHECK_CONTAINER,
+        "image": image,
+        "imagePullPolicy": config.image_pull_policy,
+        "command": ["python3", constants.ZIPAPP_PATH, "check"],
+        "env": env,
+        "resources": _merged_resources(config.resources, gpu_resources(vllm)),
+        "volumeMounts": mounts,
+        "terminationMessagePath": TERMINATION_MESSAGE_PATH,
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+        "securityContext": copy.deepcopy(dict(SECURITY_CONTEXT)),
+    }
+    if vllm.get("envFrom"):
+        container["envFrom"] = copy.deepcopy(vllm["envFrom"])
+    return container
+
+
+def install_container(config: InjectionConfig) -> dict[str, Any]:
+    return {
+        "name": constants.INSTALL_CONTAINER,
+        "image": config.installer_image,
+        "imagePullPolicy": config.image_pull_policy,
+        "command": [constants.INSTALL_COMMAND, constants.ZIPAPP_PATH],
+        "resources": {
+            "requests": {"cpu": "10m", "memory": "32Mi"},
+            "limits": {"memory": "64Mi"},
+        },
+        "volumeMounts": [{"name": constants.VOLUME_NAME, "mountPath": constants.MOUNT_PATH}],
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+        "securityContext": copy.deepcopy(dict(SECURITY_CONTEXT)),
+    }
+
+
+def _find_container(pod: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        if isinstance(container, Mapping) and container.get("name") == name:
+            return container
+    return None
+
+
+def plan_injection(
+    pod: Mapping[str, Any],
+    *,
+    container: str,
+    plan: Plan | None,
+    policy: PolicySpec,
+    config: InjectionConfig,
+    workload_label: str | None,
+) -> Injection | Skip:
+    """The init containers, volumes and labels of ``pod`` after injection, or a Skip."""
+    spec = pod.get("spec") or {}
+    if already_injected(pod):
+        return Skip("already-injected")
+    if not policy.injection_enabled:
+        return Skip("disabled-by-policy")
+    vllm = _find_container(pod, container)
+    if vllm is None:
+        return Skip("no-vllm-container", f"container {container!r} is not in the pod")
+    if plan is None:
+        return Skip("undecided", "the parallel plan of the vLLM command line is unknown")
+    if not gpu_resources(vllm):
+        return Skip("no-gpu-request", f"container {container!r} requests no nvidia.com/gpu")
+    if constants.VOLUME_NAME in _names(spec.get("volumes")):
+        return Skip("volume-name-taken", f"the pod already has a volume {constants.VOLUME_NAME!r}")
+    mode = policy.injection_mode or config.mode
+    init = [install_container(config), check_container(vllm, plan, policy, config, mode)]
+    init += [copy.deepcopy(c) for c in spec.get("initContainers") or []]
+    volumes = [copy.deepcopy(v) for v in spec.get("volumes") or []]
+    volumes.append({"name": constants.VOLUME_NAME, "emptyDir": {"sizeLimit": "64Mi"}})
+    labels = {constants.LABEL_INJECTED: "true"}
+    if workload_label:
+        labels[constants.LABEL_WORKLOAD] = workload_label
+    return Injection(init_containers=init, volumes=volumes, labels=labels, container=container)
+
+
+def pod_labels(pod: Mapping[str, Any]) -> Mapping[str, str]:
+    return (pod.get("metadata") or {}).get("labels") or {}
+
+
+def opted_out(labels: Mapping[str, str], label: str = constants.LABEL_INJECT) -> bool:
+    return labels.get(label) == constants.INJECT_DISABLED

@@ -1,0 +1,91 @@
+"""`vllm-preflight operator`: builds the operator from options and runs kopf.
+
+kopf runs cluster-wide (workloads and injected pods live in any opted-in namespace) with
+ClusterKopfPeering named ``vllm-preflight``: of several replicas exactly one processes
+events (a random priority per replica breaks ties), all of them serve the webhooks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+import socket
+import sys
+from collections.abc import Sequence
+
+import kopf
+
+from preflight_operator import metrics
+from preflight_operator.analysis import RulesAnalyser
+from preflight_operator.api import KubeApi, load_credentials
+from preflight_operator.config import ConfigError, load_config
+from preflight_operator.controller import Controller
+from preflight_operator.handlers import register
+from preflight_operator.options import RunOptions, parse_options
+from preflight_operator.webhooks import AdmissionService
+from preflight_operator.workloads import WorkloadRef
+
+logger = logging.getLogger("preflight_operator")
+
+
+def build(options: RunOptions) -> tuple[kopf.OperatorRegistry, kopf.Memo, Controller]:
+    config = load_config(options.config_path).with_release_namespace(options.namespace)
+    api = KubeApi(load_credentials(options.kubeconfig))
+    analyser = RulesAnalyser()
+    identity = options.identity or f"{socket.gethostname()}-{os.getpid()}"
+    controller = Controller(config, api, analyser, identity=identity)
+
+    async def owner_labels(ref: WorkloadRef) -> dict[str, str] | None:
+        body = await api.get_workload(ref)
+        return dict((body.get("metadata") or {}).get("labels") or {})
+
+    admission = AdmissionService(
+        config, analyser, controller.policies, events=controller.events, owner_labels=owner_labels
+    )
+    registry = register(kopf.OperatorRegistry(), options)
+    memo = kopf.Memo(controller=controller, admission=admission)
+    return registry, memo, controller
+
+
+async def run(options: RunOptions) -> None:
+    registry, memo, controller = build(options)
+    metrics.serve(options.metrics_port, options.metrics_addr)
+    priority = options.priority if options.priority is not None else random.randint(1, 2**31)
+    await kopf.operator(
+        registry=registry,
+        memo=memo,
+        clusterwide=True,
+        standalone=options.standalone,
+        peering_name=None if options.standalone else options.peering_name,
+        priority=priority,
+        identity=controller.identity,  # type: ignore[arg-type]
+        liveness_endpoint=f"http://{options.health_addr}:{options.health_port}/healthz",
+    )
+
+
+def configure_logging(verbose: bool) -> None:
+    kopf.configure(debug=verbose, verbose=verbose)
+    if not verbose:
+        # kopf logs every handled event at INFO and aiohttp every webhook request: at
+        # thousands of pods that is most of the operator's CPU. Failures still log.
+        logging.getLogger("kopf.objects").setLevel(logging.WARNING)
+        logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    options = parse_options(sys.argv[1:] if argv is None else argv)
+    configure_logging(options.verbose)
+    try:
+        asyncio.run(run(options))
+    except ConfigError as exc:
+        print(f"vllm-preflight operator: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,206 @@
+"""From a pod's status to the result of its preflight-check init container (pure).
+
+The check has no API credentials: it writes its compact report to its termination message
+and exits (0 pass or not enforced, 1 failed under Enforce, 2 internal error). The kubelet
+puts both in the init container's status. With ``FallbackToLogsOnError`` a crash before the
+report was written leaves the tail of its log there instead; that is reported as an error
+with the log's first line, never parsed as a pass.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from preflight_check.report import ERROR, FAIL, PASS, WARN, Report, ReportError
+from preflight_operator import constants
+
+MESSAGE_LIMIT = 300
+MAX_FAILURES = 10  # status.runtime.pods[].failures maxItems
+MAX_GPUS = 16  # status.runtime.pods[].gpus maxItems
+_RANK = {PASS: 0, WARN: 1, ERROR: 2, FAIL: 3}
+
+
+def shorten(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+def worst(verdicts: list[str]) -> str:
+    """The worst verdict (fail > error > warn > pass); pass for none."""
+    return max(verdicts, key=lambda v: _RANK.get(v, 2), default=PASS)
+
+
+@dataclasses.dataclass(frozen=True)
+class Failure:
+    id: str
+    status: str
+    message: str
+    remediation: str
+
+    def to_status(self) -> dict[str, Any]:
+        out = {"id": self.id, "status": self.status, "message": self.message}
+        if self.remediation:
+            out["remediation"] = self.remediation
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
+class PodResult:
+    """One finished run of the check in one pod (a restart is a new run)."""
+
+    pod: str
+    uid: str
+    node: str
+    verdict: str
+    exit_code: int
+    restarts: int
+    checked_at: str
+    reason: str = ""
+    message: str = ""
+    remediation: str = ""
+    failures: tuple[Failure, ...] = ()
+    gpus: tuple[tuple[int, str, str], ...] = ()  # (ordinal, uuid, pci bus id)
+    action: str = ""
+
+    @property
+    def run_key(self) -> tuple[str, int, str]:
+        """Identifies this run: the same pod re-running its check is a new result."""
+        return (self.uid, self.restarts, self.checked_at)
+
+    def to_status(self) -> dict[str, Any]:
+        """The entry in GPUValidation status.runtime.pods (camelCase, bounded)."""
+        out: dict[str, Any] = {
+            "pod": self.pod,
+            "uid": self.uid,
+            "verdict": self.verdict,
+            "exitCode": self.exit_code,
+            "restarts": self.restarts,
+        }
+        if self.node:
+            out["node"] = self.node
+        if self.checked_at:
+            out["checkedAt"] = self.checked_at
+        if self.reason:
+            out["reason"] = self.reason
+        if self.message:
+            out["message"] = self.message
+        if self.remediation:
+            out["remediation"] = self.remediation
+        if self.failures:
+            out["failures"] = [f.to_status() for f in self.failures[:MAX_FAILURES]]
+        if self.gpus:
+            out["gpus"] = [
+                {"ordinal": o, "uuid": u, "pciBusId": b} for o, u, b in self.gpus[:MAX_GPUS]
+            ]
+        return out
+
+
+def _check_status(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    for status in (pod.get("status") or {}).get("initContainerStatuses") or []:
+        if isinstance(status, Mapping) and status.get("name") == constants.CHECK_CONTAINER:
+            return status
+    return None
+
+
+def _terminated(container_status: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The latest finished run: the current state, else the last one (while restarting)."""
+    for key in ("state", "lastState"):
+        terminated = (container_status.get(key) or {}).get("terminated")
+        if isinstance(terminated, Mapping):
+            return terminated
+    return None
+
+
+def check_has_started(pod: Mapping[str, Any]) -> bool:
+    """Whether the pod has the injected check at all (it may not have run yet)."""
+    spec = pod.get("spec") or {}
+    return any(
+        isinstance(c, Mapping) and c.get("name") == constants.CHECK_CONTAINER
+        for c in spec.get("initContainers") or []
+    )
+
+
+def pod_result(pod: Mapping[str, Any]) -> PodResult | None:
+    """The latest finished check of this pod, or None while it has not finished once."""
+    container_status = _check_status(pod)
+    if container_status is None:
+        return None
+    terminated = _terminated(container_status)
+    if terminated is None:
+        return None
+    meta = pod.get("metadata") or {}
+    exit_code = _as_int(terminated.get("exitCode"), -1)
+    base = PodResult(
+        pod=str(meta.get("name", "")),
+        uid=str(meta.get("uid", "")),
+        node=str((pod.get("spec") or {}).get("nodeName", "")),
+        verdict=ERROR,
+        exit_code=exit_code,
+        restarts=_as_int(container_status.get("restartCount"), 0),
+        checked_at=str(terminated.get("finishedAt") or ""),
+    )
+    text = str(terminated.get("message") or "")
+    try:
+        report = Report.from_json(text) if text.lstrip().startswith("{") else None
+    except ReportError as exc:
+        return dataclasses.replace(
+            base,
+            reason="report-unreadable",
+            message=shorten(f"the check's report could not be read: {exc}"),
+        )
+    if report is None:
+        return _without_report(text, terminated, base)
+    return _from_report(report, base)
+
+
+def _as_int(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _without_report(text: str, terminated: Mapping[str, Any], base: PodResult) -> PodResult:
+    """No JSON report: a crash (log tail), an OOM kill, a deadline, or an empty message."""
+    exit_code = base.exit_code
+    kubelet_reason = str(terminated.get("reason") or "")
+    first_line = next((line for line in text.splitlines() if line.strip()), "")
+    if kubelet_reason == "OOMKilled":
+        reason, message = "check-oom-killed", "the check was killed for memory (OOMKilled)"
+        fix = "raise injection.resources.limits.memory in the chart values"
+    elif exit_code == 0:
+        reason, message = "no-report", "the check exited 0 without writing its report"
+        fix = "run the same vllm-preflight version for the checker and the operator"
+    else:
+        reason = "check-crashed"
+        message = f"the check exited {exit_code} without a report"
+        if first_line:
+            message += f": {first_line}"
+        fix = "kubectl logs <pod> -c preflight-check shows the whole output"
+    return dataclasses.replace(base, reason=reason, message=shorten(message), remediation=fix)
+
+
+def _from_report(report: Report, base: PodResult) -> PodResult:
+    failing = [c for c in report.checks if c.status in (FAIL, ERROR)]
+    warning = [c for c in report.checks if c.status == WARN]
+    first = (failing or warning)[0] if failing or warning else None
+    reason = first.id if first else ""
+    message = shorten(first.message) if first else ""
+    remediation = shorten(first.remediation) if first else ""
+    if report.error and not failing:
+        reason = reason or "checker-error"
+        message = message or shorten(report.error)
+    failures = tuple(
+        Failure(c.id, c.status, shorten(c.message), shorten(c.remediation))
+        for c in (failing + warning)[:MAX_FAILURES]
+    )
+    gpus = tuple((g.ordinal, g.uuid, g.pci_bus_id) for g in report.gpus[:MAX_GPUS])
+    return dataclasses.replace(
+        base,
+        verdict=report.verdict,
+        reason=reason,
+        message=message,
+        remediation=remediation,
+        failures=failures,
+        gpus=gpus,
+        action=report.action,
+    )

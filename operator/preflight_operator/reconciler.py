@@ -1,0 +1,143 @@
+"""Carries out one reconcile: the plan from ``planning`` turned into API calls.
+
+Order matters for crash safety: the remediation patch first (its annotation records what
+was done), then the one status patch, then the workload's annotations, then Events (best
+effort, queued). A crash anywhere in between is repaired by the next reconcile, because
+every step is computed from the cluster's state, not from what this process remembers.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from preflight_operator import metrics
+from preflight_operator.api import Conflict, KubeApi, NotFound
+from preflight_operator.eventsink import EventSink
+from preflight_operator.gpuvalidation import desired_object
+from preflight_operator.planning import plan_reconcile, without_nulls
+from preflight_operator.store import Key, Store, StoredValidation, WorkloadState
+from preflight_operator.workloads import gpuvalidation_name
+
+logger = logging.getLogger(__name__)
+
+LoadWorkload = Callable[[Key], Awaitable[WorkloadState | None]]
+
+
+class Reconciler:
+    def __init__(
+        self,
+        store: Store,
+        api: KubeApi,
+        events: EventSink,
+        *,
+        load_workload: LoadWorkload,
+        history_limit: int,
+        now: Callable[[], str],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._store = store
+        self._api = api
+        self._events = events
+        self._load_workload = load_workload
+        self._history_limit = history_limit
+        self._now = now
+        self._clock = clock
+
+    async def reconcile(self, key: Key) -> None:
+        store = self._store
+        workload = store.workloads.get(key)
+        if workload is None:
+            if not store.pods.get(key):
+                return
+            # Pods report for a workload we have not seen (it is outside the workload
+            # watch: a pod-level opt-in, or a custom owner kind): read it once.
+            workload = await self._load_workload(key)
+            if workload is None:
+                store.forget_workload(key)
+                return
+        if not workload.static.has_vllm and not store.pods.get(key):
+            return
+        stored = store.validations.get(key)
+        if stored is None or stored.owner_uid != workload.uid:
+            stored = await self._ensure_validation(workload)
+
+        plan = plan_reconcile(
+            workload,
+            store.live_results(key),
+            store.pending_pods(key),
+            stored.status,
+            history_limit=self._history_limit,
+            now=self._now(),
+        )
+        if plan.note:
+            logger.info("%s: %s", workload.ref.display, plan.note)
+        if plan.remediation_patch is not None:
+            await self._remediate(workload, plan.remediation_patch)
+        if plan.remediation_metric is not None:
+            remedy, action = plan.remediation_metric
+            metrics.REMEDIATIONS.labels(type=remedy, action=action).inc()
+        if plan.status_write is not None:
+            await self._api.patch_gpuvalidation_status(
+                workload.ref.namespace, stored.name, plan.status_write
+            )
+            metrics.STATUS_WRITES.inc()
+            stored.status = plan.status
+        arrived = store.result_arrivals.pop(key, None)
+        if arrived is not None:
+            metrics.RESULT_LATENCY.observe(self._clock() - arrived)
+        if plan.annotation_patch is not None:
+            await self._api.patch_workload(workload.ref, plan.annotation_patch)
+            workload.annotations = _ours(
+                {**workload.annotations, **plan.annotation_patch["metadata"]["annotations"]}
+            )
+        for event in plan.events:
+            self._events.post(event)
+
+    async def _remediate(self, workload: WorkloadState, patch: dict[str, Any]) -> None:
+        await self._api.patch_workload(workload.ref, patch)
+        annotations = (patch.get("metadata") or {}).get("annotations") or {}
+        workload.annotations = _ours({**workload.annotations, **annotations})
+        spec = patch.get("spec") or {}
+        if "replicas" in spec:
+            workload.replicas = spec["replicas"]
+        if "paused" in spec:
+            workload.paused = bool(spec["paused"])
+
+    async def _ensure_validation(self, workload: WorkloadState) -> StoredValidation:
+        """Creates the GPUValidation, or adopts the existing one. One left by an earlier
+        workload of the same name (deleted and re-created) is replaced: its history is
+        about other pods, and the garbage collector is about to delete it anyway."""
+        ref = workload.ref
+        obj = desired_object(ref, workload.uid)
+        name = gpuvalidation_name(ref.kind, ref.name)
+        for _ in range(2):
+            try:
+                created = await self._api.create_gpuvalidation(obj)
+                stored = StoredValidation(name, workload.uid, dict(created.get("status") or {}))
+                break
+            except Conflict:
+                existing = await self._api.get_gpuvalidation(ref.namespace, name)
+                spec = existing.get("spec") or {}
+                owner = (spec.get("workloadRef") or {}).get("uid", "")
+                if owner == workload.uid:
+                    status = without_nulls(dict(existing.get("status") or {}))
+                    stored = StoredValidation(name, workload.uid, status)
+                    break
+                uid = (existing.get("metadata") or {}).get("uid", "")
+                await self._api.delete_gpuvalidation(ref.namespace, name, uid)
+        else:
+            raise RuntimeError(f"could not create GPUValidation {ref.namespace}/{name}")
+        self._store.put_validation(ref.key, stored)
+        return stored
+
+
+def _ours(annotations: dict[str, Any]) -> dict[str, str]:
+    return {
+        k: v for k, v in annotations.items() if v is not None and k.startswith("vllm-preflight.io/")
+    }
+
+
+__all__ = ["NotFound", "Reconciler"]

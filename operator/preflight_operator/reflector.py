@@ -1,0 +1,113 @@
+"""A list-then-watch cache of a small, server-side-filtered set of objects.
+
+The webhooks run on every replica, including peers that kopf has paused (kopf stops all
+of a paused operator's watches, indexes included). What the webhooks must know —
+PreflightPolicies, Services named ``vllm`` — therefore comes from these reflectors, which
+run on every replica whatever kopf's peering says. They hold only small objects that a
+field or label selector picks on the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from preflight_operator.api import API_ERRORS, Gone, KubeApi
+
+logger = logging.getLogger(__name__)
+
+Body = dict[str, Any]
+
+
+class Reflector:
+    """Keeps ``items`` ((namespace, name) -> object) equal to the server's view."""
+
+    def __init__(
+        self,
+        api: KubeApi,
+        path: str,
+        *,
+        name: str,
+        params: Mapping[str, str] | None = None,
+        on_change: Callable[[str], None] | None = None,
+        transform: Callable[[Body], Body] | None = None,
+    ) -> None:
+        self._api = api
+        self._path = path
+        self._params = dict(params or {})
+        self._on_change = on_change
+        self._transform = transform or (lambda body: body)
+        self.name = name
+        self.items: dict[tuple[str, str], Body] = {}
+        self._resource_version = ""
+        self.synced = asyncio.Event()
+
+    @staticmethod
+    def _key(body: Mapping[str, Any]) -> tuple[str, str]:
+        meta = body.get("metadata") or {}
+        return (str(meta.get("namespace", "")), str(meta.get("name", "")))
+
+    async def sync(self) -> None:
+        """Lists everything; namespaces whose objects changed are reported."""
+        fresh: dict[tuple[str, str], Body] = {}
+        version = ""
+        async for items, page_version in self._api.list_pages(self._path, self._params):
+            version = page_version
+            for item in items:
+                fresh[self._key(item)] = self._transform(item)
+        changed = {
+            key[0] for key in set(fresh) | set(self.items) if fresh.get(key) != self.items.get(key)
+        }
+        self.items = fresh
+        self._resource_version = version
+        self.synced.set()
+        for namespace in sorted(changed):
+            self._notify(namespace)
+
+    def _notify(self, namespace: str) -> None:
+        if self._on_change is not None:
+            try:
+                self._on_change(namespace)
+            except Exception:  # a callback bug must not stop the cache
+                logger.exception("%s: change callback failed", self.name)
+
+    def apply(self, event: Mapping[str, Any]) -> None:
+        kind = event.get("type")
+        body = event.get("object") or {}
+        version = (body.get("metadata") or {}).get("resourceVersion")
+        if version:
+            self._resource_version = str(version)
+        if kind == "BOOKMARK":
+            return
+        key = self._key(body)
+        if kind == "DELETED":
+            if self.items.pop(key, None) is not None:
+                self._notify(key[0])
+            return
+        value = self._transform(dict(body))
+        if self.items.get(key) != value:
+            self.items[key] = value
+            self._notify(key[0])
+
+    async def run(self) -> None:
+        """Watches forever, re-listing when the watch is too old, backing off on errors."""
+        attempt = 0
+        while True:
+            try:
+                if not self.synced.is_set():
+                    await self.sync()
+                async for event in self._api.watch(
+                    self._path, self._resource_version, self._params
+                ):
+                    self.apply(event)
+                    attempt = 0
+            except Gone:
+                self.synced.clear()
+            except asyncio.CancelledError:
+                raise
+            except (*API_ERRORS, ValueError) as exc:
+                attempt += 1
+                logger.warning("%s: watch failed (%s); retrying", self.name, exc)
+                await asyncio.sleep(min(30.0, 0.5 * 2**attempt))

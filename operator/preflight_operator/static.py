@@ -1,0 +1,99 @@
+"""The static result of a workload, in the operator's own terms (pure data).
+
+The rules engine (preflight_operator.rules) returns one result per vLLM container; the
+operator keeps one per workload: the worst verdict, every finding (bounded), and the plan
+of the first vLLM container (the one `kubectl get gpuval` shows in TP and GPUS).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from preflight_check.report import ERROR, FAIL, PASS, WARN
+
+UNKNOWN = "unknown"
+MAX_FINDINGS = 20  # status.static.findings maxItems
+_RANK = {PASS: 0, WARN: 1, UNKNOWN: 2, ERROR: 3, FAIL: 4}
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    id: str
+    severity: str  # fail | warn | info
+    message: str
+    field: str = ""
+    fix: str = ""
+
+    def to_status(self) -> dict[str, Any]:
+        out = {"id": self.id, "severity": self.severity, "message": self.message}
+        if self.field:
+            out["field"] = self.field
+        if self.fix:
+            out["fix"] = self.fix
+        return out
+
+    def one_line(self) -> str:
+        """`id: message (field) Fix: fix` for denials, warnings and Events."""
+        text = f"{self.id}: {self.message}"
+        if self.field and self.field not in self.message:
+            text += f" [{self.field}]"
+        if self.fix:
+            text += f" Fix: {self.fix}"
+        return text
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    tp: int
+    pp: int
+    dp: int
+    dp_local: int
+    gpus_needed: int
+    container: str
+
+    def to_status(self) -> dict[str, Any]:
+        return {
+            "tp": self.tp,
+            "pp": self.pp,
+            "dp": self.dp,
+            "dpLocal": self.dp_local,
+            "gpusNeeded": self.gpus_needed,
+            "container": self.container,
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class StaticResult:
+    verdict: str  # pass | warn | fail | error | unknown
+    findings: tuple[Finding, ...] = ()
+    plan: Plan | None = None
+    gpus_requested: int | None = None
+    has_vllm: bool = True
+    error: str = ""  # the rules engine crashed: recorded, never blocking
+
+    @property
+    def failures(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.severity == FAIL)
+
+    @property
+    def warnings(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.severity == WARN)
+
+    @property
+    def first_reason(self) -> str:
+        if self.error:
+            return "rules-error"
+        first = (self.failures or self.warnings or (None,))[0]
+        return first.id if first else ""
+
+
+NOT_VLLM = StaticResult(verdict=UNKNOWN, has_vllm=False)
+
+
+def worse(a: str, b: str) -> str:
+    return a if _RANK.get(a, 2) >= _RANK.get(b, 2) else b
+
+
+def crashed(error: str) -> StaticResult:
+    return StaticResult(verdict=ERROR, error=error[:300])

@@ -1,0 +1,153 @@
+"""What the admission webhooks decide, given an object (no kopf here; handlers/admission.py
+adapts these to kopf's admission handlers).
+
+Stateless per request: everything comes from the request, the policies (a reflector that
+runs on every replica, paused peers included) and, for a pod's injection, the labels of
+its workload (one cached read, because policies select workloads, not pods).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from preflight_operator.admission import ALLOW, AdmissionDecision, decide, spec_changed
+from preflight_operator.analysis import Analyser
+from preflight_operator.config import OperatorConfig
+from preflight_operator.events import denied_event
+from preflight_operator.eventsink import EventSink
+from preflight_operator.injection import Injection, Skip, opted_out, plan_injection
+from preflight_operator.policy import PolicyBook, ResolvedPolicy
+from preflight_operator.workloads import (
+    POD,
+    VALIDATED_KINDS,
+    WorkloadRef,
+    is_bare_pod,
+    ref_of,
+    template_labels,
+    workload_label_value,
+    workload_of_pod,
+)
+
+logger = logging.getLogger(__name__)
+
+OwnerLabels = Callable[[WorkloadRef], Awaitable[Mapping[str, str] | None]]
+OWNER_CACHE_SECONDS = 30.0
+OWNER_LOOKUP_TIMEOUT = 2.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Validation:
+    decision: AdmissionDecision
+    outcome: str  # allowed | warned | denied | skipped
+
+
+class AdmissionService:
+    def __init__(
+        self,
+        config: OperatorConfig,
+        analyser: Analyser,
+        policies: PolicyBook,
+        *,
+        events: EventSink | None,
+        owner_labels: OwnerLabels | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._config = config
+        self._analyser = analyser
+        self._policies = policies
+        self._events = events
+        self._owner_labels = owner_labels
+        self._clock = clock
+        self._owner_cache: dict[tuple[str, str, str], tuple[float, Mapping[str, str]]] = {}
+
+    def _skipped(self, namespace: str, kind_name: str, body: Mapping[str, Any]) -> bool:
+        if not namespace or namespace in self._config.excluded_namespaces:
+            return True
+        kind = VALIDATED_KINDS.get(kind_name)
+        if kind is None:
+            return True
+        labels = template_labels(kind, body)
+        return opted_out(labels, self._config.namespace_label)
+
+    def policy_for(self, namespace: str, labels: Mapping[str, str] | None) -> ResolvedPolicy:
+        return self._policies.resolve(namespace, labels, self._config.default_policy)
+
+    def validate(
+        self,
+        body: Mapping[str, Any],
+        *,
+        old: Mapping[str, Any] | None,
+        operation: str,
+        dry_run: bool,
+    ) -> Validation:
+        meta = body.get("metadata") or {}
+        namespace = str(meta.get("namespace", ""))
+        kind_name = str(body.get("kind", ""))
+        if self._skipped(namespace, kind_name, body):
+            return Validation(ALLOW, "skipped")
+        if kind_name == POD.kind and not is_bare_pod(body):
+            return Validation(ALLOW, "skipped")  # its workload was judged already
+        if operation == "UPDATE" and not spec_changed(old, body):
+            return Validation(ALLOW, "skipped")
+        ref = ref_of(body, VALIDATED_KINDS[kind_name])
+        policy = self.policy_for(namespace, meta.get("labels"))
+        static = self._analyser.analyse(body, policy.spec)
+        decision = decide(static, policy, ref)
+        if not decision.allowed:
+            if not dry_run and self._events is not None:
+                self._events.post(denied_event(ref, decision.message))
+            return Validation(decision, "denied")
+        return Validation(decision, "warned" if decision.warnings else "allowed")
+
+    async def _labels_for_policy(self, pod: Mapping[str, Any]) -> Mapping[str, str]:
+        """The labels a policy selects the pod by: its workload's (cached), else its own."""
+        own = (pod.get("metadata") or {}).get("labels") or {}
+        ref = workload_of_pod(pod)
+        if ref.kind == POD.kind or self._owner_labels is None:
+            return own
+        now = self._clock()
+        cached = self._owner_cache.get(ref.key)
+        if cached is not None and now - cached[0] < OWNER_CACHE_SECONDS:
+            return cached[1]
+        try:
+            labels = await asyncio.wait_for(self._owner_labels(ref), OWNER_LOOKUP_TIMEOUT)
+        except Exception as exc:
+            logger.warning(
+                "policy for a pod of %s: workload unreadable (%s); using the pod's labels",
+                ref.display,
+                exc,
+            )
+            return own
+        if labels is None:
+            return own
+        if len(self._owner_cache) > 10_000:  # bounded: forget everything, refill on demand
+            self._owner_cache.clear()
+        self._owner_cache[ref.key] = (now, labels)
+        return labels
+
+    async def mutate_pod(self, pod: Mapping[str, Any]) -> Injection | Skip:
+        meta = pod.get("metadata") or {}
+        namespace = str(meta.get("namespace", ""))
+        if not namespace or namespace in self._config.excluded_namespaces:
+            return Skip("excluded-namespace")
+        if opted_out(meta.get("labels") or {}, self._config.namespace_label):
+            return Skip("opted-out")
+        policy = self.policy_for(namespace, await self._labels_for_policy(pod))
+        if not policy.spec.injection_enabled:
+            return Skip("disabled-by-policy")
+        target = self._analyser.injection_target(pod, policy.spec)
+        if target.container is None or target.plan is None:
+            return Skip(target.reason or "undecided")
+        return plan_injection(
+            pod,
+            container=target.container,
+            plan=target.plan,
+            policy=policy.spec,
+            config=self._config.injection,
+            workload_label=workload_label_value(workload_of_pod(pod)),
+        )

@@ -1,0 +1,159 @@
+"""Workload kinds, GPUValidation naming and pod -> workload attribution (pure).
+
+Attribution walks no API: a Deployment's ReplicaSet is named ``<deployment>-<pod-template-
+hash>`` and its pods carry that hash as a label, and LeaderWorkerSet pods carry the LWS name
+as a label, so the owning workload is read from the pod alone. That keeps the operator at
+zero extra API calls per pod result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+from collections.abc import Mapping
+from typing import Any
+
+LWS_GROUP = "leaderworkerset.x-k8s.io"
+LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+POD_TEMPLATE_HASH_LABEL = "pod-template-hash"
+MAX_NAME = 253
+MAX_LABEL_VALUE = 63
+_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkloadKind:
+    kind: str
+    group: str
+    version: str
+    plural: str
+    # Where `replicas` lives, for ScaleToZero; None: the kind cannot be scaled.
+    scalable: bool = False
+    pausable: bool = False
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+
+DEPLOYMENT = WorkloadKind("Deployment", "apps", "v1", "deployments", scalable=True, pausable=True)
+STATEFULSET = WorkloadKind("StatefulSet", "apps", "v1", "statefulsets", scalable=True)
+JOB = WorkloadKind("Job", "batch", "v1", "jobs")
+LEADERWORKERSET = WorkloadKind("LeaderWorkerSet", LWS_GROUP, "v1", "leaderworkersets", True)
+POD = WorkloadKind("Pod", "", "v1", "pods")
+REPLICASET = WorkloadKind("ReplicaSet", "apps", "v1", "replicasets", scalable=True)
+
+# The kinds the validating webhook judges and the operator keeps a GPUValidation for.
+VALIDATED_KINDS: dict[str, WorkloadKind] = {
+    k.kind: k for k in (DEPLOYMENT, STATEFULSET, JOB, LEADERWORKERSET, POD)
+}
+KNOWN_KINDS: dict[str, WorkloadKind] = {**VALIDATED_KINDS, REPLICASET.kind: REPLICASET}
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkloadRef:
+    namespace: str
+    kind: str
+    name: str
+    api_version: str
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.namespace, self.kind, self.name)
+
+    @property
+    def display(self) -> str:
+        return f"{self.kind}/{self.name}"
+
+    @property
+    def workload_kind(self) -> WorkloadKind | None:
+        return KNOWN_KINDS.get(self.kind)
+
+
+def ref_of(body: Mapping[str, Any], kind: WorkloadKind) -> WorkloadRef:
+    meta = body.get("metadata") or {}
+    return WorkloadRef(
+        namespace=str(meta.get("namespace", "")),
+        kind=kind.kind,
+        name=str(meta.get("name", "")),
+        api_version=kind.api_version,
+    )
+
+
+def gpuvalidation_name(kind: str, name: str) -> str:
+    """``<kind lowercased>-<name>``; over 253 characters, cut and suffixed with a hash."""
+    full = f"{kind.lower()}-{name}"
+    if len(full) <= MAX_NAME:
+        return full
+    digest = hashlib.sha256(full.encode()).hexdigest()[:10]
+    return f"{full[: MAX_NAME - len(digest) - 1].rstrip('-.')}-{digest}"
+
+
+def workload_label_value(ref: WorkloadRef) -> str | None:
+    """``<kind>.<name>`` for the pod label, or None when it is no valid label value."""
+    value = f"{ref.kind.lower()}.{ref.name}"
+    if len(value) > MAX_LABEL_VALUE or not _LABEL_VALUE.match(value):
+        return None
+    return value
+
+
+def _controller_owner(meta: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    owners = meta.get("ownerReferences") or []
+    for owner in owners:
+        if isinstance(owner, Mapping) and owner.get("controller"):
+            return owner
+    return owners[0] if owners and isinstance(owners[0], Mapping) else None
+
+
+def workload_of_pod(pod: Mapping[str, Any]) -> WorkloadRef:
+    """The workload a pod's result belongs to.
+
+    LeaderWorkerSet (by its label, whatever StatefulSet or leader pod owns the pod), then
+    Deployment (ReplicaSet owner whose name ends with the pod-template-hash), StatefulSet,
+    Job, any other controller as itself, and a pod without owner as a bare Pod.
+    """
+    meta = pod.get("metadata") or {}
+    namespace = str(meta.get("namespace", ""))
+    labels = meta.get("labels") or {}
+    lws = labels.get(LWS_NAME_LABEL)
+    if lws:
+        return WorkloadRef(namespace, LEADERWORKERSET.kind, str(lws), LEADERWORKERSET.api_version)
+    owner = _controller_owner(meta)
+    if owner is None:
+        return WorkloadRef(namespace, POD.kind, str(meta.get("name", "")), POD.api_version)
+    kind = str(owner.get("kind", ""))
+    name = str(owner.get("name", ""))
+    api_version = str(owner.get("apiVersion", ""))
+    if kind == REPLICASET.kind:
+        template_hash = labels.get(POD_TEMPLATE_HASH_LABEL)
+        if template_hash and name.endswith(f"-{template_hash}"):
+            return WorkloadRef(
+                namespace,
+                DEPLOYMENT.kind,
+                name[: -len(template_hash) - 1],
+                DEPLOYMENT.api_version,
+            )
+    return WorkloadRef(namespace, kind, name, api_version)
+
+
+def is_bare_pod(pod: Mapping[str, Any]) -> bool:
+    return not (pod.get("metadata") or {}).get("ownerReferences")
+
+
+def template_labels(kind: WorkloadKind, body: Mapping[str, Any]) -> dict[str, str]:
+    """Labels of the workload and of the pods it makes (an opt-in or opt-out label may be
+    on either); for a LeaderWorkerSet, of both its leader and worker templates."""
+    labels: dict[str, str] = {}
+    spec = body.get("spec") or {}
+    templates: list[Any] = []
+    if kind.kind == LEADERWORKERSET.kind:
+        lwt = spec.get("leaderWorkerTemplate") or {}
+        templates = [lwt.get("leaderTemplate"), lwt.get("workerTemplate")]
+    elif kind.kind != POD.kind:
+        templates = [spec.get("template")]
+    for template in templates:
+        if isinstance(template, Mapping):
+            labels.update((template.get("metadata") or {}).get("labels") or {})
+    labels.update((body.get("metadata") or {}).get("labels") or {})
+    return {str(k): str(v) for k, v in labels.items()}
