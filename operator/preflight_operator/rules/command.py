@@ -16,7 +16,7 @@ from typing import Any
 
 from preflight_check.vllm_args import vllm_args_start
 from preflight_operator.rules import shell
-from preflight_operator.rules.kubeenv import ContainerEnv, expand, unknown_marker
+from preflight_operator.rules.kubeenv import ContainerEnv, expand
 
 SHELLS = frozenset(("sh", "bash", "dash", "ash", "zsh", "ksh", "busybox"))
 _WRAPPERS = frozenset(("exec", "nohup", "time", "command", "tini", "dumb-init", "--"))
@@ -166,11 +166,11 @@ def _analyze_shell(
     exported = dict(exports)
 
     def variable(name: str) -> str | None:
+        # None: not set by the spec. A plain $NAME then stays unknown (the image's ENV
+        # may define it); ${NAME:-default} takes its default.
         if name in shell_vars:
             return shell_vars[name]
-        found = env.lookup(name)
-        # unset in the pod spec: the image's ENV may still define it
-        return found if found is not None else unknown_marker(name)
+        return env.lookup(name)
 
     for command in commands:
         start = 0

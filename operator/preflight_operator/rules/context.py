@@ -58,6 +58,8 @@ class ContainerContext:
         """GPUs this pod needs; None when the command line does not tell."""
         if not self.parsed.plan_valid:
             return None
+        if self.parsed.config_path is not None and not self.parsed.config_loaded:
+            return None  # the config file may set any of the sizes
         if self.spread and self.template.group is not None:
             return math.ceil(self.group_gpus_needed / self.template.group.size)
         return self.parsed.plan.gpus_needed

@@ -234,14 +234,14 @@ def _result(
     kept = [f for f in findings if policy.enabled(f.id)]
     order = {severity: i for i, severity in enumerate(SEVERITIES)}
     kept.sort(key=lambda f: order.get(f.severity, len(order)))
-    valid = ctx.parsed.plan_valid
+    need = ctx.gpus_needed
     return ContainerResult(
         template.kind,
         template.name,
         template.namespace,
         label,
-        ctx.parsed.plan if valid else None,
-        ctx.gpus_needed,
+        ctx.parsed.plan if need is not None else None,
+        need,
         ctx.gpus.requested,
         tuple(kept),
     )

@@ -56,8 +56,8 @@ def group_total(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     group = ctx.template.group
     if group is None or not ctx.spread or ctx.template.role != "leader":
         return
-    if not ctx.parsed.plan_valid:
-        return
+    if ctx.gpus_needed is None:
+        return  # the plan is not known (bad or unresolved arguments)
     need = ctx.group_gpus_needed
     leader = pod_gpus(group.leader_spec, group.leader_path)
     worker = pod_gpus(group.worker_spec, group.worker_path)
