@@ -15,6 +15,7 @@ from test_rules_support import (
 )
 
 from preflight_operator.rules import FAIL, PASS, RULE_INFO, WARN, Policy
+from preflight_operator.rules.checks.env import visible_count
 
 GPU = 'spec.template.spec.containers[0].resources.limits["nvidia.com/gpu"]'
 
@@ -213,6 +214,33 @@ def test_cvd_too_few(value: str, args: list[str]) -> None:
     found = cvd(value, *args)
     assert "cvd-too-few" in found
     assert "cvd-set" in found
+
+
+@pytest.mark.parametrize(
+    ("value", "devices", "count"),
+    [  # the rows of GPU_FACTS.md, on a 2-GPU pod
+        ("0", 2, 1),
+        ("1,0", 2, 2),
+        ("0,0", 2, 0),  # a duplicate fails cuInit: nothing
+        ("0,1,0", 2, 0),
+        ("5", 2, 0),
+        ("0,5,1", 2, 1),  # an invalid entry drops itself and everything after
+        ("abc", 2, 0),
+        ("0,abc,1", 2, 1),
+        (" 0, 1", 2, 2),
+        ("0 ,1", 2, 2),
+        ("", 2, 0),
+        ("-1", 2, 0),
+        ("GPU-ea300b2e,GPU-7b01fc6f", 2, 2),
+        ("7", None, 1),  # device count unknown: any ordinal may exist
+    ],
+)
+def test_cvd_visible_count_matches_gpu_facts(value: str, devices: int | None, count: int) -> None:
+    assert visible_count(value, devices)[0] == count
+
+
+def test_cvd_duplicate_with_one_gpu_plan() -> None:
+    assert "cvd-too-few" in cvd("0,0")
 
 
 def test_cvd_with_spaces_is_fine() -> None:

@@ -104,6 +104,15 @@ def test_lws_ray_group_size_from_the_injected_variable() -> None:
     assert result.verdict == PASS
 
 
+def test_lws_ray_leader_without_gpus_holds_no_worker() -> None:
+    leader = ray_leader("-tp 8 -pp 2", 0)
+    leader["resources"] = {}
+    leader["volumeMounts"] = []
+    result = one(lws(pod_spec(leader, volumes=()), pod_spec(ray_worker(8)), size=3))
+    assert result.verdict == PASS, result.findings
+    assert (result.gpus_needed, result.gpus_requested) == (6, None)
+
+
 def test_lws_worker_without_shm_is_reported() -> None:
     obj = lws(
         pod_spec(ray_leader("-tp 8 -pp 2", 8)),
