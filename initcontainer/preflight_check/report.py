@@ -173,7 +173,7 @@ class Report:
         return worst if worst != SKIP else PASS
 
     def counts(self) -> Dict[str, int]:
-        out = {status: 0 for status in CHECK_STATUSES}
+        out = dict.fromkeys(CHECK_STATUSES, 0)
         for check in self.checks:
             out[check.status] += 1
         out[PASS] += len(self.passed_ids)
@@ -347,6 +347,7 @@ def _checks(
 
 
 def _step(
+    *,
     keep_passing: bool,
     evidence: str,
     message_len: int,

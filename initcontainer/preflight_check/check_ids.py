@@ -1,0 +1,42 @@
+"""Every check id, its tier and one line on what it looks at.
+
+Ids are stable: the operator, the docs (docs/CHECKS.md) and users' --skip flags use them.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Tuple
+
+FAST = "fast"
+DEEP = "deep"
+
+# id -> (tier, what it checks)
+CHECKS: Dict[str, Tuple[str, str]] = {
+    "plan": (FAST, "the parallel plan: TP x PP x DP-local GPUs per pod"),
+    "driver": (FAST, "libcuda.so.1 loads and cuInit succeeds"),
+    "nvml": (FAST, "the NVML inventory of the GPUs in the container"),
+    "cuda-visible-devices": (FAST, "CUDA_VISIBLE_DEVICES: what CUDA made of it, and why"),
+    "vllm-device-ids": (FAST, "CUDA_VISIBLE_DEVICES entries vLLM can parse (it calls int())"),
+    "device-order": (FAST, "CUDA vs nvidia-smi numbering (CUDA_DEVICE_ORDER)"),
+    "nvidia-visible-devices": (FAST, "NVIDIA_VISIBLE_DEVICES vs the GPUs CUDA sees"),
+    "gpu-count": (FAST, "GPUs CUDA sees vs GPUs the plan needs"),
+    "context-threads": (FAST, "a context on every GPU, one fresh thread per GPU"),
+    "context-ranks": (FAST, "a context per rank, one fresh process per rank"),
+    "cuda-library": (FAST, "which libcuda answers: NVIDIA's driver or an interposer"),
+    "thread-discipline": (FAST, "driver answers to threads without a context"),
+    "cuda-compat": (FAST, "driver's CUDA version vs the image's CUDA runtime"),
+    "shm": (FAST, "/dev/shm size for NCCL when TP x PP > 1"),
+    "p2p": (FAST, "peer access between the GPUs of each TP group"),
+    "compute-mode": (FAST, "GPU compute mode is Default"),
+    "mig": (FAST, "MIG mode vs tensor parallelism"),
+    "ecc": (FAST, "volatile uncorrectable ECC errors"),
+    "gpu-memory": (FAST, "memory already in use vs --gpu-memory-utilization"),
+    "gpu-processes": (FAST, "other processes already running on the GPUs"),
+    "deep-workers": (DEEP, "torch worker per rank: set_device and allocate"),
+    "deep-allreduce": (DEEP, "NCCL all-reduce over each TP group, sum verified"),
+    "deep-peer-copy": (DEEP, "NCCL send/recv between neighbours of each TP group"),
+}
+
+
+def tier_of(check_id: str) -> str:
+    return CHECKS[check_id][0]

@@ -1,0 +1,113 @@
+"""`vllm-preflight check`: parse options, collect facts, evaluate checks, write the report.
+
+Exit codes (report.py): 0 pass or not enforced, 1 failed under Enforce, 2 usage or
+internal error. Every path writes a report, including usage errors and crashes of the
+checker itself, and none prints a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import traceback
+from typing import List, Mapping, Optional, Sequence, TextIO
+
+from preflight_check.check_ids import CHECKS
+from preflight_check.host import Host, real_host
+from preflight_check.options import Options, UsageError, output_paths, parse_action, parse_options
+from preflight_check.output import write_outputs
+from preflight_check.report import ENFORCE, ERROR, CheckResult, Report
+
+
+def run(options: Options, host: Host, out: TextIO, err: TextIO) -> int:
+    # Deferred: --help, --list-checks and usage errors need none of the collectors.
+    from preflight_check.gather import gather  # noqa: PLC0415
+    from preflight_check.runner import build_report, evaluate  # noqa: PLC0415
+
+    started = time.time()
+    try:
+        facts = gather(options, host)
+        report = build_report(facts, options, evaluate(facts, options), started)
+    except Exception as exc:  # the checker's own bug: report it, never a traceback
+        report = Report(
+            action=options.action,
+            tier=options.tier,
+            plan=options.plan.to_dict(),
+            error=f"internal error: {type(exc).__name__}: {exc}",
+            duration_ms=(time.time() - started) * 1000.0,
+        )
+        report.inventory = {"traceback": traceback.format_exc(limit=6)[-2000:]}
+    write_outputs(
+        report,
+        options.json_path,
+        options.termination_log,
+        termination_log_given=options.termination_log_given,
+        out=out,
+        err=err,
+    )
+    return report.exit_code()
+
+
+def usage_failure(
+    error: UsageError,
+    argv: Sequence[str],
+    environ: Mapping[str, str],
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    """A malformed input: exit 2 with a report that names it."""
+    json_path, termination_log = output_paths(argv)
+    try:
+        action = parse_action(environ.get("PREFLIGHT_ACTION", ENFORCE), "PREFLIGHT_ACTION")
+    except UsageError:
+        action = ENFORCE
+    report = Report(
+        checks=[
+            CheckResult(
+                "usage",
+                ERROR,
+                str(error),
+                "see `vllm-preflight check --help`; in Kubernetes, the pod's PREFLIGHT_* env",
+            )
+        ],
+        action=action,
+    )
+    err.write(f"vllm-preflight check: usage error: {error}\n")
+    write_outputs(
+        report,
+        json_path,
+        termination_log,
+        termination_log_given=termination_log is not None,
+        out=out,
+        err=err,
+    )
+    return report.exit_code()
+
+
+def main(
+    argv: Optional[Sequence[str]] = None,
+    host: Optional[Host] = None,
+    out: Optional[TextIO] = None,
+    err: Optional[TextIO] = None,
+) -> int:
+    args: List[str] = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["check"]:  # the zipapp accepts the subcommand name too
+        args = args[1:]
+    stdout = out or sys.stdout
+    stderr = err or sys.stderr
+    the_host = host or real_host()
+    try:
+        options = parse_options(args, the_host.environ)
+    except UsageError as exc:
+        return usage_failure(exc, args, the_host.environ, stdout, stderr)
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)
+    if options.list_checks:
+        for check_id, (tier, what) in CHECKS.items():
+            stdout.write(f"{check_id:<24} {tier:<5} {what}\n")
+        return 0
+    return run(options, the_host, stdout, stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

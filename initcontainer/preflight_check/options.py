@@ -1,0 +1,407 @@
+"""Command-line options and environment of `vllm-preflight check`, validated.
+
+Every malformed input becomes a UsageError whose message names the input as the user
+wrote it (the flag or the environment variable, and its value) and says what would be
+accepted. The CLI turns it into exit code 2 with the report still written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import (
+    Any,
+    Dict,
+    FrozenSet,
+    List,
+    Mapping,
+    NoReturn,
+    Optional,
+    Sequence,
+    Tuple,
+)
+
+from preflight_check.check_ids import CHECKS, DEEP, FAST, tier_of
+from preflight_check.plan import Plan
+from preflight_check.report import ACTIONS, ENFORCE
+
+GIB = 1 << 30
+# No node has more GPUs than this; a larger number is a typo, not a plan.
+MAX_GPUS_PER_POD = 1024
+DEFAULT_TERMINATION_LOG = "/dev/termination-log"
+DEFAULT_TIMEOUT_S = 30.0
+DEFAULT_DEEP_TIMEOUT_S = 180.0
+
+_QUANTITY = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*$")
+_UNITS: Dict[str, int] = {
+    "": 1,
+    "b": 1,
+    "k": 10**3,
+    "kb": 10**3,
+    "m": 10**6,
+    "mb": 10**6,
+    "g": 10**9,
+    "gb": 10**9,
+    "t": 10**12,
+    "tb": 10**12,
+    "ki": 1 << 10,
+    "kib": 1 << 10,
+    "mi": 1 << 20,
+    "mib": 1 << 20,
+    "gi": 1 << 30,
+    "gib": 1 << 30,
+    "ti": 1 << 40,
+    "tib": 1 << 40,
+}
+
+
+class UsageError(Exception):
+    """The command line or environment is malformed; the message names the input."""
+
+
+@dataclass
+class Options:
+    plan: Plan = field(default_factory=Plan)
+    action: str = ENFORCE
+    tier: str = FAST
+    shm_min: int = GIB
+    gpu_memory_utilization: float = 0.9
+    skip: FrozenSet[str] = frozenset()
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    deep_timeout_s: float = DEFAULT_DEEP_TIMEOUT_S
+    json_path: Optional[str] = None
+    termination_log: str = DEFAULT_TERMINATION_LOG
+    termination_log_given: bool = False
+    list_checks: bool = False
+    # What vLLM would object to in --vllm-args beyond the plan (shown by the 'plan' check).
+    plan_notes: List[str] = field(default_factory=list)
+    # Where each setting came from, for the report ("--shm-min", "PREFLIGHT_SHM_MIN").
+    sources: Dict[str, str] = field(default_factory=dict)
+
+    def enabled(self, check_id: str) -> bool:
+        if check_id in self.skip:
+            return False
+        return tier_of(check_id) == FAST or self.tier == DEEP
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="vllm-preflight check",
+        # No abbreviations: a typo must not silently become another flag.
+        allow_abbrev=False,
+        description=(
+            "Validate this host's (or pod's) GPU view for a vLLM parallel plan before vLLM "
+            "starts. Exit codes: 0 pass (or not enforced), 1 failed under --action Enforce, "
+            "2 usage or internal error."
+        ),
+    )
+    plan = parser.add_argument_group("the plan (flags win over --vllm-args, which win over env)")
+    plan.add_argument("--tp", metavar="N", help="tensor-parallel size (env PREFLIGHT_TP)")
+    plan.add_argument("--pp", metavar="N", help="pipeline-parallel size (env PREFLIGHT_PP)")
+    plan.add_argument(
+        "--dp-local", metavar="N", help="data-parallel ranks in this pod (env PREFLIGHT_DP_LOCAL)"
+    )
+    plan.add_argument(
+        "--vllm-args",
+        metavar="CMDLINE",
+        help="the vLLM command line, read with vLLM's spellings (env PREFLIGHT_VLLM_ARGS)",
+    )
+    behaviour = parser.add_argument_group("behaviour")
+    behaviour.add_argument(
+        "--action", help="Enforce (default) | Warn | Audit (env PREFLIGHT_ACTION)"
+    )
+    behaviour.add_argument("--tier", choices=[FAST, DEEP], help="fast (default) or deep")
+    behaviour.add_argument("--deep", action="store_true", help="same as --tier deep (needs torch)")
+    behaviour.add_argument(
+        "--shm-min",
+        metavar="SIZE",
+        help="smallest /dev/shm for TP x PP > 1, e.g. 1Gi (default; env PREFLIGHT_SHM_MIN)",
+    )
+    behaviour.add_argument(
+        "--gpu-memory-utilization",
+        metavar="F",
+        help=(
+            "vLLM's --gpu-memory-utilization (default 0.9): vLLM claims this fraction of each "
+            "GPU's memory at start-up, so memory other processes already use must fit in the "
+            "rest (env PREFLIGHT_GPU_MEMORY_UTILIZATION)"
+        ),
+    )
+    behaviour.add_argument(
+        "--skip",
+        metavar="ID",
+        action="append",
+        default=[],
+        help="turn a check off (repeat or comma-separate; env PREFLIGHT_SKIP); see --list-checks",
+    )
+    behaviour.add_argument(
+        "--timeout", metavar="S", help=f"per-rank probe timeout (default {DEFAULT_TIMEOUT_S:g})"
+    )
+    behaviour.add_argument(
+        "--deep-timeout",
+        metavar="S",
+        help=f"per-worker timeout of the deep tier (default {DEFAULT_DEEP_TIMEOUT_S:g})",
+    )
+    output = parser.add_argument_group("output")
+    output.add_argument("--json", metavar="PATH", help="write the full JSON report ('-' = stdout)")
+    output.add_argument(
+        "--termination-log",
+        metavar="PATH",
+        help=(
+            f"compact report for Kubernetes (default {DEFAULT_TERMINATION_LOG}, written when "
+            "it exists, as it does in a container)"
+        ),
+    )
+    output.add_argument("--list-checks", action="store_true", help="list check ids and exit")
+    return parser
+
+
+def parse_count(text: str, where: str) -> int:
+    """A GPU count as written by the user: digits, at least 1, at most MAX_GPUS_PER_POD."""
+    value = text.strip()
+    if not re.fullmatch(r"[+-]?[0-9]+", value):
+        raise UsageError(f"{where}={text!r} is not a whole number (write digits, e.g. 4)")
+    number = int(value)
+    if number < 1:
+        raise UsageError(f"{where}={text!r} must be at least 1")
+    if number > MAX_GPUS_PER_POD:
+        raise UsageError(f"{where}={text!r} is more than {MAX_GPUS_PER_POD} GPUs per pod (a typo?)")
+    return number
+
+
+def parse_size(text: str, where: str) -> int:
+    """A size in bytes, Kubernetes-style: 1Gi, 512Mi, 2G, 1073741824."""
+    match = _QUANTITY.match(text)
+    unit = match.group(2).lower() if match else ""
+    if not match or unit not in _UNITS:
+        raise UsageError(f"{where}={text!r} is not a size (write e.g. 1Gi, 512Mi or 1073741824)")
+    return int(float(match.group(1)) * _UNITS[unit])
+
+
+def parse_fraction(text: str, where: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"{where}={text!r} is not a number between 0 and 1 (e.g. 0.9)") from None
+    if not 0.0 < value <= 1.0:
+        raise UsageError(f"{where}={text!r} must be above 0 and at most 1 (e.g. 0.9)")
+    return value
+
+
+def parse_seconds(text: str, where: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"{where}={text!r} is not a number of seconds") from None
+    if not 0.0 < value <= 3600.0:
+        raise UsageError(f"{where}={text!r} must be above 0 and at most 3600 seconds")
+    return value
+
+
+def parse_action(text: str, where: str) -> str:
+    for action in ACTIONS:
+        if text.strip().lower() == action.lower():
+            return action
+    raise UsageError(f"{where}={text!r} is not one of {', '.join(ACTIONS)}")
+
+
+def _pick(
+    flag_value: Optional[str], flag: str, environ: Mapping[str, str], env_name: str
+) -> Tuple[Optional[str], str]:
+    if flag_value is not None:
+        return flag_value, flag
+    if env_name in environ:
+        return environ[env_name], env_name
+    return None, ""
+
+
+def _load_config_file(path: str) -> Mapping[str, object]:
+    """vLLM's --config YAML: PyYAML when the image has it, else flat `key: value` lines."""
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    try:
+        # Optional: vLLM images ship PyYAML, the checker must not require it.
+        import yaml  # noqa: PLC0415
+    except ImportError:
+        return _flat_yaml(text)
+    loaded = yaml.safe_load(text)
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def _flat_yaml(text: str) -> Dict[str, object]:
+    """The subset of YAML that vLLM config files use: top-level `key: value` lines."""
+    out: Dict[str, object] = {}
+    for raw_line in text.splitlines():
+        line = raw_line.split("#", 1)[0].rstrip()
+        if ":" in line and not line.startswith((" ", "\t", "-")):
+            key, _, value = line.partition(":")
+            out[key.strip()] = value.strip().strip("'\"")
+    return out
+
+
+def plan_from_vllm_args(text: str, where: str) -> Tuple[Dict[str, int], Dict[str, Any]]:
+    """The plan numbers and other settings read from a vLLM command line.
+
+    Returns ({tp, pp, dp_local, dcp, pcp, nodes}, {gpu_memory_utilization?, notes?}).
+    Anything vLLM would refuse about the plan is a usage error naming the flag as
+    written; vLLM's other objections are kept as notes for the 'plan' check.
+    """
+    try:
+        # Imported only for --vllm-args, so a build without it still runs --tp/--pp.
+        from preflight_check import vllm_args  # noqa: PLC0415
+    except ImportError:
+        raise UsageError(
+            f"{where} needs the vLLM argument parser (preflight_check.vllm_args), which this "
+            "build lacks; give --tp/--pp/--dp-local instead"
+        ) from None
+    try:
+        argv = shlex.split(text)
+    except ValueError as exc:
+        raise UsageError(f"{where}={text!r} is not a valid command line: {exc}") from None
+    parsed = vllm_args.parse_vllm_args(argv, load_config=_load_config_file)
+    plan_problems = [p for p in parsed.problems if p.dest in vllm_args.PLAN_DESTS or not p.dest]
+    if plan_problems:
+        described = "; ".join(
+            f"{p.flag} {p.value!r}: {p.message}" if p.flag else p.message for p in plan_problems
+        )
+        raise UsageError(f"{where}: {described}")
+    plan = parsed.plan
+    numbers = {
+        "tp": plan.tp,
+        "pp": plan.pp,
+        "dp_local": plan.dp_local,
+        "dcp": plan.dcp,
+        "pcp": plan.pcp,
+        "nodes": plan.nodes_per_replica,
+    }
+    extra: Dict[str, Any] = {}
+    if parsed.gpu_memory_utilization is not None:
+        extra["gpu_memory_utilization"] = parsed.gpu_memory_utilization
+    notes = [
+        f"{p.flag} {p.value!r}: {p.message}" for p in parsed.problems if p not in plan_problems
+    ]
+    notes += [f"{p.flag}: {p.message}" for p in parsed.warnings]
+    if notes:
+        extra["notes"] = notes
+    return numbers, extra
+
+
+def parse_options(argv: Sequence[str], environ: Mapping[str, str]) -> Options:
+    args = build_parser().parse_args(list(argv))
+    options = Options()
+    sources = options.sources
+    options.list_checks = bool(args.list_checks)
+
+    numbers: Dict[str, int] = {"tp": 1, "pp": 1, "dp_local": 1, "dcp": 1, "pcp": 1, "nodes": 1}
+    plan_sources: List[str] = []
+    vllm_text, vllm_where = _pick(args.vllm_args, "--vllm-args", environ, "PREFLIGHT_VLLM_ARGS")
+    from_vllm: Dict[str, int] = {}
+    extra: Dict[str, Any] = {}
+    if vllm_text is not None:
+        from_vllm, extra = plan_from_vllm_args(vllm_text, vllm_where)
+        options.plan_notes = list(extra.get("notes", []))
+    for key, flag, env_name in (
+        ("tp", "--tp", "PREFLIGHT_TP"),
+        ("pp", "--pp", "PREFLIGHT_PP"),
+        ("dp_local", "--dp-local", "PREFLIGHT_DP_LOCAL"),
+    ):
+        flag_value = getattr(args, key)
+        if flag_value is not None:
+            numbers[key] = parse_count(flag_value, flag)
+            plan_sources.append(flag)
+        elif key in from_vllm:
+            numbers[key] = parse_count(str(from_vllm[key]), f"{vllm_where} ({key})")
+            if vllm_where not in plan_sources:
+                plan_sources.append(vllm_where)
+        elif env_name in environ:
+            numbers[key] = parse_count(environ[env_name], env_name)
+            plan_sources.append(env_name)
+    for key in ("dcp", "pcp", "nodes"):
+        numbers[key] = from_vllm.get(key, 1)
+    total = numbers["tp"] * numbers["pp"] * numbers["pcp"] * numbers["dp_local"]
+    if total > MAX_GPUS_PER_POD:
+        raise UsageError(
+            f"TP {numbers['tp']} x PP {numbers['pp']} x DP-local {numbers['dp_local']} = {total} "
+            f"GPUs is more than {MAX_GPUS_PER_POD} per pod (a typo?)"
+        )
+    options.plan = Plan(
+        tp=numbers["tp"],
+        pp=numbers["pp"],
+        dp_local=numbers["dp_local"],
+        dcp=numbers["dcp"],
+        pcp=numbers["pcp"],
+        nodes=numbers["nodes"],
+        source=" + ".join(plan_sources) if plan_sources else "default (no plan given: 1 GPU)",
+    )
+
+    value, where = _pick(args.action, "--action", environ, "PREFLIGHT_ACTION")
+    if value is not None:
+        options.action, sources["action"] = parse_action(value, where), where
+    tier_env = environ.get("PREFLIGHT_TIER")
+    if args.deep:
+        options.tier, sources["tier"] = DEEP, "--deep"
+    elif args.tier:
+        options.tier, sources["tier"] = args.tier, "--tier"
+    elif tier_env:
+        if tier_env not in (FAST, DEEP):
+            raise UsageError(f"PREFLIGHT_TIER={tier_env!r} is not one of fast, deep")
+        options.tier, sources["tier"] = tier_env, "PREFLIGHT_TIER"
+    value, where = _pick(args.shm_min, "--shm-min", environ, "PREFLIGHT_SHM_MIN")
+    if value is not None:
+        options.shm_min, sources["shm_min"] = parse_size(value, where), where
+    value, where = _pick(
+        args.gpu_memory_utilization,
+        "--gpu-memory-utilization",
+        environ,
+        "PREFLIGHT_GPU_MEMORY_UTILIZATION",
+    )
+    if value is not None:
+        options.gpu_memory_utilization = parse_fraction(value, where)
+        sources["gpu_memory_utilization"] = where
+    elif "gpu_memory_utilization" in extra:
+        options.gpu_memory_utilization = parse_fraction(
+            str(extra["gpu_memory_utilization"]), f"{vllm_where} (--gpu-memory-utilization)"
+        )
+        sources["gpu_memory_utilization"] = vllm_where
+    skip_texts = list(args.skip) or (
+        [environ["PREFLIGHT_SKIP"]] if environ.get("PREFLIGHT_SKIP") else []
+    )
+    skipped = {s.strip() for text in skip_texts for s in text.split(",") if s.strip()}
+    unknown = sorted(skipped - set(CHECKS))
+    if unknown:
+        raise UsageError(f"--skip {', '.join(unknown)}: no such check (known: {', '.join(CHECKS)})")
+    options.skip = frozenset(skipped)
+    if args.timeout is not None:
+        options.timeout_s = parse_seconds(args.timeout, "--timeout")
+    if args.deep_timeout is not None:
+        options.deep_timeout_s = parse_seconds(args.deep_timeout, "--deep-timeout")
+    options.json_path = args.json
+    if args.termination_log is not None:
+        options.termination_log, options.termination_log_given = args.termination_log, True
+    return options
+
+
+def output_paths(argv: Sequence[str]) -> Tuple[Optional[str], Optional[str]]:
+    """--json and --termination-log read leniently, for writing a report after a usage error."""
+    json_path: Optional[str] = None
+    termination: Optional[str] = None
+    items = list(argv)
+    for index, item in enumerate(items):
+        for flag in ("--json", "--termination-log"):
+            value: Optional[str] = None
+            if item == flag and index + 1 < len(items):
+                value = items[index + 1]
+            elif item.startswith(flag + "="):
+                value = item[len(flag) + 1 :]
+            if value is not None:
+                if flag == "--json":
+                    json_path = value
+                else:
+                    termination = value
+    return json_path, termination

@@ -1,0 +1,64 @@
+"""The parallel plan the checker validates against: how many GPUs one pod needs.
+
+vLLM starts one worker per GPU and numbers them with tensor parallelism innermost, so
+the tensor-parallel groups of a pod are consecutive CUDA ordinals: with TP 2 x PP 2 the
+groups are [0, 1] and [2, 3]. Data-parallel ranks local to the pod each get their own
+slice of TP x PP GPUs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List
+
+
+@dataclass(frozen=True)
+class Plan:
+    tp: int = 1
+    pp: int = 1
+    dp_local: int = 1
+    # Where the numbers came from, in the user's terms ("--tp", "--vllm-args", "env", ...).
+    source: str = "default"
+    # Decode context parallelism reuses the TP GPUs; kept for the report only.
+    dcp: int = 1
+    # Prefill context parallelism multiplies the world size (vLLM: TP x PP x PCP).
+    pcp: int = 1
+    # Pods (nodes) one replica spans with --nnodes; each holds its share of the GPUs.
+    nodes: int = 1
+
+    @property
+    def gpus_needed(self) -> int:
+        return max(1, self.tp * self.pp * self.pcp * self.dp_local // max(1, self.nodes))
+
+    @property
+    def uses_collectives(self) -> bool:
+        """True when vLLM will start NCCL between workers of this pod."""
+        return self.tp * self.pp > 1
+
+    def tp_groups(self) -> List[List[int]]:
+        size = min(self.tp, self.gpus_needed)
+        return [
+            list(range(start, min(start + size, self.gpus_needed)))
+            for start in range(0, self.gpus_needed, size)
+        ]
+
+    def describe(self) -> str:
+        extra = f" x PCP {self.pcp}" if self.pcp != 1 else ""
+        nodes = f" / {self.nodes} nodes" if self.nodes != 1 else ""
+        return (
+            f"TP {self.tp} x PP {self.pp}{extra} x DP-local {self.dp_local}{nodes} = "
+            f"{self.gpus_needed} GPU{'s' if self.gpus_needed != 1 else ''}"
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {
+            "tp": self.tp,
+            "pp": self.pp,
+            "dp_local": self.dp_local,
+            "gpus_needed": self.gpus_needed,
+            "source": self.source,
+        }
+        for name in ("dcp", "pcp", "nodes"):
+            if getattr(self, name) != 1:
+                out[name] = getattr(self, name)
+        return out

@@ -1,0 +1,79 @@
+"""A checker child process over the fake driver: what `Host.command_for` runs in tests.
+
+Usage: python fake_child.py rank_probe|deep_worker '<request JSON>'
+The machine comes from PREFLIGHT_FAKE_MACHINE (FakeMachine JSON). The rank probe runs the
+real preflight_check.rank_probe code; the deep worker is simulated (no torch) from
+PREFLIGHT_FAKE_DEEP, e.g. {"hang": [1, "all_reduce(tp group)"]}, to exercise the
+parent's handling of crashes and hangs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path[:0] = [os.path.join(REPO, "initcontainer"), REPO]
+
+from tests.fakedriver.fake import FakeCudaDriver, FakeMachine  # noqa: E402
+
+from preflight_check import deep_worker, rank_probe  # noqa: E402
+
+
+def _write(text: str) -> None:
+    os.write(1, text.encode("utf-8"))
+
+
+def _gate() -> bool:
+    line = sys.stdin.readline()
+    return line.strip() == "go"
+
+
+def fake_deep(request: dict, log: rank_probe.JsonLinesLog) -> int:
+    plan = json.loads(os.environ.get("PREFLIGHT_FAKE_DEEP", "{}"))
+    rank = int(request["rank"])
+    hang = plan.get("hang") or [None, None]
+    crash = plan.get("crash") or [None, None]
+    steps = [
+        deep_worker.STEP_IMPORT,
+        deep_worker.STEP_SET_DEVICE,
+        deep_worker.STEP_ALLOCATE,
+        deep_worker.STEP_INIT,
+        deep_worker.STEP_ALL_REDUCE,
+    ]
+    if int(request["tp"]) > 1:
+        steps.append(deep_worker.STEP_PEER_COPY)
+    log.emit({"note": "torch", "v": "fake"})
+    for step in steps:
+        if step == deep_worker.STEP_SET_DEVICE and not _gate():
+            log.emit({"note": "stopped", "v": "stopped"})
+            log.emit({"done": True})
+            return 0
+        log.begin(step, "torch")
+        if hang[0] == rank and hang[1] == step:
+            time.sleep(3600)
+        if crash[0] == rank and crash[1] == step:
+            os.abort()
+        log.emit({"e": step, "th": "torch", "c": 0, "n": "ok", "ms": 1.0})
+    log.emit({"done": True})
+    return 0
+
+
+def main() -> None:
+    module, request = sys.argv[1], json.loads(sys.argv[2])
+    machine = FakeMachine.from_json(os.environ["PREFLIGHT_FAKE_MACHINE"])
+    log = rank_probe.JsonLinesLog(_write)
+    if module == "rank_probe":
+        code = rank_probe.run_probe(
+            lambda: FakeCudaDriver(machine, os.environ), request, log, _gate
+        )
+    else:
+        code = fake_deep(request, log)
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main()
