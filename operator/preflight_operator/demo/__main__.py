@@ -1,0 +1,199 @@
+"""`make demo`: the whole flow on a local control plane, in about half a minute.
+
+1. a local kube-apiserver + etcd + controller-manager (preflight_operator.testing);
+2. the CRDs, the operator (a child process) and webhook configurations calling it;
+3. a namespace opted in, a good vLLM Deployment (TP=2 on 2 GPUs) admitted, a bad one
+   (TP=4 on 2 GPUs, no /dev/shm) DENIED under the default Enforce; a PreflightPolicy with
+   action Warn for it (as a team trialling the rules would), and it is admitted with
+   warnings;
+4. the kubelet's part: each injected pod is bound to a node, the REAL checker runs with
+   the pod's preflight-check env over a fake GPU view of the GPUs the pod requested, and
+   its exit code and termination message go into the pod's status;
+5. ``kubectl get gpuval``: one workload passes, one fails, and why.
+
+Everything started is stopped at the end (and on Ctrl-C, or if this process dies).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from preflight_operator import constants, fakekubelet, localsetup
+from preflight_operator.api import KubeApi, credentials_from_kubeconfig
+from preflight_operator.localoperator import OperatorProcess
+from preflight_operator.testing import LocalCluster
+from preflight_operator.testing.base import Cluster
+
+MANIFESTS = localsetup.REPO / "tests" / "data" / "manifests"
+GOOD = MANIFESTS / "good-tp2-deployment.yaml"
+BAD = MANIFESTS / "bad-tp4-deployment.yaml"
+NAMESPACE = "vllm-demo"
+NODE = "gpu-node-1"
+TRIAL_POLICY = {
+    "apiVersion": constants.API_VERSION,
+    "kind": constants.POLICY_KIND,
+    "metadata": {"name": "trial-bad-workload", "namespace": NAMESPACE},
+    "spec": {"selector": {"matchLabels": {"app": "vllm-bad"}}, "action": "Warn"},
+}
+
+
+def say(text: str) -> None:
+    print(f"\n\033[1m== {text}\033[0m", flush=True)
+
+
+def show(result: subprocess.CompletedProcess[str]) -> None:
+    for stream in (result.stdout, result.stderr):
+        if stream.strip():
+            print(stream.rstrip(), flush=True)
+
+
+def wait_for(what: str, condition: Any, timeout: float = 60.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.3)
+    raise TimeoutError(f"timed out waiting for {what}")
+
+
+def injected_pods(cluster: Cluster) -> list[dict[str, Any]]:
+    out = cluster.kubectl(
+        "get", "pods", "-n", NAMESPACE, "-l", constants.INJECTED_POD_SELECTOR, "-o", "json"
+    ).stdout
+    items: list[dict[str, Any]] = json.loads(out)["items"]
+    return items
+
+
+def run_check(pod: dict[str, Any], workdir: Path) -> tuple[int, str, str]:
+    """The real checker, with the pod's check env, over a fake view of its GPUs."""
+    gpus = fakekubelet.check_gpus(pod)
+    termination_log = workdir / f"{pod['metadata']['name']}.termination-log"
+    env = {"PATH": os.environ.get("PATH", ""), **fakekubelet.check_env(pod)}
+    env.pop("TMPDIR", None)  # /preflight exists in the pod, not here
+    result = subprocess.run(
+        [sys.executable, "-m", "preflight_operator.demo.fakecheck", "--gpus", str(gpus),
+         "--", "--termination-log", str(termination_log)],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    message = termination_log.read_text() if termination_log.exists() else result.stderr[-4000:]
+    return result.returncode, message, result.stdout
+
+
+async def play_kubelet(kubeconfig: Path, pods: list[dict[str, Any]], workdir: Path) -> None:
+    async with KubeApi(credentials_from_kubeconfig(kubeconfig)) as api:
+        for pod in pods:
+            name = pod["metadata"]["name"]
+            gpus = fakekubelet.check_gpus(pod)
+            print(f"-- {name}: bound to {NODE}, {gpus} GPU(s); running the check ...", flush=True)
+            if not pod["spec"].get("nodeName"):
+                await fakekubelet.bind(api, NAMESPACE, name, NODE)
+            started = fakekubelet.rfc3339()
+            exit_code, message, table = run_check(pod, workdir)
+            print("\n".join("   " + line for line in table.strip().splitlines()[-8:]))
+            status = fakekubelet.pod_status(
+                pod, exit_code=exit_code, message=message, started=started
+            )
+            await fakekubelet.write_status(api, NAMESPACE, name, status)
+
+
+def runtime_verdicts(cluster: Cluster) -> bool:
+    out = cluster.kubectl("get", "gpuval", "-n", NAMESPACE, "-o", "json").stdout
+    items = json.loads(out)["items"]
+    verdicts = [(i.get("status") or {}).get("runtimeVerdict") for i in items]
+    return len(items) == 2 and all(v in ("pass", "warn", "fail", "error") for v in verdicts)
+
+
+def demo(cluster: Cluster, workdir: Path) -> None:
+    say("installing the CRDs (chart), kopf's ClusterKopfPeering CRD")
+    cluster.apply(*localsetup.chart_crds(), localsetup.CLUSTER_PEERING_CRD)
+    cert = cluster.issue_serving_cert()
+    say("starting the operator (webhooks on https://127.0.0.1, kopf peering)")
+    operator = OperatorProcess(
+        kubeconfig=cluster.kubeconfig,
+        cert_path=cert.cert_path,
+        key_path=cert.key_path,
+        workdir=workdir,
+        identity="vllm-preflight-demo",
+        standalone=False,
+        env=cluster.env(),
+    )
+    operator.start()
+    try:
+        print(f"operator ready; log: {operator.log_path}")
+        cluster.apply(*localsetup.webhook_configurations(operator.webhook_port, cert.ca_pem))
+        cluster.kubectl("create", "namespace", NAMESPACE)
+        cluster.kubectl("label", "namespace", NAMESPACE, f"{constants.LABEL_INJECT}=enabled")
+        cluster.wait_namespace_ready(NAMESPACE)
+
+        say("kubectl apply: the good vLLM Deployment (TP=2 on 2 GPUs, /dev/shm in memory)")
+        show(cluster.kubectl("apply", "-n", NAMESPACE, "-f", str(GOOD)))
+        say("kubectl apply: the bad one (TP=4 on 2 GPUs, no /dev/shm); default policy Enforce")
+        denied = cluster.kubectl("apply", "-n", NAMESPACE, "-f", str(BAD), check=False)
+        show(denied)
+        if denied.returncode == 0:
+            raise RuntimeError("the bad Deployment was admitted under Enforce")
+
+        say("a PreflightPolicy with action Warn for it, then kubectl apply again")
+        cluster.apply(TRIAL_POLICY)
+
+        def apply_bad() -> subprocess.CompletedProcess[str] | None:
+            result = cluster.kubectl("apply", "-n", NAMESPACE, "-f", str(BAD), check=False)
+            return result if result.returncode == 0 else None
+
+        # The webhooks learn policies from a watch: retry until this one has arrived.
+        admitted = wait_for("the policy to reach the webhook", apply_bad, timeout=30)
+        show(admitted)
+
+        say("the kubelet's part: run the real checker in each injected pod")
+        pods = wait_for("2 injected pods", lambda: len(injected_pods(cluster)) == 2 or None)
+        pods = injected_pods(cluster)
+        for pod in pods:
+            inits = [c["name"] for c in pod["spec"].get("initContainers", [])]
+            print(f"-- {pod['metadata']['name']}: init containers {inits}")
+        asyncio.run(play_kubelet(cluster.kubeconfig, pods, workdir))
+
+        wait_for("runtime verdicts on both GPUValidations", lambda: runtime_verdicts(cluster))
+        say("kubectl get gpuval -n vllm-demo")
+        show(cluster.kubectl("get", "gpuval", "-n", NAMESPACE))
+        say("the operator's annotations on the Deployments")
+        for name in ("vllm-good", "vllm-bad"):
+            annotations = json.loads(
+                cluster.kubectl("get", "deployment", name, "-n", NAMESPACE, "-o", "json").stdout
+            )["metadata"].get("annotations", {})
+            ours = {k: v for k, v in annotations.items() if k.startswith(constants.PREFIX)}
+            print(f"{name}: {ours}")
+        say("kubectl get events -n vllm-demo --field-selector type=Warning")
+        show(
+            cluster.kubectl(
+                "get", "events", "-n", NAMESPACE, "--field-selector", "type=Warning",
+                "-o", "custom-columns=OBJECT:.involvedObject.name,REASON:.reason,"
+                "MESSAGE:.message",
+            )
+        )  # fmt: skip
+    finally:
+        operator.stop()
+
+
+def main() -> int:
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="vllm-preflight-demo-") as tmp:
+        say("starting a local control plane (etcd, kube-apiserver, kube-controller-manager)")
+        with LocalCluster() as cluster:
+            print(f"up in {cluster.startup_seconds:.1f} s, Kubernetes {cluster.version}")
+            demo(cluster, Path(tmp))
+            say("stopping everything")
+    print(f"demo finished in {time.monotonic() - started:.0f} s; nothing left running")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

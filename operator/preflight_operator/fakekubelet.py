@@ -1,0 +1,136 @@
+"""Playing the kubelet on a control plane that has none (the demo, e2e tests, benchmarks).
+
+A real kubelet runs the injected init containers and writes their outcome to the pod's
+status; the operator reads only that. Here the caller runs the check however it likes
+(the demo runs the real checker over a fake GPU view) and this module writes the status a
+kubelet would: ``preflight-install`` completed, ``preflight-check`` terminated with its
+exit code and its termination message, the vLLM container waiting or running.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from typing import Any
+
+from preflight_operator import constants
+from preflight_operator.api import MERGE_PATCH, KubeApi
+
+
+def rfc3339(moment: datetime.datetime | None = None) -> str:
+    moment = moment or datetime.datetime.now(datetime.timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _terminated(exit_code: int, message: str, started: str, finished: str) -> dict[str, Any]:
+    state: dict[str, Any] = {
+        "exitCode": exit_code,
+        "reason": "Completed" if exit_code == 0 else "Error",
+        "startedAt": started,
+        "finishedAt": finished,
+    }
+    if message:
+        state["message"] = message
+    return state
+
+
+def check_env(pod: Mapping[str, Any]) -> dict[str, str]:
+    """The literal env of the injected check container (what the kubelet would give it;
+    valueFrom entries are left out: there is no kubelet to resolve them)."""
+    for container in (pod.get("spec") or {}).get("initContainers") or []:
+        if container.get("name") == constants.CHECK_CONTAINER:
+            return {
+                str(e["name"]): str(e.get("value", ""))
+                for e in container.get("env") or []
+                if "name" in e and "valueFrom" not in e
+            }
+    return {}
+
+
+def check_gpus(pod: Mapping[str, Any]) -> int:
+    """GPUs the device plugin would hand the check (and then the vLLM container)."""
+    for container in (pod.get("spec") or {}).get("initContainers") or []:
+        if container.get("name") == constants.CHECK_CONTAINER:
+            limits = (container.get("resources") or {}).get("limits") or {}
+            try:
+                return int(str(limits.get(constants.GPU_RESOURCE, 0)))
+            except ValueError:
+                return 0
+    return 0
+
+
+def pod_status(
+    pod: Mapping[str, Any],
+    *,
+    exit_code: int,
+    message: str,
+    restarts: int = 0,
+    started: str | None = None,
+    finished: str | None = None,
+) -> dict[str, Any]:
+    """The status after the check ran: vLLM starts after a pass (or when not enforced),
+    and under Enforce a failed check keeps the pod in Init:Error."""
+    started = started or rfc3339()
+    finished = finished or rfc3339()
+    spec = pod.get("spec") or {}
+    init_images = {c.get("name"): c.get("image", "") for c in spec.get("initContainers") or []}
+    passed = exit_code == 0
+    app_state: dict[str, Any] = (
+        {"running": {"startedAt": finished}}
+        if passed
+        else {"waiting": {"reason": "PodInitializing"}}
+    )
+    return {
+        "phase": "Running" if passed else "Pending",
+        "initContainerStatuses": [
+            {
+                "name": constants.INSTALL_CONTAINER,
+                "image": init_images.get(constants.INSTALL_CONTAINER, ""),
+                "imageID": "",
+                "ready": True,
+                "restartCount": 0,
+                "state": {"terminated": _terminated(0, "", started, started)},
+            },
+            {
+                "name": constants.CHECK_CONTAINER,
+                "image": init_images.get(constants.CHECK_CONTAINER, ""),
+                "imageID": "",
+                "ready": passed,
+                "restartCount": restarts,
+                "state": {"terminated": _terminated(exit_code, message, started, finished)},
+            },
+        ],
+        "containerStatuses": [
+            {
+                "name": c.get("name"),
+                "image": c.get("image", ""),
+                "imageID": "",
+                "ready": False,
+                "restartCount": 0,
+                "state": app_state,
+            }
+            for c in spec.get("containers") or []
+        ],
+    }
+
+
+async def bind(api: KubeApi, namespace: str, name: str, node: str) -> None:
+    """What the scheduler would do: put the pod on a node (none needs to exist)."""
+    body = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": name, "namespace": namespace},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+    }
+    await api.request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body=body)
+
+
+async def write_status(
+    api: KubeApi, namespace: str, name: str, status: Mapping[str, Any]
+) -> dict[str, Any]:
+    return await api.request(
+        "PATCH",
+        f"/api/v1/namespaces/{namespace}/pods/{name}/status",
+        body={"status": status},
+        content_type=MERGE_PATCH,
+    )

@@ -1,0 +1,141 @@
+"""The operator as a child process on this machine (the demo, e2e tests, benchmarks).
+
+A real process, not an in-process runner: a test that kills it with SIGKILL and starts
+another one tests what happens to a pod of a real cluster, and two of them really race.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sys
+import time
+import urllib.request
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+
+from preflight_operator.testing.process import Component, free_ports, port_is_listening
+
+
+class OperatorProcess:
+    def __init__(
+        self,
+        *,
+        kubeconfig: Path,
+        cert_path: Path,
+        key_path: Path,
+        workdir: Path,
+        identity: str = "operator-0",
+        webhook_port: int | None = None,
+        standalone: bool = True,
+        extra_args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.identity = identity
+        self.workdir = workdir / identity
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.cert_dir = self.workdir / "certs"
+        self.cert_dir.mkdir(exist_ok=True)
+        shutil.copyfile(cert_path, self.cert_dir / "tls.crt")
+        shutil.copyfile(key_path, self.cert_dir / "tls.key")
+        ports = free_ports(3)
+        self.webhook_port = webhook_port or ports[0]
+        self.metrics_port, self.health_port = ports[1], ports[2]
+        self.log_path = self.workdir / "operator.log"
+        self._args = [
+            sys.executable, "-m", "preflight_operator.cli", "operator",
+            "--kubeconfig", str(kubeconfig),
+            "--webhook-addr", "127.0.0.1",
+            "--webhook-port", str(self.webhook_port),
+            "--webhook-cert-dir", str(self.cert_dir),
+            "--metrics-addr", "127.0.0.1",
+            "--metrics-port", str(self.metrics_port),
+            "--health-addr", "127.0.0.1",
+            "--health-port", str(self.health_port),
+            *(["--standalone"] if standalone else []),
+            *extra_args,
+        ]  # fmt: skip
+        self._env = {**(env or os.environ), "POD_NAME": identity, "PYTHONUNBUFFERED": "1"}
+        # The harness's Component: own process group, killed with us even on SIGKILL.
+        self._component: Component | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self._component is not None
+        return self._component.pid
+
+    def start(self, timeout: float = 60.0) -> OperatorProcess:
+        self._component = Component(self.identity, self._args, self.log_path, self._env)
+        self._component.start()
+        self.wait_ready(timeout)
+        return self
+
+    def running(self) -> bool:
+        return self._component is not None and self._component.returncode() is None
+
+    def wait_ready(self, timeout: float) -> None:
+        """Until the webhook server and the liveness endpoint answer."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._component is not None and not self.running():
+                raise RuntimeError(f"the operator exited:\n{self.log_tail()}")
+            if port_is_listening(self.webhook_port) and self.healthy():
+                return
+            time.sleep(0.2)
+        raise TimeoutError(f"the operator did not become ready:\n{self.log_tail()}")
+
+    def healthy(self) -> bool:
+        try:
+            with urllib.request.urlopen(
+                f"http://127.0.0.1:{self.health_port}/healthz", timeout=2
+            ) as response:
+                return bool(response.status == 200)
+        except OSError:
+            return False
+
+    def metrics(self) -> str:
+        with urllib.request.urlopen(
+            f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5
+        ) as response:
+            text: str = response.read().decode()
+            return text
+
+    def metric(self, name: str) -> float:
+        """The sum of a metric's samples (all label sets); 0 when absent."""
+        total = 0.0
+        for line in self.metrics().splitlines():
+            if line.startswith(name) and not line.startswith("#"):
+                head, _, value = line.rpartition(" ")
+                if head == name or head.startswith(name + "{"):
+                    total += float(value)
+        return total
+
+    def log_tail(self, lines: int = 60) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def kill(self) -> None:
+        """SIGKILL, as when a node dies: no clean-up of any kind."""
+        if self._component is not None:
+            if self.running():
+                os.killpg(self._component.pid, signal.SIGKILL)
+            self._component.stop(grace=0)
+
+    def stop(self, grace: float = 10.0) -> None:
+        if self._component is not None:
+            self._component.stop(grace)
+
+    def __enter__(self) -> OperatorProcess:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
