@@ -71,7 +71,7 @@ class Controller:
         self._now = now
         self._clock = clock
         self.store = Store()
-        self.queue: Any = None  # WorkQueue, made in start() inside the event loop
+        self.queue: WorkQueue[Key] = WorkQueue()
         self.policies = PolicyBook()
         self.opted_in: set[str] = set()
         self.events = EventSink(api, identity, now)
@@ -229,9 +229,8 @@ class Controller:
         return False
 
     def enqueue(self, key: Key) -> None:
-        if self.queue is not None:
-            self.queue.add(key)
-            metrics.QUEUE_DEPTH.set(len(self.queue))
+        self.queue.add(key)
+        metrics.QUEUE_DEPTH.set(len(self.queue))
 
     # -- reads the observations cannot bring ------------------------------------------
 
@@ -300,8 +299,6 @@ class Controller:
                 self.observe_validation(item, deleted=False)
 
     async def start(self, workers: int = 4) -> None:
-        if self.queue is None:
-            self.queue = WorkQueue[Key]()
         self.events.start()
         self._spawn(self.policy_reflector.run())
         for _ in range(workers):
@@ -313,8 +310,7 @@ class Controller:
         task.add_done_callback(lambda t: self._tasks.remove(t) if t in self._tasks else None)
 
     async def stop(self) -> None:
-        if self.queue is not None:
-            self.queue.close()
+        self.queue.close()
         for task in list(self._tasks):
             task.cancel()
         for task in list(self._tasks):

@@ -26,6 +26,10 @@ class WorkQueue(Generic[K]):
     def __len__(self) -> int:
         return len(self._queued)
 
+    def idle(self) -> bool:
+        """Nothing queued and nothing being processed (retries waiting on a timer aside)."""
+        return not self._queued and not self._active
+
     def add(self, key: K) -> None:
         if key in self._active:
             self._dirty.add(key)

@@ -97,4 +97,4 @@ def register(registry: kopf.OperatorRegistry, options: RunOptions) -> None:
     @kopf.on.probe(id="queue", registry=registry)
     async def queue(memo: Any, **_: Any) -> int:
         controller: Controller = memo.controller
-        return len(controller.queue) if controller.queue is not None else 0
+        return len(controller.queue)

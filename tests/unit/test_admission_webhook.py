@@ -1,0 +1,198 @@
+"""The validating webhook's decisions under Enforce / Warn / Audit, from real manifests."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Sequence
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import kopf
+import pytest
+import yaml
+
+from preflight_operator import metrics
+from preflight_operator.admission import decide, spec_changed
+from preflight_operator.analysis import RulesAnalyser
+from preflight_operator.config import OperatorConfig, PolicySpec
+from preflight_operator.events import EventSpec
+from preflight_operator.handlers import admission as handlers
+from preflight_operator.policy import PolicyBook, ResolvedPolicy, parse_policy
+from preflight_operator.static import Finding, StaticResult
+from preflight_operator.webhooks import AdmissionService
+from preflight_operator.workloads import WorkloadRef
+
+MANIFESTS = Path(__file__).resolve().parents[1] / "data" / "manifests"
+REF = WorkloadRef("ns", "Deployment", "vllm", "apps/v1")
+
+
+def load(name: str) -> dict[str, Any]:
+    doc = next(
+        d for d in yaml.safe_load_all((MANIFESTS / name).read_text()) if d["kind"] == "Deployment"
+    )
+    doc["metadata"]["namespace"] = "team"
+    return doc
+
+
+GOOD, BAD = load("good-tp2-deployment.yaml"), load("bad-tp4-deployment.yaml")
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.events: list[EventSpec] = []
+
+    def post(self, event: EventSpec) -> None:
+        self.events.append(event)
+
+
+def service(
+    action: str = "Enforce", policies: Sequence[dict[str, Any]] = ()
+) -> tuple[AdmissionService, Sink]:
+    book = PolicyBook()
+    for p in policies:
+        book.put(parse_policy(p))
+    sink = Sink()
+    config = OperatorConfig(default_policy=PolicySpec(action=action))
+    return AdmissionService(config, RulesAnalyser(), book, events=sink), sink  # type: ignore[arg-type]
+
+
+def test_enforce_denies_with_every_failure_its_field_and_fix() -> None:
+    svc, sink = service("Enforce")
+    result = svc.validate(BAD, old=None, operation="CREATE", dry_run=False)
+    assert result.outcome == "denied"
+    assert not result.decision.allowed
+    message = result.decision.message
+    assert "Deployment/vllm-bad" in message
+    assert "action Enforce" in message
+    assert "1. gpu-count-too-low" in message
+    assert "2. shm-missing" in message
+    assert 'resources.limits["nvidia.com/gpu"]' in message
+    assert "Fix: request 4 GPUs" in message
+    assert [(e.reason, e.involved.name) for e in sink.events] == [("AdmissionDenied", "vllm-bad")]
+
+
+def test_dry_run_denies_but_records_nothing() -> None:
+    svc, sink = service("Enforce")
+    assert not svc.validate(BAD, old=None, operation="CREATE", dry_run=True).decision.allowed
+    assert sink.events == []
+
+
+def test_warn_admits_with_one_warning_per_finding() -> None:
+    svc, _ = service("Warn")
+    result = svc.validate(BAD, old=None, operation="CREATE", dry_run=False)
+    assert result.decision.allowed
+    assert result.outcome == "warned"
+    assert len(result.decision.warnings) == 2
+    assert result.decision.warnings[0].startswith("vllm-preflight fail: gpu-count-too-low")
+
+
+def test_audit_admits_silently() -> None:
+    svc, sink = service("Audit")
+    result = svc.validate(BAD, old=None, operation="CREATE", dry_run=False)
+    assert result.decision.allowed
+    assert result.decision.warnings == ()
+    assert sink.events == []
+
+
+def test_a_good_workload_passes_under_enforce() -> None:
+    svc, _ = service("Enforce")
+    result = svc.validate(GOOD, old=None, operation="CREATE", dry_run=False)
+    assert result.decision.allowed
+    assert result.outcome == "allowed"
+
+
+def test_the_policy_selecting_the_workload_decides() -> None:
+    trial = {
+        "metadata": {"namespace": "team", "name": "trial"},
+        "spec": {"selector": {"matchLabels": {"app": "vllm-bad"}}, "action": "Audit"},
+    }
+    svc, _ = service("Enforce", [trial])
+    assert svc.validate(BAD, old=None, operation="CREATE", dry_run=False).decision.allowed
+    other_namespace = copy.deepcopy(BAD)
+    other_namespace["metadata"]["namespace"] = "other"
+    assert not svc.validate(
+        other_namespace, old=None, operation="CREATE", dry_run=False
+    ).decision.allowed
+
+
+@pytest.mark.parametrize("namespace", ["kube-system", ""])
+def test_system_namespaces_are_never_judged(namespace: str) -> None:
+    svc, _ = service("Enforce")
+    body = copy.deepcopy(BAD)
+    body["metadata"]["namespace"] = namespace
+    assert svc.validate(body, old=None, operation="CREATE", dry_run=False).outcome == "skipped"
+
+
+def test_opted_out_workloads_and_controller_made_pods_are_admitted() -> None:
+    svc, _ = service("Enforce")
+    opted_out = copy.deepcopy(BAD)
+    opted_out["spec"]["template"]["metadata"]["labels"]["vllm-preflight.io/inject"] = "disabled"
+    assert svc.validate(opted_out, old=None, operation="CREATE", dry_run=False).outcome == "skipped"
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"namespace": "team", "name": "p", "ownerReferences": [{"kind": "ReplicaSet"}]},
+        "spec": BAD["spec"]["template"]["spec"],
+    }
+    assert svc.validate(pod, old=None, operation="CREATE", dry_run=False).outcome == "skipped"
+    bare = {**pod, "metadata": {"namespace": "team", "name": "p"}}
+    assert svc.validate(bare, old=None, operation="CREATE", dry_run=False).outcome == "denied"
+
+
+def test_updates_that_leave_the_spec_alone_are_not_judged() -> None:
+    svc, _ = service("Enforce")
+    annotated = copy.deepcopy(BAD)
+    annotated["metadata"]["annotations"] = {"vllm-preflight.io/status": "fail"}
+    assert svc.validate(annotated, old=BAD, operation="UPDATE", dry_run=False).outcome == "skipped"
+    assert not spec_changed(BAD, annotated)
+    assert spec_changed(GOOD, BAD)
+    assert spec_changed(None, BAD)
+    assert svc.validate(BAD, old=GOOD, operation="UPDATE", dry_run=False).outcome == "denied"
+
+
+def test_non_vllm_objects_and_rules_errors_are_admitted() -> None:
+    policy = ResolvedPolicy("", PolicySpec())
+    assert decide(StaticResult("unknown", has_vllm=False), policy, REF).allowed
+    assert decide(StaticResult("error", error="boom"), policy, REF).allowed
+    warn_only = StaticResult("warn", findings=(Finding("x", "warn", "m"),))
+    decision = decide(warn_only, policy, REF)
+    assert decision.allowed
+    assert decision.warnings == ("vllm-preflight warn: x: m",)
+
+
+def call_validate(body: dict[str, Any], memo: Any) -> list[str]:
+    warnings: list[str] = []
+    asyncio.run(
+        handlers.validate(
+            body=kopf.Body(body),
+            dryrun=False,
+            warnings=warnings,
+            memo=memo,
+            old=None,
+            operation="CREATE",
+        )
+    )
+    return warnings
+
+
+def test_the_kopf_handler_denies_through_admission_error() -> None:
+    svc, _ = service("Enforce")
+    with pytest.raises(kopf.AdmissionError) as denied:
+        call_validate(BAD, SimpleNamespace(admission=svc))
+    assert denied.value.code == 403
+    assert "gpu-count-too-low" in str(denied.value)
+    warn, _ = service("Warn")
+    assert len(call_validate(BAD, SimpleNamespace(admission=warn))) == 2
+
+
+def test_a_crash_in_the_webhook_admits_and_is_counted() -> None:
+    class Broken:
+        def validate(self, *_: Any, **__: Any) -> Any:
+            raise RuntimeError("rules exploded")
+
+    before = metrics.ADMISSIONS.labels(webhook="validate", outcome="error")._value.get()
+    assert call_validate(BAD, SimpleNamespace(admission=Broken())) == []
+    after = metrics.ADMISSIONS.labels(webhook="validate", outcome="error")._value.get()
+    assert after == before + 1

@@ -1,0 +1,269 @@
+"""Injection of the preflight check into pods: what is added, idempotence, and when not."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from types import SimpleNamespace
+from typing import Any
+
+import jsonpatch
+import kopf
+
+from preflight_operator import constants
+from preflight_operator.analysis import RulesAnalyser, check_plan
+from preflight_operator.config import InjectionConfig, OperatorConfig, PolicySpec, Thresholds
+from preflight_operator.handlers import admission as handlers
+from preflight_operator.injection import Injection, Skip, plan_injection, runtime_skips
+from preflight_operator.policy import PolicyBook, parse_policy
+from preflight_operator.static import Plan
+from preflight_operator.webhooks import AdmissionService
+from preflight_operator.workloads import WorkloadRef
+
+PLAN = Plan(tp=2, pp=1, dp=1, dp_local=1, gpus_needed=2, container="vllm")
+DEFAULT_POLICY = PolicySpec()
+
+
+def vllm_pod(**overrides: Any) -> dict[str, Any]:
+    pod: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "generateName": "vllm-5d9c7b-",
+            "namespace": "team",
+            "labels": {"app": "vllm", "pod-template-hash": "5d9c7b"},
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": "vllm-5d9c7b",
+                    "controller": True,
+                    "uid": "rs",
+                }
+            ],
+        },
+        "spec": {
+            "initContainers": [{"name": "download-model", "image": "busybox"}],
+            "containers": [
+                {
+                    "name": "vllm",
+                    "image": "vllm/vllm-openai:v0.11.0",
+                    "command": ["vllm", "serve", "m", "--tensor-parallel-size", "2"],
+                    "env": [
+                        {"name": "CUDA_DEVICE_ORDER", "value": "PCI_BUS_ID"},
+                        {
+                            "name": "HF_TOKEN",
+                            "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}},
+                        },
+                        {"name": "PREFLIGHT_TP", "value": "99"},
+                    ],
+                    "envFrom": [{"configMapRef": {"name": "vllm-env"}}],
+                    "resources": {
+                        "limits": {"nvidia.com/gpu": 2, "cpu": "8"},
+                        "requests": {"nvidia.com/gpu": 2},
+                    },
+                    "volumeMounts": [
+                        {"name": "dshm", "mountPath": "/dev/shm"},
+                        {"name": "cache", "mountPath": "/root/.cache"},
+                    ],
+                },
+                {"name": "sidecar", "image": "envoy"},
+            ],
+            "volumes": [
+                {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "2Gi"}},
+                {"name": "cache", "emptyDir": {}},
+            ],
+        },
+    }
+    pod["spec"].update(overrides)
+    return pod
+
+
+def inject(
+    pod: dict[str, Any], policy: PolicySpec = DEFAULT_POLICY, **config: Any
+) -> Injection | Skip:
+    return plan_injection(
+        pod,
+        container="vllm",
+        plan=PLAN,
+        policy=policy,
+        config=InjectionConfig(**config),
+        workload_label="deployment.vllm",
+    )
+
+
+def env_of(container: dict[str, Any]) -> dict[str, Any]:
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
+
+
+def test_two_init_containers_go_first_with_the_vllm_containers_gpus_env_and_shm() -> None:
+    result = inject(vllm_pod())
+    assert isinstance(result, Injection)
+    install, check, existing = result.init_containers
+    assert [install["name"], check["name"], existing["name"]] == [
+        "preflight-install",
+        "preflight-check",
+        "download-model",
+    ]
+    assert install["command"] == ["vllm-preflight-install", "/preflight/vllm-preflight.pyz"]
+    assert check["image"] == "vllm/vllm-openai:v0.11.0"
+    assert check["command"] == ["python3", "/preflight/vllm-preflight.pyz", "check"]
+    assert check["resources"]["limits"]["nvidia.com/gpu"] == 2
+    assert check["resources"]["requests"]["nvidia.com/gpu"] == 2
+    assert "cpu" not in check["resources"]["limits"]  # only the GPUs are copied
+    env = env_of(check)
+    assert env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+    assert env["HF_TOKEN"] == {"secretKeyRef": {"name": "s", "key": "k"}}
+    assert env["PREFLIGHT_TP"] == "2"  # ours wins over a stray copy
+    assert [e["name"] for e in check["env"]].count("PREFLIGHT_TP") == 1
+    assert env["PREFLIGHT_ACTION"] == "Enforce"
+    assert env["PREFLIGHT_SHM_MIN"] == "1Gi"
+    assert check["envFrom"] == [{"configMapRef": {"name": "vllm-env"}}]
+    assert {m["mountPath"] for m in check["volumeMounts"]} == {"/preflight", "/dev/shm"}
+    assert check["terminationMessagePolicy"] == "FallbackToLogsOnError"
+    assert check["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
+    assert "runAsUser" not in check["securityContext"]
+    assert result.volumes[-1] == {"name": "preflight", "emptyDir": {"sizeLimit": "64Mi"}}
+    assert result.labels == {
+        "vllm-preflight.io/injected": "true",
+        "vllm-preflight.io/workload": "deployment.vllm",
+    }
+
+
+def test_dedicated_image_mode_and_policy_settings_reach_the_check() -> None:
+    policy = PolicySpec(
+        action="Warn",
+        tier="deep",
+        thresholds=Thresholds(shm_min="4Gi", gpu_memory_utilization=0.8),
+        disabled_checks=("shm", "shm-missing"),
+        injection_mode="DedicatedImage",
+    )
+    result = inject(vllm_pod(), policy, check_image="example.com/check:1")
+    assert isinstance(result, Injection)
+    check = result.init_containers[1]
+    assert check["image"] == "example.com/check:1"
+    env = env_of(check)
+    assert (env["PREFLIGHT_ACTION"], env["PREFLIGHT_TIER"], env["PREFLIGHT_SHM_MIN"]) == (
+        "Warn",
+        "deep",
+        "4Gi",
+    )
+    assert env["PREFLIGHT_SKIP"] == "shm"  # the rule id shm-missing is not a check id
+    assert env["PREFLIGHT_GPU_MEMORY_UTILIZATION"] == "0.8"
+    assert runtime_skips(("gpu-count", "nope")) == ["gpu-count"]
+
+
+def test_skips_say_why() -> None:
+    assert inject(vllm_pod(), PolicySpec(injection_enabled=False)) == Skip("disabled-by-policy")
+    taken = vllm_pod(volumes=[{"name": "preflight", "emptyDir": {}}])
+    assert isinstance(inject(taken), Skip)
+    assert inject(taken).reason == "volume-name-taken"
+    no_gpu = vllm_pod()
+    del no_gpu["spec"]["containers"][0]["resources"]
+    assert inject(no_gpu).reason == "no-gpu-request"  # type: ignore[union-attr]
+    undecided = plan_injection(
+        vllm_pod(),
+        container="vllm",
+        plan=None,
+        policy=PolicySpec(),
+        config=InjectionConfig(),
+        workload_label=None,
+    )
+    assert undecided == Skip("undecided", "the parallel plan of the vLLM command line is unknown")
+
+
+def test_multi_node_plans_check_the_pods_share() -> None:
+    spread = Plan(tp=8, pp=2, dp=1, dp_local=1, gpus_needed=8, container="vllm")
+    assert (check_plan(spread).tp, check_plan(spread).pp) == (8, 1)
+    assert check_plan(PLAN) is PLAN
+
+
+def service(
+    policies: list[dict[str, Any]] | None = None, owner_labels: Any = None
+) -> AdmissionService:
+    book = PolicyBook()
+    for p in policies or []:
+        book.put(parse_policy(p))
+    return AdmissionService(
+        OperatorConfig(), RulesAnalyser(), book, events=None, owner_labels=owner_labels
+    )
+
+
+def mutate(pod: dict[str, Any], svc: AdmissionService) -> list[dict[str, Any]]:
+    patch = kopf.Patch(body=kopf.Body(pod))
+    asyncio.run(
+        handlers.mutate_pod(body=kopf.Body(pod), patch=patch, memo=SimpleNamespace(admission=svc))
+    )
+    return patch.as_json_patch() if patch else []
+
+
+def test_the_webhook_injects_once_and_a_second_pass_changes_nothing() -> None:
+    svc = service()
+    pod = vllm_pod()
+    ops = mutate(pod, svc)
+    injected = jsonpatch.apply_patch(pod, ops)
+    names = [c["name"] for c in injected["spec"]["initContainers"]]
+    assert names == ["preflight-install", "preflight-check", "download-model"]
+    assert injected["metadata"]["labels"]["vllm-preflight.io/injected"] == "true"
+    assert injected["spec"]["containers"] == pod["spec"]["containers"]
+    assert mutate(copy.deepcopy(injected), svc) == []
+
+
+def test_pods_without_vllm_or_gpus_are_untouched() -> None:
+    svc = service()
+    plain = vllm_pod(containers=[{"name": "web", "image": "nginx"}])
+    assert mutate(plain, svc) == []
+    cpu_only = vllm_pod()
+    del cpu_only["spec"]["containers"][0]["resources"]
+    assert mutate(cpu_only, svc) == []
+    opted_out = vllm_pod()
+    opted_out["metadata"]["labels"][constants.LABEL_INJECT] = "disabled"
+    assert mutate(opted_out, svc) == []
+    system = vllm_pod()
+    system["metadata"]["namespace"] = "kube-system"
+    assert mutate(system, svc) == []
+
+
+def test_the_policy_is_chosen_by_the_workloads_labels_once_per_workload() -> None:
+    asked: list[WorkloadRef] = []
+
+    async def owner_labels(ref: WorkloadRef) -> dict[str, str]:
+        asked.append(ref)
+        return {"team": "research"}
+
+    policy = {
+        "metadata": {"namespace": "team", "name": "research"},
+        "spec": {"selector": {"matchLabels": {"team": "research"}}, "action": "Audit"},
+    }
+    svc = service([policy], owner_labels)
+    for _ in range(3):
+        injected = jsonpatch.apply_patch(vllm_pod(), mutate(vllm_pod(), svc))
+        env = env_of(injected["spec"]["initContainers"][1])
+        assert env["PREFLIGHT_ACTION"] == "Audit"
+    assert [(r.kind, r.name) for r in asked] == [("Deployment", "vllm")]
+
+
+def test_an_unreadable_workload_falls_back_to_the_pods_labels() -> None:
+    async def broken(ref: WorkloadRef) -> dict[str, str]:
+        raise OSError("connection refused")
+
+    svc = service(None, broken)
+    assert mutate(vllm_pod(), svc) != []
+
+
+def test_a_crash_admits_the_pod_unchanged() -> None:
+    class Broken:
+        async def mutate_pod(self, pod: Any) -> Any:
+            raise RuntimeError("boom")
+
+    patch = kopf.Patch(body=kopf.Body(vllm_pod()))
+    asyncio.run(
+        handlers.mutate_pod(
+            body=kopf.Body(vllm_pod()), patch=patch, memo=SimpleNamespace(admission=Broken())
+        )
+    )
+    assert not patch

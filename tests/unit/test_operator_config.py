@@ -1,0 +1,104 @@
+"""The operator's configuration file: defaults, strict enums, bounds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from preflight_operator import constants
+from preflight_operator.config import (
+    ConfigError,
+    OperatorConfig,
+    PolicySpec,
+    load_config,
+    parse_config,
+    parse_policy_spec,
+)
+
+
+def test_defaults_match_the_contract() -> None:
+    config = parse_config({})
+    assert config.default_policy == PolicySpec()
+    assert config.default_policy.action == "Enforce"
+    assert config.injection.mode == "WorkloadImage"
+    assert config.namespace_label == constants.LABEL_INJECT
+    assert config.history_pods_per_workload == 10
+    assert config.excluded_namespaces >= constants.SYSTEM_NAMESPACES
+
+
+def test_the_charts_rendering_parses() -> None:
+    config = parse_config(
+        {
+            "defaultPolicy": {
+                "action": "Warn",
+                "tier": "deep",
+                "thresholds": {"shmMin": "2Gi", "extraGPUsAllowed": 1},
+                "checks": {"disabled": ["shm", "gpu-count-extra"]},
+                "onRuntimeFailure": "ScaleToZero",
+            },
+            "injection": {
+                "mode": "DedicatedImage",
+                "installerImage": "example.com/op:1",
+                "checkImage": "example.com/check:1",
+                "imagePullPolicy": "Always",
+                "resources": {"requests": {"cpu": "50m"}},
+                "timeoutSeconds": 60,
+            },
+            "namespaceLabel": "example.com/gpu-check",
+            "excludedNamespaces": ["infra"],
+            "history": {"podsPerWorkload": 5},
+        }
+    )
+    assert config.default_policy.action == "Warn"
+    assert config.default_policy.thresholds.shm_min == "2Gi"
+    assert config.default_policy.disabled_checks == ("shm", "gpu-count-extra")
+    assert config.default_policy.on_runtime_failure == "ScaleToZero"
+    assert config.injection.check_image == "example.com/check:1"
+    assert config.injection.resources == {"requests": {"cpu": "50m"}}
+    # system namespaces stay excluded even when a values file forgets them
+    assert {"infra", "kube-system"} <= config.excluded_namespaces
+    assert config.history_pods_per_workload == 5
+
+
+@pytest.mark.parametrize(
+    ("data", "words"),
+    [
+        ({"defaultPolicy": {"action": "enforce"}}, "defaultPolicy.action"),
+        ({"defaultPolicy": {"tier": "slow"}}, "defaultPolicy.tier"),
+        ({"defaultPolicy": {"onRuntimeFailure": "Delete"}}, "onRuntimeFailure"),
+        ({"defaultPolicy": {"thresholds": {"extraGPUsAllowed": -1}}}, "extraGPUsAllowed"),
+        ({"defaultPolicy": {"checks": {"disabled": "shm"}}}, "checks.disabled"),
+        ({"injection": {"mode": "Sidecar"}}, "injection.mode"),
+        ({"injection": {"timeoutSeconds": 0}}, "timeoutSeconds"),
+        ({"history": {"podsPerWorkload": 21}}, "maxItems"),
+        ({"excludedNamespaces": "kube-system"}, "excludedNamespaces"),
+        ([], "expected a mapping"),
+    ],
+)
+def test_mistakes_stop_the_operator_with_the_key_named(data: object, words: str) -> None:
+    with pytest.raises(ConfigError, match=words):
+        parse_config(data)
+
+
+def test_a_policy_spec_inherits_what_it_does_not_say() -> None:
+    base = PolicySpec(action="Warn", tier="deep")
+    spec = parse_policy_spec({"action": "Audit"}, "spec", base)
+    assert (spec.action, spec.tier) == ("Audit", "deep")
+
+
+def test_release_namespace_is_excluded() -> None:
+    assert (
+        "vllm-preflight"
+        in OperatorConfig().with_release_namespace("vllm-preflight").excluded_namespaces
+    )
+    assert OperatorConfig().with_release_namespace("") == OperatorConfig()
+
+
+def test_load_config_reads_yaml_and_reports_unreadable_files(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text("defaultPolicy: {action: Audit}\n")
+    assert load_config(path).default_policy.action == "Audit"
+    path.write_text("defaultPolicy: [\n")
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(path)

@@ -1,0 +1,343 @@
+"""The controller and reconciler against an in-memory API: what gets written, and when not."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import itertools
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from preflight_check.report import CheckResult, Report
+from preflight_operator import constants
+from preflight_operator.analysis import RulesAnalyser
+from preflight_operator.api import Conflict, NotFound
+from preflight_operator.config import OperatorConfig, PolicySpec
+from preflight_operator.controller import Controller
+from preflight_operator.static import StaticResult
+from preflight_operator.workloads import DEPLOYMENT, WorkloadRef
+
+MANIFESTS = Path(__file__).resolve().parents[1] / "data" / "manifests"
+NS = "team"
+
+
+def deployment(name: str = "good-tp2-deployment.yaml", **labels: str) -> dict[str, Any]:
+    doc = next(
+        d for d in yaml.safe_load_all((MANIFESTS / name).read_text()) if d["kind"] == "Deployment"
+    )
+    doc["metadata"].update(namespace=NS, uid=f"uid-{doc['metadata']['name']}", generation=1)
+    doc["metadata"]["labels"].update(labels)
+    return doc
+
+
+class FakeApi:
+    """The KubeApi methods the controller uses, over dicts; counts every write."""
+
+    def __init__(self) -> None:
+        self.gpuvals: dict[tuple[str, str], dict[str, Any]] = {}
+        self.workloads: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self.events: list[dict[str, Any]] = []
+        self.writes: list[tuple[str, str]] = []
+        self.uids = itertools.count()
+
+    async def create_gpuvalidation(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        key = (obj["metadata"]["namespace"], obj["metadata"]["name"])
+        if key in self.gpuvals:
+            raise Conflict(409, "exists")
+        created = copy.deepcopy(dict(obj))
+        created["metadata"]["uid"] = f"gv-{next(self.uids)}"
+        self.gpuvals[key] = created
+        self.writes.append(("create", key[1]))
+        return copy.deepcopy(created)
+
+    async def get_gpuvalidation(self, namespace: str, name: str) -> dict[str, Any]:
+        if (namespace, name) not in self.gpuvals:
+            raise NotFound(404, "not found")
+        return copy.deepcopy(self.gpuvals[namespace, name])
+
+    async def delete_gpuvalidation(self, namespace: str, name: str, uid: str) -> None:
+        self.gpuvals.pop((namespace, name), None)
+        self.writes.append(("delete", name))
+
+    async def patch_gpuvalidation_status(self, namespace: str, name: str, patch: Any) -> Any:
+        if (namespace, name) not in self.gpuvals:
+            raise NotFound(404, "gone")
+        obj = self.gpuvals[namespace, name]
+        obj["status"] = _merge(obj.get("status") or {}, patch)
+        self.writes.append(("status", name))
+        return obj
+
+    async def patch_workload(self, ref: WorkloadRef, patch: Any) -> Any:
+        obj = self.workloads.setdefault(ref.key, {})
+        self.workloads[ref.key] = _merge(obj, patch)
+        self.writes.append(("workload", ref.name))
+        return obj
+
+    async def create_event(self, event: Mapping[str, Any]) -> Any:
+        self.events.append(dict(event))
+        return event
+
+    async def list_pages(
+        self, path: str, params: Any = None
+    ) -> AsyncIterator[tuple[list[Any], str]]:
+        if path.endswith("/gpuvalidations"):
+            yield [copy.deepcopy(v) for v in self.gpuvals.values()], "1"
+        else:
+            yield [], "1"
+
+    async def get_workload(self, ref: WorkloadRef) -> dict[str, Any]:
+        raise NotFound(404, "no")
+
+    async def watch(self, path: str, version: str, params: Any = None) -> AsyncIterator[Any]:
+        await asyncio.Event().wait()  # nothing ever changes
+        yield {}
+
+
+def _merge(target: Any, patch: Any) -> Any:
+    if not isinstance(patch, Mapping):
+        return copy.deepcopy(patch)
+    out = dict(target) if isinstance(target, Mapping) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = _merge(out.get(key), value)
+    return out
+
+
+def controller(api: FakeApi, config: OperatorConfig | None = None) -> Controller:
+    ticks = itertools.count()
+    ctl = Controller(
+        config or OperatorConfig(),
+        api,
+        RulesAnalyser(),
+        identity="test",  # type: ignore[arg-type]
+        now=lambda: f"2026-01-01T00:00:{next(ticks) % 60:02d}Z",
+    )
+    ctl.observe_namespace(NS, opted_in=True)
+    return ctl
+
+
+async def settle(ctl: Controller) -> None:
+    if not ctl._tasks:
+        await ctl.start(workers=2)
+    for _ in range(500):
+        await asyncio.sleep(0.005)
+        if ctl.queue.idle():
+            break
+    await ctl.events.drain(1.0)
+
+
+def injected_pod(
+    name: str,
+    uid: str,
+    workload: str = "vllm-good",
+    *,
+    message: str | None = None,
+    exit_code: int = 0,
+) -> dict[str, Any]:
+    pod: dict[str, Any] = {
+        "metadata": {
+            "name": name,
+            "uid": uid,
+            "namespace": NS,
+            "labels": {"pod-template-hash": "h", constants.LABEL_INJECTED: "true"},
+            "ownerReferences": [
+                {"kind": "ReplicaSet", "name": f"{workload}-h", "controller": True}
+            ],
+        },
+        "spec": {"nodeName": "n1", "initContainers": [{"name": "preflight-check"}]},
+        "status": {},
+    }
+    if message is not None:
+        pod["status"]["initContainerStatuses"] = [
+            {
+                "name": "preflight-check",
+                "restartCount": 0,
+                "state": {
+                    "terminated": {
+                        "exitCode": exit_code,
+                        "message": message,
+                        "finishedAt": "2026-01-01T00:00:30Z",
+                    }
+                },
+            }
+        ]
+    return pod
+
+
+PASS_REPORT = Report(checks=[CheckResult("gpu-count", "pass", "ok")]).to_termination_message()
+FAIL_REPORT = Report(
+    checks=[CheckResult("gpu-count", "fail", "sees 2", "ask for 4")]
+).to_termination_message()
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+def test_a_workload_gets_one_gpuvalidation_with_status_and_annotations() -> None:
+    async def scenario() -> FakeApi:
+        api = FakeApi()
+        ctl = controller(api)
+        ctl.observe_workload(DEPLOYMENT, deployment(), deleted=False)
+        await settle(ctl)
+        ctl.observe_pod(injected_pod("p1", "u1"), deleted=False)
+        await settle(ctl)
+        ctl.observe_pod(injected_pod("p1", "u1", message=PASS_REPORT), deleted=False)
+        await settle(ctl)
+        await ctl.stop()
+        return api
+
+    api = run(scenario())
+    obj = api.gpuvals[NS, "deployment-vllm-good"]
+    status = obj["status"]
+    assert (status["staticVerdict"], status["runtimeVerdict"], status["gpus"]) == (
+        "pass",
+        "pass",
+        "2/2",
+    )
+    assert status["runtime"]["pods"][0]["pod"] == "p1"
+    annotations = api.workloads[NS, "Deployment", "vllm-good"]["metadata"]["annotations"]
+    assert annotations[constants.ANNOTATION_STATUS] == "pass"
+    # pending (no pod), pending (pod without result), pass: three different statuses
+    assert [w for w in api.writes if w[0] == "create"] == [("create", "deployment-vllm-good")]
+    assert len([w for w in api.writes if w[0] == "status"]) <= 3
+    assert [e["reason"] for e in api.events] == ["PreflightCheckPassed"]
+
+
+def test_out_of_scope_workloads_and_non_vllm_ones_get_nothing() -> None:
+    async def scenario() -> FakeApi:
+        api = FakeApi()
+        ctl = controller(api)
+        other = deployment()
+        other["metadata"]["namespace"] = "elsewhere"
+        ctl.observe_workload(DEPLOYMENT, other, deleted=False)
+        plain = deployment()
+        plain["spec"]["template"]["spec"]["containers"] = [{"name": "web", "image": "nginx"}]
+        ctl.observe_workload(DEPLOYMENT, plain, deleted=False)
+        await settle(ctl)
+        await ctl.stop()
+        return api
+
+    api = run(scenario())
+    assert api.writes == []
+    assert api.gpuvals == {}
+
+
+def test_a_restart_that_finds_nothing_new_writes_nothing() -> None:
+    async def first_run(api: FakeApi) -> None:
+        ctl = controller(api)
+        ctl.observe_workload(DEPLOYMENT, deployment(), deleted=False)
+        ctl.observe_pod(injected_pod("p1", "u1", message=FAIL_REPORT, exit_code=1), deleted=False)
+        await settle(ctl)
+        await ctl.stop()
+
+    async def second_run(api: FakeApi) -> None:
+        ctl = controller(api)
+        await ctl.prime()
+        # what the workload looks like now: with the annotations the first run wrote
+        body = deployment()
+        body["metadata"]["annotations"] = api.workloads[NS, "Deployment", "vllm-good"]["metadata"][
+            "annotations"
+        ]
+        ctl.observe_workload(DEPLOYMENT, body, deleted=False)
+        ctl.observe_pod(injected_pod("p1", "u1", message=FAIL_REPORT, exit_code=1), deleted=False)
+        await settle(ctl)
+        await ctl.stop()
+
+    api = FakeApi()
+    run(first_run(api))
+    events_before, writes_before = len(api.events), len(api.writes)
+    assert api.gpuvals[NS, "deployment-vllm-good"]["status"]["runtimeVerdict"] == "fail"
+    run(second_run(api))
+    assert api.writes[writes_before:] == []
+    assert len(api.events) == events_before  # the failure is not announced twice
+
+
+def test_a_deleted_gpuvalidation_is_recreated() -> None:
+    async def scenario() -> FakeApi:
+        api = FakeApi()
+        ctl = controller(api)
+        ctl.observe_workload(DEPLOYMENT, deployment(), deleted=False)
+        await settle(ctl)
+        api.gpuvals.clear()  # someone deleted it; we have not seen the event
+        ctl.observe_pod(injected_pod("p1", "u1", message=PASS_REPORT), deleted=False)
+        await settle(ctl)
+        await asyncio.sleep(0.4)  # the retry after the 404 waits a back-off
+        await settle(ctl)
+        await ctl.stop()
+        return api
+
+    api = run(scenario())
+    assert api.gpuvals[NS, "deployment-vllm-good"]["status"]["runtimeVerdict"] == "pass"
+
+
+def test_scale_to_zero_is_applied_recorded_and_undone() -> None:
+    config = OperatorConfig(default_policy=PolicySpec(on_runtime_failure="ScaleToZero"))
+
+    async def scenario() -> tuple[FakeApi, dict[str, Any], dict[str, Any]]:
+        api = FakeApi()
+        ctl = controller(api, config)
+        ctl.observe_workload(DEPLOYMENT, deployment(), deleted=False)
+        ctl.observe_pod(injected_pod("p1", "u1", message=FAIL_REPORT, exit_code=1), deleted=False)
+        await settle(ctl)
+        applied = copy.deepcopy(api.workloads[NS, "Deployment", "vllm-good"])
+        status = copy.deepcopy(api.gpuvals[NS, "deployment-vllm-good"]["status"])
+        # the user fixes it and removes the annotation: the workload as the API has it now
+        body = deployment()
+        body["spec"]["replicas"] = 0
+        body["metadata"]["annotations"] = {"vllm-preflight.io/previous-replicas": "1"}
+        ctl.observe_workload(DEPLOYMENT, body, deleted=False)
+        await settle(ctl)
+        await ctl.stop()
+        return api, applied, status
+
+    api, applied, status = run(scenario())
+    assert applied["spec"] == {"replicas": 0}
+    assert applied["metadata"]["annotations"][constants.ANNOTATION_REMEDIATED] == "ScaleToZero"
+    assert status["remediation"]["type"] == "ScaleToZero"
+    assert status["remediation"]["previousReplicas"] == 1
+    restored = api.workloads[NS, "Deployment", "vllm-good"]
+    assert restored["spec"] == {"replicas": 1}
+    final = api.gpuvals[NS, "deployment-vllm-good"]["status"]["remediation"]
+    assert final["type"] == "None"
+    assert "revertedAt" in final
+    assert {"ScaledToZero", "RemediationReverted"} <= {e["reason"] for e in api.events}
+
+
+def test_a_rules_crash_is_recorded_not_raised() -> None:
+    class Exploding(RulesAnalyser):
+        def analyse(self, body: Any, policy: Any) -> StaticResult:
+            raise ValueError("bug")
+
+    async def scenario() -> FakeApi:
+        api = FakeApi()
+        ctl = Controller(OperatorConfig(), api, Exploding(), identity="t")  # type: ignore[arg-type]
+        ctl.observe_namespace(NS, opted_in=True)
+        ctl.observe_workload(DEPLOYMENT, deployment(), deleted=False)
+        await settle(ctl)
+        await ctl.stop()
+        return api
+
+    api = run(scenario())
+    status = api.gpuvals[NS, "deployment-vllm-good"]["status"]
+    assert status["staticVerdict"] == "error"
+    assert status["conditions"][0]["reason"] == "RulesError"
+
+
+@pytest.mark.parametrize("label", ["enabled", "disabled"])
+def test_namespace_opt_in_and_template_opt_out(label: str) -> None:
+    api = FakeApi()
+    ctl = Controller(OperatorConfig(), api, RulesAnalyser(), identity="t")  # type: ignore[arg-type]
+    body = deployment()
+    body["spec"]["template"]["metadata"]["labels"][constants.LABEL_INJECT] = label
+    assert ctl.in_scope(DEPLOYMENT, body) is (label == "enabled")
+    assert ctl.observe_namespace(NS, opted_in=True) is True
+    assert ctl.observe_namespace(NS, opted_in=True) is False
+    assert ctl.in_scope(DEPLOYMENT, body) is (label == "enabled")
+    assert ctl.observe_namespace("kube-system", opted_in=True) is False
