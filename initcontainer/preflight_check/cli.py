@@ -20,13 +20,15 @@ from preflight_check.report import ENFORCE, ERROR, CheckResult, Report
 
 
 def run(options: Options, host: Host, out: TextIO, err: TextIO) -> int:
-    # Deferred: --help, --list-checks and usage errors need none of the collectors.
+    # Deferred: --help, --list-checks and usage errors need none of the collectors, and
+    # the checks are imported only once the children are running.
     from preflight_check.gather import gather  # noqa: PLC0415
-    from preflight_check.runner import build_report, evaluate  # noqa: PLC0415
 
     started = time.time()
     try:
         facts = gather(options, host)
+        from preflight_check.runner import build_report, evaluate  # noqa: PLC0415
+
         report = build_report(facts, options, evaluate(facts, options), started)
     except Exception as exc:  # the checker's own bug: report it, never a traceback
         report = Report(

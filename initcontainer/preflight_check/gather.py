@@ -20,10 +20,15 @@ import shutil
 import tempfile
 import threading
 import time
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Set
 
 from preflight_check.children import Child, collect
 from preflight_check.collect import bind_all_from_threads, collect_cuda, collect_nvml
+from preflight_check.driver.api import (
+    COMPUTE_MODE_EXCLUSIVE_PROCESS,
+    COMPUTE_MODE_EXCLUSIVE_THREAD,
+    uuid_key,
+)
 from preflight_check.facts import Facts, NvmlView
 from preflight_check.host import Host
 from preflight_check.options import Options
@@ -49,6 +54,16 @@ def _rank_count(options: Options, host: Host) -> int:
     return wanted if nodes is None else min(wanted, max(nodes, 1))
 
 
+def _exclusive_uuids(nvml: Optional[NvmlView]) -> Set[str]:
+    if nvml is None:
+        return set()
+    return {
+        uuid_key(g.uuid)
+        for g in nvml.gpus
+        if g.compute_mode in (COMPUTE_MODE_EXCLUSIVE_PROCESS, COMPUTE_MODE_EXCLUSIVE_THREAD)
+    }
+
+
 def gather(options: Options, host: Host) -> Facts:
     started = time.perf_counter()
     plan = options.plan
@@ -59,6 +74,17 @@ def gather(options: Options, host: Host) -> Facts:
 
     def mark(name: str) -> None:
         timings[name] = round((time.perf_counter() - started) * 1000.0, 1)
+
+    nvml_done = threading.Event()
+    nvml_box: List[NvmlView] = []
+
+    def nvml_job() -> None:
+        nvml_box.append(collect_nvml(host.load_nvml))
+        nvml_done.set()
+
+    nvml_thread = threading.Thread(target=nvml_job, name="nvml", daemon=True)
+    # First: importing pynvml is the longest stretch of Python before the gate opens.
+    nvml_thread.start()
 
     probes: List[Child] = []
     if options.enabled("context-ranks") or options.enabled("thread-discipline"):
@@ -87,16 +113,6 @@ def gather(options: Options, host: Host) -> Facts:
             workers.append(Child(rank, worker_command, request, host.child_environ))
     mark("children_started")
 
-    nvml_done = threading.Event()
-    nvml_box: List[NvmlView] = []
-
-    def nvml_job() -> None:
-        nvml_box.append(collect_nvml(host.load_nvml))
-        nvml_done.set()
-
-    nvml_thread = threading.Thread(target=nvml_job, name="nvml", daemon=True)
-    nvml_thread.start()
-
     facts.cuda, driver = collect_cuda(host.load_cuda, plan)
     mark("cuda_view")
     facts.shm = host.shm()
@@ -120,7 +136,10 @@ def gather(options: Options, host: Host) -> Facts:
         worker.release("go" if enough else "stop")
 
     if driver is not None and can_bind and options.enabled("context-threads"):
-        ordinals = [gpu.ordinal for gpu in facts.cuda.gpus]
+        # A GPU in an exclusive compute mode takes one process's context: leave it to
+        # its rank probe (the vLLM-like one) rather than collide with it.
+        exclusive = _exclusive_uuids(nvml_box[0] if nvml_box else None)
+        ordinals = [g.ordinal for g in facts.cuda.gpus if uuid_key(g.uuid) not in exclusive]
         facts.thread_bindings = bind_all_from_threads(driver, ordinals, options.timeout_s)
         mark("thread_bindings")
 

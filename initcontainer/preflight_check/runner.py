@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import resource
 import socket
 import time
 import traceback
@@ -89,6 +90,11 @@ def inventory(facts: Facts) -> Dict[str, Any]:
         ]
     if facts.shm is not None:
         out["shm"] = {"path": facts.shm.path, "size": facts.shm.size, "free": facts.shm.free}
+    out["peak_rss_mb"] = {
+        # ru_maxrss is in KiB on Linux.
+        "checker": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1),
+        "children_max": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0, 1),
+    }
     if facts.runtime.source:
         out["runtime"] = {"source": facts.runtime.source, "detail": facts.runtime.detail}
     return {k: v for k, v in out.items() if v is not None}

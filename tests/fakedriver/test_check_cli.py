@@ -211,3 +211,14 @@ def test_children_inherit_the_environment_like_vllm_workers(tmp_path: Path) -> N
     [rank] = run.check("context-ranks").evidence["ranks"]
     assert rank["result"] == "CUDA_SUCCESS"
     assert os.environ.get("PREFLIGHT_FAKE_MACHINE") is None
+
+
+def test_exclusive_gpus_are_bound_by_their_rank_probe_only(tmp_path: Path) -> None:
+    machine = h200_machine(2)
+    machine.gpus[1].compute_mode = 3  # Exclusive_Process
+    run = run_check(fake_host(machine), ["--tp", "2"], tmp_path)
+    threads = run.check("context-threads")
+    assert [g["ordinal"] for g in threads.evidence["gpus"]] == [0]
+    assert "left to the rank probes" in threads.message
+    assert run.check("compute-mode").status == WARN
+    assert run.check("context-ranks").status == PASS
