@@ -22,6 +22,10 @@ from __future__ import annotations
 import base64
 import json
 import secrets
+import socket
+import subprocess
+import sys
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -180,7 +184,6 @@ OPERATOR_MAY = [
     Access("list", "pods", ns=None),
     Access("watch", "pods", ns=None),
     Access("create", "events"),
-    Access("patch", "events"),
     Access("get", "deployments", APPS),
     Access("patch", "deployments", APPS),
     Access("watch", "statefulsets", APPS, ns=None),
@@ -194,10 +197,10 @@ OPERATOR_MAY = [
     Access("patch", "gpuvalidations", CRD_GROUP, subresource="status"),
     Access("update", "gpuvalidations", CRD_GROUP, subresource="status"),
     Access("watch", "preflightpolicies", CRD_GROUP, ns=None),
-    Access("get", "configmaps", name="{fullname}", ns="{ns}"),
-    Access("list", "kopfpeerings", PEERING_GROUP, ns="{ns}"),
-    Access("watch", "kopfpeerings", PEERING_GROUP, ns="{ns}"),
-    Access("patch", "kopfpeerings", PEERING_GROUP, name="vllm-preflight", ns="{ns}"),
+    Access("list", "clusterkopfpeerings", PEERING_GROUP, ns=None),
+    Access("watch", "clusterkopfpeerings", PEERING_GROUP, ns=None),
+    Access("create", "clusterkopfpeerings", PEERING_GROUP, ns=None),
+    Access("patch", "clusterkopfpeerings", PEERING_GROUP, name="vllm-preflight", ns=None),
     Access("list", "customresourcedefinitions", "apiextensions.k8s.io", ns=None),
 ]
 OPERATOR_MAY_NOT = [
@@ -216,10 +219,11 @@ OPERATOR_MAY_NOT = [
     Access("list", "replicasets", APPS),
     Access("deletecollection", "gpuvalidations", CRD_GROUP),
     Access("create", "preflightpolicies", CRD_GROUP),
+    Access("patch", "events"),
     Access("get", "configmaps"),
-    Access("get", "configmaps", name="other", ns="{ns}"),
-    Access("patch", "kopfpeerings", PEERING_GROUP, name="other", ns="{ns}"),
-    Access("patch", "kopfpeerings", PEERING_GROUP, name="vllm-preflight"),
+    Access("get", "configmaps", name="{fullname}", ns="{ns}"),
+    Access("patch", "clusterkopfpeerings", PEERING_GROUP, name="other", ns=None),
+    Access("delete", "clusterkopfpeerings", PEERING_GROUP, name="vllm-preflight", ns=None),
     Access("patch", "mutatingwebhookconfigurations", "admissionregistration.k8s.io", ns=None),
     Access("create", "validatingwebhookconfigurations", "admissionregistration.k8s.io", ns=None),
     Access("delete", "namespaces", ns=None),
@@ -248,7 +252,7 @@ class TestHelmLifecycle:
         assert "staticVerdict" in explained
         assert "runtimeVerdict" in explained
         assert "action" in k8s.kubectl("explain", "preflightpolicy.spec").stdout
-        peering = get_json(k8s, "kopfpeering", "vllm-preflight", "-n", release.namespace)
+        peering = get_json(k8s, "clusterkopfpeering", "vllm-preflight")
         assert peering["apiVersion"] == "kopf.dev/v1"
 
     def test_operator_pods_are_created_and_selected_by_the_service(
@@ -282,7 +286,9 @@ class TestHelmLifecycle:
     ) -> None:
         user = f"system:serviceaccount:{release.namespace}:{release.fullname}-test"
         ns = release.namespace
-        peering = Access("get", "kopfpeerings", PEERING_GROUP, name="vllm-preflight", ns="{ns}")
+        peering = Access(
+            "get", "clusterkopfpeerings", PEERING_GROUP, name="vllm-preflight", ns=None
+        )
         assert can_i(k8s, user, Access("list", "gpuvalidations", CRD_GROUP, ns="{ns}"), ns)
         assert can_i(k8s, user, peering, ns)
         assert not can_i(k8s, user, Access("list", "gpuvalidations", CRD_GROUP), ns)
@@ -315,6 +321,102 @@ class TestHelmLifecycle:
                     release.namespace,
                     443,
                 )
+
+    def test_operator_runs_under_the_chart_rbac_and_passes_the_helm_test_script(
+        self, k8s: Cluster, release: Release, tmp_path: Path
+    ) -> None:
+        """Plays kubelet and kube-proxy: runs the operator here as the chart's ServiceAccount
+        with the release's ConfigMap and webhook Secret, then the release's `helm test`
+        script as the test ServiceAccount against it. Proves the RBAC is enough for a real
+        start (peering, watches, priming) and that the serving certificate works."""
+        ns = release.namespace
+        config = tmp_path / "config.yaml"
+        config.write_text(
+            get_json(k8s, "configmap", release.fullname, "-n", ns)["data"]["config.yaml"]
+        )
+        certs = tmp_path / "certs"
+        certs.mkdir()
+        tls = get_json(k8s, "secret", f"{release.fullname}-webhook-tls", "-n", ns)["data"]
+        for key in ("tls.crt", "tls.key", "ca.crt"):
+            (certs / key).write_bytes(base64.b64decode(tls[key]))
+        script = tmp_path / "helm-test.py"
+        test_cm = get_json(k8s, "configmap", f"{release.fullname}-test", "-n", ns)
+        script.write_text(test_cm["data"]["helm-test.py"])
+        webhook, metrics, health = _free_ports(3)
+        operator_kubeconfig = k8s.service_account_kubeconfig(ns, release.fullname)
+        env = k8s.env(operator_kubeconfig) | {"POD_NAME": "operator-e2e-0", "POD_NAMESPACE": ns}
+        log_path = tmp_path / "operator.log"
+        with log_path.open("w") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "preflight_operator.cli", "operator",
+                 f"--kubeconfig={operator_kubeconfig}", f"--config={config}",
+                 f"--webhook-cert-dir={certs}", f"--webhook-port={webhook}",
+                 f"--metrics-port={metrics}", f"--health-port={health}",
+                 "--peering=vllm-preflight"],
+                env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            )  # fmt: skip
+        try:
+            try:
+                wait_for(
+                    lambda: proc.poll() is None and _http_ok(f"http://127.0.0.1:{health}/healthz"),
+                    timeout=60,
+                    what="operator /healthz",
+                )
+            except TimeoutError as err:
+                raise AssertionError(
+                    f"{err}; operator log:\n{log_path.read_text()[-4000:]}"
+                ) from err
+            result = wait_for(
+                lambda: _passes(self._helm_test(k8s, release, script, tmp_path, ports=(
+                    webhook, metrics, health))),
+                timeout=60,
+                what="the helm test script to pass",
+            )  # fmt: skip
+            assert "5 passed, 0 failed" in result.stdout
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        operator_log = log_path.read_text()
+        assert "Forbidden" not in operator_log, operator_log[-4000:]
+        assert " 403" not in operator_log, operator_log[-4000:]
+
+    @staticmethod
+    def _helm_test(
+        k8s: Cluster, release: Release, script: Path, tmp: Path, ports: tuple[int, int, int]
+    ) -> subprocess.CompletedProcess[str]:
+        webhook, metrics, health = ports
+        kubeconfig = yaml.safe_load(
+            k8s.service_account_kubeconfig(
+                release.namespace, f"{release.fullname}-test"
+            ).read_text()
+        )
+        cluster = kubeconfig["clusters"][0]["cluster"]
+        sa_dir = tmp / "serviceaccount"
+        sa_dir.mkdir(exist_ok=True)
+        (sa_dir / "token").write_text(kubeconfig["users"][0]["user"]["token"])
+        (sa_dir / "ca.crt").write_bytes(base64.b64decode(cluster["certificate-authority-data"]))
+        host, _, port = cluster["server"].removeprefix("https://").rpartition(":")
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "NO_PROXY": "127.0.0.1",
+            "NAMESPACE": release.namespace,
+            "HEALTH_URL": f"http://127.0.0.1:{health}/healthz",
+            "METRICS_URL": f"http://127.0.0.1:{metrics}/metrics",
+            "WEBHOOK_ADDR": f"127.0.0.1:{webhook}",
+            "WEBHOOK_SERVER_NAME": release.service_dns,
+            "CA_FILE": str(tmp / "certs" / "ca.crt"),
+            "PEERING_NAME": "vllm-preflight",
+            "KUBERNETES_SERVICE_HOST": host,
+            "KUBERNETES_SERVICE_PORT": port,
+            "SA_DIR": str(sa_dir),
+        }
+        return subprocess.run(
+            [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=60,
+            check=False,
+        )  # fmt: skip
 
     def test_unreachable_webhooks_fail_open_by_default(
         self, k8s: Cluster, release: Release, scoped_namespaces: dict[str, str]
@@ -370,11 +472,14 @@ class TestHelmLifecycle:
             "clusterrole",
             "clusterrolebinding",
         ):
-            found = k8s.kubectl("get", kind, release.fullname, "--ignore-not-found", "-o", "name")
-            assert not found.stdout.strip(), f"{kind} {release.fullname} left behind"
+            for name in (release.fullname, f"{release.fullname}-test"):
+                found = k8s.kubectl("get", kind, name, "--ignore-not-found", "-o", "name")
+                assert not found.stdout.strip(), f"{kind} {name} left behind"
+        found = k8s.kubectl("get", "clusterkopfpeering", "vllm-preflight", "--ignore-not-found")
+        assert not found.stdout.strip(), "the ClusterKopfPeering was left behind"
         left = k8s.kubectl(
             "get", "deployments,services,secrets,configmaps,serviceaccounts,roles,rolebindings,"
-            "kopfpeerings,poddisruptionbudgets", "-n", release.namespace,
+            "poddisruptionbudgets", "-n", release.namespace,
             "-l", f"app.kubernetes.io/instance={release.name}", "-o", "name",
         ).stdout.strip()  # fmt: skip
         assert not left, f"left behind: {left}"
@@ -389,3 +494,29 @@ def _entry_names() -> list[str]:
         for scope in ("namespace", "object")
         for kind in ("validate", "mutate-pods")
     ]
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+def _passes(
+    result: subprocess.CompletedProcess[str],
+) -> subprocess.CompletedProcess[str] | None:
+    return result if result.returncode == 0 else None
+
+
+def _free_ports(count: int) -> list[int]:
+    """Distinct loopback ports nobody listens on right now."""
+    socks = [socket.socket() for _ in range(count)]
+    try:
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in socks]
+    finally:
+        for sock in socks:
+            sock.close()

@@ -481,6 +481,7 @@ class TestOperatorDeployment:
             "--webhook-cert-dir=/etc/vllm-preflight/certs",
             "--metrics-port=8080",
             "--health-port=8081",
+            "--peering=vllm-preflight",
         ]
 
     def test_scheduling_values_reach_the_pod(self) -> None:
@@ -526,23 +527,25 @@ class TestReplicasAndPeering:
     def test_two_replicas_with_peering_object_and_crd_by_default(self) -> None:
         objs = render()
         assert one(objs, "Deployment")["spec"]["replicas"] == 2
-        peering = one(objs, "KopfPeering")
+        # kopf runs cluster-wide, so it peers through the cluster-scoped kind
+        peering = one(objs, "ClusterKopfPeering")
         assert peering["apiVersion"] == "kopf.dev/v1"
-        assert peering["metadata"] == peering["metadata"] | {
-            "name": "vllm-preflight",
-            "namespace": NAMESPACE,
-        }
-        crd = one(objs, "CustomResourceDefinition", "kopfpeerings.kopf.dev")
-        assert crd["spec"]["scope"] == "Namespaced"
-        assert "--standalone" not in operator_container(objs)["args"]
+        assert peering["metadata"]["name"] == "vllm-preflight"
+        assert "namespace" not in peering["metadata"]
+        crd = one(objs, "CustomResourceDefinition", "clusterkopfpeerings.kopf.dev")
+        assert crd["spec"]["scope"] == "Cluster"
+        args = operator_container(objs)["args"]
+        assert "--peering=vllm-preflight" in args
+        assert "--standalone" not in args
         assert one(objs, "PodDisruptionBudget")["spec"]["minAvailable"] == 1
 
     def test_single_replica_runs_standalone_without_peering_objects(self) -> None:
         objs = render("single-replica.yaml")
         assert one(objs, "Deployment")["spec"]["replicas"] == 1
         assert "--standalone" in operator_container(objs)["args"]
-        assert not find(objs, "KopfPeering")
-        assert not find(objs, "CustomResourceDefinition", "kopfpeerings.kopf.dev")
+        assert not find(objs, "ClusterKopfPeering")
+        assert not find(objs, "CustomResourceDefinition", "clusterkopfpeerings.kopf.dev")
+        assert not [a for a in operator_container(objs)["args"] if a.startswith("--peering")]
         assert not find(objs, "PodDisruptionBudget")  # minAvailable 1 of 1 would block drains
 
     def test_product_crds_ship_with_the_chart(self) -> None:
@@ -554,7 +557,7 @@ class TestReplicasAndPeering:
 OPERATOR_CLUSTER_RULES = {
     ("", "namespaces", "get"), ("", "namespaces", "list"), ("", "namespaces", "watch"),
     ("", "pods", "get"), ("", "pods", "list"), ("", "pods", "watch"),
-    ("", "events", "create"), ("", "events", "patch"),
+    ("", "events", "create"),
     *{(g, r, v) for g, r in [("apps", "deployments"), ("apps", "statefulsets"), ("batch", "jobs"),
                              ("leaderworkerset.x-k8s.io", "leaderworkersets")]
       for v in ("get", "list", "watch", "patch")},
@@ -566,12 +569,21 @@ OPERATOR_CLUSTER_RULES = {
     ("apiextensions.k8s.io", "customresourcedefinitions", "list"),
     ("apiextensions.k8s.io", "customresourcedefinitions", "watch"),
 }  # fmt: skip
+PEERING_RULES = {
+    ("kopf.dev", "clusterkopfpeerings", "list"),
+    ("kopf.dev", "clusterkopfpeerings", "watch"),
+    ("kopf.dev", "clusterkopfpeerings", "create"),  # the operator creates it when absent
+    ("kopf.dev", "clusterkopfpeerings/vllm-preflight", "get"),
+    ("kopf.dev", "clusterkopfpeerings/vllm-preflight", "patch"),
+}
 
 
 class TestRBAC:
     def test_cluster_role_is_exactly_what_the_operator_uses(self) -> None:
-        role = one(render(), "ClusterRole")
-        assert rule_set(role["rules"]) == OPERATOR_CLUSTER_RULES
+        role = one(render(), "ClusterRole", FULLNAME)
+        assert rule_set(role["rules"]) == OPERATOR_CLUSTER_RULES | PEERING_RULES
+        standalone = one(render("single-replica.yaml"), "ClusterRole", FULLNAME)
+        assert rule_set(standalone["rules"]) == OPERATOR_CLUSTER_RULES
 
     def test_nothing_sensitive_or_wildcard(self) -> None:
         objs = render()
@@ -594,27 +606,22 @@ class TestRBAC:
                 if resource in {"pods", "deployments", "statefulsets", "jobs"}:
                     assert verb not in {"create", "delete", "update"}
 
-    def test_namespaced_role_is_limited_to_its_config_and_peering_object(self) -> None:
-        role = one(render(), "Role", FULLNAME)
-        assert role["metadata"]["namespace"] == NAMESPACE
-        assert rule_set(role["rules"]) == {
-            ("", f"configmaps/{FULLNAME}", "get"),
-            ("kopf.dev", "kopfpeerings", "list"),
-            ("kopf.dev", "kopfpeerings", "watch"),
-            ("kopf.dev", "kopfpeerings/vllm-preflight", "get"),
-            ("kopf.dev", "kopfpeerings/vllm-preflight", "patch"),
-        }
-        standalone = one(render("single-replica.yaml"), "Role", FULLNAME)
-        assert rule_set(standalone["rules"]) == {("", f"configmaps/{FULLNAME}", "get")}
+    def test_operator_has_no_namespaced_role(self) -> None:
+        """Its configuration is a mounted file and its peering object cluster-scoped: nothing
+        in its own namespace needs a Role (so none can drift into Secrets there)."""
+        assert not [r for r in find(render(), "Role") if r["metadata"]["name"] == FULLNAME]
 
     def test_bindings_grant_the_roles_to_the_operator_service_account_only(self) -> None:
         objs = render()
         sa = one(objs, "ServiceAccount", FULLNAME)
         subject = {"kind": "ServiceAccount", "name": FULLNAME, "namespace": NAMESPACE}
-        for kind in ("ClusterRoleBinding", "RoleBinding"):
-            binding = one(objs, kind, FULLNAME)
-            assert binding["subjects"] == [subject]
-            assert binding["roleRef"]["name"] == FULLNAME
+        binding = one(objs, "ClusterRoleBinding", FULLNAME)
+        assert binding["subjects"] == [subject]
+        assert binding["roleRef"] == {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": FULLNAME,
+        }
         pod = one(objs, "Deployment")["spec"]["template"]["spec"]
         assert pod["serviceAccountName"] == sa["metadata"]["name"]
 
@@ -721,8 +728,16 @@ class TestHelmTest:
         assert pod["spec"]["containers"][0]["securityContext"]["readOnlyRootFilesystem"] is True
 
     def test_test_identity_may_only_read(self) -> None:
-        role = one(render(), "Role", f"{FULLNAME}-test")
-        assert {verb for _, _, verb in rule_set(role["rules"])} <= {"get", "list"}
+        objs = render()
+        role = one(objs, "Role", f"{FULLNAME}-test")
+        assert rule_set(role["rules"]) == {
+            ("vllm-preflight.io", "gpuvalidations", "list"),
+            ("vllm-preflight.io", "preflightpolicies", "list"),
+        }
+        cluster_role = one(objs, "ClusterRole", f"{FULLNAME}-test")
+        assert rule_set(cluster_role["rules"]) == {
+            ("kopf.dev", "clusterkopfpeerings/vllm-preflight", "get")
+        }
 
     def test_no_test_objects_when_disabled(self) -> None:
         objs = render("single-replica.yaml")
@@ -739,6 +754,7 @@ class TestEveryObject:
             "MutatingWebhookConfiguration",
             "ValidatingWebhookConfiguration",
             "CustomResourceDefinition",
+            "ClusterKopfPeering",
         }
         for obj in render(*([values] if values else [])):
             meta = obj["metadata"]

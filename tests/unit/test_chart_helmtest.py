@@ -178,7 +178,7 @@ class Stand:
         group = f"/apis/vllm-preflight.io/v1alpha1/namespaces/{NAMESPACE}/"
         if path in (group + "gpuvalidations", group + "preflightpolicies"):
             return 200, json.dumps({"items": [{}]}).encode()
-        if path == f"/apis/kopf.dev/v1/namespaces/{NAMESPACE}/kopfpeerings/vllm-preflight":
+        if path == "/apis/kopf.dev/v1/clusterkopfpeerings/vllm-preflight":
             return 200, json.dumps({"status": self.peers}).encode()
         return 404, b'{"kind":"Status","code":404}'
 

@@ -7,7 +7,7 @@ and that its API is served. Standard library only; every check prints one line.
    WEBHOOK_SERVER_NAME -- exactly what the API server checks before calling a webhook;
 4. API: the CRDs are served (list GPUValidations and PreflightPolicies in NAMESPACE with this
    pod's ServiceAccount token);
-5. peering: the KopfPeering object PEERING_NAME lists at least one live operator (skipped
+5. peering: the ClusterKopfPeering PEERING_NAME lists at least one live operator (skipped
    when unset).
 
 The API server is found as in any pod (KUBERNETES_SERVICE_HOST/PORT, the mounted token and
@@ -60,7 +60,8 @@ def check_webhook_tls(addr: str, server_name: str, ca_file: str) -> str:
     host, _, port = addr.rpartition(":")
     context = ssl.create_default_context(cafile=ca_file)
     try:
-        with socket.create_connection((host, int(port)), timeout=TIMEOUT) as raw:
+        # Two with-statements: one with parentheses needs python 3.10, images may have 3.9.
+        with socket.create_connection((host, int(port)), timeout=TIMEOUT) as raw:  # noqa: SIM117
             with context.wrap_socket(raw, server_hostname=server_name) as tls:
                 version = tls.version()
     except (OSError, ssl.SSLError) as err:
@@ -107,14 +108,14 @@ def live_peers(status: dict[str, object], now: datetime.datetime) -> list[str]:
     return alive
 
 
-def check_peering(namespace: str, name: str) -> str:
+def check_peering(name: str) -> str:
     base, context, token = api_base()
-    url = f"{base}/apis/kopf.dev/v1/namespaces/{namespace}/kopfpeerings/{name}"
+    url = f"{base}/apis/kopf.dev/v1/clusterkopfpeerings/{name}"
     body = json.loads(http_get(url, context, token))
     alive = live_peers(body.get("status") or {}, datetime.datetime.now(datetime.timezone.utc))
     if not alive:
-        raise CheckFailed(f"KopfPeering {namespace}/{name} lists no live operator")
-    return f"KopfPeering {namespace}/{name}: {len(alive)} live operator(s): {', '.join(alive)}"
+        raise CheckFailed(f"ClusterKopfPeering {name} lists no live operator")
+    return f"ClusterKopfPeering {name}: {len(alive)} live operator(s): {', '.join(alive)}"
 
 
 def main() -> int:
@@ -133,7 +134,7 @@ def main() -> int:
     )
     checks.append(("api", lambda: check_api(namespace)))
     if env.get("PEERING_NAME"):
-        checks.append(("peering", lambda: check_peering(namespace, env["PEERING_NAME"])))
+        checks.append(("peering", lambda: check_peering(env["PEERING_NAME"])))
     failed = 0
     for name, check in checks:
         try:

@@ -88,7 +88,7 @@ app.kubernetes.io/part-of: vllm-preflight
 {{- include "vllm-preflight.fullname" . }}
 {{- end }}
 
-{{/* Name of the kopf peering object (fixed by docs/dev/OPERATOR_CONTRACT.md). */}}
+{{/* Name of the ClusterKopfPeering object (the operator's default --peering name). */}}
 {{- define "vllm-preflight.peeringName" -}}
 vllm-preflight
 {{- end }}
