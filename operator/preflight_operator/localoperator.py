@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
+from preflight_operator import localsetup
+from preflight_operator.testing.base import Cluster
 from preflight_operator.testing.process import Component, free_ports, port_is_listening
 
 
@@ -139,3 +141,39 @@ class OperatorProcess:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def start_with_webhooks(
+    cluster: Cluster,
+    workdir: Path,
+    *,
+    identity: str = "operator-0",
+    standalone: bool = True,
+    extra_args: Sequence[str] = (),
+    webhooks: bool = True,
+) -> OperatorProcess:
+    """An operator serving a certificate from the cluster's test CA, and (``webhooks``)
+    the webhook configurations pointing at it."""
+    cert = cluster.issue_serving_cert()
+    operator = OperatorProcess(
+        kubeconfig=cluster.kubeconfig,
+        cert_path=cert.cert_path,
+        key_path=cert.key_path,
+        workdir=workdir,
+        identity=identity,
+        standalone=standalone,
+        extra_args=extra_args,
+        env=cluster.env(),
+    )
+    operator.start()
+    if webhooks:
+        cluster.apply(*localsetup.webhook_configurations(operator.webhook_port, cert.ca_pem))
+    return operator
+
+
+def remove_webhooks(cluster: Cluster) -> None:
+    name = localsetup.WEBHOOK_CONFIGURATION_NAME
+    cluster.kubectl(
+        "delete", "validatingwebhookconfiguration,mutatingwebhookconfiguration", name,
+        "--ignore-not-found",
+    )  # fmt: skip

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from preflight_operator import constants
+from preflight_operator.testing.base import Cluster
 
 REPO = Path(__file__).resolve().parents[2]
 CRD_DIR = REPO / "charts" / "vllm-preflight" / "crds"
@@ -27,6 +28,15 @@ def chart_crds() -> list[dict[str, Any]]:
     for path in sorted(CRD_DIR.glob("*.yaml")):
         docs += [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d]
     return docs
+
+
+def install_crds(cluster: Cluster, *, lws: bool = True) -> None:
+    """The chart's CRDs, kopf's ClusterKopfPeering and (for tests) a LeaderWorkerSet CRD,
+    applied and waited for until the API server serves them."""
+    crds = [*chart_crds(), CLUSTER_PEERING_CRD, *([LWS_CRD] if lws else [])]
+    cluster.apply(*crds)
+    names = [f"crd/{crd['metadata']['name']}" for crd in crds]
+    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
 
 
 def _preserving_crd(

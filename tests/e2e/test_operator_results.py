@@ -1,0 +1,241 @@
+"""The operator on the local control plane, the test playing the kubelet: results reach the
+GPUValidation (status, conditions), the workload (annotations) and Events; pods without
+vLLM are left alone; deleting the workload deletes its GPUValidation."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from preflight_check.report import CheckResult, GPUEntry, Report
+from preflight_operator import constants, fakekubelet, localoperator, localsetup
+from preflight_operator.localoperator import OperatorProcess
+from preflight_operator.testing import Cluster, wait_for
+
+MANIFESTS = Path(__file__).resolve().parents[1] / "data" / "manifests"
+INJECT = {constants.LABEL_INJECT: "enabled"}
+
+
+def manifest(name: str, namespace: str) -> dict[str, Any]:
+    doc = next(
+        d for d in yaml.safe_load_all((MANIFESTS / name).read_text()) if d["kind"] == "Deployment"
+    )
+    doc["metadata"]["namespace"] = namespace
+    return doc
+
+
+PASSED = Report(
+    checks=[CheckResult("gpu-count", "pass", "CUDA sees 2 GPUs")],
+    gpus=[GPUEntry(0, "GPU-a", "0000:06:00.0"), GPUEntry(1, "GPU-b", "0000:07:00.0")],
+).to_termination_message()
+FAILED = Report(
+    checks=[
+        CheckResult("gpu-count", "fail", "CUDA sees 2 GPUs, the plan needs 4", "request 4 GPUs")
+    ],
+    action="Warn",
+).to_termination_message()
+
+
+@pytest.fixture(scope="module")
+def cluster(k8s: Cluster) -> Cluster:
+    if not k8s.is_local:
+        pytest.skip("needs the local control plane: the API server calls webhooks on 127.0.0.1")
+    localsetup.install_crds(k8s)
+    return k8s
+
+
+@pytest.fixture(scope="module")
+def operator(
+    cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[OperatorProcess]:
+    op = localoperator.start_with_webhooks(cluster, tmp_path_factory.mktemp("operator"))
+    yield op
+    localoperator.remove_webhooks(cluster)
+    op.stop()
+
+
+@pytest.fixture
+def namespace(cluster: Cluster, operator: OperatorProcess) -> Iterator[str]:
+    name = cluster.create_namespace("results", labels=INJECT)
+    yield name
+    cluster.delete_namespace(name)
+
+
+def get_json(cluster: Cluster, *args: str) -> Any:
+    return json.loads(cluster.kubectl("get", *args, "-o", "json").stdout)
+
+
+def gpuval(cluster: Cluster, namespace: str, name: str) -> dict[str, Any] | None:
+    result = cluster.kubectl("get", "gpuval", name, "-n", namespace, "-o", "json", check=False)
+    return json.loads(result.stdout) if result.returncode == 0 else None
+
+
+def injected_pods(cluster: Cluster, namespace: str, app: str) -> list[dict[str, Any]]:
+    pods: list[dict[str, Any]] = get_json(
+        cluster, "pods", "-n", namespace, "-l", f"app={app},{constants.INJECTED_POD_SELECTOR}"
+    )["items"]
+    return pods
+
+
+def play_kubelet(cluster: Cluster, pod: dict[str, Any], exit_code: int, message: str) -> None:
+    meta = pod["metadata"]
+    cluster.kubectl(
+        "patch", "pod", meta["name"], "-n", meta["namespace"], "--subresource=status",
+        "--type=merge", "-p",
+        json.dumps({"status": fakekubelet.pod_status(pod, exit_code=exit_code, message=message)}),
+    )  # fmt: skip
+
+
+def conditions(obj: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    return {c["type"]: (c["status"], c["reason"]) for c in obj["status"]["conditions"]}
+
+
+def events_for(cluster: Cluster, namespace: str, name: str) -> list[tuple[str, str]]:
+    items = get_json(
+        cluster, "events", "-n", namespace, "--field-selector", f"involvedObject.name={name}"
+    )["items"]
+    return [(e["reason"], e["message"]) for e in items]
+
+
+def test_good_and_bad_deployments_end_with_the_right_status(
+    cluster: Cluster, namespace: str
+) -> None:
+    warn_policy = {
+        "apiVersion": constants.API_VERSION,
+        "kind": constants.POLICY_KIND,
+        "metadata": {"name": "trial", "namespace": namespace},
+        "spec": {"selector": {"matchLabels": {"app": "vllm-bad"}}, "action": "Warn"},
+    }
+    cluster.apply(warn_policy)
+    cluster.apply(manifest("good-tp2-deployment.yaml", namespace))
+    # the policy reaches the webhooks through a watch: retry until the bad one is admitted
+    wait_for(
+        lambda: cluster.kubectl(
+            "apply", "-f", "-", input=json.dumps(manifest("bad-tp4-deployment.yaml", namespace)),
+            check=False,
+        ).returncode == 0,
+        what="the Warn policy to admit vllm-bad",
+    )  # fmt: skip
+
+    good = wait_for(lambda: gpuval(cluster, namespace, "deployment-vllm-good"))
+    assert good["spec"]["workloadRef"]["kind"] == "Deployment"
+    owner = good["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["name"], owner["controller"]) == ("Deployment", "vllm-good", False)
+
+    good_pod = wait_for(lambda: injected_pods(cluster, namespace, "vllm-good"))[0]
+    bad_pod = wait_for(lambda: injected_pods(cluster, namespace, "vllm-bad"))[0]
+    assert good_pod["metadata"]["labels"][constants.LABEL_WORKLOAD] == "deployment.vllm-good"
+    play_kubelet(cluster, good_pod, 0, PASSED)
+    play_kubelet(cluster, bad_pod, 0, FAILED)  # Warn: the check reports and exits 0
+
+    def runtime(name: str) -> str | None:
+        obj = gpuval(cluster, namespace, name)
+        verdict = (obj or {}).get("status", {}).get("runtimeVerdict")
+        return verdict if verdict not in (None, "pending") else None
+
+    assert wait_for(lambda: runtime("deployment-vllm-good")) == "pass"
+    assert wait_for(lambda: runtime("deployment-vllm-bad")) == "fail"
+
+    good = gpuval(cluster, namespace, "deployment-vllm-good")
+    bad = gpuval(cluster, namespace, "deployment-vllm-bad")
+    assert good is not None
+    assert bad is not None
+    assert (good["status"]["staticVerdict"], good["status"]["gpus"]) == ("pass", "2/2")
+    assert conditions(good)["Ready"] == ("True", "ChecksPassed")
+    pods = good["status"]["runtime"]["pods"]
+    assert pods[0]["pod"] == good_pod["metadata"]["name"]
+    assert pods[0]["gpus"][1]["pciBusId"] == "0000:07:00.0"
+
+    assert (bad["status"]["staticVerdict"], bad["status"]["action"]) == ("fail", "Warn")
+    assert bad["status"]["policy"] == "trial"
+    assert bad["status"]["reason"] == "gpu-count"
+    assert conditions(bad)["RuntimeChecksPassed"] == ("False", "CheckFailed")
+    assert conditions(bad)["StaticChecksPassed"] == ("False", "RulesFailed")
+    assert conditions(bad)["Ready"][0] == "False"
+    observed = get_json(cluster, "deployment", "vllm-bad", "-n", namespace)["metadata"]
+    assert all(
+        c["observedGeneration"] == observed["generation"] for c in bad["status"]["conditions"]
+    )
+
+    def annotations(name: str) -> dict[str, str]:
+        meta = get_json(cluster, "deployment", name, "-n", namespace)["metadata"]
+        return dict(meta.get("annotations") or {})
+
+    bad_annotations = wait_for(
+        lambda: (a := annotations("vllm-bad")).get(constants.ANNOTATION_STATUS) == "fail" and a
+    )
+    assert bad_annotations[constants.ANNOTATION_REASON] == "gpu-count"
+    assert constants.ANNOTATION_CHECKED_AT in bad_annotations
+    assert annotations("vllm-good")[constants.ANNOTATION_STATUS] == "pass"
+
+    pod_events = wait_for(lambda: events_for(cluster, namespace, bad_pod["metadata"]["name"]))
+    assert any(
+        reason == "PreflightCheckFailed" and "Fix: request 4 GPUs" in message
+        for reason, message in pod_events
+    )
+    workload_events = dict(events_for(cluster, namespace, "vllm-bad"))
+    assert "Fix: request 4 GPUs" in workload_events["PreflightCheckFailed"]
+    assert "gpu-count-too-low" in workload_events["StaticCheckFailed"]
+    assert dict(events_for(cluster, namespace, good_pod["metadata"]["name"]))[
+        "PreflightCheckPassed"
+    ]
+
+    table = cluster.kubectl("get", "gpuval", "-n", namespace).stdout
+    header, *rows = table.splitlines()
+    assert header.split() == [
+        "NAME",
+        "WORKLOAD",
+        "TP",
+        "GPUS",
+        "STATIC",
+        "RUNTIME",
+        "REASON",
+        "AGE",
+    ]
+    assert any(r.split()[:7] == ["deployment-vllm-bad", "Deployment/vllm-bad", "4", "2/4",
+                                 "fail", "fail", "gpu-count"] for r in rows)  # fmt: skip
+
+
+def test_a_pod_without_vllm_is_untouched(cluster: Cluster, namespace: str) -> None:
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web", "namespace": namespace, "labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "web", "image": "nginx"}]},
+    }
+    cluster.apply(pod)
+    created = get_json(cluster, "pod", "web", "-n", namespace)
+    assert "initContainers" not in created["spec"]
+    assert constants.LABEL_INJECTED not in created["metadata"].get("labels", {})
+    assert not any(v["name"] == constants.VOLUME_NAME for v in created["spec"].get("volumes", []))
+    assert gpuval(cluster, namespace, "pod-web") is None
+
+
+def test_a_namespace_that_did_not_opt_in_is_untouched(
+    cluster: Cluster, operator: OperatorProcess
+) -> None:
+    other = cluster.create_namespace("not-opted-in")
+    try:
+        cluster.apply(manifest("bad-tp4-deployment.yaml", other))  # not denied: not ours
+        pods = wait_for(
+            lambda: get_json(cluster, "pods", "-n", other, "-l", "app=vllm-bad")["items"]
+        )
+        assert "initContainers" not in pods[0]["spec"]
+        assert get_json(cluster, "gpuval", "-n", other)["items"] == []
+    finally:
+        cluster.delete_namespace(other)
+
+
+def test_deleting_the_workload_deletes_its_gpuvalidation(cluster: Cluster, namespace: str) -> None:
+    cluster.apply(manifest("good-tp2-deployment.yaml", namespace))
+    wait_for(lambda: gpuval(cluster, namespace, "deployment-vllm-good"))
+    cluster.kubectl("delete", "deployment", "vllm-good", "-n", namespace)
+    wait_for(
+        lambda: gpuval(cluster, namespace, "deployment-vllm-good") is None,
+        what="the garbage collector to delete the GPUValidation",
+    )
