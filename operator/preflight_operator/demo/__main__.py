@@ -114,7 +114,7 @@ def runtime_verdicts(cluster: Cluster) -> bool:
 
 def demo(cluster: Cluster, workdir: Path) -> None:
     say("installing the CRDs (chart), kopf's ClusterKopfPeering CRD")
-    cluster.apply(*localsetup.chart_crds(), localsetup.CLUSTER_PEERING_CRD)
+    localsetup.install_crds(cluster, lws=False)
     cert = cluster.issue_serving_cert()
     say("starting the operator (webhooks on https://127.0.0.1, kopf peering)")
     operator = OperatorProcess(
@@ -188,7 +188,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="vllm-preflight-demo-") as tmp:
         say("starting a local control plane (etcd, kube-apiserver, kube-controller-manager)")
         with LocalCluster() as cluster:
-            print(f"up in {cluster.startup_seconds:.1f} s, Kubernetes {cluster.version}")
+            print(
+                f"up in {cluster.startup_seconds:.1f} s, Kubernetes {cluster.version},"
+                f" in {cluster.workdir}"
+            )
             demo(cluster, Path(tmp))
             say("stopping everything")
     print(f"demo finished in {time.monotonic() - started:.0f} s; nothing left running")

@@ -1,0 +1,208 @@
+"""The validating webhook through kubectl on the local control plane: good and bad
+Deployments and LeaderWorkerSets under Enforce, Warn and Audit — the denial message, the
+`Warning:` lines kubectl prints, and the static result recorded on the GPUValidation."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from preflight_operator import constants, localoperator, localsetup
+from preflight_operator.localoperator import OperatorProcess
+from preflight_operator.testing import Cluster, wait_for
+
+MANIFESTS = Path(__file__).resolve().parents[1] / "data" / "manifests"
+
+
+def deployment(name: str) -> dict[str, Any]:
+    return next(
+        d
+        for d in yaml.safe_load_all((MANIFESTS / f"{name}.yaml").read_text())
+        if d["kind"] == "Deployment"
+    )
+
+
+def lws(name: str, gpus_per_pod: int) -> dict[str, Any]:
+    """TP=4 x PP=2 spread by Ray over a group of 2 pods: 4 GPUs per pod are needed."""
+
+    def template(container: str, command: str) -> dict[str, Any]:
+        return {
+            "spec": {
+                "containers": [
+                    {
+                        "name": container,
+                        "image": "vllm/vllm-openai:v0.11.0",
+                        "command": ["sh", "-c", command],
+                        "resources": {"limits": {"nvidia.com/gpu": gpus_per_pod}},
+                        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
+                    }
+                ],
+                "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "4Gi"}}],
+            }
+        }
+
+    return {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": name, "labels": {"app": name}},
+        "spec": {
+            "replicas": 1,
+            "leaderWorkerTemplate": {
+                "size": 2,
+                "leaderTemplate": template(
+                    "vllm-leader",
+                    "ray start --head && vllm serve m --tensor-parallel-size 4"
+                    " --pipeline-parallel-size 2 --distributed-executor-backend ray",
+                ),
+                "workerTemplate": template(
+                    "vllm-worker", "ray start --block --address=$(LWS_LEADER_ADDRESS):6379"
+                ),
+            },
+        },
+    }
+
+
+WORKLOADS = {
+    "Deployment": (deployment("good-tp2-deployment"), deployment("bad-tp4-deployment")),
+    "LeaderWorkerSet": (lws("lws-good", 4), lws("lws-bad", 2)),
+}
+BAD_RULE = {"Deployment": "gpu-count-too-low", "LeaderWorkerSet": "lws-gpu-total"}
+
+
+@pytest.fixture(scope="module")
+def operator(k8s: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorProcess]:
+    if not k8s.is_local:
+        pytest.skip("needs the local control plane: the API server calls webhooks on 127.0.0.1")
+    localsetup.install_crds(k8s)  # with a minimal LeaderWorkerSet CRD
+    op = localoperator.start_with_webhooks(k8s, tmp_path_factory.mktemp("webhook"))
+    yield op
+    localoperator.remove_webhooks(k8s)
+    op.stop()
+
+
+def apply(cluster: Cluster, obj: dict[str, Any], *extra: str) -> subprocess.CompletedProcess[str]:
+    return cluster.kubectl("apply", *extra, "-f", "-", input=json.dumps(obj), check=False)
+
+
+def in_namespace(obj: dict[str, Any], namespace: str) -> dict[str, Any]:
+    out = copy.deepcopy(obj)
+    out["metadata"]["namespace"] = namespace
+    return out
+
+
+def static_result(cluster: Cluster, namespace: str, kind: str, name: str) -> dict[str, Any]:
+    def read() -> dict[str, Any] | None:
+        result = cluster.kubectl(
+            "get", "gpuval", f"{kind.lower()}-{name}", "-n", namespace, "-o", "json", check=False
+        )
+        if result.returncode != 0:
+            return None
+        status: dict[str, Any] = json.loads(result.stdout).get("status") or {}
+        return status if status.get("staticVerdict") not in (None, "unknown") else None
+
+    found: dict[str, Any] = wait_for(read, what=f"the static result of {kind}/{name}")
+    return found
+
+
+@pytest.mark.parametrize("kind", ["Deployment", "LeaderWorkerSet"])
+@pytest.mark.parametrize("action", ["Enforce", "Warn", "Audit"])
+def test_policy_actions(k8s: Cluster, operator: OperatorProcess, action: str, kind: str) -> None:
+    namespace = k8s.create_namespace(
+        f"adm-{action.lower()}", labels={constants.LABEL_INJECT: "enabled"}
+    )
+    try:
+        good, bad = (in_namespace(o, namespace) for o in WORKLOADS[kind])
+        policy = {
+            "apiVersion": constants.API_VERSION,
+            "kind": constants.POLICY_KIND,
+            "metadata": {"name": "team-policy", "namespace": namespace},
+            "spec": {"action": action},
+        }
+        k8s.apply(policy)
+        # The webhooks learn policies from a watch; dry-run until this one is in force.
+        if action != "Enforce":
+            wait_for(lambda: apply(k8s, bad, "--dry-run=server").returncode == 0,
+                     what=f"the {action} policy to reach the webhook")  # fmt: skip
+
+        admitted = apply(k8s, good)
+        assert admitted.returncode == 0, admitted.stderr
+        assert "Warning:" not in admitted.stderr
+        good_status = static_result(k8s, namespace, kind, good["metadata"]["name"])
+        assert (good_status["staticVerdict"], good_status["action"]) == ("pass", action)
+        assert good_status["policy"] == "team-policy"
+
+        bad_name = bad["metadata"]["name"]
+        result = apply(k8s, bad)
+        rule = BAD_RULE[kind]
+        if action == "Enforce":
+            assert result.returncode != 0
+            assert "denied the request" in result.stderr
+            assert f"{kind}/{bad_name} cannot run on the GPUs it requests" in result.stderr
+            assert f"1. {rule}:" in result.stderr
+            assert "Fix:" in result.stderr
+            assert "resources.limits" in result.stderr  # the field at fault
+            events = json.loads(
+                k8s.kubectl(
+                    "get", "events", "-n", namespace, "-o", "json",
+                    "--field-selector", f"involvedObject.name={bad_name}",
+                ).stdout
+            )["items"]  # fmt: skip
+            assert [e["reason"] for e in events] == ["AdmissionDenied"]
+            gpuvals = k8s.kubectl("get", "gpuval", "-n", namespace, "-o", "name").stdout
+            assert bad_name not in gpuvals  # a denied object has nothing to own it
+        else:
+            assert result.returncode == 0, result.stderr
+            warnings = [line for line in result.stderr.splitlines() if line.startswith("Warning:")]
+            if action == "Warn":
+                assert warnings
+                assert warnings[0].startswith(f"Warning: vllm-preflight fail: {rule}:")
+            else:
+                assert warnings == []
+            bad_status = static_result(k8s, namespace, kind, bad_name)
+            assert (bad_status["staticVerdict"], bad_status["action"]) == ("fail", action)
+            assert bad_status["reason"] == rule
+            assert bad_status["static"]["findings"][0]["id"] == rule
+    finally:
+        k8s.delete_namespace(namespace)
+
+
+def test_dry_run_is_judged_but_leaves_no_trace(k8s: Cluster, operator: OperatorProcess) -> None:
+    namespace = k8s.create_namespace("adm-dry", labels={constants.LABEL_INJECT: "enabled"})
+    try:
+        bad = in_namespace(WORKLOADS["Deployment"][1], namespace)
+        result = apply(k8s, bad, "--dry-run=server")
+        assert result.returncode != 0
+        assert "gpu-count-too-low" in result.stderr
+        events = k8s.kubectl("get", "events", "-n", namespace, "-o", "name").stdout
+        assert events.strip() == ""
+    finally:
+        k8s.delete_namespace(namespace)
+
+
+def test_a_bare_pod_is_judged_and_a_system_namespace_never(
+    k8s: Cluster, operator: OperatorProcess
+) -> None:
+    namespace = k8s.create_namespace("adm-pod", labels={constants.LABEL_INJECT: "enabled"})
+    try:
+        template = WORKLOADS["Deployment"][1]["spec"]["template"]
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "bare-vllm", "namespace": namespace},
+            "spec": template["spec"],
+        }
+        result = apply(k8s, pod)
+        assert result.returncode != 0
+        assert "Pod/bare-vllm cannot run" in result.stderr
+        system = {**pod, "metadata": {"name": "bare-vllm", "namespace": "kube-public"}}
+        dry = apply(k8s, system, "--dry-run=server")
+        assert dry.returncode == 0, dry.stderr
+    finally:
+        k8s.delete_namespace(namespace)
