@@ -435,6 +435,32 @@ class TestHelmLifecycle:
         cfg = get_json(k8s, "validatingwebhookconfiguration", release.fullname)
         assert {h["failurePolicy"] for h in cfg["webhooks"]} == {"Fail"}
 
+    def test_upgrade_near_expiry_re_signs_the_serving_cert_with_the_same_ca(
+        self, k8s: Cluster, release: Release
+    ) -> None:
+        before = webhook_state(k8s, release)
+        # renewBeforeDays beyond the certificate's validity: "expires soon" right now
+        k8s.helm(
+            "upgrade", release.name, str(CHART), "-n", release.namespace, "--reuse-values",
+            "--set", "webhook.certs.selfSigned.renewBeforeDays=4000",
+        )  # fmt: skip
+        after = webhook_state(k8s, release)
+        assert after["bundles"] == before["bundles"], "renewal changed the caBundle"
+        assert after["ca"] == before["ca"]
+        assert after["tls"]["tls.crt"] != before["tls"]["tls.crt"], "serving cert not renewed"
+        ca = x509.load_pem_x509_certificate(base64.b64decode(after["ca"]["tls.crt"]))
+        served = x509.load_pem_x509_certificate(base64.b64decode(after["tls"]["tls.crt"]))
+        assert served.issuer == ca.subject
+        key = ca.public_key()
+        assert isinstance(key, rsa.RSAPublicKey)
+        assert served.signature_hash_algorithm is not None
+        key.verify(
+            served.signature,
+            served.tbs_certificate_bytes,
+            padding.PKCS1v15(),
+            served.signature_hash_algorithm,
+        )
+
     def test_api_server_routes_exactly_the_opted_in_objects_to_the_webhooks(
         self, k8s: Cluster, release: Release, scoped_namespaces: dict[str, str]
     ) -> None:
