@@ -42,6 +42,11 @@ REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "vllm-preflight"
 OPT_IN = "vllm-preflight.io/inject"
 SCOPE_LABEL = "e2e.vllm-preflight.io/chart-scope"
+CHART_CRDS = (
+    "gpuvalidations.vllm-preflight.io",
+    "preflightpolicies.vllm-preflight.io",
+    "clusterkopfpeerings.kopf.dev",
+)
 
 
 @dataclass
@@ -157,11 +162,29 @@ def release(k8s: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         )
     )
     rel = Release(name, namespace, f"{name}-vllm-preflight", scope, values)
+    # Leave the session's cluster as found: CRDs this install creates are removed after.
+    created_crds = [
+        crd
+        for crd in CHART_CRDS
+        if not k8s.kubectl("get", "crd", crd, "--ignore-not-found", "-o", "name").stdout.strip()
+    ]
+    # An operator started by another test of this session creates the ClusterKopfPeering
+    # `vllm-preflight` itself when absent; Helm would refuse to take over that object.
+    leftover = k8s.kubectl(
+        "get", "clusterkopfpeering", "vllm-preflight", "--ignore-not-found", "-o", "json",
+        check=False,
+    )  # fmt: skip
+    if leftover.returncode == 0 and leftover.stdout.strip():
+        annotations = json.loads(leftover.stdout)["metadata"].get("annotations") or {}
+        if "meta.helm.sh/release-name" not in annotations:
+            k8s.kubectl("delete", "clusterkopfpeering", "vllm-preflight")
     try:
         yield rel
     finally:
         k8s.helm("uninstall", name, "-n", namespace, "--wait", check=False)
         k8s.delete_namespace(namespace)
+        if created_crds:
+            k8s.kubectl("delete", "crd", *created_crds, "--wait=true", check=False, timeout=120)
 
 
 @pytest.fixture(scope="module")
