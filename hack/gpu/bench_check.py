@@ -91,6 +91,11 @@ def main() -> int:
                 inventory = data.get("inventory", {})
                 result["checker_maxrss_mb"] = inventory.get("peak_rss_mb", {}).get("checker")
                 result["timings_ms"] = inventory.get("timings_ms")
+                result["deep_step_ms"] = {
+                    c["id"]: c.get("evidence", {}).get("step_ms")
+                    for c in data.get("checks", [])
+                    if c["id"].startswith("deep-")
+                }
                 os.unlink(report)
             runs[name].append(result)
     summary: Dict[str, Any] = {"gpus": gpus, "reps": args.reps, "variants": {}}
@@ -133,6 +138,26 @@ def main() -> int:
             f"{row['first_run_ms']:>8.0f} {ratio:>6} {rss:>14}"
         )
     print("ratio: median / median floor (deep: / median bare torch+NCCL); RSS: checker/tree max")
+    for name in ("check", "check --deep"):
+        timings = [r.get("timings_ms") or {} for r in runs.get(name, [])[1:]]
+        keys = sorted(
+            {k for t in timings for k in t},
+            key=lambda k: statistics.median(t.get(k, 0) for t in timings),
+        )
+        shown = ", ".join(
+            f"{k} {statistics.median(t.get(k, 0) for t in timings):.0f}" for k in keys
+        )
+        print(f"{name}: median ms since start of collection: {shown}")
+    deep = [r.get("deep_step_ms") or {} for r in runs.get("check --deep", [])[1:]]
+    steps: Dict[str, List[float]] = {}
+    for item in deep:
+        for check_steps in item.values():
+            for per_rank in (check_steps or {}).values():
+                for step, ms in per_rank.items():
+                    steps.setdefault(step, []).append(ms)
+    if steps:
+        shown = ", ".join(f"{k} {statistics.median(v):.0f}" for k, v in steps.items())
+        print(f"deep worker steps, median ms over ranks and runs: {shown}")
     return 0
 
 

@@ -93,6 +93,17 @@ def values(machine: FakeMachine) -> List[Tuple[str, Optional[str]]]:
         ("open", "gpu-" + first[4:12]),
         ("open", "GPU-" + first[4:12].upper()),
         ("open", "GPU-" + first[4:8] + "-" + first[8:12]),
+        # How a GPU named twice in different forms is read (x2 run: "0,GPU-<0>" -> GPU 0):
+        ("open", f"0,{first},1"),
+        ("open", f"{first},0,1"),
+        ("open", f"{second},{second}"),
+        ("open", f"{first[:12]},{first}"),
+        ("open", f"0,1,{first[:12]}"),
+        ("open", "+0,1"),
+        ("open", "-0"),
+        ("open", "1abc"),
+        ("open", "0x1"),
+        ("open", "1.0"),
     ]
     common = uuids[0]
     for uuid in uuids[1:]:

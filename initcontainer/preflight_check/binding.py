@@ -8,31 +8,25 @@ crashes or hangs the parent still knows which one it was.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, List, Optional, Protocol, Tuple
 
-from preflight_check.driver.api import CUDA_SUCCESS, CudaDriver
-from preflight_check.facts import BindingOutcome, CallRecord
+from preflight_check.calls import BindingOutcome, CallRecord
+from preflight_check.driver.basics import CUDA_SUCCESS
+
+# Not `from typing import TYPE_CHECKING`: importing typing is start-up time of the rank
+# probe (a few ms per child on the critical path); type checkers treat this name alike.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, List, Protocol, Tuple
+
+    from preflight_check.driver.api import CudaDriver
+
+    class CallLog(Protocol):
+        def begin(self, call: str, thread: str) -> None: ...
+
+        def end(self, record: CallRecord) -> None: ...
+
 
 ALLOC_BYTES = 1 << 20
-
-
-class CallLog(Protocol):
-    def begin(self, call: str, thread: str) -> None: ...
-
-    def end(self, record: CallRecord) -> None: ...
-
-
-class ListCallLog:
-    """Collects records in memory (the checker's own threads)."""
-
-    def __init__(self) -> None:
-        self.records: List[CallRecord] = []
-
-    def begin(self, call: str, thread: str) -> None:
-        pass
-
-    def end(self, record: CallRecord) -> None:
-        self.records.append(record)
 
 
 def timed_call(
@@ -140,36 +134,22 @@ def _use_memory(driver: CudaDriver, log: CallLog, thread: str, size: int) -> str
 
 
 def probe_fresh_thread(
-    driver: CudaDriver, context: int, log: CallLog, thread_prefix: str = "fresh"
+    driver: CudaDriver, ordinal: int, log: CallLog, thread_prefix: str = "fresh"
 ) -> None:
-    """The thread-discipline probe (issue 8), run in a thread that never bound a context.
+    """The thread-discipline probe (issue 8), in a thread that never bound a context.
 
-    These are the calls a vLLM worker's background threads (NCCL, AMP, custom
-    all-reduce) make before binding anything. The real driver answers a context-less
-    cuCtxGetDevice with CUDA_ERROR_INVALID_CONTEXT and carries on; some interposers
-    abort, hang or invent a device id. Then the thread binds the given context and asks
-    again. Judging the answers is the check's job, not this function's.
+    First the calls a vLLM worker's background threads (NCCL, AMP, custom all-reduce)
+    make before binding anything. NVIDIA's driver answers a context-less cuCtxGetDevice
+    with CUDA_ERROR_INVALID_CONTEXT and carries on; some interposers abort, hang or
+    invent a device id. Then the thread binds GPU ``ordinal`` itself (the per-thread
+    binding of check 'context-threads') and asks again. Judging is the checks' job.
     """
     unbound = f"{thread_prefix}-unbound"
     timed_call(driver, log, unbound, "cuCtxGetCurrent", driver.ctx_get_current)
     timed_call(driver, log, unbound, "cuCtxGetDevice", driver.ctx_get_device)
     timed_call(driver, log, unbound, "cuDeviceGetCount", driver.device_count)
     timed_call(driver, log, unbound, "cuMemGetInfo", driver.mem_get_info)
-    if not context:
-        return
     bound = f"{thread_prefix}-bound"
-    code, _ = timed_call(
-        driver, log, bound, "cuCtxSetCurrent", lambda: driver.ctx_set_current(context)
-    )
-    if code != CUDA_SUCCESS:
-        return
-    timed_call(driver, log, bound, "cuCtxGetDevice", driver.ctx_get_device)
-    timed_call(driver, log, bound, "cuMemGetInfo", driver.mem_get_info)
-
-
-def context_of(outcome: BindingOutcome) -> Optional[int]:
-    for record in outcome.calls:
-        if record.call == "cuDevicePrimaryCtxRetain" and record.code == CUDA_SUCCESS:
-            value = record.value
-            return int(value) if isinstance(value, int) else None
-    return None
+    outcome, _, _ = bind_device(driver, ordinal, log, thread=bound)
+    if outcome.ok:
+        timed_call(driver, log, bound, "cuMemGetInfo", driver.mem_get_info)

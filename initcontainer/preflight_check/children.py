@@ -73,7 +73,7 @@ class Child:
         self._started = time.perf_counter()
         try:
             self._process: Optional[subprocess.Popen[bytes]] = subprocess.Popen(
-                [*command, json.dumps(dict(request))],
+                [*command, *(f"{key}={value}" for key, value in request.items())],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,

@@ -19,6 +19,11 @@ from preflight_check.output import write_outputs
 from preflight_check.report import ENFORCE, ERROR, CheckResult, Report
 
 
+def _import_checks() -> None:
+    """Compile the checks while the rank probes work (a zipapp has no bytecode cache)."""
+    import preflight_check.runner  # noqa: F401, PLC0415
+
+
 def run(options: Options, host: Host, out: TextIO, err: TextIO) -> int:
     # Deferred: --help, --list-checks and usage errors need none of the collectors, and
     # the checks are imported only once the children are running.
@@ -26,7 +31,7 @@ def run(options: Options, host: Host, out: TextIO, err: TextIO) -> int:
 
     started = time.time()
     try:
-        facts = gather(options, host)
+        facts = gather(options, host, while_waiting=_import_checks)
         from preflight_check.runner import build_report, evaluate  # noqa: PLC0415
 
         report = build_report(facts, options, evaluate(facts, options), started)

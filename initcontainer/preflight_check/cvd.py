@@ -6,12 +6,15 @@ report can say *why*: "entry 2 'abc' is not a GPU; CUDA ignores it and every ent
 after it". Where the measured table is silent the explanation says so instead of
 guessing.
 
-Rules (GPU_FACTS.md): entries are comma separated, spaces around them are tolerated; an
-entry is an index into CUDA's own enumeration, a full GPU UUID (with or without dashes)
-or a unique UUID prefix such as ``GPU-ea300b2e``. The first entry that names no GPU
-ends the list: it and everything after it are ignored. A GPU named twice before that
-point fails cuInit with CUDA_ERROR_INVALID_DEVICE (101); a list that names no GPU at
-all (``""``, ``-1``, ``abc``, ``5``) fails it with CUDA_ERROR_NO_DEVICE (100).
+Rules (GPU_FACTS.md, and rows measured later in docs/GPU_RUNS.md): entries are comma
+separated, spaces around them are tolerated; an entry is an index into CUDA's own
+enumeration (a leading '+' is accepted), a full GPU UUID (with or without dashes, hex in
+either case, the ``GPU-`` prefix exactly so) or a unique UUID prefix such as
+``GPU-ea300b2e``. The first entry that names no GPU ends the list: it and everything
+after it are ignored. A GPU named twice the same way before that point fails cuInit
+with CUDA_ERROR_INVALID_DEVICE (101); named again in another form (index, then UUID) it
+ends the list. A list that names no GPU at all (``""``, ``-1``, ``abc``, ``5``) fails
+cuInit with CUDA_ERROR_NO_DEVICE (100).
 """
 
 from __future__ import annotations
@@ -85,13 +88,14 @@ class Explanation:
         return out
 
 
-def _is_index(text: str) -> bool:
-    return text.isdigit()
+def _index_digits(text: str) -> str:
+    """The digits of an index entry; the driver accepts a leading '+' (measured: "+1")."""
+    return text[1:] if text.startswith("+") else text
 
 
 def _classify(position: int, text: str, base: Optional[Sequence[BaseGpu]]) -> Entry:
-    if _is_index(text):
-        index = int(text)
+    if _index_digits(text).isdigit():
+        index = int(_index_digits(text))
         if base is None:
             return Entry(position, text, UNRESOLVED, reason="GPU list unknown (NVML unavailable)")
         if index < len(base):
@@ -142,18 +146,27 @@ def explain(value: Optional[str], base: Optional[Sequence[BaseGpu]]) -> Explanat
     texts = value.split(",")
     result.entries = [_classify(i + 1, text.strip(), base) for i, text in enumerate(texts)]
     seen: List[int] = []
+    kinds: List[str] = []
     for index, entry in enumerate(result.entries):
+        if entry.kind == UNRESOLVED:
+            result.uncertain = True
+            continue
+        if entry.gpu is not None and entry.gpu in seen:
+            if kinds[seen.index(entry.gpu)] == entry.kind:
+                # The same GPU named twice the same way: cuInit fails (measured: 0,0).
+                result.duplicate = result.duplicate or entry
+            else:
+                # By index and by UUID: measured "0,GPU-<uuid of 0>" -> GPU 0 alone,
+                # read as ending the list like an invalid entry.
+                entry.kind = INVALID
+                entry.reason = f"it names GPU {entry.gpu} again, in another form"
         if entry.kind == INVALID:
             result.stopped_at = entry
             result.dropped = result.entries[index + 1 :]
             break
-        if entry.kind == UNRESOLVED:
-            result.uncertain = True
-            continue
         assert entry.gpu is not None
-        if entry.gpu in seen and result.duplicate is None:
-            result.duplicate = entry
         seen.append(entry.gpu)
+        kinds.append(entry.kind)
     if result.duplicate is not None:
         result.predicted_code = CUDA_ERROR_INVALID_DEVICE
         result.predicted_visible = []

@@ -10,13 +10,12 @@ before it starts so a hang names the step.
 from __future__ import annotations
 
 import datetime
-import json
 import os
 import sys
 import time
 from typing import Any, Callable, Dict, List, Optional
 
-from preflight_check.rank_probe import JsonLinesLog
+from preflight_check.rank_probe import JsonLinesLog, parse_request
 
 ELEMENTS = 1 << 18  # 1 MiB of float32
 
@@ -151,7 +150,7 @@ def _write_stdout(text: str) -> None:
 
 
 def main() -> None:
-    request = json.loads(sys.argv[1])
+    request = parse_request(sys.argv[1:])
     log = JsonLinesLog(_write_stdout)
     code = run_worker(request, log, _gate)
     # Skip interpreter and NCCL teardown: the process is done and exit frees it all.

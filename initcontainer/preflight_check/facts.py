@@ -10,50 +10,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from preflight_check.driver.api import LoadedLibrary, cuda_error_name, uuid_key
+from preflight_check.calls import BindingOutcome, CallRecord
+from preflight_check.driver.api import LoadedLibrary, uuid_key
 from preflight_check.plan import Plan
 
-
-@dataclass
-class CallRecord:
-    """One driver call as observed: by whom, what it returned and how long it took."""
-
-    call: str
-    thread: str
-    code: Optional[int] = None
-    name: str = ""
-    value: Any = None
-    ms: float = 0.0
-    finished: bool = True
-
-    def to_dict(self) -> Dict[str, Any]:
-        out: Dict[str, Any] = {"call": self.call, "thread": self.thread}
-        if self.finished:
-            out["result"] = self.name or cuda_error_name(self.code or 0)
-            out["ms"] = round(self.ms, 1)
-            if self.value is not None:
-                out["value"] = self.value
-        else:
-            out["result"] = "did not return"
-        return out
-
-
-@dataclass
-class BindingOutcome:
-    """Binding one GPU: retain its primary context, make it current, use it."""
-
-    ordinal: int
-    ok: bool
-    calls: List[CallRecord] = field(default_factory=list)
-    failed_call: str = ""
-    detail: str = ""
-    ms: float = 0.0
-
-    def result_name(self) -> str:
-        for record in self.calls:
-            if record.call == self.failed_call:
-                return record.name
-        return "CUDA_SUCCESS" if self.ok else "not run"
+__all__ = [
+    "BindingOutcome",
+    "CallRecord",
+    "ChildOutcome",
+    "CudaGpu",
+    "CudaView",
+    "Facts",
+    "NvmlGpu",
+    "NvmlView",
+    "PreloadFacts",
+    "RuntimeRequirement",
+    "ShmFacts",
+]
 
 
 @dataclass
@@ -113,9 +86,6 @@ class NvmlView:
     cuda_driver_version: Optional[int] = None
     gpus: List[NvmlGpu] = field(default_factory=list)
     ms: float = 0.0
-    # True when memory and processes were read before this checker made any context,
-    # so every process and every byte in use belongs to someone else.
-    before_own_contexts: bool = True
 
     def by_uuid(self, uuid: str) -> Optional[NvmlGpu]:
         key = uuid_key(uuid)

@@ -2,15 +2,15 @@
 
 Timeline (each line starts as early as its inputs allow):
 
-  t0  rank probes start (one fresh interpreter per rank; they cuInit on their own)
+  t0  rank probes start: one fresh interpreter per rank, each runs cuInit itself
   t0  deep workers start (importing torch takes seconds; they wait at their gate)
-  t0  NVML inventory in a thread (memory and processes read before any context of ours)
-  t0  libcuda + cuInit + every ordinal's UUID / PCI bus id in this thread
-      -> gate opens once NVML is done: probes and one thread per GPU bind contexts
-  end collect probes and workers with timeouts
+  t0  this process: cuInit and every ordinal's UUID / PCI bus id, in a thread
+  t0  this process: the NVML inventory, memory and processes read before any context
+      of this checker exists -> then the probes' gate opens and they bind their GPU
+  end collect probes and workers, with timeouts
 
-The checker's wall time is therefore about one driver start-up plus one context per
-GPU, the same work a vLLM worker does, not the sum of the steps.
+This process creates no context when rank probes run; its wall time is about one
+driver start-up plus one context per GPU, the same work a vLLM worker does.
 """
 
 from __future__ import annotations
@@ -20,16 +20,17 @@ import shutil
 import tempfile
 import threading
 import time
-from typing import Dict, List, Optional, Set
+from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from preflight_check.children import Child, collect
 from preflight_check.collect import bind_all_from_threads, collect_cuda, collect_nvml
 from preflight_check.driver.api import (
     COMPUTE_MODE_EXCLUSIVE_PROCESS,
     COMPUTE_MODE_EXCLUSIVE_THREAD,
+    CudaDriver,
     uuid_key,
 )
-from preflight_check.facts import Facts, NvmlView
+from preflight_check.facts import CudaView, Facts, NvmlView
 from preflight_check.host import Host
 from preflight_check.options import Options
 
@@ -41,8 +42,6 @@ RELEVANT_ENV = (
     "LD_PRELOAD",
     "CUDA_VERSION",
 )
-# How long contexts wait for the NVML snapshot before going ahead without it.
-NVML_GATE_TIMEOUT_S = 5.0
 # Once one deep worker failed, how long its peers get before they are stopped.
 DEEP_GRACE_S = 10.0
 
@@ -64,7 +63,11 @@ def _exclusive_uuids(nvml: Optional[NvmlView]) -> Set[str]:
     }
 
 
-def gather(options: Options, host: Host) -> Facts:
+def gather(
+    options: Options, host: Host, while_waiting: Optional[Callable[[], None]] = None
+) -> Facts:
+    """Collect every fact; ``while_waiting`` runs while the children work (the CLI
+    imports the checks then)."""
     started = time.perf_counter()
     plan = options.plan
     facts = Facts(
@@ -75,17 +78,7 @@ def gather(options: Options, host: Host) -> Facts:
     def mark(name: str) -> None:
         timings[name] = round((time.perf_counter() - started) * 1000.0, 1)
 
-    nvml_done = threading.Event()
-    nvml_box: List[NvmlView] = []
-
-    def nvml_job() -> None:
-        nvml_box.append(collect_nvml(host.load_nvml))
-        nvml_done.set()
-
-    nvml_thread = threading.Thread(target=nvml_job, name="nvml", daemon=True)
-    # First: importing pynvml is the longest stretch of Python before the gate opens.
-    nvml_thread.start()
-
+    # 1. Children first: their interpreter start-up and cuInit are the long poles.
     probes: List[Child] = []
     if options.enabled("context-ranks") or options.enabled("thread-discipline"):
         count = _rank_count(options, host)
@@ -113,36 +106,48 @@ def gather(options: Options, host: Host) -> Facts:
             workers.append(Child(rank, worker_command, request, host.child_environ))
     mark("children_started")
 
-    facts.cuda, driver = collect_cuda(host.load_cuda, plan)
-    mark("cuda_view")
+    # 2. The CUDA view in a thread: cuInit releases the GIL, so NVML's import (a long
+    #    compile inside a zipapp) proceeds in this thread meanwhile.
+    cuda_box: List[Tuple[CudaView, Optional[CudaDriver]]] = []
+    cuda_thread = threading.Thread(
+        target=lambda: cuda_box.append(collect_cuda(host.load_cuda, plan)), daemon=True
+    )
+    cuda_thread.start()
+
+    # 3. NVML, before any context of ours exists: what it sees in use is someone else's.
+    facts.nvml = collect_nvml(host.load_nvml)
+    mark("nvml")
+    for probe in probes:
+        probe.release("go")
     facts.shm = host.shm()
     facts.preload = host.preload(host.environ)
     facts.runtime = host.runtime(host.environ)
-    mark("environment")
 
-    nvml_in_time = nvml_done.wait(NVML_GATE_TIMEOUT_S)
-    mark("nvml_gate")
-    can_bind = facts.cuda.initialised
-    for probe in probes:
-        probe.release("go" if can_bind else "stop")
-    enough = can_bind and facts.cuda.count >= plan.gpus_needed
+    cuda_thread.join()
+    facts.cuda, driver = cuda_box[0] if cuda_box else (CudaView(load_error="no answer"), None)
+    mark("cuda_view")
+    enough = facts.cuda.initialised and facts.cuda.count >= plan.gpus_needed
     if workers and not enough:
         facts.deep_skipped = (
             "CUDA did not initialise"
-            if not can_bind
+            if not facts.cuda.initialised
             else f"CUDA sees {facts.cuda.count} GPUs and the plan needs {plan.gpus_needed}"
         )
     for worker in workers:
         worker.release("go" if enough else "stop")
 
-    if driver is not None and can_bind and options.enabled("context-threads"):
-        # A GPU in an exclusive compute mode takes one process's context: leave it to
-        # its rank probe (the vLLM-like one) rather than collide with it.
-        exclusive = _exclusive_uuids(nvml_box[0] if nvml_box else None)
+    # Without rank processes, this process binds every GPU from its own threads. With
+    # them it creates no context at all: a second context per GPU, made concurrently,
+    # doubled the binding time on the H200s (docs/PERFORMANCE.md).
+    in_process = not probes and options.enabled("context-threads")
+    if in_process and driver is not None and facts.cuda.initialised:
+        exclusive = _exclusive_uuids(facts.nvml)
         ordinals = [g.ordinal for g in facts.cuda.gpus if uuid_key(g.uuid) not in exclusive]
         facts.thread_bindings = bind_all_from_threads(driver, ordinals, options.timeout_s)
         mark("thread_bindings")
 
+    if while_waiting is not None:
+        while_waiting()
     facts.ranks = collect(probes, options.timeout_s)
     mark("rank_probes")
     if workers:
@@ -150,10 +155,5 @@ def gather(options: Options, host: Host) -> Facts:
         mark("deep_workers")
     if store_dir is not None:
         shutil.rmtree(store_dir, ignore_errors=True)
-
-    nvml_thread.join(NVML_GATE_TIMEOUT_S)
-    facts.nvml = nvml_box[0] if nvml_box else NvmlView(error="NVML did not answer in time")
-    if not nvml_in_time:
-        facts.nvml.before_own_contexts = False
     mark("total")
     return facts

@@ -1,32 +1,54 @@
 """One vLLM rank, simulated: the child process started per GPU by the fast tier.
 
-A vLLM worker is a fresh process that inherits the pod's environment, initialises
-CUDA and binds GPU ``rank``. This child does the same through the driver API (no torch)
-and then runs the thread-discipline probe from a fresh thread. It runs with
-``python3 -S -I`` and imports nothing heavy so that it costs little more than the
-driver's own start-up.
+A vLLM worker is a fresh process that inherits the pod's environment, initialises CUDA
+and binds GPU ``rank`` from its main thread. This child does the same through the
+driver API (no torch); then a fresh thread runs the thread-discipline probe and binds
+the GPU again from that thread. It runs with ``python3 -S -I`` and imports nothing but
+ctypes, threading and four small modules of this package: its start-up is on the
+checker's critical path.
 
-Protocol: the request is one JSON argument; the child writes one JSON object per line
-to stdout (``b`` = call begins, ``e`` = call ended, ``note``, ``fatal``, ``done``) and
-reads one line from stdin before it creates a context: ``go`` or ``stop``. The parent
-holds that gate until NVML has recorded which memory and processes are someone else's.
+Protocol. Request: ``key=value`` arguments (rank, thread_timeout_s, alloc_bytes).
+The child writes one JSON object per line to stdout (``b`` = call begins, ``e`` = call
+ended, ``note``, ``fatal``, ``hang``, ``done``) and reads one line from stdin before it
+creates a context: ``go`` or ``stop``. The parent holds that gate until NVML has
+recorded which memory and processes belong to someone else.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading
-from typing import Any, Callable, Dict
 
 from preflight_check.binding import bind_device, probe_fresh_thread, timed_call
-from preflight_check.driver.api import CUDA_SUCCESS, CudaDriver, DriverUnavailable
-from preflight_check.facts import CallRecord
+from preflight_check.calls import CallRecord
+from preflight_check.driver.basics import CUDA_SUCCESS, DriverUnavailable
+
+TYPE_CHECKING = False  # see binding.py: keeps typing out of the child's start-up
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List
+
+    from preflight_check.driver.api import CudaDriver
 
 EXIT_OK = 0
 EXIT_HUNG = 3
 EXIT_NO_DRIVER = 4
+
+
+def _encode(value: Any) -> str:
+    """JSON for the few shapes the protocol carries, without importing json (and re)."""
+    if value is None or value is True or value is False:
+        return {None: "null", True: "true", False: "false"}[value]
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+        return '"' + "".join(c if c >= " " else f"\\u{ord(c):04x}" for c in escaped) + '"'
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_encode(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{_encode(str(k))}:{_encode(v)}" for k, v in value.items()) + "}"
+    return _encode(str(value))
 
 
 class JsonLinesLog:
@@ -38,7 +60,7 @@ class JsonLinesLog:
         self._lock = threading.Lock()
 
     def emit(self, record: Dict[str, Any]) -> None:
-        line = json.dumps(record, separators=(",", ":"), default=str) + "\n"
+        line = _encode(record) + "\n"
         with self._lock:
             self._write(line)
 
@@ -58,13 +80,19 @@ class JsonLinesLog:
         )
 
 
+def parse_request(argv: List[str]) -> Dict[str, str]:
+    """``key=value`` arguments, as the parent's Child sends them."""
+    return dict(arg.split("=", 1) for arg in argv if "=" in arg)
+
+
 def run_probe(
     load_driver: Callable[[], CudaDriver],
-    request: Dict[str, Any],
+    request: Dict[str, str],
     log: JsonLinesLog,
     wait_for_gate: Callable[[], bool],
 ) -> int:
     rank = int(request["rank"])
+    thread_timeout = float(request.get("thread_timeout_s", "10"))
     try:
         driver = load_driver()
     except DriverUnavailable as exc:
@@ -80,18 +108,17 @@ def run_probe(
         log.emit({"note": "stopped", "v": "the checker stopped this probe before binding"})
         log.emit({"done": True})
         return EXIT_OK
-    _, _, context = bind_device(driver, rank, log, "main", int(request.get("alloc_bytes", 1 << 20)))
-    if request.get("probe_threads", True):
-        probe = threading.Thread(
-            target=probe_fresh_thread, args=(driver, context, log), name="fresh", daemon=True
-        )
-        probe.start()
-        probe.join(float(request.get("thread_timeout_s", 10.0)))
-        if probe.is_alive():
-            # A driver call that never returns cannot be cancelled; leave at once and let
-            # the parent read the unfinished 'begin' line as the hang's evidence.
-            log.emit({"hang": float(request.get("thread_timeout_s", 10.0))})
-            return EXIT_HUNG
+    bind_device(driver, rank, log, "main", int(request.get("alloc_bytes", str(1 << 20))))
+    probe = threading.Thread(
+        target=probe_fresh_thread, args=(driver, rank, log), name="fresh", daemon=True
+    )
+    probe.start()
+    probe.join(thread_timeout)
+    if probe.is_alive():
+        # A driver call that never returns cannot be cancelled; leave at once and let
+        # the parent read the unfinished 'begin' line as the hang's evidence.
+        log.emit({"hang": thread_timeout})
+        return EXIT_HUNG
     log.emit({"done": True})
     return EXIT_OK
 
@@ -106,11 +133,11 @@ def _write_stdout(text: str) -> None:
 
 
 def main() -> None:
-    request = json.loads(sys.argv[1])
-    # Imported here so the module's protocol code is importable where ctypes loading
-    # of libcuda is not wanted (the fake-driver tests).
+    # Imported here so the protocol code above is importable without ctypes loading
+    # libcuda (the fake-driver tests run run_probe over a fake).
     from preflight_check.driver.libcuda import load_libcuda  # noqa: PLC0415
 
+    request = parse_request(sys.argv[1:])
     code = run_probe(load_libcuda, request, JsonLinesLog(_write_stdout), _gate_from_stdin)
     # os._exit skips interpreter teardown (and a hung daemon thread's join).
     os._exit(code)

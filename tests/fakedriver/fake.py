@@ -115,12 +115,16 @@ def visible_devices(machine: FakeMachine, environ: Mapping[str, str]) -> Tuple[i
     if value is None:
         return CUDA_SUCCESS, order
     chosen: List[int] = []
+    forms: List[str] = []
+    duplicate = False
     for raw in value.split(","):
         entry = raw.strip()
         gpu: Optional[int] = None
-        if entry.isdigit():
-            if int(entry) < len(order):
-                gpu = order[int(entry)]
+        form = "index"
+        digits = entry[1:] if entry.startswith("+") else entry  # "+1" is 1 (measured)
+        if digits.isdigit():
+            if int(digits) < len(order):
+                gpu = order[int(digits)]
         elif entry.startswith("GPU-"):
             prefix = uuid_key(entry)
             hits = [i for i in order if uuid_key(machine.gpus[i].uuid).startswith(prefix)]
@@ -128,10 +132,19 @@ def visible_devices(machine: FakeMachine, environ: Mapping[str, str]) -> Tuple[i
             # of several GPUs is treated the same way.
             if prefix and len(hits) == 1:
                 gpu = hits[0]
+            form = "uuid"
         if gpu is None:
             break  # an invalid entry ends the list (measured: 0,5,1 and 0,abc,1)
+        if gpu in chosen:
+            if forms[chosen.index(gpu)] == form:
+                duplicate = True  # measured: 0,0 and 0,1,0 fail cuInit with 101
+            else:
+                # Measured: "0,GPU-<uuid of 0>" gives GPU 0 alone with cuInit 0. Read as
+                # "ends the list", like an invalid entry (see docs/GPU_RUNS.md).
+                break
         chosen.append(gpu)
-    if len(set(chosen)) != len(chosen):
+        forms.append(form)
+    if duplicate:
         return CUDA_ERROR_INVALID_DEVICE, []
     if not chosen:
         return CUDA_ERROR_NO_DEVICE, []

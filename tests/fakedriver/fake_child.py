@@ -13,6 +13,7 @@ import json
 import os
 import sys
 import time
+from typing import Dict
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -32,7 +33,7 @@ def _gate() -> bool:
     return line.strip() == "go"
 
 
-def fake_deep(request: dict, log: rank_probe.JsonLinesLog) -> int:
+def fake_deep(request: Dict[str, str], log: rank_probe.JsonLinesLog) -> int:
     plan = json.loads(os.environ.get("PREFLIGHT_FAKE_DEEP", "{}"))
     rank = int(request["rank"])
     hang = plan.get("hang") or [None, None]
@@ -63,7 +64,7 @@ def fake_deep(request: dict, log: rank_probe.JsonLinesLog) -> int:
 
 
 def main() -> None:
-    module, request = sys.argv[1], json.loads(sys.argv[2])
+    module, request = sys.argv[1], rank_probe.parse_request(sys.argv[2:])
     machine = FakeMachine.from_json(os.environ["PREFLIGHT_FAKE_MACHINE"])
     log = rank_probe.JsonLinesLog(_write)
     if module == "rank_probe":

@@ -213,12 +213,29 @@ def test_children_inherit_the_environment_like_vllm_workers(tmp_path: Path) -> N
     assert os.environ.get("PREFLIGHT_FAKE_MACHINE") is None
 
 
-def test_exclusive_gpus_are_bound_by_their_rank_probe_only(tmp_path: Path) -> None:
+def test_without_rank_probes_the_checker_binds_from_its_own_threads(tmp_path: Path) -> None:
+    machine = h200_machine(2)
+    argv = ["--tp", "2", "--skip", "context-ranks,thread-discipline"]
+    run = run_check(fake_host(machine), argv, tmp_path)
+    threads = run.check("context-threads")
+    assert threads.status == PASS
+    assert threads.evidence["source"] == "checker threads"
+    assert [g["ordinal"] for g in threads.evidence["gpus"]] == [0, 1]
+
+
+def test_by_default_threads_bind_inside_the_rank_processes(tmp_path: Path) -> None:
+    run = run_check(fake_host(h200_machine(2)), ["--tp", "2"], tmp_path)
+    threads = run.check("context-threads")
+    assert threads.evidence["source"] == "rank processes"
+    assert "from a fresh thread in each rank process" in threads.message
+
+
+def test_exclusive_gpus_are_left_to_their_rank_probe(tmp_path: Path) -> None:
     machine = h200_machine(2)
     machine.gpus[1].compute_mode = 3  # Exclusive_Process
-    run = run_check(fake_host(machine), ["--tp", "2"], tmp_path)
+    argv = ["--tp", "2", "--skip", "context-ranks,thread-discipline"]
+    run = run_check(fake_host(machine), argv, tmp_path)
     threads = run.check("context-threads")
     assert [g["ordinal"] for g in threads.evidence["gpus"]] == [0]
-    assert "left to the rank probes" in threads.message
+    assert "GPUs [1] not bound from a thread" in threads.message
     assert run.check("compute-mode").status == WARN
-    assert run.check("context-ranks").status == PASS

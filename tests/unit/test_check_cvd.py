@@ -64,11 +64,22 @@ class TestUuids:
 
 
 class TestDuplicates:
-    def test_duplicate_by_index_and_uuid(self) -> None:
-        result = explain("2,GPU-3c4d", BASE)
+    def test_same_form_twice_fails_init(self) -> None:
+        result = explain("2,0,2", BASE)
         assert result.predicted_code == CUDA_ERROR_INVALID_DEVICE
         assert result.duplicate is not None
-        assert result.duplicate.position == 2
+        assert result.duplicate.position == 3
+
+    def test_index_then_uuid_of_the_same_gpu_ends_the_list(self) -> None:
+        # Measured on H200s: "0,GPU-<uuid of 0>" gives GPU 0 alone, cuInit succeeds.
+        result = explain("2,GPU-3c4d,0", BASE)
+        assert result.predicted_code == CUDA_SUCCESS
+        assert result.predicted_visible == [2]
+        assert result.stopped_at is not None
+        assert "again, in another form" in result.stopped_at.reason
+
+    def test_plus_sign_index(self) -> None:
+        assert explain("+1", BASE).predicted_visible == [1]
 
     def test_indices_and_kinds(self) -> None:
         result = explain(" 1 ,0", BASE)

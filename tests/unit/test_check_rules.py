@@ -185,7 +185,7 @@ def probe(rank: int, records: List[CallRecord], signal: Optional[int] = None) ->
 
 
 def rec(call: str, thread: str, code: int, value: Any = None, finished: bool = True) -> CallRecord:
-    return CallRecord(call, thread, code, "", value, 0.1, finished)
+    return CallRecord(call, thread, code=code, value=value, ms=0.1, finished=finished)
 
 
 class TestThreadProbeJudgement:
@@ -213,7 +213,11 @@ class TestThreadProbeJudgement:
         assert "SIGABRT" in problem
 
     def test_other_error_instead_of_invalid_context(self) -> None:
-        records = [CallRecord("cuCtxGetDevice", "fresh-unbound", 999, "CUDA_ERROR_UNKNOWN", -1)]
+        records = [
+            CallRecord(
+                "cuCtxGetDevice", "fresh-unbound", code=999, name="CUDA_ERROR_UNKNOWN", value=-1
+            )
+        ]
         [problem] = judge_probe(probe(0, records), 2, 10.0)
         assert "CUDA_ERROR_UNKNOWN instead of CUDA_ERROR_INVALID_CONTEXT" in problem
 

@@ -68,14 +68,61 @@ def _binding_failure_text(label: str, outcome: BindingOutcome) -> str:
     return f"{label}: {outcome.failed_call} failed with {name}"
 
 
+def fresh_thread_bindings(facts: Facts) -> List[BindingOutcome]:
+    """Each rank process's fresh thread binding its GPU (after the probe's unbound calls).
+
+    Ranks whose fresh thread never got to bind (the probe crashed or hung first) and
+    ranks without a GPU (see 'gpu-count') are left out.
+    """
+    out: List[BindingOutcome] = []
+    for outcome in facts.ranks:
+        if outcome.rank >= facts.cuda.count:
+            continue
+        records = [r for r in outcome.calls if r.thread == "fresh-bound"]
+        if not records:
+            continue
+        failed = next((r for r in records if not r.finished or r.code not in (0, None)), None)
+        detail = ""
+        if failed is None:
+            device = next((r for r in records if r.call == "cuCtxGetDevice"), None)
+            if device is not None and device.value != outcome.rank:
+                failed = device
+                detail = (
+                    f"cuCtxGetDevice returned device {device.value} in the thread bound to "
+                    f"{outcome.rank}"
+                )
+        if failed is not None and not failed.finished and not detail:
+            detail = f"{failed.call} did not return"
+        out.append(
+            BindingOutcome(
+                ordinal=outcome.rank,
+                ok=failed is None,
+                calls=records,
+                failed_call=failed.call if failed else "",
+                detail=detail,
+                ms=sum(r.ms for r in records),
+            )
+        )
+    return out
+
+
 @check("context-threads")
 def context_threads(facts: Facts, options: Options) -> List[CheckResult]:
     unavailable = cuda_unavailable(facts, "context-threads")
     if unavailable:
         return unavailable
-    outcomes = facts.thread_bindings
+    in_process = bool(facts.thread_bindings)
+    outcomes = facts.thread_bindings if in_process else fresh_thread_bindings(facts)
     if not outcomes:
-        return skipped("context-threads", "no GPU was bound from threads")
+        return skipped(
+            "context-threads",
+            "no fresh thread got to bind a GPU (see 'thread-discipline' and 'context-ranks')",
+        )
+    where = (
+        "from as many fresh threads of this process at once"
+        if in_process
+        else "from a fresh thread in each rank process, all at once"
+    )
     per_gpu = []
     failures = []
     labels = {g.ordinal: f"GPU {g.ordinal} ({short_uuid(g.uuid)})" for g in facts.cuda.gpus}
@@ -91,33 +138,33 @@ def context_threads(facts: Facts, options: Options) -> List[CheckResult]:
         )
         if not outcome.ok:
             failures.append((label, outcome))
-    skipped_gpus = [
-        g.ordinal for g in facts.cuda.gpus if g.ordinal not in {o.ordinal for o in outcomes}
+    bound = {o.ordinal for o in outcomes}
+    unbound = [
+        g.ordinal
+        for g in facts.cuda.gpus
+        if g.ordinal < facts.plan.gpus_needed and g.ordinal not in bound
     ]
     if failures:
-        label, first = failures[0]
+        _, first = failures[0]
         code = next((r.code for r in first.calls if r.call == first.failed_call), None)
         return result(
             "context-threads",
             FAIL,
-            "; ".join(_binding_failure_text(lbl, o) for lbl, o in failures)
-            + f" (from a fresh thread per GPU, {plural(len(outcomes), 'GPU')} at once)",
+            "; ".join(_binding_failure_text(lbl, o) for lbl, o in failures) + f" ({where})",
             binding_fix(code, first.failed_call),
             gpus=per_gpu,
+            source="checker threads" if in_process else "rank processes",
         )
     slowest = max(outcomes, key=lambda o: o.ms)
-    note = (
-        f"; GPUs {skipped_gpus} left to the rank probes (exclusive compute mode)"
-        if skipped_gpus
-        else ""
-    )
+    note = f"; GPUs {unbound} not bound from a thread (see 'compute-mode')" if unbound else ""
     return result(
         "context-threads",
         PASS,
-        f"{plural(len(outcomes), 'GPU')} bound from as many fresh threads at once: primary "
-        f"context retained and current, cuCtxGetDevice right, 1 MiB allocated and synchronised "
-        f"(slowest GPU {slowest.ordinal}: {slowest.ms:.0f} ms){note}",
+        f"{plural(len(outcomes), 'GPU')} bound {where}: primary context retained and "
+        f"current, cuCtxGetDevice right, 1 MiB allocated and synchronised (slowest GPU "
+        f"{slowest.ordinal}: {slowest.ms:.0f} ms){note}",
         gpus=per_gpu,
+        source="checker threads" if in_process else "rank processes",
     )
 
 

@@ -138,7 +138,6 @@ def gpu_memory(facts: Facts, options: Options) -> List[CheckResult]:
     evidence = {
         "gpu_memory_utilization": utilization,
         "gpus": rows,
-        "read_before_own_contexts": facts.nvml.before_own_contexts,
     }
     if short:
         most = min(m for _, m in short)
@@ -184,11 +183,10 @@ def gpu_processes(facts: Facts, options: Options) -> List[CheckResult]:
             )
             busy.append(f"{gpu_label(gpu)}: {listed}")
     if busy:
-        caveat = "" if facts.nvml.before_own_contexts else " (read late: may include this check)"
         return result(
             "gpu-processes",
             WARN,
-            f"other processes already hold a context on {'; '.join(busy)}{caveat}",
+            f"other processes already hold a context on {'; '.join(busy)}",
             "another workload shares these GPUs (time-slicing, MPS, a stale process or a "
             "privileged pod): free them or expect less memory and speed",
         )

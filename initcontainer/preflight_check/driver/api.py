@@ -9,54 +9,61 @@ evidence the report must name, not an exception to swallow.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Protocol, Tuple
 
-# CUresult values the checker names in its messages. The real driver's cuGetErrorName
-# is preferred; this table covers a missing or interposed cuGetErrorName.
-CUDA_SUCCESS = 0
-CUDA_ERROR_INVALID_VALUE = 1
-CUDA_ERROR_OUT_OF_MEMORY = 2
-CUDA_ERROR_NOT_INITIALIZED = 3
-CUDA_ERROR_STUB_LIBRARY = 34
-CUDA_ERROR_DEVICE_UNAVAILABLE = 46
-CUDA_ERROR_NO_DEVICE = 100
-CUDA_ERROR_INVALID_DEVICE = 101
-CUDA_ERROR_INVALID_CONTEXT = 201
-CUDA_ERROR_ECC_UNCORRECTABLE = 214
-CUDA_ERROR_SYSTEM_DRIVER_MISMATCH = 803
-CUDA_ERROR_UNKNOWN = 999
+# The driver's result codes and the loaded-library description live in ``basics`` (no
+# heavy imports: the rank probe child uses them); re-exported here for everyone else.
+from preflight_check.driver.basics import (
+    CUDA_ERROR_DEVICE_UNAVAILABLE,
+    CUDA_ERROR_ECC_UNCORRECTABLE,
+    CUDA_ERROR_INVALID_CONTEXT,
+    CUDA_ERROR_INVALID_DEVICE,
+    CUDA_ERROR_INVALID_VALUE,
+    CUDA_ERROR_NAMES,
+    CUDA_ERROR_NO_DEVICE,
+    CUDA_ERROR_NOT_INITIALIZED,
+    CUDA_ERROR_OUT_OF_MEMORY,
+    CUDA_ERROR_STUB_LIBRARY,
+    CUDA_ERROR_SYSTEM_DRIVER_MISMATCH,
+    CUDA_ERROR_UNKNOWN,
+    CUDA_SUCCESS,
+    DriverUnavailable,
+    LoadedLibrary,
+    SymbolProvider,
+    cuda_error_name,
+)
 
-CUDA_ERROR_NAMES: Dict[int, str] = {
-    0: "CUDA_SUCCESS",
-    1: "CUDA_ERROR_INVALID_VALUE",
-    2: "CUDA_ERROR_OUT_OF_MEMORY",
-    3: "CUDA_ERROR_NOT_INITIALIZED",
-    4: "CUDA_ERROR_DEINITIALIZED",
-    34: "CUDA_ERROR_STUB_LIBRARY",
-    46: "CUDA_ERROR_DEVICE_UNAVAILABLE",
-    100: "CUDA_ERROR_NO_DEVICE",
-    101: "CUDA_ERROR_INVALID_DEVICE",
-    102: "CUDA_ERROR_DEVICE_NOT_LICENSED",
-    201: "CUDA_ERROR_INVALID_CONTEXT",
-    214: "CUDA_ERROR_ECC_UNCORRECTABLE",
-    216: "CUDA_ERROR_CONTEXT_ALREADY_IN_USE",
-    217: "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED",
-    304: "CUDA_ERROR_OPERATING_SYSTEM",
-    400: "CUDA_ERROR_INVALID_HANDLE",
-    709: "CUDA_ERROR_CONTEXT_IS_DESTROYED",
-    800: "CUDA_ERROR_NOT_PERMITTED",
-    801: "CUDA_ERROR_NOT_SUPPORTED",
-    802: "CUDA_ERROR_SYSTEM_NOT_READY",
-    803: "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
-    804: "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE",
-    999: "CUDA_ERROR_UNKNOWN",
-}
-
-
-def cuda_error_name(code: int) -> str:
-    return CUDA_ERROR_NAMES.get(code, f"CUresult {code}")
-
+__all__ = [
+    "COMPUTE_MODE_DEFAULT",
+    "COMPUTE_MODE_EXCLUSIVE_PROCESS",
+    "COMPUTE_MODE_EXCLUSIVE_THREAD",
+    "COMPUTE_MODE_NAMES",
+    "COMPUTE_MODE_PROHIBITED",
+    "CUDA_ERROR_DEVICE_UNAVAILABLE",
+    "CUDA_ERROR_ECC_UNCORRECTABLE",
+    "CUDA_ERROR_INVALID_CONTEXT",
+    "CUDA_ERROR_INVALID_DEVICE",
+    "CUDA_ERROR_INVALID_VALUE",
+    "CUDA_ERROR_NAMES",
+    "CUDA_ERROR_NOT_INITIALIZED",
+    "CUDA_ERROR_NO_DEVICE",
+    "CUDA_ERROR_OUT_OF_MEMORY",
+    "CUDA_ERROR_STUB_LIBRARY",
+    "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+    "CUDA_ERROR_UNKNOWN",
+    "CUDA_SUCCESS",
+    "CudaDriver",
+    "DriverUnavailable",
+    "LoadedLibrary",
+    "Nvml",
+    "NvmlDevice",
+    "NvmlError",
+    "SymbolProvider",
+    "bus_id_key",
+    "cuda_error_name",
+    "format_uuid",
+    "uuid_key",
+]
 
 # NVML compute modes (nvmlComputeMode_t).
 COMPUTE_MODE_DEFAULT = 0
@@ -71,34 +78,8 @@ COMPUTE_MODE_NAMES: Dict[int, str] = {
 }
 
 
-class DriverUnavailable(Exception):
-    """libcuda.so.1 (or NVML) cannot be loaded at all: there is no driver to ask."""
-
-
 class NvmlError(Exception):
     """An NVML call failed for a reason other than 'not supported on this GPU'."""
-
-
-@dataclass
-class SymbolProvider:
-    """Which shared object answers a driver entry point, as the dynamic linker resolves it."""
-
-    symbol: str
-    path: str
-
-
-@dataclass
-class LoadedLibrary:
-    """The CUDA driver library this process actually uses (issue 8: interposers).
-
-    ``path`` is the file that was loaded for ``libcuda.so.1``; ``providers`` says which
-    object each entry point resolves to in the process's global scope, which is where an
-    LD_PRELOAD interposer shows itself.
-    """
-
-    requested: str
-    path: str
-    providers: List[SymbolProvider] = field(default_factory=list)
 
 
 class CudaDriver(Protocol):

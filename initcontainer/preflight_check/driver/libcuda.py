@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import ctypes
 import os
-from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from preflight_check.driver.api import (
+from preflight_check.driver.basics import (
     CUDA_SUCCESS,
     DriverUnavailable,
     LoadedLibrary,
     SymbolProvider,
     cuda_error_name,
 )
+
+TYPE_CHECKING = False  # keeps typing out of the rank probe's start-up (see binding.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List, Optional, Tuple
 
 LIBCUDA = "libcuda.so.1"
 
