@@ -160,7 +160,7 @@ def main() -> int:
     print(f"{'value':<48} {'cuInit':>6}  {'CUDA sees (bus)':<34} fake")
     for row in rows:
         shown = "unset" if row["value"] is None else repr(row["value"])
-        buses = ", ".join(b.split(":")[1] for b in row["buses"]) or "none"
+        buses = ", ".join(b.split(":", 1)[1] for b in row["buses"]) or "none"
         verdict = "same" if row["agree"] else f"DIFFERS: {row['fake_cuInit']} {row['fake_buses']}"
         print(f"{shown:<48} {row['cuInit']:>6}  {buses:<34} {verdict}")
     beyond = {r["cuDeviceGet(count)"] for r in rows if r["cuDeviceGet(count)"] is not None}

@@ -70,6 +70,7 @@ class Child:
         self._open: Dict[tuple[str, str], CallRecord] = {}
         self._stderr: List[str] = []
         self._done = threading.Event()
+        self._noted = threading.Event()
         self._started = time.perf_counter()
         try:
             self._process: Optional[subprocess.Popen[bytes]] = subprocess.Popen(
@@ -140,6 +141,7 @@ class Child:
             self.outcome.fatal = str(record["fatal"])
         elif "note" in record:
             self.outcome.notes[str(record["note"])] = record.get("v")
+            self._noted.set()
         elif "hang" in record:
             self.outcome.timed_out = True
             self.outcome.notes["hang_after_s"] = record["hang"]
@@ -155,6 +157,17 @@ class Child:
             self._process.stdin.close()
         except (BrokenPipeError, OSError, ValueError):
             pass
+
+    def wait_note(self, name: str, timeout: float) -> bool:
+        """Wait until the child has reported ``name`` or ended (True if reported)."""
+        deadline = time.monotonic() + timeout
+        while name not in self.outcome.notes and not self._done.is_set():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            self._noted.wait(min(remaining, 0.05))
+            self._noted.clear()
+        return name in self.outcome.notes
 
     def wait(self, timeout: Optional[float]) -> bool:
         return self._done.wait(timeout)

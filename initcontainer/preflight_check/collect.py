@@ -4,25 +4,36 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, List, Optional, Tuple
+from typing import Any, Callable, List, Mapping, Optional, Tuple
 
 from preflight_check.binding import bind_device
+from preflight_check.cudaview import read_view, tp_groups
 from preflight_check.driver.api import (
     CUDA_SUCCESS,
     CudaDriver,
     DriverUnavailable,
+    LoadedLibrary,
     Nvml,
+    NvmlDevice,
     NvmlError,
-    format_uuid,
+    SymbolProvider,
 )
-from preflight_check.facts import BindingOutcome, CallRecord, CudaGpu, CudaView, NvmlGpu, NvmlView
+from preflight_check.facts import (
+    BindingOutcome,
+    CallRecord,
+    ChildOutcome,
+    CudaGpu,
+    CudaView,
+    NvmlGpu,
+    NvmlView,
+)
 from preflight_check.plan import Plan
 
 
 def collect_cuda(
     load: Callable[[], CudaDriver], plan: Plan
 ) -> Tuple[CudaView, Optional[CudaDriver]]:
-    """Load libcuda, cuInit, and read every ordinal's UUID and PCI bus id."""
+    """Load libcuda, cuInit, and read every ordinal's UUID and PCI bus id (this process)."""
     view = CudaView()
     try:
         driver = load()
@@ -38,56 +49,93 @@ def collect_cuda(
     code, version = driver.driver_version()
     if code == CUDA_SUCCESS:
         view.driver_version = version
-    if view.init_code != CUDA_SUCCESS:
-        return view, driver
-    code, count = driver.device_count()
-    if code != CUDA_SUCCESS:
-        view.query_errors.append(f"cuDeviceGetCount: {driver.error_name(code)}")
-        return view, driver
-    handles: List[int] = []
-    for ordinal in range(count):
-        code, device = driver.device_get(ordinal)
-        if code != CUDA_SUCCESS:
-            view.query_errors.append(f"cuDeviceGet({ordinal}): {driver.error_name(code)}")
-            continue
-        handles.append(device)
-        gpu = CudaGpu(ordinal=ordinal, uuid="", pci_bus_id="")
-        code, raw = driver.device_uuid(device)
-        if code == CUDA_SUCCESS:
-            gpu.uuid = format_uuid(raw)
-        else:
-            view.query_errors.append(f"cuDeviceGetUuid({ordinal}): {driver.error_name(code)}")
-        code, bus = driver.device_pci_bus_id(device)
-        if code == CUDA_SUCCESS:
-            gpu.pci_bus_id = bus.lower()
-        code, name = driver.device_name(device)
-        if code == CUDA_SUCCESS:
-            gpu.name = name
-        code, total = driver.device_total_mem(device)
-        if code == CUDA_SUCCESS:
-            gpu.total_memory = total
-        view.gpus.append(gpu)
-    for group in plan.tp_groups():
-        members = [o for o in group if o < len(handles)]
-        for a in members:
-            for b in members:
-                if a != b:
-                    code, ok = driver.can_access_peer(handles[a], handles[b])
-                    view.peer_access[(a, b)] = ok if code == CUDA_SUCCESS else False
+    if view.init_code == CUDA_SUCCESS:
+        _fill(view, read_view(driver, tp_groups(plan.tp, plan.gpus_needed)))
     return view, driver
 
 
-def collect_nvml(load: Callable[[], Nvml]) -> NvmlView:
-    """The NVML inventory: every GPU in the container, in PCI order."""
-    view = NvmlView()
-    started = time.perf_counter()
-    try:
-        nvml = load()
-        nvml.init()
-    except DriverUnavailable as exc:
-        view.error = str(exc)
+def _fill(view: CudaView, data: Mapping[str, Any]) -> None:
+    for gpu in data.get("gpus", []):
+        view.gpus.append(
+            CudaGpu(
+                ordinal=int(gpu["ordinal"]),
+                uuid=str(gpu.get("uuid", "")),
+                pci_bus_id=str(gpu.get("pci_bus_id", "")),
+                name=str(gpu.get("name", "")),
+                total_memory=int(gpu.get("total_memory", 0)),
+            )
+        )
+    for a, b, ok in data.get("peer", []):
+        view.peer_access[(int(a), int(b))] = bool(ok)
+    view.query_errors.extend(str(e) for e in data.get("errors", []))
+
+
+def cuda_view_from_probe(outcome: ChildOutcome) -> Optional[CudaView]:
+    """The CUDA view rank 0's probe read from the driver, in the workload's environment.
+
+    None when the probe never got to say (it could not start); then the checker asks
+    the driver itself.
+    """
+    library = outcome.notes.get("library")
+    view = CudaView()
+    if outcome.fatal:
+        view.load_error = outcome.fatal
         return view
-    try:
+    if not isinstance(library, dict):
+        return None
+    view.loaded = True
+    view.library = LoadedLibrary(
+        str(library.get("requested", "libcuda.so.1")),
+        str(library.get("path", "")),
+        [SymbolProvider(str(s), str(p)) for s, p in library.get("providers", [])],
+    )
+    version = outcome.notes.get("driver_version")
+    view.driver_version = int(version) if isinstance(version, int) and version else None
+    init = next((c for c in outcome.calls if c.call == "cuInit"), None)
+    if init is None or not init.finished:
+        return None
+    view.init_code = init.code
+    view.init_ms = init.ms
+    view.init_name = init.name or "CUDA_SUCCESS"
+    data = outcome.notes.get("view")
+    if init.code == CUDA_SUCCESS:
+        if not isinstance(data, dict):
+            return None
+        _fill(view, data)
+    return view
+
+
+class NvmlSession:
+    """The NVML inventory in two reads: what the GPUs are (early, concurrently with the
+    probes), and what is in use on them (memory, processes).
+
+    The second read happens when this checker holds no context: before any of its own,
+    or after every child that made one has exited. Then all memory and every process
+    NVML reports belong to someone else.
+    """
+
+    def __init__(self, load: Callable[[], Nvml]) -> None:
+        self.view = NvmlView()
+        self._nvml: Optional[Nvml] = None
+        self._devices: List[NvmlDevice] = []
+        started = time.perf_counter()
+        try:
+            nvml = load()
+            nvml.init()
+        except DriverUnavailable as exc:
+            self.view.error = str(exc)
+            return
+        self._nvml = nvml
+        try:
+            self._read_static(nvml)
+            self.view.available = True
+        except NvmlError as exc:
+            self.view.error = f"NVML: {exc}"
+            self.close()
+        self.view.ms = (time.perf_counter() - started) * 1000.0
+
+    def _read_static(self, nvml: Nvml) -> None:
+        view = self.view
         view.driver_version = nvml.driver_version()
         try:
             view.cuda_driver_version = nvml.cuda_driver_version()
@@ -95,33 +143,46 @@ def collect_nvml(load: Callable[[], Nvml]) -> NvmlView:
             view.cuda_driver_version = None
         for index in range(nvml.device_count()):
             device = nvml.device(index)
+            self._devices.append(device)
             gpu = NvmlGpu(index=index, uuid=device.uuid(), pci_bus_id=device.pci_bus_id().lower())
             for attribute, read in (
                 ("name", device.name),
-                ("memory", device.memory),
                 ("compute_mode", device.compute_mode),
                 ("mig_enabled", device.mig_enabled),
                 ("ecc_uncorrectable", device.ecc_volatile_uncorrectable),
-                ("processes", device.compute_processes),
             ):
                 try:
-                    value = read()
+                    setattr(gpu, attribute, read())
                 except NvmlError as exc:
                     gpu.errors.append(f"{attribute}: {exc}")
-                    continue
-                if attribute == "memory":
-                    assert isinstance(value, tuple)
-                    gpu.memory_total, gpu.memory_used = value
-                else:
-                    setattr(gpu, attribute, value)
             view.gpus.append(gpu)
-        view.available = True
-    except NvmlError as exc:
-        view.error = f"NVML: {exc}"
-    finally:
-        nvml.shutdown()
-        view.ms = (time.perf_counter() - started) * 1000.0
-    return view
+
+    def read_usage(self) -> None:
+        """Memory in use and compute processes of every GPU, now."""
+        started = time.perf_counter()
+        for gpu, device in zip(self.view.gpus, self._devices):
+            try:
+                gpu.memory_total, gpu.memory_used = device.memory()
+            except NvmlError as exc:
+                gpu.errors.append(f"memory: {exc}")
+            try:
+                gpu.processes = device.compute_processes()
+            except NvmlError as exc:
+                gpu.errors.append(f"processes: {exc}")
+        self.view.ms += (time.perf_counter() - started) * 1000.0
+
+    def close(self) -> None:
+        if self._nvml is not None:
+            self._nvml.shutdown()
+            self._nvml = None
+
+
+def collect_nvml(load: Callable[[], Nvml]) -> NvmlView:
+    """The whole NVML inventory at once (usage read now)."""
+    session = NvmlSession(load)
+    session.read_usage()
+    session.close()
+    return session.view
 
 
 class _ThreadLog:

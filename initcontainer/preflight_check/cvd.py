@@ -8,7 +8,8 @@ guessing.
 
 Rules (GPU_FACTS.md, and rows measured later in docs/GPU_RUNS.md): entries are comma
 separated, spaces around them are tolerated; an entry is an index into CUDA's own
-enumeration (a leading '+' is accepted), a full GPU UUID (with or without dashes, hex in
+enumeration, read as the leading integer the way strtol does ("+1" and "1abc" are 1,
+"0x1" is 0), a full GPU UUID (with or without dashes, hex in
 either case, the ``GPU-`` prefix exactly so) or a unique UUID prefix such as
 ``GPU-ea300b2e``. The first entry that names no GPU ends the list: it and everything
 after it are ignored. A GPU named twice the same way before that point fails cuInit
@@ -19,6 +20,7 @@ cuInit with CUDA_ERROR_NO_DEVICE (100).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence
 
@@ -88,26 +90,27 @@ class Explanation:
         return out
 
 
-def _index_digits(text: str) -> str:
-    """The digits of an index entry; the driver accepts a leading '+' (measured: "+1")."""
-    return text[1:] if text.startswith("+") else text
+_LEADING_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 def _classify(position: int, text: str, base: Optional[Sequence[BaseGpu]]) -> Entry:
-    if _index_digits(text).isdigit():
-        index = int(_index_digits(text))
+    number = _LEADING_INTEGER.match(text)
+    if number:
+        # The driver reads the leading integer, like strtol (measured: "+1" -> 1,
+        # "1abc" -> 1, "0x1" -> 0, "1.0" -> 1, "-0" -> 0).
+        index = int(number.group())
+        rest = text[number.end() :]
+        if index < 0:
+            return Entry(
+                position, text, INVALID, reason="a negative index hides every GPU from there on"
+            )
         if base is None:
             return Entry(position, text, UNRESOLVED, reason="GPU list unknown (NVML unavailable)")
-        if index < len(base):
-            return Entry(position, text, INDEX, gpu=index)
-        return Entry(
-            position,
-            text,
-            INVALID,
-            reason=f"there is no GPU {index} (this container has {len(base)}: 0-{len(base) - 1})"
-            if base
-            else f"there is no GPU {index} (no GPU is present)",
-        )
+        if index >= len(base):
+            have = f"this container has {len(base)}: 0-{len(base) - 1}" if base else "none"
+            return Entry(position, text, INVALID, reason=f"there is no GPU {index} ({have})")
+        note = f"CUDA reads {index} and ignores {rest!r}" if rest else ""
+        return Entry(position, text, INDEX, gpu=index, reason=note)
     if text.startswith("MIG-"):
         return Entry(position, text, UNRESOLVED, reason="MIG device UUIDs are not resolved here")
     if text.startswith("GPU-"):

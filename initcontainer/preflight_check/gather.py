@@ -20,10 +20,15 @@ import shutil
 import tempfile
 import threading
 import time
-from typing import Callable, Dict, List, Optional, Set, Tuple
+from typing import Callable, Dict, List, Optional, Set
 
 from preflight_check.children import Child, collect
-from preflight_check.collect import bind_all_from_threads, collect_cuda, collect_nvml
+from preflight_check.collect import (
+    NvmlSession,
+    bind_all_from_threads,
+    collect_cuda,
+    cuda_view_from_probe,
+)
 from preflight_check.driver.api import (
     COMPUTE_MODE_EXCLUSIVE_PROCESS,
     COMPUTE_MODE_EXCLUSIVE_THREAD,
@@ -78,7 +83,8 @@ def gather(
     def mark(name: str) -> None:
         timings[name] = round((time.perf_counter() - started) * 1000.0, 1)
 
-    # 1. Children first: their interpreter start-up and cuInit are the long poles.
+    # 1. Children first: their interpreter start-up and cuInit are the long poles. They
+    #    wait for nothing: nothing of this process runs before them on the GPUs.
     probes: List[Child] = []
     if options.enabled("context-ranks") or options.enabled("thread-discipline"):
         count = _rank_count(options, host)
@@ -89,7 +95,11 @@ def gather(
                 "rank": rank,
                 "thread_timeout_s": min(10.0, options.timeout_s / 2),
             }
-            probes.append(Child(rank, probe_command, request, host.child_environ))
+            if rank == 0:
+                request.update(view=1, tp=plan.tp, needed=plan.gpus_needed)
+            probe = Child(rank, probe_command, request, host.child_environ)
+            probe.release("go")
+            probes.append(probe)
     workers: List[Child] = []
     store_dir: Optional[str] = None
     if options.tier == "deep":
@@ -106,25 +116,27 @@ def gather(
             workers.append(Child(rank, worker_command, request, host.child_environ))
     mark("children_started")
 
-    # 2. The CUDA view in a thread: cuInit releases the GIL, so NVML's import (a long
-    #    compile inside a zipapp) proceeds in this thread meanwhile.
-    cuda_box: List[Tuple[CudaView, Optional[CudaDriver]]] = []
-    cuda_thread = threading.Thread(
-        target=lambda: cuda_box.append(collect_cuda(host.load_cuda, plan)), daemon=True
+    # 2. What the GPUs are, from NVML, meanwhile (its usage is read later, see below).
+    nvml_box: List[NvmlSession] = []
+    nvml_thread = threading.Thread(
+        target=lambda: nvml_box.append(NvmlSession(host.load_nvml)), daemon=True
     )
-    cuda_thread.start()
-
-    # 3. NVML, before any context of ours exists: what it sees in use is someone else's.
-    facts.nvml = collect_nvml(host.load_nvml)
-    mark("nvml")
-    for probe in probes:
-        probe.release("go")
+    nvml_thread.start()
     facts.shm = host.shm()
     facts.preload = host.preload(host.environ)
     facts.runtime = host.runtime(host.environ)
 
-    cuda_thread.join()
-    facts.cuda, driver = cuda_box[0] if cuda_box else (CudaView(load_error="no answer"), None)
+    # 3. What CUDA shows: rank 0's probe reports it (this process then never runs
+    #    cuInit: five processes initialising the driver at once are slower than four);
+    #    without probes, or if rank 0 could not say, this process asks the driver.
+    driver: Optional[CudaDriver] = None
+    view: Optional[CudaView] = None
+    if probes:
+        probes[0].wait_note("view", options.timeout_s)
+        view = cuda_view_from_probe(probes[0].outcome)
+    if view is None:
+        view, driver = collect_cuda(host.load_cuda, plan)
+    facts.cuda = view
     mark("cuda_view")
     enough = facts.cuda.initialised and facts.cuda.count >= plan.gpus_needed
     if workers and not enough:
@@ -136,12 +148,16 @@ def gather(
     for worker in workers:
         worker.release("go" if enough else "stop")
 
-    # Without rank processes, this process binds every GPU from its own threads. With
-    # them it creates no context at all: a second context per GPU, made concurrently,
-    # doubled the binding time on the H200s (docs/PERFORMANCE.md).
+    nvml_thread.join()
+    session = nvml_box[0] if nvml_box else None
+    mark("nvml")
+    # Without rank processes this process binds every GPU from its own threads, after
+    # reading NVML's usage (no context of ours exists yet).
     in_process = not probes and options.enabled("context-threads")
+    if session is not None and not (probes or workers):
+        session.read_usage()
     if in_process and driver is not None and facts.cuda.initialised:
-        exclusive = _exclusive_uuids(facts.nvml)
+        exclusive = _exclusive_uuids(session.view if session else None)
         ordinals = [g.ordinal for g in facts.cuda.gpus if uuid_key(g.uuid) not in exclusive]
         facts.thread_bindings = bind_all_from_threads(driver, ordinals, options.timeout_s)
         mark("thread_bindings")
@@ -155,5 +171,13 @@ def gather(
         mark("deep_workers")
     if store_dir is not None:
         shutil.rmtree(store_dir, ignore_errors=True)
+    if session is not None:
+        if probes or workers:
+            # Every child has exited, and with it every context this checker made.
+            session.read_usage()
+        session.close()
+        facts.nvml = session.view
+    else:
+        facts.nvml = NvmlView(error="NVML did not answer")
     mark("total")
     return facts

@@ -7,7 +7,8 @@ the GPU again from that thread. It runs with ``python3 -S -I`` and imports nothi
 ctypes, threading and four small modules of this package: its start-up is on the
 checker's critical path.
 
-Protocol. Request: ``key=value`` arguments (rank, thread_timeout_s, alloc_bytes).
+Protocol. Request: ``key=value`` arguments (rank, thread_timeout_s, alloc_bytes; and
+view=1 tp= needed= for the rank that reports the CUDA view).
 The child writes one JSON object per line to stdout (``b`` = call begins, ``e`` = call
 ended, ``note``, ``fatal``, ``hang``, ``done``) and reads one line from stdin before it
 creates a context: ``go`` or ``stop``. The parent holds that gate until NVML has
@@ -22,6 +23,7 @@ import threading
 
 from preflight_check.binding import bind_device, probe_fresh_thread, timed_call
 from preflight_check.calls import CallRecord
+from preflight_check.cudaview import library_note, read_view, tp_groups
 from preflight_check.driver.basics import CUDA_SUCCESS, DriverUnavailable
 
 TYPE_CHECKING = False  # see binding.py: keeps typing out of the child's start-up
@@ -98,12 +100,18 @@ def run_probe(
     except DriverUnavailable as exc:
         log.emit({"fatal": str(exc)})
         return EXIT_NO_DRIVER
-    log.emit({"note": "library", "v": driver.library().path})
+    log.emit({"note": "library", "v": library_note(driver)})
+    version_code, version = driver.driver_version()
+    log.emit({"note": "driver_version", "v": version if version_code == CUDA_SUCCESS else None})
     code, _ = timed_call(driver, log, "main", "cuInit", driver.init)
     if code != CUDA_SUCCESS:
         log.emit({"done": True})
         return EXIT_OK
     timed_call(driver, log, "main", "cuDeviceGetCount", driver.device_count)
+    if request.get("view") == "1":
+        # Rank 0 tells the checker what CUDA shows, so the checker needs no cuInit.
+        groups = tp_groups(int(request.get("tp", "1")), int(request.get("needed", "1")))
+        log.emit({"note": "view", "v": read_view(driver, groups)})
     if not wait_for_gate():
         log.emit({"note": "stopped", "v": "the checker stopped this probe before binding"})
         log.emit({"done": True})

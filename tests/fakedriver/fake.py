@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -121,10 +122,13 @@ def visible_devices(machine: FakeMachine, environ: Mapping[str, str]) -> Tuple[i
         entry = raw.strip()
         gpu: Optional[int] = None
         form = "index"
-        digits = entry[1:] if entry.startswith("+") else entry  # "+1" is 1 (measured)
-        if digits.isdigit():
-            if int(digits) < len(order):
-                gpu = order[int(digits)]
+        # The leading integer, like strtol (measured: "+1" -> 1, "1abc" -> 1, "0x1" -> 0,
+        # "1.0" -> 1, "-0" -> 0, "-1" -> no GPU).
+        number = re.match(r"[+-]?[0-9]+", entry)
+        if number:
+            index = int(number.group())
+            if 0 <= index < len(order):
+                gpu = order[index]
         elif entry.startswith("GPU-"):
             prefix = uuid_key(entry)
             hits = [i for i in order if uuid_key(machine.gpus[i].uuid).startswith(prefix)]

@@ -20,8 +20,10 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [os.path.join(REPO, "initcontainer"), REPO]
 
 from tests.fakedriver.fake import FakeCudaDriver, FakeMachine  # noqa: E402
+from tests.fakedriver.harness import NO_DRIVER  # noqa: E402
 
 from preflight_check import deep_worker, rank_probe  # noqa: E402
+from preflight_check.driver.basics import DriverUnavailable  # noqa: E402
 
 
 def _write(text: str) -> None:
@@ -68,9 +70,13 @@ def main() -> None:
     machine = FakeMachine.from_json(os.environ["PREFLIGHT_FAKE_MACHINE"])
     log = rank_probe.JsonLinesLog(_write)
     if module == "rank_probe":
-        code = rank_probe.run_probe(
-            lambda: FakeCudaDriver(machine, os.environ), request, log, _gate
-        )
+
+        def load() -> FakeCudaDriver:
+            if os.environ.get("PREFLIGHT_FAKE_NO_DRIVER"):
+                raise DriverUnavailable(NO_DRIVER)
+            return FakeCudaDriver(machine, os.environ)
+
+        code = rank_probe.run_probe(load, request, log, _gate)
     else:
         code = fake_deep(request, log)
     os._exit(code)

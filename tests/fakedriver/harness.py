@@ -16,6 +16,10 @@ from preflight_check.facts import PreloadFacts, RuntimeRequirement, ShmFacts
 from preflight_check.host import Host
 from preflight_check.report import Report
 
+NO_DRIVER = (
+    "libcuda.so.1 not found (libcuda.so.1: cannot open shared object file: "
+    "No such file or directory)"
+)
 FAKE_CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_child.py")
 GIB = 1 << 30
 
@@ -50,14 +54,13 @@ def fake_host(
         if no_driver:
             from preflight_check.driver.api import DriverUnavailable
 
-            raise DriverUnavailable(
-                "libcuda.so.1 not found (libcuda.so.1: cannot open shared object file: "
-                "No such file or directory)"
-            )
+            raise DriverUnavailable(NO_DRIVER)
         return FakeCudaDriver(machine, env)
 
     child_env = {"PATH": os.environ.get("PATH", ""), **env}
     child_env["PREFLIGHT_FAKE_MACHINE"] = machine.to_json()
+    if no_driver:
+        child_env["PREFLIGHT_FAKE_NO_DRIVER"] = "1"
     if deep_plan is not None:
         child_env["PREFLIGHT_FAKE_DEEP"] = json.dumps(deep_plan)
     return Host(

@@ -67,6 +67,8 @@ class TestIssueScenarios:
         assert run.code == 1
         assert "set but empty" in run.check("cuda-visible-devices").message
         assert run.check("gpu-count").status == SKIP
+        # One cause, one failure: vLLM's parsing is moot when CUDA sees nothing.
+        assert run.check("vllm-device-ids").status == SKIP
 
     def test_uuid_prefix_passes_cuda_and_flags_vllm(self, tmp_path: Path) -> None:
         host = fake_host(h200_machine(2), {"CUDA_VISIBLE_DEVICES": "GPU-7b01"})

@@ -66,6 +66,17 @@ ROWS: List[Tuple[Optional[str], int, List[str]]] = [
     ("gpu-" + GPU0[4:12], CUDA_ERROR_NO_DEVICE, []),
     ("GPU-" + GPU0[4:12].upper(), CUDA_SUCCESS, ["06"]),
     ("GPU-" + GPU0[4:8] + "-" + GPU0[8:12], CUDA_SUCCESS, ["06"]),
+    # Measured 2026-11-29 on nvidia-h200-x4.
+    (f"0,{GPU0},1", CUDA_SUCCESS, ["06"]),
+    (f"{GPU0},0,1", CUDA_SUCCESS, ["06"]),
+    (f"{GPU1},{GPU1}", CUDA_ERROR_INVALID_DEVICE, []),
+    (f"{GPU0[:12]},{GPU0}", CUDA_ERROR_INVALID_DEVICE, []),
+    (f"0,1,{GPU0[:12]}", CUDA_SUCCESS, ["06", "07"]),
+    ("+0,1", CUDA_SUCCESS, ["06", "07"]),
+    ("-0", CUDA_SUCCESS, ["06"]),
+    ("1abc", CUDA_SUCCESS, ["07"]),
+    ("0x1", CUDA_SUCCESS, ["06"]),
+    ("1.0", CUDA_SUCCESS, ["07"]),
 ]
 
 

@@ -81,6 +81,11 @@ class TestDuplicates:
     def test_plus_sign_index(self) -> None:
         assert explain("+1", BASE).predicted_visible == [1]
 
+    def test_leading_integer_is_read_and_the_rest_named(self) -> None:
+        result = explain("1abc,0x2", BASE)
+        assert result.predicted_visible == [1, 0]
+        assert result.entries[0].reason == "CUDA reads 1 and ignores 'abc'"
+
     def test_indices_and_kinds(self) -> None:
         result = explain(" 1 ,0", BASE)
         assert [(e.kind, e.gpu) for e in result.entries] == [(INDEX, 1), (INDEX, 0)]

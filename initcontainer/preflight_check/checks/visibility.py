@@ -187,6 +187,13 @@ def vllm_device_ids(facts: Facts, options: Options) -> List[CheckResult]:
         return result(
             "vllm-device-ids", PASS, "CUDA_VISIBLE_DEVICES not set: nothing for vLLM to parse"
         )
+    if facts.cuda.loaded and facts.cuda.init_code in (
+        CUDA_ERROR_NO_DEVICE,
+        CUDA_ERROR_INVALID_DEVICE,
+    ):
+        return skipped(
+            "vllm-device-ids", "CUDA sees no GPU with this value (see 'cuda-visible-devices')"
+        )
     bad = vllm_unparseable(value)
     if not bad:
         return result(

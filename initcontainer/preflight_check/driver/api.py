@@ -31,6 +31,7 @@ from preflight_check.driver.basics import (
     LoadedLibrary,
     SymbolProvider,
     cuda_error_name,
+    format_uuid,
 )
 
 __all__ = [
@@ -169,12 +170,6 @@ class Nvml(Protocol):
     def device_count(self) -> int: ...
 
     def device(self, index: int) -> NvmlDevice: ...
-
-
-def format_uuid(raw: bytes, prefix: str = "GPU-") -> str:
-    """16 raw bytes from cuDeviceGetUuid in NVML's textual form."""
-    text = raw.hex()
-    return f"{prefix}{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:32]}"
 
 
 def uuid_key(uuid: str) -> str:

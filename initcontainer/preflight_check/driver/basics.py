@@ -97,3 +97,9 @@ class LoadedLibrary:
 
     def __repr__(self) -> str:
         return f"LoadedLibrary({self.requested!r}, {self.path!r}, {self.providers!r})"
+
+
+def format_uuid(raw: bytes, prefix: str = "GPU-") -> str:
+    """16 raw bytes from cuDeviceGetUuid in NVML's textual form."""
+    text = raw.hex()
+    return f"{prefix}{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:32]}"
