@@ -53,9 +53,14 @@ def main() -> int:
     parser.add_argument("--gpus", type=int, default=0, help="default: every GPU CUDA sees")
     parser.add_argument("--deep", action="store_true")
     parser.add_argument("--json", default="")
+    parser.add_argument(
+        "--visible", default="", help="CUDA_VISIBLE_DEVICES for every variant (a GPU subset)"
+    )
     args = parser.parse_args()
     env = dict(os.environ)
     env.pop("CUDA_VISIBLE_DEVICES", None)
+    if args.visible:
+        env["CUDA_VISIBLE_DEVICES"] = args.visible
     python = sys.executable
     floor = timed([python, "-S", "-I", os.path.join(HERE, "floor.py")], env)
     gpus = args.gpus or json.loads(floor["stdout_tail"].strip().splitlines()[-1])["gpus"]
@@ -123,7 +128,8 @@ def main() -> int:
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump(summary, handle, indent=1)
-    print(f"GPUs {gpus}, {args.reps} repetitions (+1 first run), medians:")
+    subset = f" (CUDA_VISIBLE_DEVICES={args.visible})" if args.visible else ""
+    print(f"GPUs {gpus}{subset}, {args.reps} repetitions (+1 first run), medians:")
     header = ("variant", "median", "min", "max", "first", "ratio", "RSS MB")
     print(
         f"{header[0]:<46} "

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import sys
 import time
-import traceback
 from typing import List, Mapping, Optional, Sequence, TextIO
 
 from preflight_check.check_ids import CHECKS
@@ -25,13 +24,16 @@ def _import_checks() -> None:
 
 
 def run(options: Options, host: Host, out: TextIO, err: TextIO) -> int:
-    # Deferred: --help, --list-checks and usage errors need none of the collectors, and
-    # the checks are imported only once the children are running.
-    from preflight_check.gather import gather  # noqa: PLC0415
+    # Deferred: --help, --list-checks and usage errors need none of this. The children
+    # start before the collectors and checks are even imported (docs/PERFORMANCE.md).
+    from preflight_check.launch import launch  # noqa: PLC0415
 
     started = time.time()
     try:
-        facts = gather(options, host, while_waiting=_import_checks)
+        launched = launch(options, host)
+        from preflight_check.gather import gather  # noqa: PLC0415
+
+        facts = gather(options, host, while_waiting=_import_checks, launched=launched)
         from preflight_check.runner import build_report, evaluate  # noqa: PLC0415
 
         report = build_report(facts, options, evaluate(facts, options), started)
@@ -43,6 +45,8 @@ def run(options: Options, host: Host, out: TextIO, err: TextIO) -> int:
             error=f"internal error: {type(exc).__name__}: {exc}",
             duration_ms=(time.time() - started) * 1000.0,
         )
+        import traceback  # noqa: PLC0415 - only for the checker's own crash
+
         report.inventory = {"traceback": traceback.format_exc(limit=6)[-2000:]}
     write_outputs(
         report,

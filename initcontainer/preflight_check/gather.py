@@ -15,14 +15,12 @@ driver start-up plus one context per GPU, the same work a vLLM worker does.
 
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 import threading
 import time
 from typing import Callable, Dict, List, Optional, Set
 
-from preflight_check.children import Child, collect
+from preflight_check.children import collect
 from preflight_check.collect import (
     NvmlSession,
     bind_all_from_threads,
@@ -37,6 +35,7 @@ from preflight_check.driver.api import (
 )
 from preflight_check.facts import CudaView, Facts, NvmlView
 from preflight_check.host import Host
+from preflight_check.launch import Launched, launch
 from preflight_check.options import Options
 
 # Environment variables that decide or explain the GPU view (kept in the facts).
@@ -51,13 +50,6 @@ RELEVANT_ENV = (
 DEEP_GRACE_S = 10.0
 
 
-def _rank_count(options: Options, host: Host) -> int:
-    """Ranks to probe: the plan's, but never more than the GPU device nodes present."""
-    nodes = host.device_nodes()
-    wanted = options.plan.gpus_needed
-    return wanted if nodes is None else min(wanted, max(nodes, 1))
-
-
 def _exclusive_uuids(nvml: Optional[NvmlView]) -> Set[str]:
     if nvml is None:
         return set()
@@ -69,7 +61,10 @@ def _exclusive_uuids(nvml: Optional[NvmlView]) -> Set[str]:
 
 
 def gather(
-    options: Options, host: Host, while_waiting: Optional[Callable[[], None]] = None
+    options: Options,
+    host: Host,
+    while_waiting: Optional[Callable[[], None]] = None,
+    launched: Optional[Launched] = None,
 ) -> Facts:
     """Collect every fact; ``while_waiting`` runs while the children work (the CLI
     imports the checks then)."""
@@ -83,38 +78,10 @@ def gather(
     def mark(name: str) -> None:
         timings[name] = round((time.perf_counter() - started) * 1000.0, 1)
 
-    # 1. Children first: their interpreter start-up and cuInit are the long poles. They
-    #    wait for nothing: nothing of this process runs before them on the GPUs.
-    probes: List[Child] = []
-    if options.enabled("context-ranks") or options.enabled("thread-discipline"):
-        count = _rank_count(options, host)
-        facts.ranks_not_probed = list(range(count, plan.gpus_needed))
-        probe_command = host.command_for("rank_probe")
-        for rank in range(count):
-            request: Dict[str, object] = {
-                "rank": rank,
-                "thread_timeout_s": min(10.0, options.timeout_s / 2),
-            }
-            if rank == 0:
-                request.update(view=1, tp=plan.tp, needed=plan.gpus_needed)
-            probe = Child(rank, probe_command, request, host.child_environ)
-            probe.release("go")
-            probes.append(probe)
-    workers: List[Child] = []
-    store_dir: Optional[str] = None
-    if options.tier == "deep":
-        store_dir = tempfile.mkdtemp(prefix="vllm-preflight-")
-        worker_command = host.command_for("deep_worker")
-        for rank in range(plan.gpus_needed):
-            request = {
-                "rank": rank,
-                "world": plan.gpus_needed,
-                "tp": plan.tp,
-                "store": os.path.join(store_dir, "rendezvous"),
-                "timeout_s": options.deep_timeout_s,
-            }
-            workers.append(Child(rank, worker_command, request, host.child_environ))
-    mark("children_started")
+    launched = launched or launch(options, host)
+    probes, workers = launched.probes, launched.workers
+    facts.ranks_not_probed = launched.ranks_not_probed
+    timings["children_started"] = round((launched.started - started) * 1000.0, 1)
 
     # 2. What the GPUs are, from NVML, meanwhile (its usage is read later, see below).
     nvml_box: List[NvmlSession] = []
@@ -169,8 +136,8 @@ def gather(
     if workers:
         facts.deep = collect(workers, options.deep_timeout_s, grace_after_failure_s=DEEP_GRACE_S)
         mark("deep_workers")
-    if store_dir is not None:
-        shutil.rmtree(store_dir, ignore_errors=True)
+    if launched.store_dir is not None:
+        shutil.rmtree(launched.store_dir, ignore_errors=True)
     if session is not None:
         if probes or workers:
             # Every child has exited, and with it every context this checker made.

@@ -5,7 +5,6 @@ from __future__ import annotations
 import resource
 import socket
 import time
-import traceback
 from typing import Any, Dict, List
 
 from preflight_check import __version__
@@ -30,6 +29,8 @@ def evaluate(facts: Facts, options: Options) -> List[CheckResult]:
         try:
             results = REGISTRY[check_id](facts, options)
         except Exception as exc:
+            import traceback  # noqa: PLC0415 - only when a check itself crashed
+
             results = [
                 CheckResult(
                     check_id,

@@ -1,0 +1,75 @@
+"""Start the checker's children: the first thing `check` does once it knows the plan.
+
+Kept apart from the collectors so that starting the rank probes needs only this module
+and ``children``: every import the checker process does before the probes start is on
+the critical path (a zipapp compiles its sources at each run).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Dict, List, Optional
+
+from preflight_check.children import Child
+from preflight_check.host import Host
+from preflight_check.options import Options
+
+
+class Launched:
+    """The children as started, and what the collectors need to know about them."""
+
+    def __init__(self) -> None:
+        self.probes: List[Child] = []
+        self.workers: List[Child] = []
+        self.store_dir: Optional[str] = None
+        self.ranks_not_probed: List[int] = []
+        self.started = time.perf_counter()
+
+
+def rank_count(options: Options, host: Host) -> int:
+    """Ranks to probe: the plan's, but never more than the GPU device nodes present."""
+    nodes = host.device_nodes()
+    wanted = options.plan.gpus_needed
+    return wanted if nodes is None else min(wanted, max(nodes, 1))
+
+
+def launch(options: Options, host: Host) -> Launched:
+    """Rank probes (fast tier) and torch workers (deep tier), started at once.
+
+    The probes wait for nothing. The deep workers wait at their gate until the checker
+    knows CUDA sees enough GPUs.
+    """
+    plan = options.plan
+    launched = Launched()
+    if options.enabled("context-ranks") or options.enabled("thread-discipline"):
+        count = rank_count(options, host)
+        launched.ranks_not_probed = list(range(count, plan.gpus_needed))
+        probe_command = host.command_for("rank_probe")
+        for rank in range(count):
+            request: Dict[str, object] = {
+                "rank": rank,
+                "thread_timeout_s": min(10.0, options.timeout_s / 2),
+            }
+            if rank == 0:
+                # Rank 0 also reports what CUDA shows: the checker needs no cuInit.
+                request.update(view=1, tp=plan.tp, needed=plan.gpus_needed)
+            probe = Child(rank, probe_command, request, host.child_environ)
+            probe.release("go")
+            launched.probes.append(probe)
+    if options.tier == "deep":
+        import tempfile  # noqa: PLC0415 - only the deep tier needs a rendezvous directory
+
+        launched.store_dir = tempfile.mkdtemp(prefix="vllm-preflight-")
+        worker_command = host.command_for("deep_worker")
+        for rank in range(plan.gpus_needed):
+            request = {
+                "rank": rank,
+                "world": plan.gpus_needed,
+                "tp": plan.tp,
+                "store": os.path.join(launched.store_dir, "rendezvous"),
+                "timeout_s": options.deep_timeout_s,
+            }
+            launched.workers.append(Child(rank, worker_command, request, host.child_environ))
+    launched.started = time.perf_counter()
+    return launched
