@@ -26,7 +26,7 @@ from urllib.parse import quote
 import aiohttp
 import yaml
 
-from preflight_operator import constants
+from preflight_operator import constants, metrics
 from preflight_operator.workloads import KNOWN_KINDS, WorkloadKind, WorkloadRef
 
 logger = logging.getLogger(__name__)
@@ -263,12 +263,15 @@ class KubeApi:
         """One call; "try again" answers (429, 503, 504 — e.g. a CRD's storage still
         initialising, API priority and fairness) are retried a few times with back-off."""
         for attempt in range(RETRIES):
+            started = time.perf_counter()
             try:
                 return await self._request_once(method, path, params, body, content_type)
             except ApiError as exc:
                 if exc.status not in RETRIABLE or attempt == RETRIES - 1:
                     raise
                 await asyncio.sleep(min(2.0, 0.1 * 2**attempt))
+            finally:
+                metrics.API_LATENCY.labels(verb=method).observe(time.perf_counter() - started)
         raise AssertionError("unreachable")
 
     async def _request_once(

@@ -25,7 +25,14 @@ from preflight_operator.policy import PolicyBook, parse_policy
 from preflight_operator.reconciler import Reconciler
 from preflight_operator.reflector import Reflector
 from preflight_operator.static import crashed
-from preflight_operator.store import Key, PodState, Store, StoredValidation, WorkloadState
+from preflight_operator.store import (
+    Key,
+    PodState,
+    Store,
+    StoredValidation,
+    WorkloadState,
+    resource_version_of,
+)
 from preflight_operator.workloads import (
     POD,
     VALIDATED_KINDS,
@@ -89,6 +96,17 @@ class Controller:
             collection_path(POLICIES, None),
             name="preflightpolicies",
             on_change=self._policies_changed,
+        )
+        # GPUValidations come from a watch of our own, not kopf's: it runs on paused peers
+        # too (so a peer taking over starts from the cluster's state, not a stale one), and
+        # the echo of each of our status writes costs a dict comparison, not a kopf event.
+        self.validation_reflector = Reflector(
+            api,
+            "/apis/vllm-preflight.io/v1alpha1/gpuvalidations",
+            name="gpuvalidations",
+            params={"labelSelector": f"app.kubernetes.io/managed-by={constants.COMPONENT}"},
+            on_object=self.observe_validation,
+            transform=_identity_fields,
         )
         self._tasks: list[asyncio.Task[Any]] = []
 
@@ -209,10 +227,16 @@ class Controller:
                 self.store.forget_validation(key)
                 self.enqueue(key)  # re-created if the workload still exists
             return
+        version = resource_version_of(body)
+        if stored is not None and version and not stored.is_older_than(version):
+            return  # the echo of our own write, or an event older than it
         status = dict(body.get("status") or {})
-        fresh = StoredValidation(str(meta.get("name", "")), str(ref.get("uid", "")), status)
+        fresh = StoredValidation(
+            str(meta.get("name", "")), str(ref.get("uid", "")), status, version
+        )
         if stored is not None and stored.status == status and stored.owner_uid == fresh.owner_uid:
-            return  # the echo of our own write
+            stored.resource_version = version
+            return
         self.store.put_validation(key, fresh)
         if key in self.store.workloads:
             self.enqueue(key)
@@ -291,16 +315,12 @@ class Controller:
                 self.observe_namespace(str(item["metadata"]["name"]), opted_in=True)
         await self.policy_reflector.sync()
         self.policies.replace_all(self._parsed_policies())
-        async for items, _ in self.api.list_pages(
-            "/apis/vllm-preflight.io/v1alpha1/gpuvalidations",
-            {"labelSelector": f"app.kubernetes.io/managed-by={constants.COMPONENT}"},
-        ):
-            for item in items:
-                self.observe_validation(item, deleted=False)
+        await self.validation_reflector.sync()
 
     async def start(self, workers: int = 4) -> None:
         self.events.start()
         self._spawn(self.policy_reflector.run())
+        self._spawn(self.validation_reflector.run())
         for _ in range(workers):
             self._spawn(self._worker())
 
@@ -323,6 +343,7 @@ class Controller:
         while True:
             key = await self.queue.get()
             failed = False
+            started = self._clock()
             try:
                 await self.reconciler.reconcile(key)
             except NotFound as exc:
@@ -339,8 +360,19 @@ class Controller:
                 metrics.RECONCILE_ERRORS.labels(stage="bug").inc()
                 logger.exception("reconcile of %s failed", "/".join(key))
             finally:
+                metrics.RECONCILE_LATENCY.observe(self._clock() - started)
                 self.queue.done(key, failed=failed)
                 metrics.QUEUE_DEPTH.set(len(self.queue))
+
+
+def _identity_fields(body: dict[str, Any]) -> dict[str, Any]:
+    """What a GPUValidation's deletion needs to find its workload (the status lives in the
+    store, once)."""
+    meta = body.get("metadata") or {}
+    return {
+        "metadata": {"namespace": meta.get("namespace"), "name": meta.get("name")},
+        "spec": body.get("spec") or {},
+    }
 
 
 def _relevant(state: WorkloadState) -> tuple[Any, ...]:

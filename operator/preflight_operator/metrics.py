@@ -53,6 +53,19 @@ RESULT_LATENCY = Histogram(
     buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0),
     registry=REGISTRY,
 )
+API_LATENCY = Histogram(
+    "vllm_preflight_api_request_duration_seconds",
+    "Kubernetes API calls made by the operator (not kopf's watches), by verb.",
+    ["verb"],
+    buckets=(0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
+    registry=REGISTRY,
+)
+RECONCILE_LATENCY = Histogram(
+    "vllm_preflight_reconcile_duration_seconds",
+    "One reconcile of one workload, API calls included.",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
+    registry=REGISTRY,
+)
 REMEDIATIONS = Counter(
     "vllm_preflight_remediations_total",
     "Remediations applied to or reverted on workloads, by type.",

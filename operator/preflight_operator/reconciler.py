@@ -18,7 +18,13 @@ from preflight_operator.api import Conflict, KubeApi, NotFound
 from preflight_operator.eventsink import EventSink
 from preflight_operator.gpuvalidation import desired_object
 from preflight_operator.planning import plan_reconcile, without_nulls
-from preflight_operator.store import Key, Store, StoredValidation, WorkloadState
+from preflight_operator.store import (
+    Key,
+    Store,
+    StoredValidation,
+    WorkloadState,
+    resource_version_of,
+)
 from preflight_operator.workloads import gpuvalidation_name
 
 logger = logging.getLogger(__name__)
@@ -80,11 +86,17 @@ class Reconciler:
             remedy, action = plan.remediation_metric
             metrics.REMEDIATIONS.labels(type=remedy, action=action).inc()
         if plan.status_write is not None:
-            await self._api.patch_gpuvalidation_status(
+            logger.debug(
+                "%s: status write (%s)",
+                workload.ref.display,
+                ", ".join(sorted(k for k, v in plan.status.items() if stored.status.get(k) != v)),
+            )
+            written = await self._api.patch_gpuvalidation_status(
                 workload.ref.namespace, stored.name, plan.status_write
             )
             metrics.STATUS_WRITES.inc()
             stored.status = plan.status
+            stored.resource_version = resource_version_of(written)
         arrived = store.result_arrivals.pop(key, None)
         if arrived is not None:
             metrics.RESULT_LATENCY.observe(self._clock() - arrived)
@@ -116,7 +128,12 @@ class Reconciler:
         for _ in range(2):
             try:
                 created = await self._api.create_gpuvalidation(obj)
-                stored = StoredValidation(name, workload.uid, dict(created.get("status") or {}))
+                stored = StoredValidation(
+                    name,
+                    workload.uid,
+                    dict(created.get("status") or {}),
+                    resource_version_of(created),
+                )
                 break
             except Conflict:
                 existing = await self._api.get_gpuvalidation(ref.namespace, name)
@@ -124,7 +141,9 @@ class Reconciler:
                 owner = (spec.get("workloadRef") or {}).get("uid", "")
                 if owner == workload.uid:
                     status = without_nulls(dict(existing.get("status") or {}))
-                    stored = StoredValidation(name, workload.uid, status)
+                    stored = StoredValidation(
+                        name, workload.uid, status, resource_version_of(existing)
+                    )
                     break
                 uid = (existing.get("metadata") or {}).get("uid", "")
                 await self._api.delete_gpuvalidation(ref.namespace, name, uid)

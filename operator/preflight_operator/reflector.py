@@ -32,12 +32,17 @@ class Reflector:
         name: str,
         params: Mapping[str, str] | None = None,
         on_change: Callable[[str], None] | None = None,
+        on_object: Callable[[Body, bool], None] | None = None,
         transform: Callable[[Body], Body] | None = None,
     ) -> None:
+        """``on_change(namespace)`` after any change in a namespace; ``on_object(body,
+        deleted)`` for every object listed or watched; ``transform`` shapes what ``items``
+        keeps (e.g. only the fields a deletion needs, when ``on_object`` keeps the rest)."""
         self._api = api
         self._path = path
         self._params = dict(params or {})
         self._on_change = on_change
+        self._on_object = on_object
         self._transform = transform or (lambda body: body)
         self.name = name
         self.items: dict[tuple[str, str], Body] = {}
@@ -57,6 +62,9 @@ class Reflector:
             version = page_version
             for item in items:
                 fresh[self._key(item)] = self._transform(item)
+                self._object(item, deleted=False)
+        for key in set(self.items) - set(fresh):  # deleted while we were not watching
+            self._object(self.items[key], deleted=True)
         changed = {
             key[0] for key in set(fresh) | set(self.items) if fresh.get(key) != self.items.get(key)
         }
@@ -65,6 +73,13 @@ class Reflector:
         self.synced.set()
         for namespace in sorted(changed):
             self._notify(namespace)
+
+    def _object(self, body: Body, deleted: bool) -> None:
+        if self._on_object is not None:
+            try:
+                self._on_object(body, deleted)
+            except Exception:  # a callback bug must not stop the cache
+                logger.exception("%s: object callback failed", self.name)
 
     def _notify(self, namespace: str) -> None:
         if self._on_change is not None:
@@ -82,6 +97,7 @@ class Reflector:
         if kind == "BOOKMARK":
             return
         key = self._key(body)
+        self._object(dict(body), deleted=kind == "DELETED")
         if kind == "DELETED":
             if self.items.pop(key, None) is not None:
                 self._notify(key[0])

@@ -55,6 +55,22 @@ class StoredValidation:
     name: str
     owner_uid: str
     status: dict[str, Any]
+    resource_version: int = 0
+
+    def is_older_than(self, resource_version: int) -> bool:
+        return resource_version > self.resource_version
+
+
+def resource_version_of(body: Mapping[str, Any]) -> int:
+    """The object's resourceVersion as a number, 0 when it is not one.
+
+    Kubernetes asks clients not to order resourceVersions; within one object's history
+    served by one etcd they do grow, and the only use here is to recognise a watch event
+    that is older than our own last write of the same object (so a late echo never
+    replaces the newer status we know). A server whose versions are not numbers makes
+    every event count as new: correct, only more reconciles."""
+    version = str((body.get("metadata") or {}).get("resourceVersion", ""))
+    return int(version) if version.isdigit() else 0
 
 
 class Store:

@@ -341,3 +341,25 @@ def test_namespace_opt_in_and_template_opt_out(label: str) -> None:
     assert ctl.observe_namespace(NS, opted_in=True) is False
     assert ctl.in_scope(DEPLOYMENT, body) is (label == "enabled")
     assert ctl.observe_namespace("kube-system", opted_in=True) is False
+
+
+def test_a_late_echo_never_replaces_a_newer_status() -> None:
+    api = FakeApi()
+    ctl = controller(api)
+    ref = {"kind": "Deployment", "name": "vllm-good", "uid": "uid-vllm-good"}
+
+    def event(version: str, verdict: str) -> dict[str, Any]:
+        return {
+            "metadata": {"namespace": NS, "name": "deployment-vllm-good",
+                         "resourceVersion": version},
+            "spec": {"workloadRef": ref},
+            "status": {"runtimeVerdict": verdict},
+        }  # fmt: skip
+
+    ctl.observe_validation(event("10", "pass"), deleted=False)
+    key = (NS, "Deployment", "vllm-good")
+    ctl.observe_validation(event("9", "pending"), deleted=False)
+    assert ctl.store.validations[key].status == {"runtimeVerdict": "pass"}
+    ctl.observe_validation(event("11", "fail"), deleted=False)
+    assert ctl.store.validations[key].status == {"runtimeVerdict": "fail"}
+    assert ctl.store.validations[key].resource_version == 11

@@ -35,9 +35,6 @@ def configure(settings: kopf.OperatorSettings, options: RunOptions, namespace_la
     selectors = settings.watching.label_selectors
     selectors["v1", "pods"] = constants.INJECTED_POD_SELECTOR
     selectors["v1", "namespaces"] = f"{namespace_label}={constants.INJECT_ENABLED}"
-    selectors[constants.GROUP, constants.GPUVALIDATION_PLURAL] = (
-        f"app.kubernetes.io/managed-by={constants.COMPONENT}"
-    )
     settings.posting.enabled = False
     settings.peering.lifetime = options.peering_lifetime
     settings.peering.stealth = True

@@ -9,7 +9,6 @@ from typing import Any
 
 import kopf
 
-from preflight_operator import constants
 from preflight_operator.controller import Controller
 from preflight_operator.workloads import LEADERWORKERSET, VALIDATED_KINDS, WorkloadKind
 
@@ -32,10 +31,6 @@ async def pod_event(*, type: str, body: kopf.Body, memo: Any, **_: Any) -> None:
     _controller(memo).observe_pod(dict(body), deleted=type == "DELETED")
 
 
-async def validation_event(*, type: str, body: kopf.Body, memo: Any, **_: Any) -> None:
-    _controller(memo).observe_validation(dict(body), deleted=type == "DELETED")
-
-
 async def namespace_event(*, type: str, name: str, memo: Any, **_: Any) -> None:
     # The watch is label-selected: DELETED also means "no longer labelled inject=enabled".
     controller = _controller(memo)
@@ -55,13 +50,6 @@ def register(registry: kopf.OperatorRegistry) -> None:
         )(workload_event)
     kopf.on.event("v1", "pods", registry=registry, id="injected-pods")(pod_event)
     kopf.on.event("v1", "namespaces", registry=registry, id="opted-in-namespaces")(namespace_event)
-    kopf.on.event(
-        constants.GROUP,
-        constants.VERSION,
-        constants.GPUVALIDATION_PLURAL,
-        registry=registry,
-        id="gpuvalidations",
-    )(validation_event)
 
 
 __all__ = ["LEADERWORKERSET", "register"]
