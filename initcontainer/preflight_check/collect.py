@@ -177,14 +177,6 @@ class NvmlSession:
             self._nvml = None
 
 
-def collect_nvml(load: Callable[[], Nvml]) -> NvmlView:
-    """The whole NVML inventory at once (usage read now)."""
-    session = NvmlSession(load)
-    session.read_usage()
-    session.close()
-    return session.view
-
-
 class _ThreadLog:
     """Records calls of one binding thread, including one that never returned."""
 
