@@ -1,0 +1,79 @@
+"""The zipapp as shipped: built by hack/build_zipapp.py, run by a bare python3 (-I: no
+site-packages, no environment) the way the init container runs it."""
+
+from __future__ import annotations
+
+import ctypes.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+HAS_DRIVER = ctypes.util.find_library("cuda") is not None
+
+
+@pytest.fixture(scope="module")
+def zipapp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    output = tmp_path_factory.mktemp("dist") / "vllm-preflight.pyz"
+    subprocess.run(
+        [sys.executable, str(REPO / "hack" / "build_zipapp.py"), "--output", str(output)],
+        check=True,
+        capture_output=True,
+    )
+    return output
+
+
+def _run(zipapp: Path, tmp_path: Path, *args: str) -> tuple[int, dict[str, Any], str]:
+    report = tmp_path / "report.json"
+    done = subprocess.run(
+        [sys.executable, "-I", str(zipapp), *args, "--json", str(report)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": os.environ.get("PATH", "")},
+        check=False,
+    )
+    return done.returncode, json.loads(report.read_text()), done.stdout + done.stderr
+
+
+def test_zipapp_holds_the_package_and_pynvml_and_is_reproducible(
+    zipapp: Path, tmp_path: Path
+) -> None:
+    import zipfile
+
+    names = zipfile.ZipFile(zipapp).namelist()
+    assert "__main__.py" in names
+    assert "pynvml.py" in names
+    assert "preflight_check/rank_probe.py" in names
+    again = tmp_path / "again.pyz"
+    subprocess.run(
+        [sys.executable, str(REPO / "hack" / "build_zipapp.py"), "--output", str(again)],
+        check=True,
+        capture_output=True,
+    )
+    assert again.read_bytes() == zipapp.read_bytes()
+
+
+@pytest.mark.skipif(HAS_DRIVER, reason="this machine has a CUDA driver")
+def test_without_a_driver_the_verdict_is_clear_and_exit_follows_the_action(
+    zipapp: Path, tmp_path: Path
+) -> None:
+    code, report, output = _run(zipapp, tmp_path, "check", "--tp", "2")
+    assert code == 1
+    driver = next(c for c in report["checks"] if c["id"] == "driver")
+    assert driver["message"].startswith("no NVIDIA driver: libcuda.so.1 not found")
+    assert "Traceback" not in output
+    code, _, _ = _run(zipapp, tmp_path, "--tp", "2", "--action", "Audit")
+    assert code == 0
+
+
+def test_usage_error_from_the_zipapp(zipapp: Path, tmp_path: Path) -> None:
+    code, report, output = _run(zipapp, tmp_path, "--tp", "four")
+    assert code == 2
+    assert report["verdict"] == "error"
+    assert "--tp='four'" in output
