@@ -114,7 +114,8 @@ def visible_devices(machine: FakeMachine, environ: Mapping[str, str]) -> Tuple[i
     order = _cuda_order(machine, environ)
     value = environ.get("CUDA_VISIBLE_DEVICES")
     if value is None:
-        return CUDA_SUCCESS, order
+        # No GPU at all reads like a list that selects none: CUDA_ERROR_NO_DEVICE.
+        return (CUDA_SUCCESS, order) if order else (CUDA_ERROR_NO_DEVICE, [])
     chosen: List[int] = []
     forms: List[str] = []
     duplicate = False
