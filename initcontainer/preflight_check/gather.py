@@ -1,13 +1,16 @@
 """The collection phase: everything that talks to the driver, run concurrently.
 
-Timeline (each line starts as early as its inputs allow):
+Timeline (each line starts as early as its inputs allow; docs/PERFORMANCE.md says why):
 
-  t0  rank probes start: one fresh interpreter per rank, each runs cuInit itself
-  t0  deep workers start (importing torch takes seconds; they wait at their gate)
-  t0  this process: cuInit and every ordinal's UUID / PCI bus id, in a thread
-  t0  this process: the NVML inventory, memory and processes read before any context
-      of this checker exists -> then the probes' gate opens and they bind their GPU
-  end collect probes and workers, with timeouts
+  t0  rank probes start: one fresh interpreter per rank; each runs cuInit and binds its
+      own GPU from its main thread and from a fresh thread, as a vLLM worker does; rank 0
+      also reports what CUDA shows, so this process runs no cuInit of its own
+  t0  deep workers start (importing torch takes seconds; they wait at their gate until
+      the CUDA view says there are enough GPUs)
+  t0  this process, in a thread: NVML init and inventory; /dev/shm, preloads and the
+      image's CUDA runtime meanwhile in the main thread
+  end collect probes and workers (with timeouts); then read NVML's memory and process
+      usage, once every child has exited and no context of ours is left
 
 This process creates no context when rank probes run; its wall time is about one
 driver start-up plus one context per GPU, the same work a vLLM worker does.

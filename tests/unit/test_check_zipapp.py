@@ -48,8 +48,11 @@ def test_zipapp_holds_the_package_and_pynvml_and_is_reproducible(
 
     names = zipfile.ZipFile(zipapp).namelist()
     assert "__main__.py" in names
-    assert "pynvml.py" in names
-    assert "preflight_check/rank_probe.py" in names
+    assert "src/pynvml.py" in names
+    assert "src/preflight_check/rank_probe.py" in names
+    tag = f"cpython-{sys.version_info[0]}{sys.version_info[1]}"
+    assert f"pyc/{tag}/preflight_check/rank_probe.pyc" in names
+    assert f"pyc/{tag}/pynvml.pyc" in names
     again = tmp_path / "again.pyz"
     subprocess.run(
         [sys.executable, str(REPO / "hack" / "build_zipapp.py"), "--output", str(again)],
@@ -77,3 +80,63 @@ def test_usage_error_from_the_zipapp(zipapp: Path, tmp_path: Path) -> None:
     assert code == 2
     assert report["verdict"] == "error"
     assert "--tp='four'" in output
+
+
+def _modules_loaded(python: str, zipapp: Path) -> str:
+    """The zipapp's import trace (python -v) when it lists its checks."""
+    done = subprocess.run(
+        [python, "-I", "-v", str(zipapp), "--list-checks"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return done.stderr
+
+
+def _imports_of_cli(trace: str) -> list[str]:
+    # "import 'preflight_check.cli' # <zipimporter ...>" (3.10+) or
+    # "import preflight_check.cli # loaded from Zip ..." (3.9)
+    return [
+        line
+        for line in trace.splitlines()
+        if line.startswith("import ") and line.split()[1].strip("'") == "preflight_check.cli"
+    ]
+
+
+def test_each_interpreter_runs_the_bytecode_built_for_it(zipapp: Path) -> None:
+    # The archive's point: no module is compiled at run time (docs/PERFORMANCE.md).
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("build_zipapp", REPO / "hack/build_zipapp.py")
+    assert spec is not None
+    assert spec.loader is not None
+    builder = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(builder)
+    for python in builder.find_interpreters():
+        trace = _modules_loaded(python, zipapp)
+        loaded = _imports_of_cli(trace)
+        assert loaded, trace[-2000:]
+        assert all("/pyc/cpython-3" in line for line in loaded), (python, loaded)
+
+
+def test_sources_only_archive_still_runs(tmp_path: Path) -> None:
+    output = tmp_path / "sources.pyz"
+    subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "hack" / "build_zipapp.py"),
+            "--no-bytecode",
+            "--output",
+            str(output),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    import zipfile
+
+    assert not [n for n in zipfile.ZipFile(output).namelist() if n.startswith("pyc/")]
+    trace = _modules_loaded(sys.executable, output)
+    loaded = _imports_of_cli(trace)
+    assert loaded
+    assert all("/src/preflight_check/" in line for line in loaded), loaded
