@@ -39,7 +39,7 @@ e2e: venv controlplane
 	$(PY) -m pytest -m e2e
 
 gpu: venv
-	$(PY) -m pytest -m gpu tests/gpu
+	$(PY) -m pytest -m gpu tests/gpu --noconftest
 
 test: venv controlplane lint typecheck
 	$(PY) -m pytest
