@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from collections.abc import Sequence
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
-import kopf
 import pytest
 import yaml
 
@@ -162,29 +159,28 @@ def test_non_vllm_objects_and_rules_errors_are_admitted() -> None:
     assert decision.warnings == ("vllm-preflight warn: x: m",)
 
 
-def call_validate(body: dict[str, Any], memo: Any) -> list[str]:
-    warnings: list[str] = []
-    asyncio.run(
-        handlers.validate(
-            body=kopf.Body(body),
-            dryrun=False,
-            warnings=warnings,
-            memo=memo,
-            old=None,
-            operation="CREATE",
-        )
-    )
-    return warnings
+def review(body: dict[str, Any], service: Any, **request: Any) -> dict[str, Any]:
+    data = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {"uid": "u-1", "operation": "CREATE", "object": body, **request},
+    }
+    response: dict[str, Any] = handlers.review_validation(service, data)["response"]
+    return response
 
 
-def test_the_kopf_handler_denies_through_admission_error() -> None:
+def test_the_admission_review_denies_with_status_403_and_the_message() -> None:
     svc, _ = service("Enforce")
-    with pytest.raises(kopf.AdmissionError) as denied:
-        call_validate(BAD, SimpleNamespace(admission=svc))
-    assert denied.value.code == 403
-    assert "gpu-count-too-low" in str(denied.value)
+    response = review(BAD, svc)
+    assert response["uid"] == "u-1"
+    assert response["allowed"] is False
+    assert response["status"]["code"] == 403
+    assert "gpu-count-too-low" in response["status"]["message"]
     warn, _ = service("Warn")
-    assert len(call_validate(BAD, SimpleNamespace(admission=warn))) == 2
+    warned = review(BAD, warn)
+    assert warned["allowed"] is True
+    assert len(warned["warnings"]) == 2
+    assert review(GOOD, svc) == {"uid": "u-1", "allowed": True}
 
 
 def test_a_crash_in_the_webhook_admits_and_is_counted() -> None:
@@ -193,6 +189,6 @@ def test_a_crash_in_the_webhook_admits_and_is_counted() -> None:
             raise RuntimeError("rules exploded")
 
     before = metrics.ADMISSIONS.labels(webhook="validate", outcome="error")._value.get()
-    assert call_validate(BAD, SimpleNamespace(admission=Broken())) == []
+    assert review(BAD, Broken()) == {"uid": "u-1", "allowed": True}
     after = metrics.ADMISSIONS.labels(webhook="validate", outcome="error")._value.get()
     assert after == before + 1

@@ -1,14 +1,16 @@
-"""Admission handlers (kopf serves each at /<id>: /validate and /mutate-pods).
+"""The two webhooks: /validate (``review_validation``, served directly by
+webhookserver.py) and /mutate-pods (``mutate_pod``, a ``@kopf.on.mutate`` handler).
 
-In kopf any exception from an admission handler denies the request. The rules or the
-injection crashing must not block a cluster, so everything except our own deliberate
-``kopf.AdmissionError`` is caught here: logged, counted, and the request admitted.
+Neither may block a cluster by crashing: in kopf any exception from an admission handler
+denies the request, so everything is caught here, logged, counted, and the request
+admitted unchanged. Only a deliberate denial (Enforce) says no.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import kopf
@@ -16,15 +18,8 @@ import kopf
 from preflight_operator import constants, metrics
 from preflight_operator.injection import Injection
 from preflight_operator.webhooks import AdmissionService
-from preflight_operator.workloads import VALIDATED_KINDS
 
 logger = logging.getLogger(__name__)
-
-_VALIDATED = {(k.group, k.plural) for k in VALIDATED_KINDS.values()}
-
-
-def _validated_resource(resource: kopf.Resource) -> bool:
-    return (resource.group, resource.plural) in _VALIDATED
 
 
 def _service(memo: Any) -> AdmissionService:
@@ -32,35 +27,38 @@ def _service(memo: Any) -> AdmissionService:
     return service
 
 
-async def validate(
-    *,
-    body: kopf.Body,
-    dryrun: bool,
-    warnings: list[str],
-    memo: Any,
-    **kwargs: Any,
-) -> None:
-    old: kopf.Body | None = kwargs.get("old")
-    operation: str | None = kwargs.get("operation")
+def review_validation(service: AdmissionService, review: Mapping[str, Any]) -> dict[str, Any]:
+    """The AdmissionReview response of /validate (served by webhookserver.py, not kopf)."""
     started = time.perf_counter()
     webhook = constants.VALIDATE_WEBHOOK_ID
+    request = review.get("request") or {}
+    response: dict[str, Any] = {"uid": request.get("uid", ""), "allowed": True}
     try:
-        result = _service(memo).validate(
-            dict(body),
-            old=dict(old) if old is not None else None,
-            operation=operation or "",
-            dry_run=dryrun,
+        body = request.get("object") or request.get("oldObject") or {}
+        result = service.validate(
+            body,
+            old=request.get("oldObject"),
+            operation=str(request.get("operation", "")),
+            dry_run=bool(request.get("dryRun")),
         )
     except Exception:
         logger.exception("validating webhook failed; admitting the object")
         metrics.ADMISSIONS.labels(webhook=webhook, outcome="error").inc()
-        return
+    else:
+        metrics.ADMISSIONS.labels(webhook=webhook, outcome=result.outcome).inc()
+        decision = result.decision
+        if decision.warnings:
+            response["warnings"] = list(decision.warnings)
+        if not decision.allowed:
+            response["allowed"] = False
+            response["status"] = {"code": 403, "reason": "Forbidden", "message": decision.message}
     finally:
         metrics.WEBHOOK_LATENCY.labels(webhook=webhook).observe(time.perf_counter() - started)
-    metrics.ADMISSIONS.labels(webhook=webhook, outcome=result.outcome).inc()
-    warnings.extend(result.decision.warnings)
-    if not result.decision.allowed:
-        raise kopf.AdmissionError(result.decision.message, code=403)
+    return {
+        "apiVersion": review.get("apiVersion", "admission.k8s.io/v1"),
+        "kind": "AdmissionReview",
+        "response": response,
+    }
 
 
 async def mutate_pod(*, body: kopf.Body, patch: kopf.Patch, memo: Any, **_: Any) -> None:
@@ -98,12 +96,7 @@ async def mutate_pod(*, body: kopf.Body, patch: kopf.Patch, memo: Any, **_: Any)
 
 
 def register(registry: kopf.OperatorRegistry) -> None:
-    kopf.on.validate(
-        _validated_resource,
-        id=constants.VALIDATE_WEBHOOK_ID,
-        operations=["CREATE", "UPDATE"],
-        registry=registry,
-    )(validate)
+    # /validate is answered by webhookserver.PreflightWebhookServer with review_validation.
     kopf.on.mutate(
         "v1",
         "pods",

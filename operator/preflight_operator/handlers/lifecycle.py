@@ -1,7 +1,8 @@
 """Start-up, clean-up and probes: kopf settings, then the controller primed and started.
 
 Settings that matter (and why):
-- admission server on the configured port with the chart's certificate, and
+- admission server on the configured port with the chart's certificate (kopf's server,
+  with /validate answered directly: webhookserver.py says why), and
   ``admission.managed = None``: the chart ships the webhook configurations (kopf's own
   have no namespaceSelector and could deny pods cluster-wide);
 - server-side label selectors for pods (``vllm-preflight.io/injected=true``), namespaces
@@ -11,6 +12,8 @@ Settings that matter (and why):
 
 from __future__ import annotations
 
+import functools
+import gc
 import logging
 from typing import Any
 
@@ -18,13 +21,26 @@ import kopf
 
 from preflight_operator import constants
 from preflight_operator.controller import Controller
+from preflight_operator.handlers import admission as handlers_admission
 from preflight_operator.options import RunOptions
+from preflight_operator.webhooks import AdmissionService
+from preflight_operator.webhookserver import PreflightWebhookServer
 
 logger = logging.getLogger(__name__)
 
 
-def configure(settings: kopf.OperatorSettings, options: RunOptions, namespace_label: str) -> None:
-    settings.admission.server = kopf.WebhookServer(
+def configure(
+    settings: kopf.OperatorSettings,
+    options: RunOptions,
+    namespace_label: str,
+    admission: AdmissionService,
+) -> None:
+    settings.admission.server = PreflightWebhookServer(
+        direct={
+            constants.VALIDATE_WEBHOOK_ID: functools.partial(
+                handlers_admission.review_validation, admission
+            )
+        },
         addr=options.webhook_addr,
         port=options.webhook_port,
         host=options.webhook_host,
@@ -64,13 +80,17 @@ def register(registry: kopf.OperatorRegistry, options: RunOptions) -> None:
     @kopf.on.startup(registry=registry)
     async def start(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
         controller: Controller = memo.controller
-        configure(settings, options, controller.config.namespace_label)
+        configure(settings, options, controller.config.namespace_label, memo.admission)
         if not options.standalone:
             created = await controller.api.ensure_cluster_peering(options.peering_name)
             if not created:
                 logger.warning("the ClusterKopfPeering CRD is missing: peering cannot work")
         await controller.prime()
         await controller.start(workers=options.workers)
+        # Everything loaded so far (kopf, the rules, the primed state) lives as long as the
+        # process: move it out of the collector's reach, so a full collection walks only
+        # what requests allocate (measured: it halves the webhook's p99, docs/PERFORMANCE.md).
+        gc.freeze()
         logger.info(
             "vllm-preflight operator %s started: %d opted-in namespace(s), %d policies,"
             " %d GPUValidation(s) known",
