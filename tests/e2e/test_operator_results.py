@@ -5,6 +5,7 @@ vLLM are left alone; deleting the workload deletes its GPUValidation."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -239,3 +240,58 @@ def test_deleting_the_workload_deletes_its_gpuvalidation(cluster: Cluster, names
         lambda: gpuval(cluster, namespace, "deployment-vllm-good") is None,
         what="the garbage collector to delete the GPUValidation",
     )
+
+
+def test_scale_to_zero_is_applied_recorded_and_undone(cluster: Cluster, namespace: str) -> None:
+    policy = {
+        "apiVersion": constants.API_VERSION,
+        "kind": constants.POLICY_KIND,
+        "metadata": {"name": "stop-broken", "namespace": namespace},
+        "spec": {"action": "Enforce", "onRuntimeFailure": "ScaleToZero"},
+    }
+    cluster.apply(policy)
+    good = manifest("good-tp2-deployment.yaml", namespace)
+    good["spec"]["replicas"] = 2
+    cluster.apply(good)
+    pods = wait_for(lambda: len(p := injected_pods(cluster, namespace, "vllm-good")) == 2 and p)
+    enforced_failure = Report(
+        checks=[CheckResult("gpu-count", "fail", "CUDA sees 1 GPU", "fix the device plugin")]
+    ).to_termination_message()
+    play_kubelet(cluster, pods[0], 1, enforced_failure)
+
+    def deployment() -> dict[str, Any]:
+        obj: dict[str, Any] = get_json(cluster, "deployment", "vllm-good", "-n", namespace)
+        return obj
+
+    scaled = wait_for(lambda: (d := deployment())["spec"]["replicas"] == 0 and d)
+    annotations = scaled["metadata"]["annotations"]
+    assert annotations[constants.ANNOTATION_REMEDIATED] == "ScaleToZero"
+    assert annotations["vllm-preflight.io/previous-replicas"] == "2"
+    status = wait_for(
+        lambda: (
+            (gpuval(cluster, namespace, "deployment-vllm-good") or {})
+            .get("status", {})
+            .get("remediation")
+        )
+    )
+    assert (status["type"], status["previousReplicas"]) == ("ScaleToZero", 2)
+    wait_for(
+        lambda: "ScaledToZero" in [r for r, _ in events_for(cluster, namespace, "vllm-good")],
+        what="the ScaledToZero event",
+    )
+
+    # The user fixes the cause and removes the annotation: the operator restores the replicas.
+    cluster.kubectl(
+        "annotate", "deployment", "vllm-good", "-n", namespace,
+        f"{constants.ANNOTATION_REMEDIATED}-",
+    )  # fmt: skip
+    restored = wait_for(lambda: (d := deployment())["spec"]["replicas"] == 2 and d)
+    assert "vllm-preflight.io/previous-replicas" not in restored["metadata"].get("annotations", {})
+    reverted = wait_for(
+        lambda: (s := (gpuval(cluster, namespace, "deployment-vllm-good") or {})
+                 .get("status", {}).get("remediation", {})).get("type") == "None" and s
+    )  # fmt: skip
+    assert "revertedAt" in reverted
+    # The old failure is history: it does not scale the workload down again.
+    time.sleep(3)
+    assert deployment()["spec"]["replicas"] == 2
