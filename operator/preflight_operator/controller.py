@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from preflight_operator import constants, metrics
@@ -68,6 +68,7 @@ class Controller:
         analyser: Analyser,
         *,
         identity: str,
+        context_reflectors: Sequence[Reflector] = (),
         now: Callable[[], str] = now_rfc3339,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -109,6 +110,12 @@ class Controller:
             transform=_identity_fields,
         )
         self._tasks: list[asyncio.Task[Any]] = []
+        self._context_revision = 0
+        # Caches the rules read (Services named vllm): primed and run with the others,
+        # on every replica; a change re-analyses the namespace's workloads.
+        self.context_reflectors = list(context_reflectors)
+        for reflector in self.context_reflectors:
+            reflector.subscribe(self.context_changed)
 
     # -- scope ------------------------------------------------------------------------
 
@@ -151,7 +158,7 @@ class Controller:
         uid = str(meta.get("uid", ""))
         generation = meta.get("generation")
         policy = self.policies.resolve(ref.namespace, labels, self.config.default_policy)
-        memo = (uid, generation, tuple(sorted(labels.items())), self.policies.revision)
+        memo = (uid, generation, tuple(sorted(labels.items())), self._context_revision)
         before = self.store.workloads.get(key)
         if before is not None and before.static_key == memo:
             static, checked_at = before.static, before.static_checked_at
@@ -290,6 +297,12 @@ class Controller:
 
     def _policies_changed(self, namespace: str) -> None:
         self.policies.replace_all(self._parsed_policies())
+        self.context_changed(namespace)
+
+    def context_changed(self, namespace: str) -> None:
+        """Something the rules read besides the workload changed in a namespace (its
+        policies, a Service named vllm): its workloads are analysed again."""
+        self._context_revision += 1
         if any(w.ref.namespace == namespace for w in self.store.workloads.values()):
             self._spawn(self.reprocess_namespace(namespace))
 
@@ -316,11 +329,15 @@ class Controller:
         await self.policy_reflector.sync()
         self.policies.replace_all(self._parsed_policies())
         await self.validation_reflector.sync()
+        for reflector in self.context_reflectors:
+            await reflector.sync()
 
     async def start(self, workers: int = 4) -> None:
         self.events.start()
         self._spawn(self.policy_reflector.run())
         self._spawn(self.validation_reflector.run())
+        for reflector in self.context_reflectors:
+            self._spawn(reflector.run())
         for _ in range(workers):
             self._spawn(self._worker())
 

@@ -24,6 +24,8 @@ from preflight_operator.config import ConfigError, load_config
 from preflight_operator.controller import Controller
 from preflight_operator.handlers import register
 from preflight_operator.options import RunOptions, parse_options
+from preflight_operator.reflector import Reflector
+from preflight_operator.rules import ClusterLookup
 from preflight_operator.webhooks import AdmissionService
 from preflight_operator.workloads import WorkloadRef
 
@@ -33,9 +35,18 @@ logger = logging.getLogger("preflight_operator")
 def build(options: RunOptions) -> tuple[kopf.OperatorRegistry, kopf.Memo, Controller]:
     config = load_config(options.config_path).with_release_namespace(options.namespace)
     api = KubeApi(load_credentials(options.kubeconfig))
-    analyser = RulesAnalyser()
+    # The one Service the rules ask the cluster about (a Service named vllm injects
+    # VLLM_PORT): a field-selected watch, never all Services. ConfigMaps are not looked
+    # up (the rules say when a --config or env ConfigMap could not be read).
+    vllm_services = Reflector(
+        api, "/api/v1/services", name="vllm-services",
+        params={"fieldSelector": "metadata.name=vllm"},
+    )  # fmt: skip
+    analyser = RulesAnalyser(ClusterLookup(services=vllm_services.in_namespace))
     identity = options.identity or f"{socket.gethostname()}-{os.getpid()}"
-    controller = Controller(config, api, analyser, identity=identity)
+    controller = Controller(
+        config, api, analyser, identity=identity, context_reflectors=[vllm_services]
+    )
 
     async def owner_labels(ref: WorkloadRef) -> dict[str, str] | None:
         body = await api.get_workload(ref)

@@ -49,6 +49,12 @@ class Reflector:
         self._resource_version = ""
         self.synced = asyncio.Event()
 
+    def subscribe(self, on_change: Callable[[str], None]) -> None:
+        self._on_change = on_change
+
+    def in_namespace(self, namespace: str) -> list[Body]:
+        return [body for (ns, _), body in self.items.items() if ns == namespace]
+
     @staticmethod
     def _key(body: Mapping[str, Any]) -> tuple[str, str]:
         meta = body.get("metadata") or {}

@@ -206,3 +206,23 @@ def test_a_bare_pod_is_judged_and_a_system_namespace_never(
         assert dry.returncode == 0, dry.stderr
     finally:
         k8s.delete_namespace(namespace)
+
+
+def test_a_service_named_vllm_is_seen_by_the_rules(k8s: Cluster, operator: OperatorProcess) -> None:
+    namespace = k8s.create_namespace("adm-svc", labels={constants.LABEL_INJECT: "enabled"})
+    try:
+        good = in_namespace(WORKLOADS["Deployment"][0], namespace)
+        assert apply(k8s, good, "--dry-run=server").returncode == 0
+        k8s.apply({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "vllm", "namespace": namespace},
+            "spec": {"selector": {"app": "vllm-good"}, "ports": [{"port": 8000}]},
+        })  # fmt: skip
+        denied = wait_for(
+            lambda: (r := apply(k8s, good, "--dry-run=server")).returncode != 0 and r,
+            what="the Service to reach the webhook",
+        )
+        assert "vllm-port-service" in denied.stderr
+        assert "enableServiceLinks" in denied.stderr
+    finally:
+        k8s.delete_namespace(namespace)
