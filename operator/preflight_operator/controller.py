@@ -164,7 +164,9 @@ class Controller:
             static, checked_at = before.static, before.static_checked_at
         else:
             try:
-                static = self.analyser.analyse(body, policy.spec)
+                # Items of a LIST carry no kind; the rules find pod templates by it.
+                typed = {"apiVersion": kind.api_version, "kind": kind.kind, **body}
+                static = self.analyser.analyse(typed, policy.spec)
             except Exception as exc:  # the rules must never stop the operator
                 logger.exception("rules failed on %s", ref.display)
                 metrics.RECONCILE_ERRORS.labels(stage="rules").inc()

@@ -295,3 +295,21 @@ def test_scale_to_zero_is_applied_recorded_and_undone(cluster: Cluster, namespac
     # The old failure is history: it does not scale the workload down again.
     time.sleep(3)
     assert deployment()["spec"]["replicas"] == 2
+
+
+def test_workloads_of_a_namespace_that_opts_in_later_get_their_result(
+    cluster: Cluster, operator: OperatorProcess
+) -> None:
+    later = cluster.create_namespace("opts-in-later")
+    try:
+        cluster.apply(manifest("bad-tp4-deployment.yaml", later))  # not judged: not opted in
+        assert gpuval(cluster, later, "deployment-vllm-bad") is None
+        cluster.kubectl("label", "namespace", later, f"{constants.LABEL_INJECT}=enabled")
+        found = wait_for(
+            lambda: (gpuval(cluster, later, "deployment-vllm-bad") or {}).get("status", {})
+            .get("staticVerdict") == "fail",
+            what="the existing workload to be analysed",
+        )  # fmt: skip
+        assert found
+    finally:
+        cluster.delete_namespace(later)

@@ -363,3 +363,18 @@ def test_a_late_echo_never_replaces_a_newer_status() -> None:
     ctl.observe_validation(event("11", "fail"), deleted=False)
     assert ctl.store.validations[key].status == {"runtimeVerdict": "fail"}
     assert ctl.store.validations[key].resource_version == 11
+
+
+def test_a_workload_from_a_list_without_kind_is_still_analysed() -> None:
+    async def scenario() -> FakeApi:
+        api = FakeApi()
+        ctl = controller(api)
+        listed = deployment()
+        del listed["kind"], listed["apiVersion"]  # LIST items carry neither
+        ctl.observe_workload(DEPLOYMENT, listed, deleted=False)
+        await settle(ctl)
+        await ctl.stop()
+        return api
+
+    api = run(scenario())
+    assert api.gpuvals[NS, "deployment-vllm-good"]["status"]["staticVerdict"] == "pass"
