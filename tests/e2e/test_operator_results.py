@@ -313,3 +313,30 @@ def test_workloads_of_a_namespace_that_opts_in_later_get_their_result(
         assert found
     finally:
         cluster.delete_namespace(later)
+
+
+def test_a_policy_change_is_recorded_on_existing_workloads(
+    cluster: Cluster, namespace: str
+) -> None:
+    policy = {
+        "apiVersion": constants.API_VERSION,
+        "kind": constants.POLICY_KIND,
+        "metadata": {"name": "team", "namespace": namespace},
+        "spec": {"action": "Warn"},
+    }
+    cluster.apply(policy)
+    wait_for(
+        lambda: cluster.kubectl(
+            "apply", "-f", "-", input=json.dumps(manifest("bad-tp4-deployment.yaml", namespace)),
+            check=False,
+        ).returncode == 0,
+        what="the Warn policy to admit vllm-bad",
+    )  # fmt: skip
+
+    def action() -> str | None:
+        status = (gpuval(cluster, namespace, "deployment-vllm-bad") or {}).get("status", {})
+        return status.get("action")
+
+    assert wait_for(lambda: action() == "Warn" and action())
+    cluster.apply({**policy, "spec": {"action": "Audit"}})
+    assert wait_for(lambda: action() == "Audit" and action(), what="the new action recorded")
