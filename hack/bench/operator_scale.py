@@ -283,10 +283,12 @@ def main() -> int:
     parser.add_argument("--pods-per", type=int, default=5)
     parser.add_argument("--rate", type=float, default=50.0, help="results per second")
     parser.add_argument("--unrelated", type=int, default=5000)
+    parser.add_argument("--workers", type=int, default=4, help="the operator's --workers")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     report: dict[str, Any] = {"cpus": os.cpu_count(), "deployments": args.deployments,
-                              "pods": args.deployments * args.pods_per}  # fmt: skip
+                              "pods": args.deployments * args.pods_per,
+                              "workers": args.workers}  # fmt: skip
 
     def say(text: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
@@ -304,6 +306,7 @@ def main() -> int:
         operator = OperatorProcess(
             kubeconfig=cluster.kubeconfig, cert_path=cert.cert_path, key_path=cert.key_path,
             workdir=Path(tmp), identity="bench-operator", env=cluster.env(),
+            extra_args=["--workers", str(args.workers)],
         )  # fmt: skip
         floor = Component(
             "floor-operator",
