@@ -20,6 +20,7 @@ from typing import Any
 import kopf
 
 from preflight_operator import constants
+from preflight_operator.api import ApiError
 from preflight_operator.controller import Controller
 from preflight_operator.handlers import admission as handlers_admission
 from preflight_operator.options import RunOptions
@@ -82,9 +83,14 @@ def register(registry: kopf.OperatorRegistry, options: RunOptions) -> None:
         controller: Controller = memo.controller
         configure(settings, options, controller.config.namespace_label, memo.admission)
         if not options.standalone:
-            created = await controller.api.ensure_cluster_peering(options.peering_name)
-            if not created:
-                logger.warning("the ClusterKopfPeering CRD is missing: peering cannot work")
+            try:
+                present = await controller.api.ensure_cluster_peering(options.peering_name)
+            except ApiError as exc:  # e.g. no RBAC to create it: it may exist all the same
+                logger.warning("could not create ClusterKopfPeering %s: %s",
+                               options.peering_name, exc)  # fmt: skip
+            else:
+                if not present:
+                    logger.warning("the ClusterKopfPeering CRD is missing: peering cannot work")
         await controller.prime()
         await controller.start(workers=options.workers)
         # Everything loaded so far (kopf, the rules, the primed state) lives as long as the
