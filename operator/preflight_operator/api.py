@@ -364,12 +364,6 @@ class KubeApi:
         namespace = obj["metadata"]["namespace"]
         return await self.request("POST", collection_path(GPUVALIDATIONS, namespace), body=obj)
 
-    async def patch_gpuvalidation(
-        self, namespace: str, name: str, patch: Mapping[str, Any]
-    ) -> dict[str, Any]:
-        path = object_path(GPUVALIDATIONS, namespace, name)
-        return await self.request("PATCH", path, body=patch, content_type=MERGE_PATCH)
-
     async def delete_gpuvalidation(self, namespace: str, name: str, uid: str) -> None:
         """Deletes it only if it is still the object with this uid."""
         body = {"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": uid}}
@@ -431,7 +425,3 @@ def _error(status: int, text: str) -> ApiError:
     if status == 410:
         return Gone(status, message, reason)
     return ApiError(status, message, reason)
-
-
-async def sleep_backoff(attempt: int, cap: float = 10.0) -> None:
-    await asyncio.sleep(min(cap, 0.2 * 2**attempt))

@@ -205,9 +205,5 @@ def plan_injection(
     return Injection(init_containers=init, volumes=volumes, labels=labels, container=container)
 
 
-def pod_labels(pod: Mapping[str, Any]) -> Mapping[str, str]:
-    return (pod.get("metadata") or {}).get("labels") or {}
-
-
 def opted_out(labels: Mapping[str, str], label: str = constants.LABEL_INJECT) -> bool:
     return labels.get(label) == constants.INJECT_DISABLED

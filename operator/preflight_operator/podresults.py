@@ -113,15 +113,6 @@ def _terminated(container_status: Mapping[str, Any]) -> Mapping[str, Any] | None
     return None
 
 
-def check_has_started(pod: Mapping[str, Any]) -> bool:
-    """Whether the pod has the injected check at all (it may not have run yet)."""
-    spec = pod.get("spec") or {}
-    return any(
-        isinstance(c, Mapping) and c.get("name") == constants.CHECK_CONTAINER
-        for c in spec.get("initContainers") or []
-    )
-
-
 def pod_result(pod: Mapping[str, Any]) -> PodResult | None:
     """The latest finished check of this pod, or None while it has not finished once."""
     container_status = _check_status(pod)

@@ -12,7 +12,7 @@ result, never its body.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from preflight_operator.podresults import PodResult
@@ -91,9 +91,6 @@ class Store:
         self.pods.pop(key, None)
         self.validations.pop(key, None)
         self.result_arrivals.pop(key, None)
-
-    def workloads_in(self, namespace: str) -> Iterator[WorkloadState]:
-        return (w for w in list(self.workloads.values()) if w.ref.namespace == namespace)
 
     # -- pods -------------------------------------------------------------------------
 
