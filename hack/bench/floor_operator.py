@@ -1,6 +1,7 @@
 """The floor of the operator benchmark: a bare kopf operator that watches the same pods the
 same way (server-side label selector vllm-preflight.io/injected=true) and does nothing
-with them. Same Python, same kopf, same way of logging in (no kubernetes client import).
+with them. Same Python, same kopf, same way of logging in (a login handler with the
+kubeconfig's credentials, as the operator's).
 
     python hack/bench/floor_operator.py --kubeconfig PATH
 """

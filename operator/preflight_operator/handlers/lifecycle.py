@@ -63,8 +63,8 @@ def configure(
 def register(registry: kopf.OperatorRegistry, options: RunOptions) -> None:
     @kopf.on.login(registry=registry)
     async def login(memo: Any, **_: Any) -> kopf.ConnectionInfo:
-        # kopf's watches use the credentials our own client uses (and kopf then never
-        # imports the kubernetes client library, which costs tens of MiB).
+        # kopf's watches use the credentials our own client uses: one source of truth,
+        # and the same token re-reading in a pod.
         controller: Controller = memo.controller
         creds = controller.api.credentials
         token = creds.current_token()
