@@ -8,7 +8,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: all demo test cluster lint typecheck unit e2e gpu zipapp controlplane venv clean bench-check bench-webhook bench-operator
+.PHONY: all demo test cluster lint typecheck unit e2e gpu zipapp controlplane venv clean bench-webhook bench-operator
 
 all: test
 
@@ -52,6 +52,13 @@ demo: venv controlplane
 
 cluster: venv controlplane
 	$(PY) -m preflight_operator.testing.cluster
+
+# Benchmarks against floors measured in the same run (docs/PERFORMANCE.md).
+bench-webhook: venv controlplane
+	$(PY) hack/bench/webhook_latency.py
+
+bench-operator: venv controlplane
+	$(PY) hack/bench/operator_scale.py
 
 clean:
 	rm -rf dist build .mypy_cache .ruff_cache .pytest_cache
