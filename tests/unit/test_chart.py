@@ -555,17 +555,17 @@ class TestReplicasAndPeering:
 
 # -- RBAC ------------------------------------------------------------------------------------
 OPERATOR_CLUSTER_RULES = {
-    ("", "namespaces", "get"), ("", "namespaces", "list"), ("", "namespaces", "watch"),
-    ("", "pods", "get"), ("", "pods", "list"), ("", "pods", "watch"),
+    ("", "namespaces", "list"), ("", "namespaces", "watch"),
+    ("", "pods", "list"), ("", "pods", "watch"),
+    ("", "services", "list"), ("", "services", "watch"),
     ("", "events", "create"),
     *{(g, r, v) for g, r in [("apps", "deployments"), ("apps", "statefulsets"), ("batch", "jobs"),
                              ("leaderworkerset.x-k8s.io", "leaderworkersets")]
       for v in ("get", "list", "watch", "patch")},
-    ("apps", "replicasets", "get"),
     *{("vllm-preflight.io", "gpuvalidations", v)
-      for v in ("get", "list", "watch", "create", "update", "patch", "delete")},
-    *{("vllm-preflight.io", "gpuvalidations/status", v) for v in ("get", "update", "patch")},
-    *{("vllm-preflight.io", "preflightpolicies", v) for v in ("get", "list", "watch")},
+      for v in ("get", "list", "watch", "create", "delete")},
+    ("vllm-preflight.io", "gpuvalidations/status", "patch"),
+    *{("vllm-preflight.io", "preflightpolicies", v) for v in ("list", "watch")},
     ("apiextensions.k8s.io", "customresourcedefinitions", "list"),
     ("apiextensions.k8s.io", "customresourcedefinitions", "watch"),
 }  # fmt: skip
