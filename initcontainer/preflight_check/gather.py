@@ -73,6 +73,14 @@ def gather(
     imports the checks then)."""
     started = time.perf_counter()
     plan = options.plan
+
+    def within(limit_s: float) -> float:
+        """``limit_s``, cut to what is left of --deadline (never below zero)."""
+        if options.deadline_s is None:
+            return limit_s
+        left = options.deadline_s - (time.perf_counter() - started)
+        return max(0.0, min(limit_s, left))
+
     facts = Facts(
         plan=plan, environ={k: host.environ[k] for k in RELEVANT_ENV if k in host.environ}
     )
@@ -102,7 +110,7 @@ def gather(
     driver: Optional[CudaDriver] = None
     view: Optional[CudaView] = None
     if probes:
-        probes[0].wait_note("view", options.timeout_s)
+        probes[0].wait_note("view", within(options.timeout_s))
         view = cuda_view_from_probe(probes[0].outcome)
     if view is None:
         view, driver = collect_cuda(host.load_cuda, plan)
@@ -129,15 +137,17 @@ def gather(
     if in_process and driver is not None and facts.cuda.initialised:
         exclusive = _exclusive_uuids(session.view if session else None)
         ordinals = [g.ordinal for g in facts.cuda.gpus if uuid_key(g.uuid) not in exclusive]
-        facts.thread_bindings = bind_all_from_threads(driver, ordinals, options.timeout_s)
+        facts.thread_bindings = bind_all_from_threads(driver, ordinals, within(options.timeout_s))
         mark("thread_bindings")
 
     if while_waiting is not None:
         while_waiting()
-    facts.ranks = collect(probes, options.timeout_s)
+    facts.ranks = collect(probes, within(options.timeout_s))
     mark("rank_probes")
     if workers:
-        facts.deep = collect(workers, options.deep_timeout_s, grace_after_failure_s=DEEP_GRACE_S)
+        facts.deep = collect(
+            workers, within(options.deep_timeout_s), grace_after_failure_s=DEEP_GRACE_S
+        )
         mark("deep_workers")
     if launched.store_dir is not None:
         shutil.rmtree(launched.store_dir, ignore_errors=True)

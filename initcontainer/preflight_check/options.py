@@ -71,6 +71,9 @@ class Options:
     skip: FrozenSet[str] = frozenset()
     timeout_s: float = DEFAULT_TIMEOUT_S
     deep_timeout_s: float = DEFAULT_DEEP_TIMEOUT_S
+    # The whole check's budget: no wait outlives it (children still running are stopped
+    # and reported as timed out), so an init container never sits out its pod's start.
+    deadline_s: Optional[float] = None
     json_path: Optional[str] = None
     termination_log: str = DEFAULT_TERMINATION_LOG
     termination_log_given: bool = False
@@ -147,6 +150,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--deep-timeout",
         metavar="S",
         help=f"per-worker timeout of the deep tier (default {DEFAULT_DEEP_TIMEOUT_S:g})",
+    )
+    behaviour.add_argument(
+        "--deadline",
+        metavar="S",
+        help="the whole check's time budget; probes still running then fail as timed out "
+        "(env PREFLIGHT_DEADLINE; the injector sets it from injection.timeoutSeconds)",
     )
     output = parser.add_argument_group("output")
     output.add_argument("--json", metavar="PATH", help="write the full JSON report ('-' = stdout)")
@@ -381,6 +390,9 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str]) -> Options:
         options.timeout_s = parse_seconds(args.timeout, "--timeout")
     if args.deep_timeout is not None:
         options.deep_timeout_s = parse_seconds(args.deep_timeout, "--deep-timeout")
+    deadline, where = _pick(args.deadline, "--deadline", environ, "PREFLIGHT_DEADLINE")
+    if deadline is not None:
+        options.deadline_s = parse_seconds(deadline, where)
     options.json_path = args.json
     if args.termination_log is not None:
         options.termination_log, options.termination_log_given = args.termination_log, True

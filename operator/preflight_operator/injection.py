@@ -86,7 +86,7 @@ def runtime_skips(disabled: tuple[str, ...]) -> list[str]:
     return [check_id for check_id in disabled if check_id in CHECKS]
 
 
-def preflight_env(plan: Plan, policy: PolicySpec) -> list[dict[str, str]]:
+def preflight_env(plan: Plan, policy: PolicySpec, deadline_s: int) -> list[dict[str, str]]:
     env = {
         "PREFLIGHT_TP": str(plan.tp),
         "PREFLIGHT_PP": str(plan.pp),
@@ -94,6 +94,8 @@ def preflight_env(plan: Plan, policy: PolicySpec) -> list[dict[str, str]]:
         "PREFLIGHT_ACTION": policy.action,
         "PREFLIGHT_TIER": policy.tier,
         "PREFLIGHT_SHM_MIN": policy.thresholds.shm_min,
+        # injection.timeoutSeconds: the check stops waiting then and reports what hung.
+        "PREFLIGHT_DEADLINE": str(deadline_s),
     }
     skips = runtime_skips(policy.disabled_checks)
     if skips:
@@ -123,7 +125,7 @@ def check_container(
     mode: str,
 ) -> dict[str, Any]:
     image = vllm.get("image") if mode == "WorkloadImage" else config.check_image
-    ours = preflight_env(plan, policy)
+    ours = preflight_env(plan, policy, config.timeout_seconds)
     names = {e["name"] for e in ours}
     env = [copy.deepcopy(e) for e in vllm.get("env") or [] if e.get("name") not in names]
     env += ours

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -192,6 +193,20 @@ class TestDeepTierOnTheFake:
         assert run.code == 1
         message = run.check("deep-allreduce").message
         assert "rank 1 hung in all_reduce(tp group)" in message
+
+    def test_the_deadline_bounds_the_whole_check(self, tmp_path: Path) -> None:
+        # The injector sets PREFLIGHT_DEADLINE from injection.timeoutSeconds: a worker that
+        # would hang for its whole --deep-timeout is stopped at the deadline instead.
+        host = fake_host(
+            h200_machine(2),
+            {"PREFLIGHT_DEADLINE": "3"},
+            deep_plan={"hang": [1, "all_reduce(tp group)"]},
+        )
+        started = time.monotonic()
+        run = run_check(host, ["--tp", "2", "--deep", "--deep-timeout", "120"], tmp_path)
+        assert time.monotonic() - started < 20
+        assert run.code == 1
+        assert "rank 1 hung in all_reduce(tp group)" in run.check("deep-allreduce").message
 
     def test_a_crash_names_the_rank_and_signal(self, tmp_path: Path) -> None:
         host = fake_host(h200_machine(2), deep_plan={"crash": [0, "torch.cuda.set_device"]})

@@ -132,3 +132,16 @@ class TestOtherOptions:
             "/a.json",
             "/t",
         )
+
+
+class TestDeadline:
+    def test_from_the_injector_env_or_the_flag(self) -> None:
+        assert parse_options([], {}).deadline_s is None
+        assert parse_options([], {"PREFLIGHT_DEADLINE": "120"}).deadline_s == 120.0
+        flagged = parse_options(["--deadline", "30"], {"PREFLIGHT_DEADLINE": "120"})
+        assert flagged.deadline_s == 30.0
+
+    @pytest.mark.parametrize("value", ["soon", "0", "-5", "86400"])
+    def test_malformed_values_are_named(self, value: str) -> None:
+        with pytest.raises(UsageError, match=f"PREFLIGHT_DEADLINE='{value}'"):
+            parse_options([], {"PREFLIGHT_DEADLINE": value})

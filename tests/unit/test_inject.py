@@ -118,6 +118,7 @@ def test_two_init_containers_go_first_with_the_vllm_containers_gpus_env_and_shm(
     assert [e["name"] for e in check["env"]].count("PREFLIGHT_TP") == 1
     assert env["PREFLIGHT_ACTION"] == "Enforce"
     assert env["PREFLIGHT_SHM_MIN"] == "1Gi"
+    assert env["PREFLIGHT_DEADLINE"] == "120"  # injection.timeoutSeconds
     assert check["envFrom"] == [{"configMapRef": {"name": "vllm-env"}}]
     assert {m["mountPath"] for m in check["volumeMounts"]} == {"/preflight", "/dev/shm"}
     assert check["terminationMessagePolicy"] == "FallbackToLogsOnError"
