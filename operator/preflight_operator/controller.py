@@ -16,7 +16,14 @@ from typing import Any
 
 from preflight_operator import constants, metrics
 from preflight_operator.analysis import Analyser
-from preflight_operator.api import API_ERRORS, POLICIES, KubeApi, NotFound, collection_path
+from preflight_operator.api import (
+    API_ERRORS,
+    CLUSTER_PEERINGS,
+    POLICIES,
+    KubeApi,
+    NotFound,
+    collection_path,
+)
 from preflight_operator.config import OperatorConfig
 from preflight_operator.events import now_rfc3339
 from preflight_operator.eventsink import EventSink
@@ -43,6 +50,7 @@ from preflight_operator.workloads import (
     workload_of_pod,
 )
 from preflight_operator.workqueue import WorkQueue
+from preflight_operator.writegate import WriteGate
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +79,8 @@ class Controller:
         context_reflectors: Sequence[Reflector] = (),
         now: Callable[[], str] = now_rfc3339,
         clock: Callable[[], float] = time.monotonic,
+        gate: WriteGate | None = None,
+        peering_name: str = constants.PEERING_NAME,
     ) -> None:
         self.config = config
         self.api = api
@@ -116,6 +126,19 @@ class Controller:
         self.context_reflectors = list(context_reflectors)
         for reflector in self.context_reflectors:
             reflector.subscribe(self.context_changed)
+        # Reconciles write only while kopf's peering would let this replica run
+        # (writegate.py); keys met while closed wait in `_deferred` until it opens.
+        self.gate = gate or WriteGate(identity, priority=None)
+        self._deferred: set[Key] = set()
+        self.peering_reflector: Reflector | None = None
+        if not self.gate.standalone:
+            self.peering_reflector = Reflector(
+                api,
+                collection_path(CLUSTER_PEERINGS, None),
+                name="peering",
+                params={"fieldSelector": f"metadata.name={peering_name}"},
+                on_object=self._observe_peering,
+            )
 
     # -- scope ------------------------------------------------------------------------
 
@@ -334,8 +357,17 @@ class Controller:
         for reflector in self.context_reflectors:
             await reflector.sync()
 
+    def _observe_peering(self, body: Mapping[str, Any], deleted: bool) -> None:
+        self.gate.observe(body, deleted)
+        if self._deferred and self.gate.allows():
+            deferred, self._deferred = self._deferred, set()
+            for key in sorted(deferred):
+                self.enqueue(key)
+
     async def start(self, workers: int = 4) -> None:
         self.events.start()
+        if self.peering_reflector is not None:
+            self._spawn(self.peering_reflector.run())
         self._spawn(self.policy_reflector.run())
         self._spawn(self.validation_reflector.run())
         for reflector in self.context_reflectors:
@@ -361,6 +393,12 @@ class Controller:
     async def _worker(self) -> None:
         while True:
             key = await self.queue.get()
+            if not self.gate.allows():
+                # A paused peer: another replica writes. Remember the key, in case this
+                # one takes over before kopf's watches bring the key again.
+                self._deferred.add(key)
+                self.queue.done(key, failed=False)
+                continue
             failed = False
             started = self._clock()
             try:

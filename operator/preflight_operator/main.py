@@ -28,6 +28,7 @@ from preflight_operator.reflector import Reflector
 from preflight_operator.rules import ClusterLookup
 from preflight_operator.webhooks import AdmissionService
 from preflight_operator.workloads import WorkloadRef
+from preflight_operator.writegate import WriteGate
 
 logger = logging.getLogger("preflight_operator")
 
@@ -44,8 +45,18 @@ def build(options: RunOptions) -> tuple[kopf.OperatorRegistry, kopf.Memo, Contro
     )  # fmt: skip
     analyser = RulesAnalyser(ClusterLookup(services=vllm_services.in_namespace))
     identity = options.identity or f"{socket.gethostname()}-{os.getpid()}"
+    # One priority for kopf's peering and for our own write gate (writegate.py), so both
+    # agree on which replica runs.
+    priority = options.priority if options.priority is not None else random.randint(1, 2**31)
+    gate = WriteGate(identity, priority=None if options.standalone else priority)
     controller = Controller(
-        config, api, analyser, identity=identity, context_reflectors=[vllm_services]
+        config,
+        api,
+        analyser,
+        identity=identity,
+        context_reflectors=[vllm_services],
+        gate=gate,
+        peering_name=options.peering_name,
     )
 
     async def owner_labels(ref: WorkloadRef) -> dict[str, str] | None:
@@ -63,14 +74,13 @@ def build(options: RunOptions) -> tuple[kopf.OperatorRegistry, kopf.Memo, Contro
 async def run(options: RunOptions) -> None:
     registry, memo, controller = build(options)
     metrics.serve(options.metrics_port, options.metrics_addr)
-    priority = options.priority if options.priority is not None else random.randint(1, 2**31)
     await kopf.operator(
         registry=registry,
         memo=memo,
         clusterwide=True,
         standalone=options.standalone,
         peering_name=None if options.standalone else options.peering_name,
-        priority=priority,
+        priority=controller.gate.priority,
         identity=controller.identity,  # type: ignore[arg-type]
         liveness_endpoint=f"http://{options.health_addr}:{options.health_port}/healthz",
     )

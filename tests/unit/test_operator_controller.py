@@ -378,3 +378,38 @@ def test_a_workload_from_a_list_without_kind_is_still_analysed() -> None:
 
     api = run(scenario())
     assert api.gpuvals[NS, "deployment-vllm-good"]["status"]["staticVerdict"] == "pass"
+
+
+def test_a_paused_peer_writes_nothing_until_it_takes_over() -> None:
+    # Two replicas share the cluster: the one outranked in kopf's peering object must not
+    # reconcile from its own (stale) store, whatever feeds its queue.
+    import datetime
+
+    from preflight_operator.writegate import WriteGate
+
+    seen = datetime.datetime.now(datetime.timezone.utc).isoformat()
+    rival = {"priority": 200, "lifetime": 60, "lastseen": seen}
+    me = {"priority": 100, "lifetime": 60, "lastseen": seen}
+
+    async def scenario() -> tuple[FakeApi, list[tuple[str, str]]]:
+        api = FakeApi()
+        ctl = Controller(
+            OperatorConfig(),
+            api,  # type: ignore[arg-type]
+            RulesAnalyser(),
+            identity="low",
+            gate=WriteGate("low", priority=100),
+        )
+        ctl.observe_namespace(NS, opted_in=True)
+        ctl._observe_peering({"status": {"low": me, "high": rival}}, deleted=False)
+        ctl.observe_workload(DEPLOYMENT, deployment(), deleted=False)
+        await settle(ctl)
+        while_paused = list(api.writes)
+        ctl._observe_peering({"status": {"low": me}}, deleted=False)  # the rival left
+        await settle(ctl)
+        await ctl.stop()
+        return api, while_paused
+
+    api, while_paused = run(scenario())
+    assert while_paused == []
+    assert ("create", "deployment-vllm-good") in api.writes
