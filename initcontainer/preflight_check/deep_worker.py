@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Any, Callable, Dict, List, Optional
 
-from preflight_check.rank_probe import JsonLinesLog, parse_request
+from preflight_check.rank_probe import JsonLinesLog, gate_from_stdin, parse_request, write_stdout
 
 ELEMENTS = 1 << 18  # 1 MiB of float32
 
@@ -140,19 +140,10 @@ def run_worker(
     return 0
 
 
-def _gate() -> bool:
-    line = sys.stdin.readline()
-    return bool(line) and line.strip() == "go"
-
-
-def _write_stdout(text: str) -> None:
-    os.write(1, text.encode("utf-8"))
-
-
 def main() -> None:
     request = parse_request(sys.argv[1:])
-    log = JsonLinesLog(_write_stdout)
-    code = run_worker(request, log, _gate)
+    log = JsonLinesLog(write_stdout)
+    code = run_worker(request, log, gate_from_stdin)
     # Skip interpreter and NCCL teardown: the process is done and exit frees it all.
     os._exit(code)
 

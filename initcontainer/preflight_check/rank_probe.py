@@ -131,12 +131,14 @@ def run_probe(
     return EXIT_OK
 
 
-def _gate_from_stdin() -> bool:
+def gate_from_stdin() -> bool:
+    """The parent's go-ahead: one line on stdin, "go" (or "stop", or EOF when it died)."""
     line = sys.stdin.readline()
     return bool(line) and line.strip() == "go"
 
 
-def _write_stdout(text: str) -> None:
+def write_stdout(text: str) -> None:
+    """Unbuffered: a child that crashes right after a line must not lose it."""
     os.write(1, text.encode("utf-8"))
 
 
@@ -146,7 +148,7 @@ def main() -> None:
     from preflight_check.driver.libcuda import load_libcuda  # noqa: PLC0415
 
     request = parse_request(sys.argv[1:])
-    code = run_probe(load_libcuda, request, JsonLinesLog(_write_stdout), _gate_from_stdin)
+    code = run_probe(load_libcuda, request, JsonLinesLog(write_stdout), gate_from_stdin)
     # os._exit skips interpreter teardown (and a hung daemon thread's join).
     os._exit(code)
 

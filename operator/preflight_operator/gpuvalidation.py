@@ -306,21 +306,3 @@ def _static_section(
     if findings:
         section["findings"] = findings
     return section
-
-
-def merge_patch(previous: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, Any]:
-    """The JSON merge patch (RFC 7386) turning ``previous`` into ``desired``: nested maps
-    are diffed, lists replaced whole, removed keys set to null; {} when nothing changed."""
-    patch: dict[str, Any] = {}
-    for key, value in desired.items():
-        before = previous.get(key)
-        if before == value:
-            continue
-        if isinstance(value, Mapping) and isinstance(before, Mapping):
-            patch[key] = merge_patch(before, value)
-        else:
-            patch[key] = value
-    for key in previous:
-        if key not in desired:
-            patch[key] = None
-    return patch

@@ -26,15 +26,6 @@ from preflight_check import deep_worker, rank_probe  # noqa: E402
 from preflight_check.driver.basics import DriverUnavailable  # noqa: E402
 
 
-def _write(text: str) -> None:
-    os.write(1, text.encode("utf-8"))
-
-
-def _gate() -> bool:
-    line = sys.stdin.readline()
-    return line.strip() == "go"
-
-
 def fake_deep(request: Dict[str, str], log: rank_probe.JsonLinesLog) -> int:
     plan = json.loads(os.environ.get("PREFLIGHT_FAKE_DEEP", "{}"))
     rank = int(request["rank"])
@@ -51,7 +42,7 @@ def fake_deep(request: Dict[str, str], log: rank_probe.JsonLinesLog) -> int:
         steps.append(deep_worker.STEP_PEER_COPY)
     log.emit({"note": "torch", "v": "fake"})
     for step in steps:
-        if step == deep_worker.STEP_SET_DEVICE and not _gate():
+        if step == deep_worker.STEP_SET_DEVICE and not rank_probe.gate_from_stdin():
             log.emit({"note": "stopped", "v": "stopped"})
             log.emit({"done": True})
             return 0
@@ -68,7 +59,7 @@ def fake_deep(request: Dict[str, str], log: rank_probe.JsonLinesLog) -> int:
 def main() -> None:
     module, request = sys.argv[1], rank_probe.parse_request(sys.argv[2:])
     machine = FakeMachine.from_json(os.environ["PREFLIGHT_FAKE_MACHINE"])
-    log = rank_probe.JsonLinesLog(_write)
+    log = rank_probe.JsonLinesLog(rank_probe.write_stdout)
     if module == "rank_probe":
 
         def load() -> FakeCudaDriver:
@@ -76,7 +67,7 @@ def main() -> None:
                 raise DriverUnavailable(NO_DRIVER)
             return FakeCudaDriver(machine, os.environ)
 
-        code = rank_probe.run_probe(load, request, log, _gate)
+        code = rank_probe.run_probe(load, request, log, rank_probe.gate_from_stdin)
     else:
         code = fake_deep(request, log)
     os._exit(code)
