@@ -15,6 +15,7 @@ from typing import Any
 
 from preflight_operator import constants
 from preflight_operator.api import MERGE_PATCH, KubeApi
+from preflight_operator.rules.quantity import parse_quantity
 
 
 def rfc3339(moment: datetime.datetime | None = None) -> str:
@@ -57,6 +58,33 @@ def check_gpus(pod: Mapping[str, Any]) -> int:
             except ValueError:
                 return 0
     return 0
+
+
+# What a container's /dev/shm is: the container runtime's default, or the emptyDir mounted
+# there (memory-backed: its sizeLimit, else bounded by the node's memory, here taken as
+# NODE_MEMORY).
+DEFAULT_SHM_BYTES = 64 * 1024**2
+NODE_MEMORY = 64 * 1024**3
+
+
+def check_shm_bytes(pod: Mapping[str, Any]) -> int:
+    """The size of /dev/shm the kubelet would give the injected check container."""
+    spec = pod.get("spec") or {}
+    volumes = {v.get("name"): v for v in spec.get("volumes") or [] if isinstance(v, Mapping)}
+    for container in spec.get("initContainers") or []:
+        if container.get("name") != constants.CHECK_CONTAINER:
+            continue
+        for mount in container.get("volumeMounts") or []:
+            if mount.get("mountPath") != "/dev/shm":
+                continue
+            empty_dir = (volumes.get(mount.get("name")) or {}).get("emptyDir")
+            if not isinstance(empty_dir, Mapping):
+                return DEFAULT_SHM_BYTES
+            if empty_dir.get("medium") != "Memory":
+                return NODE_MEMORY  # a disk-backed directory: not tmpfs, but not small
+            limit = parse_quantity(empty_dir.get("sizeLimit"))
+            return NODE_MEMORY if limit is None or limit <= 0 else min(int(limit), NODE_MEMORY)
+    return DEFAULT_SHM_BYTES
 
 
 def pod_status(

@@ -44,7 +44,8 @@ def shm(facts: Facts, options: Options) -> List[CheckResult]:
         return result(
             "shm",
             FAIL,
-            f"{info.path} is {size_text(info.size)}, below {threshold} (--shm-min); with TP x PP = "
+            f"{info.path} is {size_text(info.size)}, below {threshold} "
+            f"({options.sources.get('shm_min') or 'the default --shm-min'}); with TP x PP = "
             f"{plan.tp * plan.pp} NCCL fails with 'Error while creating shared memory segment "
             "/dev/shm/nccl-... No space left on device' (unhandled system error)",
             SHM_FIX.format(size=threshold),

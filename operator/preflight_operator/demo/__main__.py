@@ -74,18 +74,35 @@ def injected_pods(cluster: Cluster) -> list[dict[str, Any]]:
 
 
 def run_check(pod: dict[str, Any], workdir: Path) -> tuple[int, str, str]:
-    """The real checker, with the pod's check env, over a fake view of its GPUs."""
+    """The real checker, with the pod's check env and /dev/shm size, over a fake view of
+    its GPUs."""
     gpus = fakekubelet.check_gpus(pod)
+    shm_bytes = fakekubelet.check_shm_bytes(pod)
     termination_log = workdir / f"{pod['metadata']['name']}.termination-log"
     env = {"PATH": os.environ.get("PATH", ""), **fakekubelet.check_env(pod)}
     env.pop("TMPDIR", None)  # /preflight exists in the pod, not here
     result = subprocess.run(
         [sys.executable, "-m", "preflight_operator.demo.fakecheck", "--gpus", str(gpus),
-         "--", "--termination-log", str(termination_log)],
+         "--shm-bytes", str(shm_bytes), "--", "--termination-log", str(termination_log)],
         env=env, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     message = termination_log.read_text() if termination_log.exists() else result.stderr[-4000:]
     return result.returncode, message, result.stdout
+
+
+def _what_matters(table: str) -> list[str]:
+    """The checker's failures and warnings (with their fix lines) and its verdict."""
+    kept: list[str] = []
+    keep_fix = False
+    for line in table.strip().splitlines():
+        if line.startswith(("FAIL", "WARN", "ERROR", "verdict:")):
+            kept.append(line)
+            keep_fix = not line.startswith("verdict:")
+        elif keep_fix and line.strip().startswith("fix:"):
+            kept.append(line)
+        else:
+            keep_fix = False
+    return kept
 
 
 async def play_kubelet(kubeconfig: Path, pods: list[dict[str, Any]], workdir: Path) -> None:
@@ -98,7 +115,7 @@ async def play_kubelet(kubeconfig: Path, pods: list[dict[str, Any]], workdir: Pa
                 await fakekubelet.bind(api, NAMESPACE, name, NODE)
             started = fakekubelet.rfc3339()
             exit_code, message, table = run_check(pod, workdir)
-            print("\n".join("   " + line for line in table.strip().splitlines()[-8:]))
+            print("\n".join("   " + line for line in _what_matters(table)))
             status = fakekubelet.pod_status(
                 pod, exit_code=exit_code, message=message, started=started
             )

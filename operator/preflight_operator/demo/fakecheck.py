@@ -25,6 +25,9 @@ from preflight_operator.localsetup import REPO
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="fakecheck")
     parser.add_argument("--gpus", type=int, required=True, help="GPUs the pod was given")
+    parser.add_argument(
+        "--shm-bytes", type=int, default=None, help="size of the pod's /dev/shm (default: large)"
+    )
     parser.add_argument("check_args", nargs="*", help="options of `vllm-preflight check`")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(REPO))  # tests.fakedriver: the checker's own fake driver
@@ -33,7 +36,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from preflight_check.cli import main as check_main  # noqa: PLC0415
 
-    host = fake_host(h200_machine(max(0, args.gpus)), dict(os.environ))
+    machine = h200_machine(max(0, args.gpus))
+    if args.shm_bytes is None:
+        host = fake_host(machine, dict(os.environ))
+    else:
+        host = fake_host(machine, dict(os.environ), shm_size=args.shm_bytes)
     return check_main(["check", *args.check_args], host=host)
 
 
