@@ -103,6 +103,16 @@ def events_for(cluster: Cluster, namespace: str, name: str) -> list[tuple[str, s
     return [(e["reason"], e["message"]) for e in items]
 
 
+def apply_once_the_warn_policy_admits(cluster: Cluster, namespace: str, name: str) -> None:
+    """A new policy reaches the webhooks through a watch: retry until it admits."""
+    wait_for(
+        lambda: cluster.kubectl(
+            "apply", "-f", "-", input=json.dumps(manifest(name, namespace)), check=False,
+        ).returncode == 0,
+        what=f"the Warn policy to admit {name}",
+    )  # fmt: skip
+
+
 def test_good_and_bad_deployments_end_with_the_right_status(
     cluster: Cluster, namespace: str
 ) -> None:
@@ -115,13 +125,7 @@ def test_good_and_bad_deployments_end_with_the_right_status(
     cluster.apply(warn_policy)
     cluster.apply(manifest("good-tp2-deployment.yaml", namespace))
     # the policy reaches the webhooks through a watch: retry until the bad one is admitted
-    wait_for(
-        lambda: cluster.kubectl(
-            "apply", "-f", "-", input=json.dumps(manifest("bad-tp4-deployment.yaml", namespace)),
-            check=False,
-        ).returncode == 0,
-        what="the Warn policy to admit vllm-bad",
-    )  # fmt: skip
+    apply_once_the_warn_policy_admits(cluster, namespace, "bad-tp4-deployment.yaml")
 
     good = wait_for(lambda: gpuval(cluster, namespace, "deployment-vllm-good"))
     assert good["spec"]["workloadRef"]["kind"] == "Deployment"
@@ -325,13 +329,7 @@ def test_a_policy_change_is_recorded_on_existing_workloads(
         "spec": {"action": "Warn"},
     }
     cluster.apply(policy)
-    wait_for(
-        lambda: cluster.kubectl(
-            "apply", "-f", "-", input=json.dumps(manifest("bad-tp4-deployment.yaml", namespace)),
-            check=False,
-        ).returncode == 0,
-        what="the Warn policy to admit vllm-bad",
-    )  # fmt: skip
+    apply_once_the_warn_policy_admits(cluster, namespace, "bad-tp4-deployment.yaml")
 
     def action() -> str | None:
         status = (gpuval(cluster, namespace, "deployment-vllm-bad") or {}).get("status", {})
