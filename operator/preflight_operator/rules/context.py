@@ -11,6 +11,7 @@ from preflight_check.vllm_args import ParsedArgs
 from preflight_operator.rules.command import Invocation
 from preflight_operator.rules.discovery import PodTemplate
 from preflight_operator.rules.kubeenv import ContainerEnv
+from preflight_operator.rules.model import NO_LOOKUP, ClusterLookup
 from preflight_operator.rules.resources import GpuResources
 
 
@@ -26,6 +27,7 @@ class ContainerContext:
     gpus: GpuResources
     services: tuple[Mapping[str, Any], ...]
     config_source: str | None  # 'ConfigMap/x data["k"]' when --config was read
+    lookup: ClusterLookup = NO_LOOKUP  # the cluster (or lint's extra inputs), for rules
 
     @property
     def spec(self) -> Mapping[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -43,11 +44,14 @@ def check_objects(
 ) -> list[ContainerResult]:
     """Check every workload of a manifest set; ConfigMaps and Services in the set are used
     to resolve env, --config files and Service links. One result per vLLM container."""
-    objs = [o for o in objects if isinstance(o, Mapping)]
-    manifests = ManifestSet.of(objs, default_namespace)
+    objs = list(objects)
+    manifests = ManifestSet.of([o for o in objs if isinstance(o, Mapping)], default_namespace)
     results: list[ContainerResult] = []
-    for obj in objs:
-        results.extend(_check_object(obj, manifests, policy, lookup, default_namespace))
+    for index, obj in enumerate(objs):
+        if not isinstance(obj, Mapping):
+            continue
+        for result in _check_object(obj, manifests, policy, lookup, default_namespace):
+            results.append(dataclasses.replace(result, object_index=index))
     return results
 
 
@@ -190,6 +194,7 @@ def _check_container(
         gpus,
         tuple(services),
         resolver.source,
+        lookup,
     )
     findings = [
         MANIFEST_INVALID.finding(

@@ -83,6 +83,9 @@ class ContainerResult:
     gpus_needed: int | None
     gpus_requested: int | None
     findings: tuple[Finding, ...] = ()
+    # index of the object in the list given to check_objects (lint attributes results to
+    # files with it); None from check_object
+    object_index: int | None = None
 
     @property
     def workload(self) -> str:
@@ -121,6 +124,12 @@ def results_document(results: Iterable[ContainerResult]) -> dict[str, Any]:
 
 ConfigMapLookup = Callable[[str, str], Mapping[str, Any] | None]
 ServicesLookup = Callable[[str], Iterable[Mapping[str, Any]]]
+# (namespace, kind, name) -> the object, for kinds the rules resolve by reference
+# (ResourceClaim, ResourceClaimTemplate); None when absent or unknown
+ObjectLookup = Callable[[str, str, str], Mapping[str, Any] | None]
+# Hub repo id or model path -> the model's files (config.json, ...) as parsed JSON, keyed
+# by file name; None when unknown. Never blocks on the network on the request path.
+ModelLookup = Callable[[str], Mapping[str, Any] | None]
 
 
 @dataclass(frozen=True)
@@ -135,6 +144,8 @@ class ClusterLookup:
 
     config_map: ConfigMapLookup | None = None
     services: ServicesLookup | None = None
+    object: ObjectLookup | None = None
+    model: ModelLookup | None = None
 
 
 NO_LOOKUP = ClusterLookup()
