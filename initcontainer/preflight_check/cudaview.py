@@ -39,8 +39,11 @@ def read_view(driver: CudaDriver, groups: List[List[int]]) -> Dict[str, Any]:
         handles.append(device)
         gpu: Dict[str, Any] = {"ordinal": ordinal, "uuid": "", "pci_bus_id": "", "name": ""}
         code, raw = driver.device_uuid(device)
-        if code == CUDA_SUCCESS:
+        if code == CUDA_SUCCESS and len(raw) == 16:
             gpu["uuid"] = format_uuid(raw)
+        elif code == CUDA_SUCCESS:
+            # A short UUID would join to no NVML GPU and read as a different GPU.
+            errors.append(f"cuDeviceGetUuid({ordinal}): {len(raw)} bytes instead of 16")
         else:
             errors.append(f"cuDeviceGetUuid({ordinal}): {driver.error_name(code)}")
         code, bus = driver.device_pci_bus_id(device)

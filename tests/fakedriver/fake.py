@@ -89,11 +89,13 @@ class FakeMachine:
 
 def h200_machine(count: int = 2, **overrides: Any) -> FakeMachine:
     """Identical H200s on buses 06, 07, ... as on the measured 2- and 4-GPU machines."""
+    # GPUs 1-3 have zero bytes in their UUIDs, as about one GPU in sixteen does: GPU 2's
+    # is the real H200 UUID of issue 16 (byte 4 is 00), GPU 3's starts with 00.
     uuids = [
         "GPU-ea300b2e-0352-789c-6847-ce5195328e81",
-        "GPU-7b01fc6f-1b2c-4d5e-8f90-a1b2c3d4e5f6",
-        "GPU-3c4d5e6f-2222-4333-8444-555566667777",
-        "GPU-9f8e7d6c-aaaa-4bbb-8ccc-ddddeeeeffff",
+        "GPU-7b01fc6f-1b00-4d5e-8f90-a1b2c3d4e5f6",
+        "GPU-b1a04e3a-0045-8654-0766-3ed4389a1318",
+        "GPU-009e7d6c-aaaa-4bbb-8ccc-ddddeeeeff00",
         "GPU-11223344-5566-4778-8990-aabbccddeeff",
         "GPU-55667788-99aa-4bbc-8cdd-eeff00112233",
         "GPU-a1a2a3a4-b1b2-4c1c-8d1d-e1e2e3e4e5e6",

@@ -52,7 +52,9 @@ _SIGNATURES: Dict[str, Tuple[str, List[Any]]] = {
 
 
 class _CUuuid(ctypes.Structure):
-    _fields_ = [("bytes", ctypes.c_char * 16)]
+    # c_ubyte, not c_char: ctypes reads a c_char array field as a C string and cuts it
+    # at the first zero byte, which mangled about one UUID in sixteen (issue 16).
+    _fields_ = [("bytes", ctypes.c_ubyte * 16)]
 
 
 class _DlInfo(ctypes.Structure):
@@ -158,7 +160,7 @@ class LibCuda:
             return 999, b""
         value = _CUuuid()
         code: int = self._uuid(ctypes.byref(value), device)
-        return code, bytes(value.bytes)
+        return code, bytes(bytearray(value.bytes))
 
     def device_pci_bus_id(self, device: int) -> Tuple[int, str]:
         buffer = ctypes.create_string_buffer(32)
