@@ -26,11 +26,28 @@ from preflight_operator.static import Plan
 
 SHM_PATH = "/dev/shm"
 TERMINATION_MESSAGE_PATH = "/dev/termination-log"
-# The injected containers run as the image's own user with nothing else.
+# The injected containers run as the image's own user with nothing else. RuntimeDefault
+# seccomp is safe for them: they copy a file, read /proc and /dev, and open CUDA devices.
 SECURITY_CONTEXT: Mapping[str, Any] = {
     "allowPrivilegeEscalation": False,
     "readOnlyRootFilesystem": True,
     "capabilities": {"drop": ["ALL"]},
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+# No API token in the injected containers. The API server's ServiceAccount admission plugin
+# adds its token mount to every container of the pod, and runs again after a webhook
+# changed the pod (admission reinvocation), so our init containers would get it too. The
+# Pod API has no per-container opt-out (automountServiceAccountToken is pod-wide, and
+# vLLM's container may need the token); the plugin skips a container that already mounts
+# something at this path (kubernetes v1.34.4 plugin/pkg/admission/serviceaccount/
+# admission.go, mountServiceAccountToken). So each injected container mounts an empty,
+# read-only emptyDir there: the path exists, and holds no token.
+TOKEN_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
+NO_TOKEN_VOLUME = "preflight-no-token"
+NO_TOKEN_MOUNT: Mapping[str, Any] = {
+    "name": NO_TOKEN_VOLUME,
+    "mountPath": TOKEN_MOUNT_PATH,
+    "readOnly": True,
 }
 
 
@@ -127,11 +144,20 @@ def check_container(
     image = vllm.get("image") if mode == "WorkloadImage" else config.check_image
     ours = preflight_env(plan, policy, config.timeout_seconds)
     names = {e["name"] for e in ours}
-    env = [copy.deepcopy(e) for e in vllm.get("env") or [] if e.get("name") not in names]
+    env = [
+        copy.deepcopy(e)
+        for e in vllm.get("env") or []
+        if isinstance(e, Mapping) and e.get("name") not in names
+    ]
     env += ours
     mounts = [
         {"name": constants.VOLUME_NAME, "mountPath": constants.MOUNT_PATH},
-    ] + [copy.deepcopy(m) for m in vllm.get("volumeMounts") or [] if m.get("mountPath") == SHM_PATH]
+        dict(NO_TOKEN_MOUNT),
+    ] + [
+        copy.deepcopy(m)
+        for m in vllm.get("volumeMounts") or []
+        if isinstance(m, Mapping) and m.get("mountPath") == SHM_PATH
+    ]
     container: dict[str, Any] = {
         "name": constants.CHECK_CONTAINER,
         "image": image,
@@ -159,7 +185,10 @@ def install_container(config: InjectionConfig) -> dict[str, Any]:
             "requests": {"cpu": "10m", "memory": "32Mi"},
             "limits": {"memory": "64Mi"},
         },
-        "volumeMounts": [{"name": constants.VOLUME_NAME, "mountPath": constants.MOUNT_PATH}],
+        "volumeMounts": [
+            {"name": constants.VOLUME_NAME, "mountPath": constants.MOUNT_PATH},
+            dict(NO_TOKEN_MOUNT),
+        ],
         "terminationMessagePolicy": "FallbackToLogsOnError",
         "securityContext": copy.deepcopy(dict(SECURITY_CONTEXT)),
     }
@@ -194,13 +223,15 @@ def plan_injection(
         return Skip("undecided", "the parallel plan of the vLLM command line is unknown")
     if not gpu_resources(vllm):
         return Skip("no-gpu-request", f"container {container!r} requests no nvidia.com/gpu")
-    if constants.VOLUME_NAME in _names(spec.get("volumes")):
-        return Skip("volume-name-taken", f"the pod already has a volume {constants.VOLUME_NAME!r}")
+    taken = {constants.VOLUME_NAME, NO_TOKEN_VOLUME} & _names(spec.get("volumes"))
+    if taken:
+        return Skip("volume-name-taken", f"the pod already has a volume {sorted(taken)[0]!r}")
     mode = policy.injection_mode or config.mode
     init = [install_container(config), check_container(vllm, plan, policy, config, mode)]
     init += [copy.deepcopy(c) for c in spec.get("initContainers") or []]
     volumes = [copy.deepcopy(v) for v in spec.get("volumes") or []]
     volumes.append({"name": constants.VOLUME_NAME, "emptyDir": {"sizeLimit": "64Mi"}})
+    volumes.append({"name": NO_TOKEN_VOLUME, "emptyDir": {"sizeLimit": "1Mi"}})
     labels = {constants.LABEL_INJECTED: "true"}
     if workload_label:
         labels[constants.LABEL_WORKLOAD] = workload_label

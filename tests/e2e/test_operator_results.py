@@ -206,6 +206,34 @@ def test_good_and_bad_deployments_end_with_the_right_status(
                                  "fail", "fail", "gpu-count"] for r in rows)  # fmt: skip
 
 
+def test_the_stored_pod_gives_the_injected_containers_no_token_and_runtime_default_seccomp(
+    cluster: Cluster, namespace: str
+) -> None:
+    """What the API server stored, after its ServiceAccount plugin ran again on our patch
+    (admission reinvocation): the token reaches vLLM's container, never ours."""
+    cluster.apply(manifest("good-tp2-deployment.yaml", namespace))
+    name = wait_for(lambda: injected_pods(cluster, namespace, "vllm-good"))[0]["metadata"]["name"]
+    stored = get_json(cluster, "pod", name, "-n", namespace)["spec"]
+    token_path = "/var/run/secrets/kubernetes.io/serviceaccount"
+    volumes = {v["name"]: v for v in stored["volumes"]}
+
+    def token_mounts(container: dict[str, Any]) -> list[dict[str, Any]]:
+        return [m for m in container.get("volumeMounts", []) if m["mountPath"] == token_path]
+
+    vllm = next(c for c in stored["containers"] if c["name"] == "vllm")
+    (api_access,) = token_mounts(vllm)  # the control plane does mount tokens
+    assert "projected" in volumes[api_access["name"]]
+    ours = {c["name"]: c for c in stored["initContainers"]}
+    for name in (constants.INSTALL_CONTAINER, constants.CHECK_CONTAINER):
+        (mount,) = token_mounts(ours[name])
+        assert mount["name"] == "preflight-no-token"
+        assert volumes[mount["name"]] == {
+            "name": "preflight-no-token",
+            "emptyDir": {"sizeLimit": "1Mi"},
+        }
+        assert ours[name]["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+
+
 def test_a_pod_without_vllm_is_untouched(cluster: Cluster, namespace: str) -> None:
     pod = {
         "apiVersion": "v1",

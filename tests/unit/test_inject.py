@@ -120,15 +120,25 @@ def test_two_init_containers_go_first_with_the_vllm_containers_gpus_env_and_shm(
     assert env["PREFLIGHT_SHM_MIN"] == "1Gi"
     assert env["PREFLIGHT_DEADLINE"] == "120"  # injection.timeoutSeconds
     assert check["envFrom"] == [{"configMapRef": {"name": "vllm-env"}}]
-    assert {m["mountPath"] for m in check["volumeMounts"]} == {"/preflight", "/dev/shm"}
+    token_path = "/var/run/secrets/kubernetes.io/serviceaccount"
+    assert {m["mountPath"] for m in check["volumeMounts"]} == {"/preflight", "/dev/shm", token_path}
     assert check["terminationMessagePolicy"] == "FallbackToLogsOnError"
-    assert check["securityContext"] == {
-        "allowPrivilegeEscalation": False,
-        "readOnlyRootFilesystem": True,
-        "capabilities": {"drop": ["ALL"]},
-    }
+    for ours in (install, check):
+        assert ours["securityContext"] == {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        }
+        # The API server's ServiceAccount plugin skips a container that mounts something
+        # at the token path: ours mount an empty read-only emptyDir there.
+        shadow = [m for m in ours["volumeMounts"] if m["mountPath"] == token_path]
+        assert shadow == [{"name": "preflight-no-token", "mountPath": token_path, "readOnly": True}]
     assert "runAsUser" not in check["securityContext"]
-    assert result.volumes[-1] == {"name": "preflight", "emptyDir": {"sizeLimit": "64Mi"}}
+    assert result.volumes[-2:] == [
+        {"name": "preflight", "emptyDir": {"sizeLimit": "64Mi"}},
+        {"name": "preflight-no-token", "emptyDir": {"sizeLimit": "1Mi"}},
+    ]
     assert result.labels == {
         "vllm-preflight.io/injected": "true",
         "vllm-preflight.io/workload": "deployment.vllm",
@@ -163,6 +173,10 @@ def test_skips_say_why() -> None:
     taken = vllm_pod(volumes=[{"name": "preflight", "emptyDir": {}}])
     assert isinstance(inject(taken), Skip)
     assert inject(taken).reason == "volume-name-taken"
+    taken = vllm_pod(volumes=[{"name": "preflight-no-token", "emptyDir": {}}])
+    assert inject(taken) == Skip(
+        "volume-name-taken", "the pod already has a volume 'preflight-no-token'"
+    )
     no_gpu = vllm_pod()
     del no_gpu["spec"]["containers"][0]["resources"]
     assert inject(no_gpu).reason == "no-gpu-request"  # type: ignore[union-attr]
