@@ -221,6 +221,10 @@ _SHORT_ALIAS_WORDS: Dict[str, str] = {
 }
 
 # argparse treats "-1" and "-0.5" as values when no option looks like a negative number.
+# The rules engine marks a value it cannot know (a Secret, the image's ENV) with NUL
+# bytes; no real argument contains one (the kernel's argv is NUL-terminated).
+_UNKNOWN_MARK = "\x00"
+
 _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 _PYTHON = re.compile(r"^python[0-9.]*$")
 _API_SERVER_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server")
@@ -446,6 +450,9 @@ class _Parser:
         self.result = ParsedArgs()
         self.raw: Dict[str, Tuple[object, Origin]] = {}
         self.positionals: List[_Tok] = []
+        # positionals that may really be the value of an option we do not know (a newer
+        # vLLM flag taking several values) or come from a value unknown here
+        self.uncertain: List[_Tok] = []
 
     # -- problems -----------------------------------------------------------------------
     def problem(self, flag: str, value: str, message: str, dest: str = "") -> None:
@@ -711,6 +718,7 @@ class _Parser:
 
     def walk(self, toks: List[_Tok]) -> None:
         i = 0
+        doubt = False  # since the last option we know: could this token be a value?
         while i < len(toks):
             tok = toks[i]
             text = tok.text
@@ -719,6 +727,9 @@ class _Parser:
                 return
             if not self.is_option(text):
                 self.positionals.append(tok)
+                if doubt or _UNKNOWN_MARK in text:
+                    self.uncertain.append(tok)
+                    doubt = True
                 i += 1
                 continue
             name, eq, explicit = text.partition("=")
@@ -745,6 +756,7 @@ class _Parser:
                 self.check_glued_value(tok)
             nxt = toks[i + 1] if i + 1 < len(toks) else None
             next_is_value = nxt is not None and not self.is_option(nxt.text)
+            doubt = resolved is None and not known
             if resolved in _BY_NAME:
                 opt, negated = _BY_NAME[resolved]
                 origin = Origin(tok.spelling, tok.index, tok.from_config)
@@ -847,6 +859,11 @@ class _Parser:
         r.port = port
         self.read_gpu_memory_utilization()
         self.read_model(entry)
+        if any(p.dest in PLAN_DESTS for p in r.problems):
+            # argparse stops at the first size it cannot convert, before any cross-check
+            # below; comparing a default (DP=1) with a real value would invent an error
+            r.plan = ParallelPlan(tp=tp, pp=pp, dp=dp, dp_local=dpl or dp, nnodes=nnodes)
+            return
 
         def bad(dest: str, message: str, value: str = "") -> None:
             origin = r.origins.get(dest)
@@ -995,6 +1012,23 @@ class _Parser:
             self.result.origins["model"] = Origin(tok.spelling, tok.index, tok.from_config)
         else:
             self.result.model = flag_model
+        # `vllm serve` takes one positional (the model), the api_server module none:
+        # argparse exits with "unrecognized arguments" on any other
+        extra = positional[1:] if entry == SERVE else self.positionals
+        certain = [t for t in extra if t not in self.uncertain]
+        if certain:
+            words = " ".join(t.text for t in certain)
+            first = certain[0]
+            where = "after the model " + repr(positional[0].text) if entry == SERVE else ""
+            self.problem(
+                first.spelling,
+                first.text,
+                f"vLLM exits with 'error: unrecognized arguments: {words}'"
+                f"{' (' + where + ')' if where else ''}; a command line takes one model "
+                "and options only",
+                "positional",
+            )
+            self.result.origins["positional"] = Origin(first.spelling, first.index)
 
 
 def _no_form_exists(flag: str) -> bool:

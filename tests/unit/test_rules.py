@@ -323,8 +323,8 @@ def test_undefined_variable_is_passed_literally_and_refused() -> None:
 def test_variable_from_a_secret_is_unresolved_not_wrong() -> None:
     env = [{"name": "TP", "valueFrom": {"secretKeyRef": {"name": "s", "key": "tp"}}}]
     result = one(deployment(pod_spec(vllm("m", "-tp", "$(TP)", gpus=2, env=env))))
-    assert ids(result) == ["vllm-env-unresolved"]
-    assert "$(TP)" in finding(result, "vllm-env-unresolved").message
+    assert ids(result) == ["plan-unresolved"]
+    assert "$(TP)" in finding(result, "plan-unresolved").message
 
 
 def test_config_equals_form_is_flagged() -> None:

@@ -147,13 +147,13 @@ def test_env_overrides_envfrom() -> None:
 def test_configmap_outside_the_set_is_unresolved() -> None:
     env = [{"name": "X", "valueFrom": {"configMapKeyRef": {"name": "par", "key": "tp"}}}]
     result = one(deployment(pod_spec(vllm("m", "-tp", "$(X)", gpus=4, env=env))))
-    assert ids(result) == ["vllm-env-unresolved"]
+    assert ids(result) == ["plan-unresolved"]
 
 
 def test_envfrom_secret_makes_every_name_possible() -> None:
     container = vllm("m", "-tp", "$(TP)", gpus=4)
     container["envFrom"] = [{"secretRef": {"name": "s"}}]
-    assert ids(one(deployment(pod_spec(container)))) == ["vllm-env-unresolved"]
+    assert ids(one(deployment(pod_spec(container)))) == ["plan-unresolved"]
 
 
 def test_shell_variable_from_the_pod_env() -> None:
@@ -163,8 +163,8 @@ def test_shell_variable_from_the_pod_env() -> None:
 
 def test_shell_variable_unknown_is_unresolved() -> None:
     result = one(deployment(pod_spec(vllm(gpus=4, command=("sh", "-c", "vllm serve m -tp $TP")))))
-    assert ids(result) == ["vllm-env-unresolved"]
-    assert finding(result, "vllm-env-unresolved").field.endswith("command[2]")
+    assert ids(result) == ["plan-unresolved"]
+    assert finding(result, "plan-unresolved").field.endswith("command[2]")
 
 
 def test_shell_default_value() -> None:

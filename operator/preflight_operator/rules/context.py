@@ -10,9 +10,18 @@ from typing import Any
 from preflight_check.vllm_args import ParsedArgs
 from preflight_operator.rules.command import Invocation
 from preflight_operator.rules.discovery import PodTemplate
+from preflight_operator.rules.dra import Resolve
 from preflight_operator.rules.kubeenv import ContainerEnv
 from preflight_operator.rules.model import NO_LOOKUP, ClusterLookup
 from preflight_operator.rules.resources import GpuResources
+
+# Options by which a pod runs its own share of data-parallel ranks (vLLM's multi-node
+# data parallelism with the mp backend): with them the pod is not a Ray worker slot.
+_OWN_DP_RANKS = ("data_parallel_size_local", "data_parallel_start_rank", "data_parallel_rank")
+
+
+def _unresolved(kind: str, name: str) -> Mapping[str, Any] | None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -28,6 +37,7 @@ class ContainerContext:
     services: tuple[Mapping[str, Any], ...]
     config_source: str | None  # 'ConfigMap/x data["k"]' when --config was read
     lookup: ClusterLookup = NO_LOOKUP  # the cluster (or lint's extra inputs), for rules
+    resolve: Resolve = _unresolved  # (kind, name) -> ResourceClaim(Template) of the pod's ns
 
     @property
     def spec(self) -> Mapping[str, Any]:
@@ -44,16 +54,34 @@ class ContainerContext:
         return self.invocation.paths[0] if self.invocation.paths else self.path
 
     @property
+    def own_dp_ranks(self) -> bool:
+        """The pod runs its own data-parallel ranks (``-dpl``, a start rank, a DP rank,
+        ``--headless``, external LB) with the mp backend: vLLM's multi-node DP shape."""
+        plan = self.parsed.plan
+        if plan.data_parallel_backend == "ray":
+            return False
+        given = any(dest in self.parsed.origins for dest in _OWN_DP_RANKS)
+        return given or plan.headless or plan.external_lb
+
+    @property
     def spread(self) -> bool:
         """A LeaderWorkerSet group whose engine is spread over its pods by Ray (no
-        --nnodes): the group's GPUs count, not one pod's."""
+        --nnodes, no per-pod DP ranks): the group's GPUs count, not one pod's."""
         group = self.template.group
-        return group is not None and group.size > 1 and self.parsed.plan.nnodes == 1
+        return (
+            group is not None
+            and group.size > 1
+            and self.parsed.plan.nnodes == 1
+            and not self.own_dp_ranks
+        )
 
     @property
     def group_gpus_needed(self) -> int:
+        """GPUs of the whole group when Ray places the engine: every DP rank with the
+        Ray DP backend, else this pod's engines."""
         plan = self.parsed.plan
-        return plan.world_size * plan.dp_local
+        dp = plan.dp if plan.data_parallel_backend == "ray" else plan.dp_local
+        return plan.world_size * dp
 
     @property
     def gpus_needed(self) -> int | None:
@@ -65,6 +93,12 @@ class ContainerContext:
         if self.spread and self.template.group is not None:
             return math.ceil(self.group_gpus_needed / self.template.group.size)
         return self.parsed.plan.gpus_needed
+
+    @property
+    def gpus_have(self) -> int | None:
+        """Devices the container gets, when that is known; None when it asks none or the
+        count is unknown (see ``gpus.unknown``)."""
+        return None if self.gpus.unknown else self.gpus.requested
 
     def process_env(self, name: str) -> tuple[str | None, str | None]:
         """(value, manifest path) of a variable vLLM's process gets from the spec or the

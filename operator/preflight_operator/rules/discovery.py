@@ -20,12 +20,9 @@ _TEMPLATE_KINDS = {
     "ReplicationController": ("spec", "template"),
     "CronJob": ("spec", "jobTemplate", "spec", "template"),
 }
-GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "nvidia.com/gpu.shared")
 MIG_PREFIX = "nvidia.com/mig-"
-
-
-def is_gpu_resource(name: str) -> bool:
-    return name in GPU_RESOURCES or name.startswith(MIG_PREFIX)
+# Objects the rules resolve by reference from a pod spec (DRA).
+REFERENCED_KINDS = ("ResourceClaim", "ResourceClaimTemplate")
 
 
 @dataclass(frozen=True)
@@ -156,20 +153,24 @@ def _lws_templates(obj: Mapping[str, Any], name: str, namespace: str | None) -> 
 
 @dataclass
 class ManifestSet:
-    """ConfigMaps and Services of the objects being checked together, by namespace."""
+    """ConfigMaps, Services, ResourceClaims and ResourceClaimTemplates of the objects
+    being checked together, by namespace."""
 
     config_maps: dict[tuple[str | None, str], Mapping[str, Any]] = field(default_factory=dict)
     services: dict[str | None, list[Mapping[str, Any]]] = field(default_factory=dict)
+    referenced: dict[tuple[str | None, str, str], Mapping[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, objects: Iterable[Mapping[str, Any]], default_namespace: str | None) -> ManifestSet:
         found = cls()
         for obj in objects:
             kind = obj.get("kind")
-            if kind not in ("ConfigMap", "Service"):
+            if kind not in ("ConfigMap", "Service", *REFERENCED_KINDS):
                 continue
             name, namespace = _meta(obj, default_namespace)
-            if kind == "ConfigMap":
+            if kind in REFERENCED_KINDS:
+                found.referenced[(namespace, str(kind), name)] = obj
+            elif kind == "ConfigMap":
                 found.config_maps[(namespace, name)] = obj
             else:
                 found.services.setdefault(namespace, []).append(obj)

@@ -125,7 +125,7 @@ def _crashed(
 
 def _getters(
     namespace: str | None, manifests: ManifestSet, lookup: ClusterLookup
-) -> tuple[Any, list[Mapping[str, Any]]]:
+) -> tuple[Any, Any, list[Mapping[str, Any]]]:
     def config_map(name: str) -> Mapping[str, Any] | None:
         found = manifests.config_maps.get((namespace, name))
         if found is None and lookup.config_map is not None and namespace is not None:
@@ -135,12 +135,21 @@ def _getters(
                 found = None  # unknown, never fatal
         return found
 
+    def referenced(kind: str, name: str) -> Mapping[str, Any] | None:
+        found = manifests.referenced.get((namespace, kind, name))
+        if found is None and lookup.object is not None and namespace is not None:
+            try:
+                found = lookup.object(namespace, kind, name)
+            except Exception:
+                found = None  # unknown, never fatal
+        return found
+
     services = list(manifests.services.get(namespace, []))
     if lookup.services is not None and namespace is not None:
         names = {link_prefix(s) for s in services}
         with contextlib.suppress(Exception):  # unknown, never fatal
             services += [s for s in lookup.services(namespace) if link_prefix(s) not in names]
-    return config_map, services
+    return config_map, referenced, services
 
 
 def _service_links(spec: Mapping[str, Any], services: list[Mapping[str, Any]]) -> dict[str, str]:
@@ -166,7 +175,7 @@ def _check_container(
     policy: Policy,
 ) -> ContainerResult | None:
     path = f"{template.path}.containers[{index}]"
-    config_map, services = _getters(template.namespace, manifests, lookup)
+    config_map, referenced, services = _getters(template.namespace, manifests, lookup)
     env = build_env(
         container,
         path,
@@ -182,7 +191,7 @@ def _check_container(
         return _unparsed(template, container, label, found)
     resolver = ConfigResolver(container, template.spec, config_map)
     parsed = parse_vllm_args(list(found.argv), resolver)
-    gpus = gpu_resources(container, path)
+    gpus = gpu_resources(container, path, template.spec, referenced)
     ctx = ContainerContext(
         template,
         container,
@@ -195,6 +204,7 @@ def _check_container(
         tuple(services),
         resolver.source,
         lookup,
+        referenced,
     )
     findings = [
         MANIFEST_INVALID.finding(

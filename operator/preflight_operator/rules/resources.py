@@ -7,7 +7,17 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from preflight_operator.rules.discovery import MIG_PREFIX, is_gpu_resource
+from preflight_operator.rules.accelerators import (
+    CUDA,
+    SHM_PLATFORMS,
+    accelerator,
+    fix_resource,
+    image_platform,
+    is_accelerator,
+    node_platform,
+)
+from preflight_operator.rules.discovery import MIG_PREFIX
+from preflight_operator.rules.dra import ClaimDevices, Resolve, container_claims
 from preflight_operator.rules.quantity import parse_quantity
 
 _MISSING = object()
@@ -60,18 +70,90 @@ class GpuEntry:
     def is_mig(self) -> bool:
         return self.resource.startswith(MIG_PREFIX)
 
+    @property
+    def platform(self) -> str | None:
+        found = accelerator(self.resource)
+        return found.platform if found else None
+
+    @property
+    def countable(self) -> bool:
+        """One unit is one vLLM rank (not so for Neuron devices of several cores)."""
+        found = accelerator(self.resource)
+        return found is not None and found.ranks_per_unit == 1
+
 
 @dataclass(frozen=True)
 class GpuResources:
+    """The accelerators a container gets: extended resources (``resources.limits``) and
+    DRA claims (``resources.claims``), and the platform they (or the image) say."""
+
     entries: tuple[GpuEntry, ...]
     malformed: tuple[tuple[str, str], ...]  # (path, what is wrong)
+    claims: tuple[ClaimDevices, ...] = ()
+    image_platform: str | None = None
+    node_platform: str | None = None
+
+    @property
+    def accelerator_claims(self) -> tuple[ClaimDevices, ...]:
+        """DRA claims for accelerators. A claim of an unknown class counts only when the
+        container gets no accelerator otherwise (it may be a NIC or any other device)."""
+        known = tuple(c for c in self.claims if c.platform is not None)
+        if self.entries or known:
+            return known
+        return self.claims
+
+    @property
+    def platform(self) -> str | None:
+        """The pod's accelerator platform: from what it requests, else its vLLM image,
+        else its nodeSelector; None when nothing says (the rules then assume CUDA)."""
+        for entry in self.entries:
+            if entry.platform:
+                return entry.platform
+        for claim in self.claims:
+            if claim.platform:
+                return claim.platform
+        return self.image_platform or self.node_platform
+
+    @property
+    def on_nvidia(self) -> bool:
+        """Rules about CUDA's own view apply (CUDA_VISIBLE_DEVICES, MIG, ...)."""
+        return (self.platform or CUDA) == CUDA
+
+    @property
+    def uses_shm(self) -> bool:
+        """vLLM's workers on this platform talk over NCCL/RCCL and /dev/shm."""
+        return (self.platform or CUDA) in SHM_PLATFORMS
+
+    @property
+    def fix_resource(self) -> str:
+        """The resource a fix names: the one requested, else the platform's usual one."""
+        for entry in self.entries:
+            if not entry.is_mig:
+                return entry.resource
+        return fix_resource(self.platform)
+
+    @property
+    def unknown(self) -> str | None:
+        """Why the number of devices cannot be known here; None when it can."""
+        for entry in self.entries:
+            if not entry.countable:
+                return (
+                    f"{entry.effective_path} counts {entry.resource} devices, each of "
+                    "several NeuronCores; vLLM's parallel sizes count cores"
+                )
+        for claim in self.accelerator_claims:
+            if not claim.known:
+                return f"{claim.path} (DRA claim {claim.claim!r}): {claim.reason}"
+        return None
 
     @property
     def requested(self) -> int | None:
-        """Devices the container gets (full GPUs and MIG slices); None if it asks none."""
-        if not self.entries:
+        """Devices the container gets (full GPUs, MIG slices, other accelerators, DRA
+        devices); None if it asks none. Meaningless while ``unknown`` is set."""
+        claims = self.accelerator_claims
+        if not self.entries and not claims:
             return None
-        return sum(e.count or 0 for e in self.entries)
+        return sum(e.count or 0 for e in self.entries) + sum(c.count or 0 for c in claims)
 
     @property
     def mig(self) -> int:
@@ -82,19 +164,38 @@ class GpuResources:
         return tuple(e for e in self.entries if e.is_mig)
 
     def primary_path(self, container_path: str) -> str:
-        """Where a fix goes: the first GPU entry, else the usual limits key."""
+        """Where a fix goes: the first accelerator entry or claim, else the usual key."""
         if self.entries:
             return self.entries[0].effective_path
-        return f'{container_path}.resources.limits["nvidia.com/gpu"]'
+        if self.accelerator_claims:
+            return self.accelerator_claims[0].path
+        return f'{container_path}.resources.limits["{self.fix_resource}"]'
 
 
-def gpu_resources(container: Mapping[str, Any], path: str) -> GpuResources:
+def _no_resolve(kind: str, name: str) -> Mapping[str, Any] | None:
+    return None
+
+
+def gpu_resources(
+    container: Mapping[str, Any],
+    path: str,
+    spec: Mapping[str, Any] | None = None,
+    resolve: Resolve = _no_resolve,
+) -> GpuResources:
+    """The container's accelerators; ``spec`` (its PodSpec) and ``resolve`` let DRA
+    claims be counted from the pod's resourceClaims and their claims or templates."""
     resources = container.get("resources", {})
     malformed: list[tuple[str, str]] = []
     if resources is None:
         resources = {}
+    pod = spec if spec is not None else {}
+    claims = container_claims(pod, container, path, resolve) if spec is not None else ()
+    platforms = {
+        "image_platform": image_platform(container.get("image")),
+        "node_platform": node_platform(pod),
+    }
     if not isinstance(resources, Mapping):
-        return GpuResources((), ((f"{path}.resources", "is not a mapping"),))
+        return GpuResources((), ((f"{path}.resources", "is not a mapping"),), (), **platforms)
     sections: dict[str, Mapping[str, Any]] = {}
     for section in ("limits", "requests"):
         value = resources.get(section)
@@ -105,9 +206,9 @@ def gpu_resources(container: Mapping[str, Any], path: str) -> GpuResources:
         else:
             malformed.append((f"{path}.resources.{section}", "is not a mapping"))
             sections[section] = {}
-    names = [str(k) for k in sections["limits"] if is_gpu_resource(str(k))]
+    names = [str(k) for k in sections["limits"] if is_accelerator(str(k))]
     names += [
-        str(k) for k in sections["requests"] if is_gpu_resource(str(k)) and str(k) not in names
+        str(k) for k in sections["requests"] if is_accelerator(str(k)) and str(k) not in names
     ]
     entries = tuple(
         GpuEntry(
@@ -119,18 +220,22 @@ def gpu_resources(container: Mapping[str, Any], path: str) -> GpuResources:
         )
         for name in names
     )
-    return GpuResources(entries, tuple(malformed))
+    return GpuResources(entries, tuple(malformed), claims, **platforms)
 
 
-def pod_gpus(spec: Mapping[str, Any], path: str) -> int:
-    """GPU devices of all app containers of a pod (what the pod takes from its node)."""
+def pod_gpus(spec: Mapping[str, Any], path: str, resolve: Resolve = _no_resolve) -> int | None:
+    """Accelerator devices of all app containers of a pod (what the pod takes from its
+    node); None when a count is unknown (a DRA claim that cannot be counted here)."""
     containers = spec.get("containers")
     if not isinstance(containers, list):
         return 0
     total = 0
     for i, container in enumerate(containers):
         if isinstance(container, Mapping):
-            total += gpu_resources(container, f"{path}.containers[{i}]").requested or 0
+            found = gpu_resources(container, f"{path}.containers[{i}]", spec, resolve)
+            if found.unknown:
+                return None
+            total += found.requested or 0
     return total
 
 

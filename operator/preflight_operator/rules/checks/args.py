@@ -22,7 +22,12 @@ _FIXES = {
     ),
     "config": "pass the config file as two tokens, `--config /path/file.yaml`",
     "model": "give the model first: `vllm serve MODEL [options]`",
+    "positional": "pass one model and options only: `vllm serve MODEL [--option value ...]`",
 }
+_SERVE_TWICE_FIX = (
+    "the image's ENTRYPOINT already is `vllm serve`: drop `serve` from args "
+    "(args: [MODEL, --option, value, ...])"
+)
 _GENERIC_FIX = "correct the vLLM argument: vLLM exits with an argument error before serving"
 
 
@@ -40,12 +45,15 @@ def args_invalid(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     info = RULE_INFO["vllm-args-invalid"]
     for problem in ctx.parsed.problems:
         if has_unknown(problem.value) or has_unknown(problem.flag):
-            continue  # an unknown value is vllm-env-unresolved, not an error
+            continue  # an unknown value is plan-unresolved, not an error
         value = f" {display(problem.value)!r}" if problem.value else ""
+        fix = _FIXES.get(problem.dest, _GENERIC_FIX)
+        if problem.dest == "positional" and ctx.parsed.model == "serve":
+            fix = _SERVE_TWICE_FIX
         yield info.finding(
             f"{display(problem.flag)}{value}: {problem.message}{_literal_reference(problem)}",
             ctx.arg_path(problem.dest) if problem.dest else ctx.command_path,
-            _FIXES.get(problem.dest, _GENERIC_FIX),
+            fix,
         )
 
 
@@ -80,8 +88,10 @@ def config_unresolved(ctx: ContainerContext, policy: Policy) -> Iterator[Finding
     )
 
 
-@register("vllm-env-unresolved", WARN, "a vLLM argument comes from a value unknown here")
-def env_unresolved(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
+@register("plan-unresolved", WARN, "the plan or a device count depends on values unknown here")
+def plan_unresolved(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
+    """Unknown is never fail: say what could not be resolved, where, and that the rules
+    that need it were not applied."""
     names: list[str] = []
     paths: list[str] = []
     for problem in ctx.parsed.problems:
@@ -92,11 +102,21 @@ def env_unresolved(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
                     paths.append(ctx.arg_path(problem.dest) if problem.dest else ctx.command_path)
     if names:
         refs = ", ".join(f"$({n})" if not n.startswith("$") else n for n in names)
-        yield RULE_INFO["vllm-env-unresolved"].finding(
+        yield RULE_INFO["plan-unresolved"].finding(
             f"the vLLM arguments use {refs}, whose value is not in the manifests (a Secret, "
-            "the downward API, the image's ENV or a ConfigMap not provided); the GPU plan "
-            "cannot be checked",
+            "the downward API, the image's ENV, a ConfigMap not provided, or shell that "
+            "cannot be evaluated here); the GPU plan cannot be checked",
             paths[0],
             "put the parallel sizes in the manifest (a literal, or env from a ConfigMap "
             "included in the check)",
+        )
+    unknown = ctx.gpus.unknown
+    if unknown is not None and ctx.gpus_needed is not None:
+        yield RULE_INFO["plan-unresolved"].finding(
+            f"vLLM needs {ctx.gpus_needed} devices in this pod but how many it gets is "
+            f"unknown here: {unknown}; the device count was not checked (the injected check "
+            "verifies at run time what CUDA sees)",
+            ctx.gpus.primary_path(ctx.path),
+            "include the ResourceClaim or ResourceClaimTemplate in the checked manifests (the "
+            "webhook reads them from the cluster), or request a fixed count",
         )

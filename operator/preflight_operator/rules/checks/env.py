@@ -56,7 +56,7 @@ def visible_count(value: str, devices: int | None) -> tuple[int, str]:
 @register("cvd-set", WARN, "CUDA_VISIBLE_DEVICES is set in the pod spec")
 def cvd(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     value, path = ctx.process_env(CVD)
-    if path is None:
+    if path is None or not ctx.gpus.on_nvidia:
         return
     shown = display(value or "")
     yield RULE_INFO["cvd-set"].finding(
@@ -79,7 +79,7 @@ def cvd(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
             path,
             f"remove {CVD}, or use ordinals (0,1,...)",
         )
-    count, why = visible_count(value, ctx.gpus.requested)
+    count, why = visible_count(value, ctx.gpus_have)
     if need is not None and count < need:
         reason = f" ({why})" if why else ""
         yield CVD_TOO_FEW.finding(
@@ -94,7 +94,7 @@ def cvd(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
 @register("nvidia-visible-devices-set", WARN, "NVIDIA_VISIBLE_DEVICES is set in the pod spec")
 def nvidia_visible_devices(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     value, path = ctx.process_env("NVIDIA_VISIBLE_DEVICES")
-    if path is None:
+    if path is None or not ctx.gpus.on_nvidia:
         return
     if ctx.gpus.requested:
         effect = "the device plugin's own value replaces it, so it does nothing but mislead"

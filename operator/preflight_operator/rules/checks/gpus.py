@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from preflight_operator.rules.accelerators import CPU
 from preflight_operator.rules.context import ContainerContext
 from preflight_operator.rules.model import FAIL, WARN, Finding, Policy
 from preflight_operator.rules.registry import RULE_INFO, register
@@ -24,6 +25,12 @@ def _plan_text(ctx: ContainerContext) -> str:
 
 def _limit_snippet(resource: str, count: int) -> str:
     return f'resources: {{limits: {{"{resource}": {count}}}}}'
+
+
+def _countable(ctx: ContainerContext) -> bool:
+    """The count rules apply: the plan is known, the device count is known, and the
+    pod is not a CPU build of vLLM (which needs no accelerator)."""
+    return ctx.gpus.unknown is None and ctx.gpus.platform != CPU
 
 
 @register("gpu-quantity-invalid", FAIL, "a GPU quantity is not a whole number")
@@ -73,41 +80,45 @@ def request_limit_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Fi
 @register("gpu-request-missing", FAIL, "vLLM needs several GPUs and the container requests none")
 def request_missing(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     need = ctx.gpus_needed
-    if need is None or need <= 1 or ctx.gpus.requested or ctx.spread:
+    if need is None or need <= 1 or ctx.gpus.requested or ctx.spread or not _countable(ctx):
         return
+    resource = ctx.gpus.fix_resource
     yield RULE_INFO["gpu-request-missing"].finding(
-        f"vLLM runs {_plan_text(ctx)} = {need} GPU processes in this pod but "
-        f"{ctx.path} requests no GPU: vLLM fails with 'World size ({need}) is larger than "
-        "the number of available GPUs' or finds no CUDA device at all",
+        f"vLLM runs {_plan_text(ctx)} = {need} accelerator processes in this pod but "
+        f"{ctx.path} requests no accelerator ({resource} or a DRA claim): vLLM fails with "
+        f"'World size ({need}) is larger than the number of available GPUs' or finds no "
+        "device at all",
         ctx.gpus.primary_path(ctx.path),
-        f"request the GPUs: {_limit_snippet('nvidia.com/gpu', need)}",
+        f"request the devices: {_limit_snippet(resource, need)}",
     )
 
 
 @register("gpu-request-none", WARN, "vLLM needs a GPU and the container requests none")
 def request_none(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
-    if ctx.gpus_needed != 1 or ctx.gpus.requested or ctx.spread:
+    if ctx.gpus_needed != 1 or ctx.gpus.requested or ctx.spread or not _countable(ctx):
         return
+    resource = ctx.gpus.fix_resource
     yield RULE_INFO["gpu-request-none"].finding(
-        f"{ctx.path} requests no GPU: the scheduler may place it anywhere and the device "
-        "plugin hands it no device (unless this is a CPU build of vLLM)",
+        f"{ctx.path} requests no accelerator ({resource} or a DRA claim): the scheduler may "
+        "place it anywhere and the device plugin hands it no device (unless this is a CPU "
+        "build of vLLM)",
         ctx.gpus.primary_path(ctx.path),
-        f"request one GPU: {_limit_snippet('nvidia.com/gpu', 1)}",
+        f"request one device: {_limit_snippet(resource, 1)}",
     )
 
 
 @register("gpu-count-too-low", FAIL, "fewer GPUs requested than vLLM's plan needs")
 def count_too_low(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
-    need, have = ctx.gpus_needed, ctx.gpus.requested
-    if need is None or not have or have >= need or ctx.spread:
+    need, have = ctx.gpus_needed, ctx.gpus_have
+    if need is None or not have or have >= need or ctx.spread or not _countable(ctx):
         return
     path = ctx.gpus.primary_path(ctx.path)
     yield RULE_INFO["gpu-count-too-low"].finding(
-        f"vLLM needs {need} GPUs in this pod ({_plan_text(ctx)}) but {path} gives it {have}: "
+        f"vLLM needs {need} devices in this pod ({_plan_text(ctx)}) but {path} gives it {have}: "
         f"vLLM fails with 'World size ({need}) is larger than the number of available GPUs "
         f"({have})' (or waits forever for Ray resources)",
         path,
-        f"request {need} GPUs, or lower the parallel sizes to fit {have} "
+        f"request {need} ({ctx.gpus.fix_resource}), or lower the parallel sizes to fit {have} "
         f"({ctx.flag('tensor_parallel_size', '--tensor-parallel-size')} at "
         f"{ctx.arg_path('tensor_parallel_size')})",
     )
@@ -115,15 +126,17 @@ def count_too_low(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
 
 @register("gpu-count-extra", WARN, "more GPUs requested than vLLM will use")
 def count_extra(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
-    need, have = ctx.gpus_needed, ctx.gpus.requested
+    need, have = ctx.gpus_needed, ctx.gpus_have
     if need is None or have is None or ctx.spread or have <= need + policy.extra_gpus_allowed:
+        return
+    if not _countable(ctx):
         return
     path = ctx.gpus.primary_path(ctx.path)
     yield RULE_INFO["gpu-count-extra"].finding(
-        f"{path} requests {have} GPUs but vLLM uses {need} ({_plan_text(ctx)}): "
+        f"{path} requests {have} devices but vLLM uses {need} ({_plan_text(ctx)}): "
         f"{have - need} stay allocated and idle",
         path,
-        f"request {need} GPUs, or raise the parallel sizes to use all {have}",
+        f"request {need}, or raise the parallel sizes to use all {have}",
     )
 
 

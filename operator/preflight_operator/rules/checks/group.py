@@ -7,6 +7,10 @@ Two shapes exist:
   the placement group never fits and vLLM waits for resources.
 * multiprocessing across nodes (`--nnodes N --node-rank R`, workers `--headless`): every
   pod runs vLLM on its share; --nnodes must equal the group size.
+* multi-node data parallelism (vLLM's multi-node DP/EP guide): every pod runs its own
+  ``-dpl M`` DP ranks of ``-dp N`` (``--data-parallel-address`` the leader, workers
+  ``--headless --data-parallel-start-rank``); a pod needs TP x PP x M GPUs and the group's
+  pods must together start all N ranks, or the engines wait for ranks that never come.
 """
 
 from __future__ import annotations
@@ -23,6 +27,50 @@ from preflight_operator.rules.resources import gpu_resources, pod_gpus
 GROUP_EXTRA = declare(
     "lws-gpu-extra", WARN, "the LeaderWorkerSet group requests more GPUs than vLLM uses"
 )
+DP_EXTRA = declare(
+    "lws-dp-extra", WARN, "the LeaderWorkerSet group starts more DP ranks than --data-parallel-size"
+)
+
+
+@register("lws-dp-mismatch", FAIL, "the LeaderWorkerSet group starts fewer DP ranks than -dp")
+def dp_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
+    """Multi-node DP: size pods x -dpl ranks each must start all -dp ranks."""
+    group = ctx.template.group
+    plan = ctx.parsed.plan
+    if (
+        group is None
+        or group.size <= 1
+        or ctx.template.role != "leader"
+        or not ctx.own_dp_ranks
+        or plan.nnodes > 1
+        or plan.external_lb
+        or not ctx.parsed.plan_valid
+        or "data_parallel_size_local" not in ctx.parsed.origins
+    ):
+        return
+    started = plan.dp_local * group.size
+    if started == plan.dp:
+        return
+    where = ctx.arg_path("data_parallel_size")
+    sizes = (
+        f"--data-parallel-size {plan.dp}, but {group.size} pods ({group.size_path}) x "
+        f"--data-parallel-size-local {plan.dp_local} start {started} DP ranks"
+    )
+    if started < plan.dp:
+        yield RULE_INFO["lws-dp-mismatch"].finding(
+            f"{sizes} (assuming every pod runs the leader's -dpl): the engines wait for "
+            f"{plan.dp - started} ranks that never start, and start-up hangs",
+            where,
+            f"make --data-parallel-size equal {group.size_path} x --data-parallel-size-local"
+            f" ({started}), e.g. $((LWS_GROUP_SIZE*{plan.dp_local})) in a shell command",
+        )
+    else:
+        yield DP_EXTRA.finding(
+            f"{sizes}: the pods start more ranks than the engine has (start ranks beyond "
+            f"{plan.dp - 1} are refused)",
+            where,
+            f"make --data-parallel-size equal {group.size_path} x --data-parallel-size-local",
+        )
 
 
 @register("lws-nnodes-mismatch", FAIL, "--nnodes differs from the LeaderWorkerSet size")
@@ -46,7 +94,7 @@ def _gpu_container(spec: Mapping[str, Any], path: str) -> tuple[Mapping[str, Any
         return None
     for i, container in enumerate(containers):
         cpath = f"{path}.containers[{i}]"
-        if isinstance(container, Mapping) and gpu_resources(container, cpath).requested:
+        if isinstance(container, Mapping) and gpu_resources(container, cpath, spec).requested:
             return container, cpath
     return None
 
@@ -59,8 +107,10 @@ def group_total(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     if ctx.gpus_needed is None:
         return  # the plan is not known (bad or unresolved arguments)
     need = ctx.group_gpus_needed
-    leader = pod_gpus(group.leader_spec, group.leader_path)
-    worker = pod_gpus(group.worker_spec, group.worker_path)
+    leader = pod_gpus(group.leader_spec, group.leader_path, ctx.resolve)
+    worker = pod_gpus(group.worker_spec, group.worker_path, ctx.resolve)
+    if leader is None or worker is None:
+        return  # a DRA count unknown here: plan-unresolved says so
     have = leader + (group.size - 1) * worker
     worker_limit = f"{group.worker_path}.containers[*].resources.limits"
     if have < need:
