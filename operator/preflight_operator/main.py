@@ -14,6 +14,7 @@ import random
 import socket
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 import kopf
 
@@ -33,6 +34,15 @@ from preflight_operator.writegate import WriteGate
 logger = logging.getLogger("preflight_operator")
 
 
+def _spec_only(body: dict[str, Any]) -> dict[str, Any]:
+    meta = body.get("metadata") or {}
+    return {
+        "kind": body.get("kind"),
+        "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")},
+        "spec": body.get("spec"),
+    }
+
+
 def build(options: RunOptions) -> tuple[kopf.OperatorRegistry, kopf.Memo, Controller]:
     config = load_config(options.config_path).with_release_namespace(options.namespace)
     api = KubeApi(load_credentials(options.kubeconfig))
@@ -43,7 +53,27 @@ def build(options: RunOptions) -> tuple[kopf.OperatorRegistry, kopf.Memo, Contro
         api, "/api/v1/services", name="vllm-services",
         params={"fieldSelector": "metadata.name=vllm"},
     )  # fmt: skip
-    analyser = RulesAnalyser(ClusterLookup(services=vllm_services.in_namespace))
+    # DRA: the claims and claim templates pods name, so that devices are counted at
+    # admission (resource.k8s.io/v1; absent on clusters without DRA). Only the spec is
+    # kept: a few hundred bytes per object.
+    claims = {
+        kind: Reflector(
+            api, f"/apis/resource.k8s.io/v1/{plural}", name=plural,
+            transform=_spec_only, optional=True,
+        )
+        for kind, plural in (
+            ("ResourceClaimTemplate", "resourceclaimtemplates"),
+            ("ResourceClaim", "resourceclaims"),
+        )
+    }  # fmt: skip
+
+    def referenced(namespace: str, kind: str, name: str) -> dict[str, Any] | None:
+        reflector = claims.get(kind)
+        return reflector.get(namespace, name) if reflector is not None else None
+
+    analyser = RulesAnalyser(
+        ClusterLookup(services=vllm_services.in_namespace, object=referenced)
+    )
     identity = options.identity or f"{socket.gethostname()}-{os.getpid()}"
     # One priority for kopf's peering and for our own write gate (writegate.py), so both
     # agree on which replica runs.
@@ -54,7 +84,7 @@ def build(options: RunOptions) -> tuple[kopf.OperatorRegistry, kopf.Memo, Contro
         api,
         analyser,
         identity=identity,
-        context_reflectors=[vllm_services],
+        context_reflectors=[vllm_services, *claims.values()],
         gate=gate,
         peering_name=options.peering_name,
     )

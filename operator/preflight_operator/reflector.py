@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from preflight_operator.api import API_ERRORS, Gone, KubeApi
+from preflight_operator.api import API_ERRORS, Gone, KubeApi, NotFound
 
 logger = logging.getLogger(__name__)
 
@@ -34,10 +34,14 @@ class Reflector:
         on_change: Callable[[str], None] | None = None,
         on_object: Callable[[Body, bool], None] | None = None,
         transform: Callable[[Body], Body] | None = None,
+        optional: bool = False,
     ) -> None:
         """``on_change(namespace)`` after any change in a namespace; ``on_object(body,
         deleted)`` for every object listed or watched; ``transform`` shapes what ``items``
-        keeps (e.g. only the fields a deletion needs, when ``on_object`` keeps the rest)."""
+        keeps (e.g. only the fields a deletion needs, when ``on_object`` keeps the rest).
+        ``optional``: the API may not be served (resource.k8s.io on an older cluster): a
+        404 leaves the cache empty and synced, and the reflector looks again later."""
+        self._optional = optional
         self._api = api
         self._path = path
         self._params = dict(params or {})
@@ -46,6 +50,7 @@ class Reflector:
         self._transform = transform or (lambda body: body)
         self.name = name
         self.items: dict[tuple[str, str], Body] = {}
+        self.absent = False  # an optional API the server does not serve
         self._resource_version = ""
         self.synced = asyncio.Event()
 
@@ -54,6 +59,9 @@ class Reflector:
 
     def in_namespace(self, namespace: str) -> list[Body]:
         return [body for (ns, _), body in self.items.items() if ns == namespace]
+
+    def get(self, namespace: str, name: str) -> Body | None:
+        return self.items.get((namespace, name))
 
     @staticmethod
     def _key(body: Mapping[str, Any]) -> tuple[str, str]:
@@ -64,11 +72,20 @@ class Reflector:
         """Lists everything; namespaces whose objects changed are reported."""
         fresh: dict[tuple[str, str], Body] = {}
         version = ""
-        async for items, page_version in self._api.list_pages(self._path, self._params):
-            version = page_version
-            for item in items:
-                fresh[self._key(item)] = self._transform(item)
-                self._object(item, deleted=False)
+        try:
+            async for items, page_version in self._api.list_pages(self._path, self._params):
+                version = page_version
+                for item in items:
+                    fresh[self._key(item)] = self._transform(item)
+                    self._object(item, deleted=False)
+        except NotFound:
+            if not self._optional:
+                raise
+            self.items, self._resource_version = {}, ""
+            self.synced.set()
+            self.absent = True
+            return
+        self.absent = False
         for key in set(self.items) - set(fresh):  # deleted while we were not watching
             self._object(self.items[key], deleted=True)
         changed = {
@@ -118,8 +135,11 @@ class Reflector:
         attempt = 0
         while True:
             try:
-                if not self.synced.is_set():
+                if not self.synced.is_set() or self.absent:
                     await self.sync()
+                if self.absent:
+                    await asyncio.sleep(300.0)  # an API that may be installed later
+                    continue
                 async for event in self._api.watch(
                     self._path, self._resource_version, self._params
                 ):

@@ -558,6 +558,8 @@ OPERATOR_CLUSTER_RULES = {
     ("", "namespaces", "list"), ("", "namespaces", "watch"),
     ("", "pods", "list"), ("", "pods", "watch"),
     ("", "services", "list"), ("", "services", "watch"),
+    *{("resource.k8s.io", r, v) for r in ("resourceclaims", "resourceclaimtemplates")
+      for v in ("list", "watch")},
     ("", "events", "create"),
     *{(g, r, v) for g, r in [("apps", "deployments"), ("apps", "statefulsets"), ("batch", "jobs"),
                              ("leaderworkerset.x-k8s.io", "leaderworkersets")]
