@@ -1,17 +1,25 @@
 #!/usr/bin/env bash
-# Builds etcd, kube-apiserver, kube-controller-manager, kubectl and helm from the pinned
-# Go modules in this folder, into a cache outside the repository:
-#   ${VLLM_PREFLIGHT_CACHE:-~/.cache/vllm-preflight}/k8s-<version>-<key>/bin
-# <key> hashes every input that changes what the binaries are (versions.env, both
-# go.mod/go.sum pairs, etcd/main.go, the link flags and the Go version), so the binaries
-# are rebuilt only when one of them changes. Prints the bin directory on stdout last;
-# progress goes to stderr. Measured cold build: about 6.5 minutes on 2 cores
-# (docs/CONTROL_PLANE.md).
+# Builds binaries from the pinned Go modules in this folder, into a cache outside the
+# repository. Two sets, each with its own cache directory:
+#   build.sh [controlplane]  etcd, kube-apiserver, kube-controller-manager, kubectl, helm
+#     -> ${VLLM_PREFLIGHT_CACHE:-~/.cache/vllm-preflight}/k8s-<version>-<key>/bin
+#   build.sh tools           promtool, helm-docs (only the chart's tests need them)
+#     -> ${VLLM_PREFLIGHT_CACHE:-~/.cache/vllm-preflight}/tools-<key>/bin
+# <key> hashes every input that changes what the set's binaries are (versions.env, the
+# set's go.mod/go.sum pairs, etcd/main.go, the link flags, the build tags and the Go
+# version), so binaries are rebuilt only when one of them changes. Prints the bin directory
+# on stdout last; progress goes to stderr. Measured cold builds on 2 cores: about 6.5
+# minutes for the control plane, and the tools separately (docs/CONTROL_PLANE.md).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=/dev/null
 . "$here/versions.env"
 export CGO_ENABLED=0 GOFLAGS=-buildvcs=false
+target=${1:-controlplane}
+case $target in
+  controlplane | tools) ;;
+  *) echo "usage: hack/k8s/build.sh [controlplane|tools]" >&2; exit 2 ;;
+esac
 
 if ! command -v go >/dev/null; then
   echo "hack/k8s/build.sh: 'go' is not on PATH; install Go (see hack/k8s/go.mod for the" \
@@ -22,28 +30,72 @@ fi
 
 # The go.mod files must match versions.env (the link flags below stamp versions.env's
 # numbers onto whatever go.mod builds).
-if ! grep -Eq "^(require)?[[:space:]]+k8s\.io/kubernetes $KUBERNETES_VERSION\$" "$here/go.mod" ||
+requires() {  # go.mod, module, version
+  grep -Eq "^(require)?[[:space:]]+${2//./\\.} ${3//./\\.}\$" "$1"
+}
+if ! requires "$here/go.mod" k8s.io/kubernetes "$KUBERNETES_VERSION" ||
    ! grep -Eq "=> k8s\.io/api $STAGING_VERSION\$" "$here/go.mod" ||
-   ! grep -Eq "^(require)?[[:space:]]+helm\.sh/helm/v3 $HELM_VERSION\$" "$here/helm/go.mod"; then
+   ! requires "$here/helm/go.mod" helm.sh/helm/v3 "$HELM_VERSION" ||
+   ! requires "$here/promtool/go.mod" github.com/prometheus/prometheus \
+       "$PROMETHEUS_MODULE_VERSION" ||
+   ! requires "$here/helm-docs/go.mod" github.com/norwoodj/helm-docs "$HELM_DOCS_VERSION"; then
   echo "hack/k8s/build.sh: go.mod files do not match versions.env; run hack/k8s/gen-gomod.sh" >&2
   exit 2
 fi
 
-# Version stamps: without them /version and `kubectl version` say v0.0.0-master.
-major=${KUBERNETES_VERSION#v}; major=${major%%.*}
-minor=${KUBERNETES_VERSION#v*.}; minor=${minor%%.*}
-vpkg=k8s.io/component-base/version
-kver="-X $vpkg.gitVersion=$KUBERNETES_VERSION -X $vpkg.gitMajor=$major -X $vpkg.gitMinor=$minor"
-kver="$kver -X $vpkg.gitTreeState=clean -X $vpkg.buildDate=1970-01-01T00:00:00Z"
-kver="$kver -X k8s.io/client-go/pkg/version.gitVersion=$KUBERNETES_VERSION"
-hver="-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
-
-key=$( (cat "$here/versions.env" "$here/go.mod" "$here/go.sum" "$here/helm/go.mod" \
-         "$here/helm/go.sum" "$here/etcd/main.go"; echo "$kver" "$hver"; go version) |
-       sha256sum | cut -c1-16)
 cache=${VLLM_PREFLIGHT_CACHE:-$HOME/.cache/vllm-preflight}
-dest="$cache/k8s-$KUBERNETES_VERSION-$key"
-bins=(etcd kube-apiserver kube-controller-manager kubectl helm)
+steps=()  # "name|module dir|package|ldflags|tags"
+if [ "$target" = controlplane ]; then
+  # Version stamps: without them /version and `kubectl version` say v0.0.0-master.
+  major=${KUBERNETES_VERSION#v}; major=${major%%.*}
+  minor=${KUBERNETES_VERSION#v*.}; minor=${minor%%.*}
+  vpkg=k8s.io/component-base/version
+  kver="-X $vpkg.gitVersion=$KUBERNETES_VERSION -X $vpkg.gitMajor=$major -X $vpkg.gitMinor=$minor"
+  kver="$kver -X $vpkg.gitTreeState=clean -X $vpkg.buildDate=1970-01-01T00:00:00Z"
+  kver="$kver -X k8s.io/client-go/pkg/version.gitVersion=$KUBERNETES_VERSION"
+  # helm's own release build (its Makefile) also stamps the Kubernetes version that
+  # `helm template`/`helm lint` assume without a cluster or --kube-version: client-go's
+  # v0.X.Y in helm's module becomes 1.X. Without it helm assumes v1.20.0 and refuses any
+  # chart with a newer kubeVersion.
+  hcg=$(awk '$1 == "k8s.io/client-go" {print $2; exit}' "$here/helm/go.mod")
+  hcg=${hcg#v}
+  hmajor=$(( ${hcg%%.*} + 1 )); hminor=${hcg#*.}; hminor=${hminor%%.*}
+  hver="-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+  hver="$hver -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+  for p in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+    hver="$hver -X $p.k8sVersionMajor=$hmajor -X $p.k8sVersionMinor=$hminor"
+  done
+  inputs=("$here/go.mod" "$here/go.sum" "$here/helm/go.mod" "$here/helm/go.sum"
+          "$here/etcd/main.go")
+  dest="$cache/k8s-$KUBERNETES_VERSION"
+  steps=("etcd|$here|./etcd||"
+         "kube-apiserver|$here|k8s.io/kubernetes/cmd/kube-apiserver|$kver|"
+         "kube-controller-manager|$here|k8s.io/kubernetes/cmd/kube-controller-manager|$kver|"
+         "kubectl|$here|k8s.io/kubernetes/cmd/kubectl|$kver|"
+         "helm|$here/helm|helm.sh/helm/v3/cmd/helm|$hver|")
+  what="the local control plane (about 6-7 minutes on 2 cores the first time"
+else
+  # promtool as Prometheus' release build (.promu.yml) stamps it; `remove_all_sd` is
+  # Prometheus' own build tag that leaves out the service-discovery plugins (cloud SDKs)
+  # that checking rule files never uses.
+  ppkg=github.com/prometheus/common/version
+  pver="-X $ppkg.Version=$PROMETHEUS_VERSION -X $ppkg.Revision=$PROMETHEUS_MODULE_VERSION"
+  pver="$pver -X $ppkg.Branch=HEAD -X $ppkg.BuildUser=vllm-preflight"
+  pver="$pver -X $ppkg.BuildDate=19700101-00:00:00"
+  # helm-docs' goreleaser build sets main.version (it appears in the README footer).
+  dver="-X main.version=${HELM_DOCS_VERSION#v}"
+  inputs=("$here/promtool/go.mod" "$here/promtool/go.sum" "$here/helm-docs/go.mod"
+          "$here/helm-docs/go.sum")
+  dest="$cache/tools"
+  steps=("promtool|$here/promtool|github.com/prometheus/prometheus/cmd/promtool|$pver|remove_all_sd"
+         "helm-docs|$here/helm-docs|github.com/norwoodj/helm-docs/cmd/helm-docs|$dver|")
+  what="promtool and helm-docs (a few minutes the first time"
+fi
+
+key=$( (cat "$here/versions.env" "${inputs[@]}"; printf '%s\n' "${steps[@]}"; go version) |
+       sha256sum | cut -c1-16)
+dest="$dest-$key"
+bins=(); for s in "${steps[@]}"; do bins+=("${s%%|*}"); done
 
 complete() { for b in "${bins[@]}"; do [ -x "$dest/bin/$b" ] || return 1; done; }
 if complete; then echo "$dest/bin"; exit 0; fi
@@ -52,31 +104,30 @@ mkdir -p "$cache"
 # One build at a time per cache: a second caller waits and then finds the binaries.
 exec 9>"$cache/.build.lock"
 if ! flock -n 9; then
-  echo ">>> another build of the control plane is running; waiting for it ..." >&2
+  echo ">>> another build in $cache is running; waiting for it ..." >&2
   flock 9
 fi
 if complete; then echo "$dest/bin"; exit 0; fi
 
 mkdir -p "$dest/bin.partial"
-step() {  # name, module dir, package, ldflags
-  local name=$1 dir=$2 pkg=$3 ld=$4 t0=$SECONDS
+step() {  # name, module dir, package, ldflags, build tags
+  local name=$1 dir=$2 pkg=$3 ld=$4 tags=$5 t0=$SECONDS
   if [ -x "$dest/bin.partial/$name" ]; then return; fi
   echo ">>> building $name ($pkg) ..." >&2
   # go inherits fd 9, so a build orphaned by a killed caller keeps the lock until it ends
   # and never races a second one on the same output.
-  (cd "$dir" && go build -trimpath -ldflags "-s -w $ld" -o "$dest/bin.partial/$name.tmp" "$pkg")
+  (cd "$dir" && go build -trimpath -tags "$tags" -ldflags "-s -w $ld" \
+     -o "$dest/bin.partial/$name.tmp" "$pkg")
   mv "$dest/bin.partial/$name.tmp" "$dest/bin.partial/$name"
   echo ">>> built $name in $((SECONDS - t0)) s" >&2
 }
 t_all=$SECONDS
-echo ">>> building the local control plane into $dest" \
-     "(about 6-7 minutes on 2 cores the first time; cached afterwards)" >&2
-step etcd "$here" ./etcd ""
-step kube-apiserver "$here" k8s.io/kubernetes/cmd/kube-apiserver "$kver"
-step kube-controller-manager "$here" k8s.io/kubernetes/cmd/kube-controller-manager "$kver"
-step kubectl "$here" k8s.io/kubernetes/cmd/kubectl "$kver"
-step helm "$here/helm" helm.sh/helm/v3/cmd/helm "$hver"
+echo ">>> building $what; cached afterwards) into $dest" >&2
+for s in "${steps[@]}"; do
+  IFS='|' read -r name dir pkg ld tags <<<"$s"
+  step "$name" "$dir" "$pkg" "$ld" "$tags"
+done
 rm -rf "$dest/bin"
 mv "$dest/bin.partial" "$dest/bin"
-echo ">>> control plane binaries ready in $((SECONDS - t_all)) s" >&2
+echo ">>> $target binaries ready in $((SECONDS - t_all)) s" >&2
 echo "$dest/bin"

@@ -3,7 +3,8 @@
 # replaces every staging module (which kubernetes' own go.mod pins at the unserved v0.0.0
 # and points at ./staging/...) with its published version. The list comes from the
 # release's own go.mod, so a version bump is a one-line change in versions.env followed by
-# this script. It also moves hack/k8s/helm/go.mod to HELM_VERSION.
+# this script. It also moves hack/k8s/helm/go.mod to HELM_VERSION and the tools' modules
+# (promtool/, helm-docs/) to PROMETHEUS_MODULE_VERSION and HELM_DOCS_VERSION.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=/dev/null
@@ -28,3 +29,8 @@ godebug=$(grep -m1 '^godebug ' "$modfile" || true)
 } > "$here/go.mod"
 cd "$here" && go mod tidy
 cd "$here/helm" && go mod edit -require="helm.sh/helm/v3@${HELM_VERSION}" && go mod tidy
+cd "$here/promtool" &&
+  go mod edit -require="github.com/prometheus/prometheus@${PROMETHEUS_MODULE_VERSION}" &&
+  go mod tidy
+cd "$here/helm-docs" &&
+  go mod edit -require="github.com/norwoodj/helm-docs@${HELM_DOCS_VERSION}" && go mod tidy

@@ -47,7 +47,7 @@ through the status subresource, as a kubelet would.
 from __future__ import annotations
 
 from preflight_operator.testing.base import Cluster, KubectlError, ServingCert
-from preflight_operator.testing.binaries import BinariesNotFound, find_bin_dir
+from preflight_operator.testing.binaries import BinariesNotFound, find_bin_dir, find_tools_dir
 from preflight_operator.testing.certs import CertificateAuthority, KeyPair
 from preflight_operator.testing.external import ExternalCluster
 from preflight_operator.testing.local import ClusterStartError, ComponentError, LocalCluster
@@ -68,6 +68,7 @@ __all__ = [
     "ServingCert",
     "external_kubeconfig",
     "find_bin_dir",
+    "find_tools_dir",
     "open_cluster",
     "wait_for",
 ]

@@ -74,6 +74,10 @@ def build_bin_dir(build_script: Path = BUILD_SCRIPT) -> Path:
 
 
 _resolved: Path | None = None
+_tools: Path | None = None
+
+TOOLS_ENV = "VLLM_PREFLIGHT_TOOLS_BIN"
+TOOLS = ("promtool", "helm-docs")
 
 
 def find_bin_dir(environ: Mapping[str, str] | None = None) -> Path:
@@ -83,3 +87,43 @@ def find_bin_dir(environ: Mapping[str, str] | None = None) -> Path:
         env = os.environ if environ is None else environ
         _resolved = bin_dir_from_env(env) or build_bin_dir()
     return _resolved
+
+
+def find_tools_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """The directory holding TOOLS (promtool, helm-docs), which only the chart's tests use.
+
+    `VLLM_PREFLIGHT_TOOLS_BIN` names one that already holds them; otherwise
+    `hack/k8s/build.sh tools` builds them once into the same cache as the control plane
+    (its own key directory), so a test run that never asks for them never builds them."""
+    global _tools  # noqa: PLW0603 - a per-process cache; build.sh is the real cache
+    if _tools is not None:
+        return _tools
+    env = os.environ if environ is None else environ
+    value = env.get(TOOLS_ENV, "").strip()
+    if value:
+        tools_dir = Path(value).expanduser()
+        missing = [t for t in TOOLS if not os.access(tools_dir / t, os.X_OK)]
+        if missing:
+            raise BinariesNotFound(
+                f"{TOOLS_ENV}={value} lacks {', '.join(missing)}; point it at a directory "
+                f"with {', '.join(TOOLS)} or unset it to build them with "
+                f"`{BUILD_SCRIPT} tools`"
+            )
+        _tools = tools_dir
+        return tools_dir
+    result = subprocess.run(
+        [str(BUILD_SCRIPT), "tools"],
+        stdout=subprocess.PIPE,
+        text=True,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    lines = result.stdout.strip().splitlines()
+    if result.returncode != 0 or not lines:
+        raise BinariesNotFound(
+            f"`{BUILD_SCRIPT} tools` failed (exit {result.returncode}); its messages are "
+            f"above. Fix the build (it needs Go) or set {TOOLS_ENV} to a directory with "
+            f"{', '.join(TOOLS)}"
+        )
+    _tools = Path(lines[-1])
+    return _tools
