@@ -377,6 +377,13 @@ class KubeApi:
         body = {"status": status_patch}
         return await self.request("PATCH", path, body=body, content_type=MERGE_PATCH)
 
+    async def patch_policy_status(
+        self, namespace: str, name: str, status: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """The PreflightPolicy's status (its Valid condition), through /status."""
+        path = object_path(POLICIES, namespace, name) + "/status"
+        return await self.request("PATCH", path, body={"status": status}, content_type=MERGE_PATCH)
+
     async def patch_workload(self, ref: WorkloadRef, patch: Mapping[str, Any]) -> dict[str, Any]:
         kind = ref.workload_kind or _kind_from_ref(ref)
         path = object_path(kind, ref.namespace, ref.name)

@@ -9,9 +9,12 @@ some).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import math
+import re
+from collections.abc import Callable, Mapping
+from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
@@ -24,6 +27,10 @@ INJECTION_MODES = ("WorkloadImage", "DedicatedImage")
 DEFAULT_CONFIG_PATH = Path("/etc/vllm-preflight/config.yaml")
 # status.runtime.pods in the GPUValidation CRD has maxItems: 20.
 MAX_HISTORY = 20
+
+
+_T = TypeVar("_T")
+_EMPTY: Mapping[str, Any] = {}
 
 
 class ConfigError(ValueError):
@@ -100,47 +107,195 @@ def _int(value: Any, where: str, minimum: int = 0) -> int:
     return value
 
 
-def parse_thresholds(data: Any, where: str, base: Thresholds = Thresholds()) -> Thresholds:
-    raw = _mapping(data, where)
+# shmMin: a Kubernetes quantity that both the rules and the injected check read the same
+# way: a plain number, or one of these suffixes (no exponents, no Pi/Ei: the check rejects
+# them, and no node has that much memory), at most SHM_MIN_MAX. The PreflightPolicy CRD's
+# pattern is the same expression.
+SHM_MIN_PATTERN = re.compile(r"^[0-9]{1,16}(\.[0-9]{1,9})?(Ki|Mi|Gi|Ti|k|M|G|T)?$")
+_SHM_UNITS = {
+    "": 1,
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "Ki": 1 << 10,
+    "Mi": 1 << 20,
+    "Gi": 1 << 30,
+    "Ti": 1 << 40,
+}
+SHM_MIN_MAX = 1 << 40  # 1Ti
+EXTRA_GPUS_MAX = 1024
+
+
+@dataclasses.dataclass(frozen=True)
+class FieldProblem:
+    """A field of a PreflightPolicy the operator did not take, and what it used instead."""
+
+    field: str  # e.g. spec.thresholds.shmMin
+    message: str  # what is wrong, the fix, and the value used instead
+
+
+def parse_shm_min(value: Any, where: str) -> str:
+    """``value`` as the text PREFLIGHT_SHM_MIN gets; ConfigError names the field and the fix."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ConfigError(f"{where}: expected a quantity such as 1Gi or 512Mi, got {value!r:.40}")
+    text = str(value) if isinstance(value, int) else value.strip()
+    match = SHM_MIN_PATTERN.match(text) if len(text) <= 32 else None
+    if match is None:
+        raise ConfigError(
+            f"{where}: {text[:40]!r} is not a size the check reads; write a quantity such as"
+            " 1Gi, 512Mi or 1073741824 (suffixes k M G T Ki Mi Gi Ti)"
+        )
+    number = text[: len(text) - len(match.group(2) or "")]
+    size = Fraction(number) * _SHM_UNITS[match.group(2) or ""]
+    if size > SHM_MIN_MAX:
+        raise ConfigError(
+            f"{where}: {text!r} is over 1Ti; write the /dev/shm size vLLM needs, e.g. 1Gi"
+        )
+    return text
+
+
+def _fraction(value: Any, where: str) -> float | None:
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or not 0 < value <= 1
+    ):
+        raise ConfigError(
+            f"{where}: expected a number above 0 and at most 1 (e.g. 0.9), got {value!r:.40}"
+        )
+    return float(value)
+
+
+def _extra_gpus(value: Any, where: str) -> int:
+    number = _int(value, where)
+    if number > EXTRA_GPUS_MAX:
+        raise ConfigError(f"{where}: expected at most {EXTRA_GPUS_MAX}, got {number}")
+    return number
+
+
+def _take(
+    problems: list[FieldProblem] | None,
+    where: str,
+    parse: Callable[[], _T],
+    fallback: _T,
+    shown: str,
+) -> _T:
+    """``parse()``; on a ConfigError, strict (no ``problems`` list) raises it, lenient
+    records the problem and uses ``fallback`` (shown as ``shown``)."""
+    try:
+        return parse()
+    except ConfigError as exc:
+        if problems is None:
+            raise
+        problems.append(FieldProblem(where, f"{exc}; using {shown} instead"))
+        return fallback
+
+
+def parse_thresholds(
+    data: Any,
+    where: str,
+    base: Thresholds = Thresholds(),
+    problems: list[FieldProblem] | None = None,
+) -> Thresholds:
+    raw = _take(problems, where, lambda: _mapping(data, where), _EMPTY, "the defaults")
+    shm_where = f"{where}.shmMin"
+    extra_where = f"{where}.extraGPUsAllowed"
+    util_where = f"{where}.gpuMemoryUtilization"
     shm_min = raw.get("shmMin", base.shm_min)
     extra = raw.get("extraGPUsAllowed", base.extra_gpus_allowed)
     util = raw.get("gpuMemoryUtilization", base.gpu_memory_utilization)
-    if util is not None and (
-        isinstance(util, bool) or not isinstance(util, (int, float)) or not 0 <= util <= 1
-    ):
-        raise ConfigError(f"{where}.gpuMemoryUtilization: expected 0..1, got {util!r}")
     return Thresholds(
-        shm_min=str(shm_min),
-        extra_gpus_allowed=_int(extra, f"{where}.extraGPUsAllowed"),
-        gpu_memory_utilization=float(util) if util is not None else None,
-    )
-
-
-def parse_policy_spec(data: Any, where: str, base: PolicySpec = PolicySpec()) -> PolicySpec:
-    """A PolicySpec from the camelCase form shared by the config file and the CRD's spec."""
-    raw = _mapping(data, where)
-    checks = _mapping(raw.get("checks"), f"{where}.checks")
-    disabled = checks.get("disabled", list(base.disabled_checks))
-    if not isinstance(disabled, list) or not all(isinstance(d, str) for d in disabled):
-        raise ConfigError(f"{where}.checks.disabled: expected a list of check ids")
-    injection = _mapping(raw.get("injection"), f"{where}.injection")
-    enabled = injection.get("enabled", base.injection_enabled)
-    if not isinstance(enabled, bool):
-        raise ConfigError(f"{where}.injection.enabled: expected true or false")
-    mode = injection.get("mode", base.injection_mode)
-    return PolicySpec(
-        action=_enum(raw.get("action", base.action), ACTIONS, f"{where}.action"),
-        tier=_enum(raw.get("tier", base.tier), TIERS, f"{where}.tier"),
-        thresholds=parse_thresholds(raw.get("thresholds"), f"{where}.thresholds", base.thresholds),
-        disabled_checks=tuple(disabled),
-        on_runtime_failure=_enum(
-            raw.get("onRuntimeFailure", base.on_runtime_failure),
-            ON_RUNTIME_FAILURE,
-            f"{where}.onRuntimeFailure",
+        shm_min=_take(
+            problems, shm_where, lambda: parse_shm_min(shm_min, shm_where), base.shm_min,
+            repr(base.shm_min),
         ),
-        injection_enabled=enabled,
-        injection_mode=None if mode is None else _enum(mode, INJECTION_MODES, f"{where}.mode"),
-    )
+        extra_gpus_allowed=_take(
+            problems, extra_where, lambda: _extra_gpus(extra, extra_where),
+            base.extra_gpus_allowed, str(base.extra_gpus_allowed),
+        ),
+        gpu_memory_utilization=_take(
+            problems, util_where, lambda: _fraction(util, util_where),
+            base.gpu_memory_utilization,
+            "vLLM's own" if base.gpu_memory_utilization is None
+            else str(base.gpu_memory_utilization),
+        ),
+    )  # fmt: skip
+
+
+def _disabled(value: Any, where: str) -> tuple[str, ...]:
+    if (
+        not isinstance(value, list)
+        or len(value) > 200
+        or not all(isinstance(d, str) and 0 < len(d) <= 63 for d in value)
+    ):
+        raise ConfigError(f"{where}: expected a list of check ids such as [shm, gpu-count]")
+    return tuple(value)
+
+
+def parse_policy_spec(
+    data: Any,
+    where: str,
+    base: PolicySpec = PolicySpec(),
+    problems: list[FieldProblem] | None = None,
+) -> PolicySpec:
+    """A PolicySpec from the camelCase form shared by the config file and the CRD's spec.
+
+    Strict (the configuration file: a mistake stops the operator, loudly) unless
+    ``problems`` is given (a PreflightPolicy: each bad field is recorded there and takes
+    ``base``'s value, so a typo in one field never blocks the pods it selects)."""
+    raw = _take(problems, where, lambda: _mapping(data, where), _EMPTY, "the defaults")
+    checks_where = f"{where}.checks"
+    checks = _take(
+        problems, checks_where, lambda: _mapping(raw.get("checks"), checks_where), _EMPTY,
+        "no disabled checks",
+    )  # fmt: skip
+    disabled_where = f"{where}.checks.disabled"
+    disabled = checks.get("disabled", list(base.disabled_checks))
+    inj_where = f"{where}.injection"
+    injection = _take(
+        problems, inj_where, lambda: _mapping(raw.get("injection"), inj_where), _EMPTY,
+        "the defaults",
+    )  # fmt: skip
+    enabled = injection.get("enabled", base.injection_enabled)
+    mode = injection.get("mode", base.injection_mode)
+
+    def enabled_flag() -> bool:
+        if not isinstance(enabled, bool):
+            raise ConfigError(f"{where}.injection.enabled: expected true or false")
+        return enabled
+
+    def field(name: str, allowed: tuple[str, ...], fallback: str) -> str:
+        spot = f"{where}.{name}"
+        return _take(problems, spot, lambda: _enum(raw.get(name, fallback), allowed, spot),
+                     fallback, fallback)  # fmt: skip
+
+    mode_where = f"{where}.injection.mode"
+    return PolicySpec(
+        action=field("action", ACTIONS, base.action),
+        tier=field("tier", TIERS, base.tier),
+        thresholds=parse_thresholds(
+            raw.get("thresholds"), f"{where}.thresholds", base.thresholds, problems
+        ),
+        disabled_checks=_take(
+            problems, disabled_where, lambda: _disabled(disabled, disabled_where),
+            base.disabled_checks, "no disabled checks" if not base.disabled_checks
+            else ", ".join(base.disabled_checks),
+        ),
+        on_runtime_failure=field("onRuntimeFailure", ON_RUNTIME_FAILURE, base.on_runtime_failure),
+        injection_enabled=_take(
+            problems, f"{where}.injection.enabled", enabled_flag, base.injection_enabled,
+            str(base.injection_enabled).lower(),
+        ),
+        injection_mode=_take(
+            problems, mode_where,
+            lambda: None if mode is None else _enum(mode, INJECTION_MODES, mode_where),
+            base.injection_mode, base.injection_mode or "the operator's injection.mode",
+        ),
+    )  # fmt: skip
 
 
 def parse_config(data: Any) -> OperatorConfig:

@@ -25,10 +25,18 @@ from preflight_operator.api import (
     collection_path,
 )
 from preflight_operator.config import OperatorConfig
-from preflight_operator.events import now_rfc3339
+from preflight_operator.events import now_rfc3339, policy_invalid_event
 from preflight_operator.eventsink import EventSink
 from preflight_operator.podresults import pod_result
-from preflight_operator.policy import PolicyBook, parse_policy
+from preflight_operator.policy import (
+    VALID_CONDITION,
+    Policy,
+    PolicyBook,
+    parse_policy,
+    policy_status,
+    status_differs,
+    stored_status,
+)
 from preflight_operator.reconciler import Reconciler
 from preflight_operator.reflector import Reflector
 from preflight_operator.static import crashed
@@ -130,6 +138,10 @@ class Controller:
         # (writegate.py); keys met while closed wait in `_deferred` until it opens.
         self.gate = gate or WriteGate(identity, priority=None)
         self._deferred: set[Key] = set()
+        # Namespaces whose PreflightPolicy statuses wait for the gate to open.
+        self._policy_status_pending: set[str] = set()
+        self._policy_status_lock = asyncio.Lock()
+        self._started = False
         self.peering_reflector: Reflector | None = None
         if not self.gate.standalone:
             self.peering_reflector = Reflector(
@@ -321,8 +333,65 @@ class Controller:
         return self.store.workloads.get(key)
 
     def _policies_changed(self, namespace: str) -> None:
-        self.policies.replace_all(self._parsed_policies())
-        self.context_changed(namespace)
+        parsed = self._parsed_policies()
+        before = self.policies.in_namespace(namespace)
+        self.policies.replace_all(parsed)
+        self._sync_policy_statuses({namespace})
+        if _by_name(before) != _by_name(self.policies.in_namespace(namespace)):
+            # Only a change of what the policies say re-analyses the namespace, not the
+            # echo of our own status write on a policy.
+            self.context_changed(namespace)
+
+    def _sync_policy_statuses(self, namespaces: set[str]) -> None:
+        self._policy_status_pending |= namespaces
+        if self._started and self._policy_status_pending and self.gate.allows():
+            pending, self._policy_status_pending = self._policy_status_pending, set()
+            self._spawn(self._write_policy_statuses(pending))
+
+    async def _write_policy_statuses(self, namespaces: set[str]) -> None:
+        """Each PreflightPolicy's status: observedGeneration and a Valid condition naming
+        every field the operator did not take; a PolicyInvalid Event when that is new."""
+        async with self._policy_status_lock:
+            for namespace in sorted(namespaces):
+                for body in self.policy_reflector.in_namespace(namespace):
+                    await self._write_policy_status(body)
+
+    async def _write_policy_status(self, body: Mapping[str, Any]) -> None:
+        meta = body.get("metadata") or {}
+        namespace, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
+        problems = parse_policy(body).problems
+        wanted = policy_status(body, problems, self._now())
+        if not status_differs(body, wanted):
+            return
+        stored = stored_status(body)
+        before = next(
+            (
+                c
+                for c in stored.get("conditions") or []
+                if isinstance(c, Mapping) and c.get("type") == VALID_CONDITION
+            ),
+            {},
+        )
+        condition = wanted["conditions"][0]
+        try:
+            await self.api.patch_policy_status(namespace, name, wanted)
+        except API_ERRORS as exc:
+            logger.warning("status of PreflightPolicy %s/%s not written: %s", namespace, name, exc)
+            return
+        metrics.STATUS_WRITES.inc()
+        if problems and (
+            before.get("status") != "False" or before.get("message") != condition["message"]
+        ):
+            logger.warning("PreflightPolicy %s/%s: %s", namespace, name, condition["message"])
+            self.events.post(
+                policy_invalid_event(
+                    namespace,
+                    name,
+                    str(meta.get("uid", "")),
+                    f"{condition['message']}. Fix the field(s) named; until then the"
+                    " defaults shown apply",
+                )
+            )
 
     def context_changed(self, namespace: str) -> None:
         """Something the rules read besides the workload changed in a namespace (its
@@ -331,14 +400,9 @@ class Controller:
         if any(w.ref.namespace == namespace for w in self.store.workloads.values()):
             self._spawn(self.reprocess_namespace(namespace))
 
-    def _parsed_policies(self) -> list[Any]:
-        policies = []
-        for body in self.policy_reflector.items.values():
-            try:
-                policies.append(parse_policy(body))
-            except ValueError as exc:
-                logger.error("ignoring a malformed PreflightPolicy: %s", exc)
-        return policies
+    def _parsed_policies(self) -> list[Policy]:
+        """Every policy, each bad field replaced by its default (policy.parse_policy)."""
+        return [parse_policy(body) for body in self.policy_reflector.items.values()]
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -359,6 +423,7 @@ class Controller:
 
     def _observe_peering(self, body: Mapping[str, Any], deleted: bool) -> None:
         self.gate.observe(body, deleted)
+        self._sync_policy_statuses(set())
         if self._deferred and self.gate.allows():
             deferred, self._deferred = self._deferred, set()
             for key in sorted(deferred):
@@ -374,6 +439,8 @@ class Controller:
             self._spawn(reflector.run())
         for _ in range(workers):
             self._spawn(self._worker())
+        self._started = True
+        self._sync_policy_statuses({ns for ns, _ in self.policy_reflector.items})
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -430,6 +497,10 @@ def _identity_fields(body: dict[str, Any]) -> dict[str, Any]:
         "metadata": {"namespace": meta.get("namespace"), "name": meta.get("name")},
         "spec": body.get("spec") or {},
     }
+
+
+def _by_name(policies: Sequence[Policy]) -> list[tuple[str, Policy]]:
+    return sorted(((p.name, p) for p in policies), key=lambda item: item[0])
 
 
 def _relevant(state: WorkloadState) -> tuple[Any, ...]:

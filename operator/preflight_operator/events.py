@@ -113,3 +113,10 @@ def static_events(static: StaticResult, workload: InvolvedObject, action: str) -
 def denied_event(ref: WorkloadRef, message: str) -> EventSpec:
     """A denied object never exists; the Event names it in its namespace."""
     return EventSpec(InvolvedObject.of(ref), "Warning", "AdmissionDenied", message)
+
+
+def policy_invalid_event(namespace: str, name: str, uid: str, message: str) -> EventSpec:
+    """A PreflightPolicy with fields the operator did not take (each replaced by its
+    default, so pods are never blocked by it): which, and how to fix them."""
+    involved = InvolvedObject(constants.API_VERSION, constants.POLICY_KIND, namespace, name, uid)
+    return EventSpec(involved, "Warning", "PolicyInvalid", message)

@@ -13,9 +13,11 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from preflight_operator.config import ConfigError, PolicySpec, parse_policy_spec
+from preflight_operator.config import ConfigError, FieldProblem, PolicySpec, parse_policy_spec
 
 DEFAULT_POLICY_NAME = ""  # shown as an empty `policy` on the GPUValidation
+VALID_CONDITION = "Valid"
+CONDITION_MESSAGE_LIMIT = 2000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,6 +56,9 @@ class Policy:
     priority: int
     selector: Selector
     spec: PolicySpec
+    # Fields the operator did not take (each replaced by the default): the policy's Valid
+    # condition and a PolicyInvalid Event say which and how to fix them.
+    problems: tuple[FieldProblem, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,20 +100,94 @@ def parse_selector(data: Any) -> Selector:
 
 
 def parse_policy(body: Mapping[str, Any]) -> Policy:
-    """A Policy from a PreflightPolicy object; raises ConfigError when it is malformed."""
+    """A Policy from a PreflightPolicy object. Never raises on a bad field: that field
+    takes the CRD's default and is listed in ``problems``. The CRD's
+    schema rejects most such values; this catches what it cannot (sizes over 1Ti, a
+    schema older than the operator) so that no bad value ever reaches a pod's
+    PREFLIGHT_* env, where the check would refuse it and block the pod."""
     meta = body.get("metadata") or {}
-    spec = body.get("spec") or {}
-    where = f"PreflightPolicy {meta.get('namespace')}/{meta.get('name')}"
+    raw = body.get("spec")
+    spec = raw if isinstance(raw, Mapping) else {}
+    problems: list[FieldProblem] = []
+    if raw is not None and not isinstance(raw, Mapping):
+        problems.append(FieldProblem("spec", "spec: expected a mapping; using the defaults"))
     priority = spec.get("priority", 0)
-    if isinstance(priority, bool) or not isinstance(priority, int):
-        raise ConfigError(f"{where}: spec.priority must be an integer")
+    if isinstance(priority, bool) or not isinstance(priority, int) or abs(priority) > 2**31:
+        problems.append(
+            FieldProblem(
+                "spec.priority",
+                f"spec.priority: {priority!r:.40} is not an integer; using 0 instead",
+            )
+        )
+        priority = 0
+    try:
+        selector = parse_selector(spec.get("selector"))
+    except ConfigError as exc:
+        # Selecting everything instead could put a whole namespace under Enforce.
+        problems.append(FieldProblem("spec.selector", f"{exc}; the policy selects no workload"))
+        selector = Selector(requirements=(Requirement("", "Invalid"),))
+    parsed = parse_policy_spec(spec, "spec", PolicySpec(), problems)
     return Policy(
         namespace=str(meta.get("namespace", "")),
         name=str(meta.get("name", "")),
         priority=priority,
-        selector=parse_selector(spec.get("selector")),
-        spec=parse_policy_spec(spec, f"{where}: spec"),
+        selector=selector,
+        spec=parsed,
+        problems=tuple(problems),
     )
+
+
+def policy_status(
+    body: Mapping[str, Any], problems: Sequence[FieldProblem], now: str
+) -> dict[str, Any]:
+    """The status the operator writes on a PreflightPolicy: ``observedGeneration`` and a
+    ``Valid`` condition naming every field it did not take. ``lastTransitionTime`` moves
+    only when the condition's status does."""
+    meta = body.get("metadata") or {}
+    generation = meta.get("generation")
+    valid = not problems
+    message = "every field was taken" if valid else "; ".join(p.message for p in problems)
+    if len(message) > CONDITION_MESSAGE_LIMIT:
+        message = message[: CONDITION_MESSAGE_LIMIT - 1] + "\u2026"
+    stored = stored_status(body)
+    before = next(
+        (
+            c
+            for c in stored.get("conditions") or []
+            if isinstance(c, Mapping) and c.get("type") == VALID_CONDITION
+        ),
+        None,
+    )
+    status_text = "True" if valid else "False"
+    since = (
+        str(before.get("lastTransitionTime"))
+        if before is not None
+        and before.get("status") == status_text
+        and before.get("lastTransitionTime")
+        else now
+    )
+    condition: dict[str, Any] = {
+        "type": VALID_CONDITION,
+        "status": status_text,
+        "reason": "Valid" if valid else "InvalidFields",
+        "message": message,
+        "lastTransitionTime": since,
+    }
+    status: dict[str, Any] = {"conditions": [condition]}
+    if isinstance(generation, int):
+        condition["observedGeneration"] = generation
+        status["observedGeneration"] = generation
+    return status
+
+
+def stored_status(body: Mapping[str, Any]) -> Mapping[str, Any]:
+    status = body.get("status")
+    return status if isinstance(status, Mapping) else {}
+
+
+def status_differs(body: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
+    stored = stored_status(body)
+    return any(stored.get(k) != v for k, v in wanted.items())
 
 
 def resolve_policy(

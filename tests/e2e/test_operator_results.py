@@ -366,3 +366,73 @@ def test_a_policy_change_is_recorded_on_existing_workloads(
     assert wait_for(lambda: action() == "Warn" and action())
     cluster.apply({**policy, "spec": {"action": "Audit"}})
     assert wait_for(lambda: action() == "Audit" and action(), what="the new action recorded")
+
+
+def test_the_api_server_refuses_thresholds_the_check_cannot_read(
+    cluster: Cluster, namespace: str
+) -> None:
+    """The PreflightPolicy CRD's own schema: each of these blocked every pod of a
+    namespace (the check exits 2 on them), or silently disabled injection (1E)."""
+    for thresholds, field in [
+        ({"shmMin": "abc"}, "spec.thresholds.shmMin"),
+        ({"shmMin": "1Pi"}, "spec.thresholds.shmMin"),
+        ({"shmMin": "1E"}, "spec.thresholds.shmMin"),
+        ({"shmMin": 2**50}, "spec.thresholds.shmMin"),
+        ({"gpuMemoryUtilization": 0}, "spec.thresholds.gpuMemoryUtilization"),
+        ({"gpuMemoryUtilization": 1.5}, "spec.thresholds.gpuMemoryUtilization"),
+        ({"extraGPUsAllowed": -1}, "spec.thresholds.extraGPUsAllowed"),
+    ]:
+        policy = {
+            "apiVersion": constants.API_VERSION,
+            "kind": constants.POLICY_KIND,
+            "metadata": {"name": "bad", "namespace": namespace},
+            "spec": {"thresholds": thresholds},
+        }
+        result = cluster.kubectl("apply", "-f", "-", input=json.dumps(policy), check=False)
+        assert result.returncode != 0, thresholds
+        assert field in result.stderr, result.stderr
+    good = {
+        "apiVersion": constants.API_VERSION,
+        "kind": constants.POLICY_KIND,
+        "metadata": {"name": "good", "namespace": namespace},
+        "spec": {"thresholds": {"shmMin": "1.5Gi", "gpuMemoryUtilization": 1}},
+    }
+    cluster.apply(good)
+
+
+def test_a_policy_value_the_schema_lets_through_gets_a_condition_and_never_reaches_a_pod(
+    cluster: Cluster, namespace: str
+) -> None:
+    """5000Ti passes the CRD's pattern (a pattern cannot bound a number): the operator
+    uses the default, writes Valid=False on the policy with the field and the fix, and
+    posts an Event; the injected check gets 1Gi, and Warn still applies."""
+    policy = {
+        "apiVersion": constants.API_VERSION,
+        "kind": constants.POLICY_KIND,
+        "metadata": {"name": "huge", "namespace": namespace},
+        "spec": {"action": "Warn", "thresholds": {"shmMin": "5000Ti"}},
+    }
+    cluster.apply(policy)
+
+    def valid() -> dict[str, Any] | None:
+        got = get_json(cluster, "preflightpolicy", "huge", "-n", namespace)
+        conditions = got.get("status", {}).get("conditions") or []
+        return next((c for c in conditions if c["type"] == "Valid"), None)
+
+    condition = wait_for(valid, what="the policy's Valid condition")
+    assert (condition["status"], condition["reason"]) == ("False", "InvalidFields")
+    assert "spec.thresholds.shmMin" in condition["message"]
+    assert "using '1Gi' instead" in condition["message"]
+    stored = get_json(cluster, "preflightpolicy", "huge", "-n", namespace)
+    assert stored["status"]["observedGeneration"] == stored["metadata"]["generation"]
+    table = cluster.kubectl("get", "preflightpolicy", "huge", "-n", namespace).stdout
+    assert table.splitlines()[0].split()[:5] == ["NAME", "ACTION", "TIER", "ON-FAILURE", "VALID"]
+    assert table.splitlines()[1].split()[4] == "False"
+    events = wait_for(lambda: dict(events_for(cluster, namespace, "huge")).get("PolicyInvalid"))
+    assert "spec.thresholds.shmMin" in events
+
+    apply_once_the_warn_policy_admits(cluster, namespace, "bad-tp4-deployment.yaml")
+    pod = wait_for(lambda: injected_pods(cluster, namespace, "vllm-bad"))[0]
+    check = next(c for c in pod["spec"]["initContainers"] if c["name"] == constants.CHECK_CONTAINER)
+    env = {e["name"]: e.get("value") for e in check["env"]}
+    assert (env["PREFLIGHT_SHM_MIN"], env["PREFLIGHT_ACTION"]) == ("1Gi", "Warn")

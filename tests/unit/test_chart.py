@@ -568,6 +568,7 @@ OPERATOR_CLUSTER_RULES = {
       for v in ("get", "list", "watch", "create", "delete")},
     ("vllm-preflight.io", "gpuvalidations/status", "patch"),
     *{("vllm-preflight.io", "preflightpolicies", v) for v in ("list", "watch")},
+    ("vllm-preflight.io", "preflightpolicies/status", "patch"),
     ("apiextensions.k8s.io", "customresourcedefinitions", "list"),
     ("apiextensions.k8s.io", "customresourcedefinitions", "watch"),
 }  # fmt: skip

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import jsonpatch
+import pytest
 import kopf
 
 from preflight_operator import constants
@@ -279,6 +280,48 @@ def test_a_crash_admits_the_pod_unchanged() -> None:
     asyncio.run(
         handlers.mutate_pod(
             body=kopf.Body(vllm_pod()), patch=patch, memo=SimpleNamespace(admission=Broken())
+        )
+    )
+    assert not patch
+
+
+def test_a_bad_policy_value_never_reaches_the_pod_and_never_disables_injection() -> None:
+    """shmMin 1E / gpuMemoryUtilization 0 reached PREFLIGHT_* (the check then exits 2 and
+    blocks the pod, even under Warn), or crashed the rules (no injection at all)."""
+    policy = {
+        "metadata": {"namespace": "team", "name": "bad"},
+        "spec": {
+            "action": "Warn",
+            "thresholds": {"shmMin": "1E", "gpuMemoryUtilization": 0},
+        },
+    }
+    injected = jsonpatch.apply_patch(vllm_pod(), mutate(vllm_pod(), service([policy])))
+    env = env_of(injected["spec"]["initContainers"][1])
+    assert env["PREFLIGHT_ACTION"] == "Warn"
+    assert env["PREFLIGHT_SHM_MIN"] == "1Gi"
+    assert "PREFLIGHT_GPU_MEMORY_UTILIZATION" not in env
+
+
+@pytest.mark.parametrize(
+    "pod",
+    [
+        {"metadata": "x", "spec": {}},
+        {"metadata": {"labels": "x", "namespace": "team"}, "spec": []},
+        {"metadata": {"namespace": "team", "ownerReferences": "x"}, "spec": {"containers": "x"}},
+        {"metadata": {"namespace": "team"}, "spec": {"containers": [1, None, {"name": 3}]}},
+        {"metadata": {"namespace": ["team"]}, "spec": None},
+        {"metadata": None},
+        [],
+    ],
+)
+def test_a_malformed_pod_is_admitted_unchanged_by_the_handler(pod: Any) -> None:
+    """kopf answers 500 when an admission handler raises: the handler never does."""
+    patch = kopf.Patch()
+    asyncio.run(
+        handlers.mutate_pod(
+            body=kopf.Body(pod) if isinstance(pod, dict) else pod,  # type: ignore[arg-type]
+            patch=patch,
+            memo=SimpleNamespace(admission=service()),
         )
     )
     assert not patch

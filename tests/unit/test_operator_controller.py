@@ -42,7 +42,14 @@ class FakeApi:
         self.workloads: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.events: list[dict[str, Any]] = []
         self.writes: list[tuple[str, str]] = []
+        self.policies: dict[tuple[str, str], dict[str, Any]] = {}
         self.uids = itertools.count()
+
+    async def patch_policy_status(self, namespace: str, name: str, status: Any) -> Any:
+        obj = self.policies[namespace, name]
+        obj["status"] = _merge(obj.get("status") or {}, status)
+        self.writes.append(("policy-status", name))
+        return obj
 
     async def create_gpuvalidation(self, obj: Mapping[str, Any]) -> dict[str, Any]:
         key = (obj["metadata"]["namespace"], obj["metadata"]["name"])
@@ -86,6 +93,8 @@ class FakeApi:
     ) -> AsyncIterator[tuple[list[Any], str]]:
         if path.endswith("/gpuvalidations"):
             yield [copy.deepcopy(v) for v in self.gpuvals.values()], "1"
+        elif path.endswith("/preflightpolicies"):
+            yield [copy.deepcopy(v) for v in self.policies.values()], "1"
         else:
             yield [], "1"
 
@@ -413,3 +422,43 @@ def test_a_paused_peer_writes_nothing_until_it_takes_over() -> None:
     api, while_paused = run(scenario())
     assert while_paused == []
     assert ("create", "deployment-vllm-good") in api.writes
+
+
+def test_a_bad_policy_field_gets_a_status_an_event_and_the_default_once() -> None:
+    """shmMin 1E: the check would refuse it (and the rules once crashed on it, which
+    silently disabled injection); the operator uses 1Gi and says so on the policy."""
+    api = FakeApi()
+    api.policies[NS, "trial"] = {
+        "metadata": {"namespace": NS, "name": "trial", "uid": "p1", "generation": 2},
+        "spec": {"action": "Warn", "thresholds": {"shmMin": "1E"}},
+    }
+
+    async def one_run() -> Controller:
+        ctl = controller(api)
+        await ctl.prime()
+        ctl.observe_workload(DEPLOYMENT, deployment(), deleted=False)
+        await settle(ctl)
+        await ctl.stop()
+        return ctl
+
+    ctl = run(one_run())
+    resolved = ctl.policies.resolve(NS, {}, PolicySpec())
+    assert (resolved.name, resolved.action) == ("trial", "Warn")
+    assert resolved.spec.thresholds.shm_min == "1Gi"
+    status = api.policies[NS, "trial"]["status"]
+    assert status["observedGeneration"] == 2
+    (condition,) = status["conditions"]
+    assert (condition["type"], condition["status"], condition["reason"]) == (
+        "Valid",
+        "False",
+        "InvalidFields",
+    )
+    assert "spec.thresholds.shmMin: '1E' is not a size" in condition["message"]
+    (event,) = [e for e in api.events if e["reason"] == "PolicyInvalid"]
+    assert event["involvedObject"]["kind"] == "PreflightPolicy"
+    assert "Fix the field(s) named" in event["message"]
+    assert api.gpuvals[NS, "deployment-vllm-good"]["status"]["action"] == "Warn"
+    writes, events = len(api.writes), len(api.events)
+    run(one_run())  # a restart: the policy's status is as wanted, nothing new about it
+    assert [w for w in api.writes[writes:] if w[0] == "policy-status"] == []
+    assert [e for e in api.events[events:] if e["reason"] == "PolicyInvalid"] == []
