@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from preflight_operator import rules
 from preflight_operator.config import PolicySpec
+from preflight_operator.rules.accelerators import CUDA
 from preflight_operator.rules.quantity import parse_quantity
 from preflight_operator.static import (
     MAX_FINDINGS,
@@ -108,9 +109,14 @@ class RulesAnalyser:
         results = rules.check_object(pod, rules_policy(policy), self._lookup)
         if not results:
             return InjectionTarget(None, None, "no-vllm-container")
-        with_gpus = [r for r in results if r.gpus_requested]
+        # the runtime check is libcuda + NVML: NVIDIA GPUs only (TPU, ROCm, Neuron, ...
+        # pods are judged by the static rules alone)
+        with_gpus = [r for r in results if r.gpus_requested and r.platform in (None, CUDA)]
         if not with_gpus:
-            return InjectionTarget(results[0].container, None, "no-gpu-request")
+            reason = "no-gpu-request"
+            if any(r.gpus_requested and r.platform not in (None, CUDA) for r in results):
+                reason = "not-nvidia"
+            return InjectionTarget(results[0].container, None, reason)
         chosen = next((r for r in with_gpus if _plan(r) is not None), None)
         if chosen is None:
             return InjectionTarget(with_gpus[0].container, None, "undecided")

@@ -87,6 +87,16 @@ def gpu_resources(container: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def dra_claims(container: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The container's DRA claims (resources.claims). The check container names the same
+    pod claims, so it sees the devices vLLM will (a pod's containers may share a claim)."""
+    resources = container.get("resources") or {}
+    claims = resources.get("claims") if isinstance(resources, Mapping) else None
+    if not isinstance(claims, list):
+        return []
+    return [copy.deepcopy(dict(c)) for c in claims if isinstance(c, Mapping) and c.get("name")]
+
+
 def _names(items: Any) -> set[str]:
     return {str(i.get("name")) for i in items or [] if isinstance(i, Mapping)}
 
@@ -126,11 +136,15 @@ def preflight_env(plan: Plan, policy: PolicySpec, deadline_s: int) -> list[dict[
 
 
 def _merged_resources(
-    base: Mapping[str, Any], gpus: Mapping[str, Mapping[str, Any]]
+    base: Mapping[str, Any],
+    gpus: Mapping[str, Mapping[str, Any]],
+    claims: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {k: dict(v) for k, v in base.items() if isinstance(v, Mapping)}
     for section, values in gpus.items():
         out.setdefault(section, {}).update(values)
+    if claims:
+        out["claims"] = claims
     return out
 
 
@@ -164,7 +178,7 @@ def check_container(
         "imagePullPolicy": config.image_pull_policy,
         "command": ["python3", constants.ZIPAPP_PATH, "check"],
         "env": env,
-        "resources": _merged_resources(config.resources, gpu_resources(vllm)),
+        "resources": _merged_resources(config.resources, gpu_resources(vllm), dra_claims(vllm)),
         "volumeMounts": mounts,
         "terminationMessagePath": TERMINATION_MESSAGE_PATH,
         "terminationMessagePolicy": "FallbackToLogsOnError",
@@ -221,7 +235,7 @@ def plan_injection(
         return Skip("no-vllm-container", f"container {container!r} is not in the pod")
     if plan is None:
         return Skip("undecided", "the parallel plan of the vLLM command line is unknown")
-    if not gpu_resources(vllm):
+    if not gpu_resources(vllm) and not dra_claims(vllm):
         return Skip("no-gpu-request", f"container {container!r} requests no nvidia.com/gpu")
     taken = {constants.VOLUME_NAME, NO_TOKEN_VOLUME} & _names(spec.get("volumes"))
     if taken:

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import jsonpatch
-import pytest
 import kopf
+import pytest
 
 from preflight_operator import constants
 from preflight_operator.analysis import RulesAnalyser, check_plan
@@ -325,3 +325,52 @@ def test_a_malformed_pod_is_admitted_unchanged_by_the_handler(pod: Any) -> None:
         )
     )
     assert not patch
+
+
+def test_tpu_pods_are_not_injected_the_check_is_nvidia_only() -> None:
+    svc = service()
+    tpu = vllm_pod()
+    container = tpu["spec"]["containers"][0]
+    container["image"] = "vllm/vllm-tpu:nightly"
+    container["resources"] = {"limits": {"google.com/tpu": 2}}
+    assert mutate(tpu, svc) == []
+    target = RulesAnalyser().injection_target(tpu, DEFAULT_POLICY)
+    assert target.reason == "not-nvidia"
+
+
+def test_dra_pods_get_the_check_with_the_same_claims() -> None:
+    template = {
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "two-gpus", "namespace": "team"},
+        "spec": {
+            "spec": {
+                "devices": {
+                    "requests": [
+                        {
+                            "name": "gpu",
+                            "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2},
+                        }
+                    ]
+                }
+            }
+        },
+    }
+    from preflight_operator.rules import ClusterLookup
+
+    def lookup(namespace: str, kind: str, name: str) -> dict[str, Any] | None:
+        return template if (kind, name) == ("ResourceClaimTemplate", "two-gpus") else None
+
+    pod = vllm_pod(resourceClaims=[{"name": "gpus", "resourceClaimTemplateName": "two-gpus"}])
+    container = pod["spec"]["containers"][0]
+    container["resources"] = {"claims": [{"name": "gpus"}]}
+    book = PolicyBook()
+    svc = AdmissionService(
+        OperatorConfig(), RulesAnalyser(ClusterLookup(object=lookup)), book, events=None
+    )
+    injected = jsonpatch.apply_patch(pod, mutate(pod, svc))
+    check = injected["spec"]["initContainers"][1]
+    assert check["name"] == "preflight-check"
+    assert check["resources"]["claims"] == [{"name": "gpus"}]
+    assert env_of(check)["PREFLIGHT_TP"] == "2"
+    # without the template the count is unknown: no injection, never a blocked pod
+    assert mutate(copy.deepcopy(pod), service()) == []

@@ -257,6 +257,7 @@ def _result(
         label,
         ctx.parsed.plan if need is not None else None,
         need,
-        ctx.gpus.requested,
+        ctx.gpus_have,
         tuple(kept),
+        platform=ctx.gpus.platform,
     )

@@ -93,6 +93,9 @@ class ContainerResult:
     # index of the object in the list given to check_objects (lint attributes results to
     # files with it); None from check_object
     object_index: int | None = None
+    # the accelerator platform (rules.accelerators: "cuda", "tpu", ...); None when nothing
+    # in the pod says (the rules then assume CUDA)
+    platform: str | None = None
 
     @property
     def workload(self) -> str:

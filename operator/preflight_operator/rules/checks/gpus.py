@@ -27,6 +27,12 @@ def _limit_snippet(resource: str, count: int) -> str:
     return f'resources: {{limits: {{"{resource}": {count}}}}}'
 
 
+def _unit(ctx: ContainerContext) -> str:
+    """'GPUs' for nvidia.com/gpu, else the resource named (google.com/tpu, amd.com/gpu)."""
+    resource = ctx.gpus.fix_resource
+    return "GPUs" if resource == "nvidia.com/gpu" else f"x {resource}"
+
+
 def _countable(ctx: ContainerContext) -> bool:
     """The count rules apply: the plan is known, the device count is known, and the
     pod is not a CPU build of vLLM (which needs no accelerator)."""
@@ -118,7 +124,7 @@ def count_too_low(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
         f"vLLM fails with 'World size ({need}) is larger than the number of available GPUs "
         f"({have})' (or waits forever for Ray resources)",
         path,
-        f"request {need} ({ctx.gpus.fix_resource}), or lower the parallel sizes to fit {have} "
+        f"request {need} {_unit(ctx)}, or lower the parallel sizes to fit {have} "
         f"({ctx.flag('tensor_parallel_size', '--tensor-parallel-size')} at "
         f"{ctx.arg_path('tensor_parallel_size')})",
     )
@@ -136,7 +142,7 @@ def count_extra(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
         f"{path} requests {have} devices but vLLM uses {need} ({_plan_text(ctx)}): "
         f"{have - need} stay allocated and idle",
         path,
-        f"request {need}, or raise the parallel sizes to use all {have}",
+        f"request {need} {_unit(ctx)}, or raise the parallel sizes to use all {have}",
     )
 
 
