@@ -251,7 +251,7 @@ class Controller:
         )
         changed = self.store.put_pod(key, pod, self._clock())
         if result is not None and (before is None or before.result != result):
-            metrics.CHECKS.labels(result=result.verdict, reason=result.reason or "none").inc()
+            metrics.record_check(body, result)
         if is_bare_pod(body):
             self.observe_workload(POD, body, deleted=False, has_injected_pods=True)
         if changed:

@@ -103,6 +103,7 @@ def build(options: RunOptions) -> tuple[kopf.OperatorRegistry, kopf.Memo, Contro
 
 async def run(options: RunOptions) -> None:
     registry, memo, controller = build(options)
+    metrics.track(leader=controller.gate.allows, cert_file=options.cert_file)
     metrics.serve(options.metrics_port, options.metrics_addr)
     await kopf.operator(
         registry=registry,

@@ -1,0 +1,141 @@
+"""Every series the chart's Grafana dashboard and PrometheusRule use exists on a real
+operator's /metrics, after real traffic on the local control plane: a Deployment through
+the validating webhook, its pod through the injecting webhook, the check's result written
+as a kubelet would, the GPUValidation reconciled.
+
+`up` is left out: Prometheus makes it for every target, the operator does not export it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+
+from preflight_check.report import CheckResult, Report
+from preflight_operator import constants, fakekubelet, localoperator, localsetup
+from preflight_operator.localoperator import OperatorProcess
+from preflight_operator.testing import Cluster, wait_for
+
+REPO = Path(__file__).resolve().parents[2]
+CHART = REPO / "charts" / "vllm-preflight"
+MANIFEST = REPO / "tests" / "data" / "manifests" / "good-tp2-deployment.yaml"
+SERIES = re.compile(r"\b(vllm_preflight_[a-z_]+)")
+PASSED = Report(
+    checks=[CheckResult("gpu-count", "pass", "CUDA sees 2 GPUs")]
+).to_termination_message()
+
+
+@pytest.fixture(scope="module")
+def operator(k8s: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorProcess]:
+    if not k8s.is_local:
+        pytest.skip("needs the local control plane: the API server calls webhooks on 127.0.0.1")
+    localsetup.install_crds(k8s)
+    op = localoperator.start_with_webhooks(k8s, tmp_path_factory.mktemp("metrics"))
+    yield op
+    localoperator.remove_webhooks(k8s)
+    op.stop()
+
+
+def used_series(k8s: Cluster) -> set[str]:
+    """The vllm_preflight_* names in the rules and the dashboard exactly as the chart
+    renders them."""
+    out = subprocess.run(
+        [
+            str(k8s.bin_dir / "helm"), "template", "t", str(CHART),
+            "--set", "metrics.prometheusRule.enabled=true",
+            "--set", "metrics.grafanaDashboard.enabled=true",
+        ],
+        capture_output=True, text=True, timeout=120, check=True,
+    ).stdout  # fmt: skip
+    exprs: list[str] = []
+    for doc in yaml.safe_load_all(out):
+        if not doc:
+            continue
+        if doc["kind"] == "PrometheusRule":
+            exprs += [r["expr"] for g in doc["spec"]["groups"] for r in g["rules"]]
+        if doc["kind"] == "ConfigMap" and "vllm-preflight.json" in doc.get("data", {}):
+            dash = json.loads(doc["data"]["vllm-preflight.json"])
+            exprs += [t["expr"] for p in dash["panels"] for t in p.get("targets", [])]
+    names = set(SERIES.findall("\n".join(exprs)))
+    assert len(names) >= 12, f"the chart's queries name too few series: {sorted(names)}"
+    return names
+
+
+def scraped(operator: OperatorProcess) -> dict[str, list[Any]]:
+    """Sample name -> samples, from the operator's real /metrics."""
+    out: dict[str, list[Any]] = {}
+    for family in text_string_to_metric_families(operator.metrics()):
+        for sample in family.samples:
+            out.setdefault(sample.name, []).append(sample)
+    return out
+
+
+def test_every_series_of_dashboard_and_alerts_is_exported(
+    k8s: Cluster, operator: OperatorProcess
+) -> None:
+    namespace = k8s.create_namespace("metrics", labels={constants.LABEL_INJECT: "enabled"})
+    try:
+        doc = next(d for d in yaml.safe_load_all(MANIFEST.read_text()) if d["kind"] == "Deployment")
+        doc["metadata"]["namespace"] = namespace
+        k8s.apply(doc)  # validating webhook
+        selector = f"app=vllm-good,{constants.INJECTED_POD_SELECTOR}"
+
+        def injected() -> list[dict[str, Any]]:  # injecting webhook, via the ReplicaSet
+            got = k8s.kubectl("get", "pods", "-n", namespace, "-l", selector, "-o", "json")
+            items: list[dict[str, Any]] = json.loads(got.stdout)["items"]
+            return items
+
+        pod = wait_for(injected, what="an injected pod")[0]
+        status = fakekubelet.pod_status(
+            pod,
+            exit_code=0,
+            message=PASSED,
+            started="2026-12-01T08:00:00Z",
+            finished="2026-12-01T08:00:03Z",
+        )
+        meta = pod["metadata"]
+        k8s.kubectl(
+            "patch", "pod", meta["name"], "-n", namespace, "--subresource=status",
+            "--type=merge", "-p", json.dumps({"status": status}),
+        )  # fmt: skip
+
+        def checked() -> dict[str, list[Any]] | None:
+            samples = scraped(operator)
+            done = samples.get("vllm_preflight_result_to_status_seconds_count", [])
+            return samples if done and done[0].value >= 1 else None
+
+        samples = wait_for(checked, what="the check result reaching the GPUValidation")
+        missing = sorted(used_series(k8s) - set(samples))
+        assert not missing, f"/metrics lacks series the dashboard or alerts use: {missing}"
+
+        # The values behind the issue's panels are the real ones, not placeholders.
+        checks = {
+            (s.labels["namespace"], s.labels["result"]): s.value
+            for s in samples["vllm_preflight_checks_total"]
+        }
+        assert checks[(namespace, "pass")] == 1.0
+        durations = [
+            s for s in samples["vllm_preflight_check_duration_seconds_sum"]
+            if s.labels["result"] == "pass"
+        ]  # fmt: skip
+        assert durations[0].value == 3.0
+        assert samples["vllm_preflight_leader"][0].value == 1.0  # standalone: it leads
+        expiry = samples["vllm_preflight_webhook_certificate_expiry_timestamp_seconds"][0]
+        assert expiry.value > 1.7e9
+        outcomes = {
+            (s.labels["webhook"], s.labels["outcome"])
+            for s in samples["vllm_preflight_admission_reviews_total"]
+            if s.value > 0
+        }
+        assert any(w == constants.VALIDATE_WEBHOOK_ID for w, _ in outcomes), outcomes
+        assert any(w == constants.MUTATE_PODS_WEBHOOK_ID for w, _ in outcomes), outcomes
+    finally:
+        k8s.delete_namespace(namespace)
