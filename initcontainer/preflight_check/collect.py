@@ -16,6 +16,7 @@ from preflight_check.driver.api import (
     Nvml,
     NvmlDevice,
     NvmlError,
+    NvmlGpuNeedsReset,
     SymbolProvider,
 )
 from preflight_check.facts import (
@@ -142,20 +143,54 @@ class NvmlSession:
         except NvmlError:
             view.cuda_driver_version = None
         for index in range(nvml.device_count()):
-            device = nvml.device(index)
+            try:
+                device = nvml.device(index)
+                gpu = NvmlGpu(
+                    index=index, uuid=device.uuid(), pci_bus_id=device.pci_bus_id().lower()
+                )
+            except NvmlGpuNeedsReset as exc:
+                # One lost GPU must not hide the others: it is the finding (gpu-reset).
+                view.lost.append((index, str(exc)))
+                continue
             self._devices.append(device)
-            gpu = NvmlGpu(index=index, uuid=device.uuid(), pci_bus_id=device.pci_bus_id().lower())
             for attribute, read in (
                 ("name", device.name),
                 ("compute_mode", device.compute_mode),
                 ("mig_enabled", device.mig_enabled),
                 ("ecc_uncorrectable", device.ecc_volatile_uncorrectable),
+                *self._health_reads(device),
             ):
                 try:
                     setattr(gpu, attribute, read())
+                except NvmlGpuNeedsReset as exc:
+                    gpu.needs_reset.append(f"{attribute}: {exc}")
                 except NvmlError as exc:
                     gpu.errors.append(f"{attribute}: {exc}")
             view.gpus.append(gpu)
+        self._watch_xids(nvml)
+
+    @staticmethod
+    def _health_reads(device: NvmlDevice) -> List[Tuple[str, Callable[[], Any]]]:
+        """The fast-tier health reads (issue 16): each None where not available."""
+        return [
+            ("remapped_rows", device.remapped_rows),
+            ("retired_pages_pending", device.retired_pages_pending),
+            ("recovery_action", device.recovery_action),
+            ("nvlink_active", device.nvlink_states),
+            ("pcie", device.pcie_link),
+            ("clock_events", device.clock_event_reasons),
+            ("fabric", device.fabric_info),
+        ]
+
+    def _watch_xids(self, nvml: Nvml) -> None:
+        """Start listening for XID events now, so the check sees those raised while it
+        runs (read in ``read_usage``, after every child has exited)."""
+        try:
+            watched = nvml.watch_xids([g.index for g in self.view.gpus])
+        except NvmlError:
+            watched = None
+        for gpu in self.view.gpus:
+            gpu.xids = [] if watched is not None and gpu.index in watched else None
 
     def read_usage(self) -> None:
         """Memory in use and compute processes of every GPU, now."""
@@ -169,10 +204,30 @@ class NvmlSession:
                 gpu.processes = device.compute_processes()
             except NvmlError as exc:
                 gpu.errors.append(f"processes: {exc}")
+            try:
+                gpu.clock_events_end = device.clock_event_reasons()
+            except NvmlGpuNeedsReset as exc:
+                gpu.needs_reset.append(f"clock_events: {exc}")
+            except NvmlError as exc:
+                gpu.errors.append(f"clock_events: {exc}")
         self.view.ms += (time.perf_counter() - started) * 1000.0
+
+    def _read_xids(self) -> None:
+        if self._nvml is None:
+            return
+        try:
+            events = self._nvml.xid_events()
+        except NvmlError:
+            return
+        by_index = {g.index: g for g in self.view.gpus}
+        for index, xid in events:
+            gpu = by_index.get(index)
+            if gpu is not None and gpu.xids is not None:
+                gpu.xids.append(xid)
 
     def close(self) -> None:
         if self._nvml is not None:
+            self._read_xids()  # every XID raised since the inventory, children included
             self._nvml.shutdown()
             self._nvml = None
 

@@ -11,7 +11,13 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from preflight_check.calls import BindingOutcome, CallRecord
-from preflight_check.driver.api import LoadedLibrary, uuid_key
+from preflight_check.driver.api import (
+    FabricInfo,
+    LoadedLibrary,
+    PcieLink,
+    RemappedRows,
+    uuid_key,
+)
 from preflight_check.plan import Plan
 
 __all__ = [
@@ -76,6 +82,21 @@ class NvmlGpu:
     ecc_uncorrectable: Optional[int] = None
     processes: List[Tuple[int, Optional[int]]] = field(default_factory=list)
     errors: List[str] = field(default_factory=list)
+    # Fast-tier health reads (issue 16); None: the driver or platform does not offer it.
+    remapped_rows: Optional[RemappedRows] = None
+    retired_pages_pending: Optional[bool] = None
+    recovery_action: Optional[int] = None
+    nvlink_active: Optional[List[bool]] = None
+    pcie: Optional[PcieLink] = None
+    # nvmlDeviceGetCurrentClocksEventReasons at the inventory and again at the end (a
+    # HW slowdown bit can flash during a P-state change: NVML's own note on it).
+    clock_events: Optional[int] = None
+    clock_events_end: Optional[int] = None
+    fabric: Optional[FabricInfo] = None
+    # NVML said NVML_ERROR_RESET_REQUIRED or NVML_ERROR_GPU_IS_LOST: its words, per read.
+    needs_reset: List[str] = field(default_factory=list)
+    # XIDs NVML reported on this GPU while the check ran; None: events not available.
+    xids: Optional[List[int]] = None
 
 
 @dataclass
@@ -86,6 +107,9 @@ class NvmlView:
     cuda_driver_version: Optional[int] = None
     gpus: List[NvmlGpu] = field(default_factory=list)
     ms: float = 0.0
+    # GPUs NVML counts but cannot open (nvmlDeviceGetHandleByIndex or its UUID said the
+    # GPU is lost or needs a reset): (nvidia-smi index, NVML's words).
+    lost: List[Tuple[int, str]] = field(default_factory=list)
 
     def by_uuid(self, uuid: str) -> Optional[NvmlGpu]:
         key = uuid_key(uuid)

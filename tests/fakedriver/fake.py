@@ -26,8 +26,12 @@ from preflight_check.driver.api import (
     CUDA_ERROR_NO_DEVICE,
     CUDA_ERROR_NOT_INITIALIZED,
     CUDA_SUCCESS,
+    FabricInfo,
     LoadedLibrary,
     NvmlError,
+    NvmlGpuNeedsReset,
+    PcieLink,
+    RemappedRows,
     SymbolProvider,
     cuda_error_name,
     uuid_key,
@@ -53,6 +57,27 @@ class FakeGpu:
     peer_access: bool = True
     # (driver entry point, CUresult) this GPU fails with: a broken GPU's state.
     fail_call: Optional[Tuple[str, int]] = None
+    # Fast-tier health reads (issue 16); None = NVML refuses the read (not supported).
+    # Defaults: what a healthy H200 answered on the GPU machine (docs/GPU_RUNS.md, run 8:
+    # rows (0, 0, 0, 0), page retirement Not Supported, recovery action 0, PCIe Gen5 x16
+    # of Gen5 x16, clock reasons 0x1 = GPU idle, fabric state 0 = not supported), except
+    # NVLink: that machine had one GPU and no link; the 2- and 4-GPU machines showed NV18
+    # between every pair (nvidia-smi topo -m), so 18 links up. Faults only as NVIDIA's NVML
+    # API Reference documents them (docs/CHECKS.md cites it).
+    remapped_rows: Optional[Tuple[int, int, bool, bool]] = (0, 0, False, False)
+    retired_pages_pending: Optional[bool] = None
+    recovery_action: Optional[int] = 0
+    nvlink_active: Optional[List[bool]] = field(default_factory=lambda: [True] * 18)
+    pcie: Optional[Tuple[int, int, int, int]] = (5, 5, 16, 16)
+    clock_events: Optional[int] = 0x1  # nvmlClocksEventReasonGpuIdle
+    fabric: Optional[Tuple[int, int, Optional[int]]] = (0, 0, 0)
+    # NVML_ERROR_RESET_REQUIRED from every health read; NVML_ERROR_GPU_IS_LOST from
+    # nvmlDeviceGetHandleByIndex (the GPU fell off the bus).
+    reset_required: bool = False
+    lost: bool = False
+    # XIDs this GPU raises while the check runs; xid_events False: events not offered.
+    xids: List[int] = field(default_factory=list)
+    xid_events: bool = True
 
 
 @dataclass
@@ -83,6 +108,9 @@ class FakeMachine:
             fail = gpu.get("fail_call")
             gpu["fail_call"] = tuple(fail) if fail else None
             gpu["processes"] = [tuple(p) for p in gpu.get("processes", [])]
+            for name in ("remapped_rows", "pcie", "fabric"):
+                if gpu.get(name) is not None:
+                    gpu[name] = tuple(gpu[name])
             gpus.append(FakeGpu(**gpu))
         return cls(gpus=gpus, **data)
 
@@ -301,6 +329,36 @@ class FakeNvmlDevice:
     def __init__(self, gpu: FakeGpu) -> None:
         self._gpu = gpu
 
+    def _health(self, value: Any) -> Any:
+        if self._gpu.reset_required:
+            raise NvmlGpuNeedsReset("GPU requires reset")  # NVML_ERROR_RESET_REQUIRED's text
+        return value
+
+    def remapped_rows(self) -> Optional[RemappedRows]:
+        rows = self._health(self._gpu.remapped_rows)
+        return None if rows is None else RemappedRows(*rows)
+
+    def retired_pages_pending(self) -> Optional[bool]:
+        return self._health(self._gpu.retired_pages_pending)  # type: ignore[no-any-return]
+
+    def recovery_action(self) -> Optional[int]:
+        return self._health(self._gpu.recovery_action)  # type: ignore[no-any-return]
+
+    def nvlink_states(self) -> Optional[List[bool]]:
+        links = self._health(self._gpu.nvlink_active)
+        return None if links is None else list(links)
+
+    def pcie_link(self) -> Optional[PcieLink]:
+        link = self._health(self._gpu.pcie)
+        return None if link is None else PcieLink(*link)
+
+    def clock_event_reasons(self) -> Optional[int]:
+        return self._health(self._gpu.clock_events)  # type: ignore[no-any-return]
+
+    def fabric_info(self) -> Optional[FabricInfo]:
+        info = self._health(self._gpu.fabric)
+        return None if info is None else FabricInfo(*info)
+
     def uuid(self) -> str:
         return self._gpu.uuid
 
@@ -360,7 +418,23 @@ class FakeNvml:
         self._need_init()
         return len(self.machine.gpus)
 
+    def _ordered(self) -> List[FakeGpu]:
+        return sorted(self.machine.gpus, key=lambda g: g.pci_bus_id)
+
     def device(self, index: int) -> FakeNvmlDevice:
         self._need_init()
-        ordered = sorted(self.machine.gpus, key=lambda g: g.pci_bus_id)
-        return FakeNvmlDevice(ordered[index])
+        gpu = self._ordered()[index]
+        if gpu.lost:
+            raise NvmlGpuNeedsReset("GPU is lost")  # NVML_ERROR_GPU_IS_LOST's text
+        return FakeNvmlDevice(gpu)
+
+    def watch_xids(self, indices: List[int]) -> Optional[List[int]]:
+        self._need_init()
+        ordered = self._ordered()
+        watched = [i for i in indices if ordered[i].xid_events]
+        self.watched = watched
+        return watched or None
+
+    def xid_events(self) -> List[Tuple[int, int]]:
+        ordered = self._ordered()
+        return [(i, xid) for i in getattr(self, "watched", []) for xid in ordered[i].xids]

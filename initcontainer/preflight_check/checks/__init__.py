@@ -4,6 +4,7 @@ from preflight_check.checks import (  # noqa: F401  (imported to register the ch
     compat,
     contexts,
     deep,
+    hardware,
     health,
     library,
     setup,

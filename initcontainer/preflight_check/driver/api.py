@@ -9,7 +9,7 @@ evidence the report must name, not an exception to swallow.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Protocol, Tuple
+from typing import Dict, List, NamedTuple, Optional, Protocol, Tuple
 
 # The driver's result codes and the loaded-library description live in ``basics`` (no
 # heavy imports: the rank probe child uses them); re-exported here for everyone else.
@@ -55,10 +55,14 @@ __all__ = [
     "CUDA_SUCCESS",
     "CudaDriver",
     "DriverUnavailable",
+    "FabricInfo",
     "LoadedLibrary",
     "Nvml",
     "NvmlDevice",
     "NvmlError",
+    "NvmlGpuNeedsReset",
+    "PcieLink",
+    "RemappedRows",
     "SymbolProvider",
     "bus_id_key",
     "cuda_error_name",
@@ -81,6 +85,83 @@ COMPUTE_MODE_NAMES: Dict[int, str] = {
 
 class NvmlError(Exception):
     """An NVML call failed for a reason other than 'not supported on this GPU'."""
+
+
+class NvmlGpuNeedsReset(NvmlError):
+    """NVML answered NVML_ERROR_RESET_REQUIRED ("the GPU requires a reset before it can be
+    used again") or NVML_ERROR_GPU_IS_LOST ("the GPU has fallen off the bus or has
+    otherwise become inaccessible"): the GPU's state, which the ``gpu-reset`` check names."""
+
+
+# NVML's values for the fast-tier health reads (nvml.h; NVML API Reference Guide,
+# docs.nvidia.com/deploy/nvml-api). Here so that checks and the fake need no pynvml.
+NVML_ERROR_GPU_IS_LOST = 15
+NVML_ERROR_RESET_REQUIRED = 16
+# nvmlDeviceGpuRecoveryAction_t, read as field NVML_FI_DEV_GET_GPU_RECOVERY_ACTION (230).
+RECOVERY_ACTION_NONE = 0
+RECOVERY_ACTION_NAMES: Dict[int, str] = {
+    0: "none",
+    1: "GPU reset",
+    2: "node reboot",
+    3: "drain peer-to-peer traffic",
+    4: "drain peer-to-peer traffic and reset the GPU",
+    5: "recover the IMEX domain",
+    6: "reset the GPU's PCIe bus",
+    7: "reboot the system",
+}
+# nvmlClocksEventReasons (formerly nvmlClocksThrottleReasons) bits.
+CLOCKS_EVENT_GPU_IDLE = 0x1
+CLOCKS_EVENT_SW_POWER_CAP = 0x4
+CLOCKS_EVENT_HW_SLOWDOWN = 0x8
+CLOCKS_EVENT_SW_THERMAL = 0x20
+CLOCKS_EVENT_HW_THERMAL = 0x40
+CLOCKS_EVENT_HW_POWER_BRAKE = 0x80
+# nvmlGpuFabricState_t and the v3 health summary.
+FABRIC_STATE_NOT_SUPPORTED = 0
+FABRIC_STATE_NAMES: Dict[int, str] = {
+    0: "not supported",
+    1: "not started",
+    2: "in progress",
+    3: "completed",
+}
+FABRIC_STATE_COMPLETED = 3
+FABRIC_HEALTH_NAMES: Dict[int, str] = {
+    0: "not supported",
+    1: "healthy",
+    2: "unhealthy",
+    3: "limited capacity",
+}
+FABRIC_HEALTH_UNHEALTHY = 2
+FABRIC_HEALTH_LIMITED = 3
+NVML_SUCCESS = 0
+
+
+class RemappedRows(NamedTuple):
+    """nvmlDeviceGetRemappedRows: rows remapped for correctable / uncorrectable errors, a
+    remapping waiting for the next GPU reset, and whether a remapping ever failed."""
+
+    correctable: int
+    uncorrectable: int
+    pending: bool
+    failed: bool
+
+
+class PcieLink(NamedTuple):
+    """Current and maximum PCIe link generation and width (nvmlDeviceGetCurrPcieLink*,
+    nvmlDeviceGetMaxPcieLink*: the maximum this GPU and this system allow)."""
+
+    generation: int
+    max_generation: int
+    width: int
+    max_width: int
+
+
+class FabricInfo(NamedTuple):
+    """nvmlDeviceGetGpuFabricInfo: the GPU's registration with the NVSwitch fabric."""
+
+    state: int
+    status: int
+    health: Optional[int] = None
 
 
 class CudaDriver(Protocol):
@@ -155,6 +236,24 @@ class NvmlDevice(Protocol):
 
     def compute_processes(self) -> List[Tuple[int, Optional[int]]]: ...
 
+    # The fast-tier health reads (issue 16). Each returns None where the driver or the
+    # platform does not offer it (not supported, no permission, too old a driver), and
+    # raises NvmlGpuNeedsReset when NVML says the GPU needs a reset or is lost.
+
+    def remapped_rows(self) -> Optional[RemappedRows]: ...
+
+    def retired_pages_pending(self) -> Optional[bool]: ...
+
+    def recovery_action(self) -> Optional[int]: ...
+
+    def nvlink_states(self) -> Optional[List[bool]]: ...
+
+    def pcie_link(self) -> Optional[PcieLink]: ...
+
+    def clock_event_reasons(self) -> Optional[int]: ...
+
+    def fabric_info(self) -> Optional[FabricInfo]: ...
+
 
 class Nvml(Protocol):
     """NVML's system-level queries; ``init`` first, ``shutdown`` when done."""
@@ -170,6 +269,15 @@ class Nvml(Protocol):
     def device_count(self) -> int: ...
 
     def device(self, index: int) -> NvmlDevice: ...
+
+    def watch_xids(self, indices: List[int]) -> Optional[List[int]]:
+        """Register for XID (critical error) events on these GPUs; the indices watched,
+        or None where NVML offers no events here."""
+        ...
+
+    def xid_events(self) -> List[Tuple[int, int]]:
+        """(GPU index, XID) of every event since ``watch_xids``, without waiting."""
+        ...
 
 
 def uuid_key(uuid: str) -> str:
