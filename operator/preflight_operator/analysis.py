@@ -17,11 +17,11 @@ from preflight_operator.config import PolicySpec
 from preflight_operator.rules.accelerators import CUDA
 from preflight_operator.rules.quantity import parse_quantity
 from preflight_operator.static import (
-    MAX_FINDINGS,
     NOT_VLLM,
     Finding,
     Plan,
     StaticResult,
+    bounded_findings,
     worse,
 )
 
@@ -83,7 +83,7 @@ def to_static(results: Sequence[rules.ContainerResult]) -> StaticResult:
     planned = next((r for r in results if _plan(r) is not None), results[0])
     return StaticResult(
         verdict=verdict,
-        findings=tuple(findings[:MAX_FINDINGS]),
+        findings=bounded_findings(findings),
         plan=_plan(planned),
         gpus_requested=planned.gpus_requested,
     )

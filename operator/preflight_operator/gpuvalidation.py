@@ -12,7 +12,9 @@ newest recorded result (a workload scaled to zero keeps showing why).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,6 +30,9 @@ STATIC_CONDITION = "StaticChecksPassed"
 RUNTIME_CONDITION = "RuntimeChecksPassed"
 READY_CONDITION = "Ready"
 CONDITION_MESSAGE_LIMIT = 1000
+# The whole status, as JSON: far under etcd's 1.5 MiB request limit and kubectl's patience.
+# Every part is capped already (findings, pod entries); this is the last guard.
+STATUS_LIMIT = 128 * 1024
 
 
 @dataclasses.dataclass(frozen=True)
@@ -289,7 +294,28 @@ def build_status(inputs: StatusInputs) -> dict[str, Any]:
         )
         for type_, (state, reason, message) in conditions
     ]
-    return status
+    return bound_status(status)
+
+
+def _size(value: Any) -> int:
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def bound_status(status: dict[str, Any], limit: int = STATUS_LIMIT) -> dict[str, Any]:
+    """``status`` within ``limit`` bytes of JSON: first the findings' texts are cut short,
+    then the oldest pod entries go (the newest are kept). Unchanged when it
+    fits, so a status that fits is written as built."""
+    if _size(status) <= limit:
+        return status
+    out = copy.deepcopy(status)
+    for finding in (out.get("static") or {}).get("findings") or []:
+        for key, cap in (("message", 200), ("fix", 200), ("field", 100)):
+            if isinstance(finding.get(key), str) and len(finding[key]) > cap:
+                finding[key] = finding[key][: cap - 1] + "\u2026"
+    pods = (out.get("runtime") or {}).get("pods") or []
+    while pods and _size(out) > limit:
+        pods.pop()
+    return out
 
 
 def _static_section(

@@ -14,6 +14,11 @@ from preflight_check.report import ERROR, FAIL, PASS, WARN
 
 UNKNOWN = "unknown"
 MAX_FINDINGS = 20  # status.static.findings maxItems
+# A finding quotes the manifest (a command line, an env value): a 1 MB manifest must not
+# make a 1 MB status (etcd refuses it, and no status is ever written) or a 1 MB Event.
+MESSAGE_LIMIT = 1000
+FIELD_LIMIT = 300
+FIX_LIMIT = 1000
 _RANK = {PASS: 0, WARN: 1, UNKNOWN: 2, ERROR: 3, FAIL: 4}
 
 
@@ -89,6 +94,41 @@ class StaticResult:
 
 
 NOT_VLLM = StaticResult(verdict=UNKNOWN, has_vllm=False)
+
+
+def shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+def bounded_findings(findings: list[Finding] | tuple[Finding, ...]) -> tuple[Finding, ...]:
+    """Each finding's texts capped; at most MAX_FINDINGS, the last one saying how many more
+    there were (failures first, so a cut never hides a failure behind warnings)."""
+    ordered = sorted(findings, key=lambda f: 0 if f.severity == FAIL else 1)
+    capped = [
+        Finding(
+            shorten(f.id, 100),
+            f.severity,
+            shorten(f.message, MESSAGE_LIMIT),
+            shorten(f.field, FIELD_LIMIT),
+            shorten(f.fix, FIX_LIMIT),
+        )
+        for f in ordered
+    ]
+    if len(capped) <= MAX_FINDINGS:
+        return tuple(capped)
+    kept, rest = capped[: MAX_FINDINGS - 1], capped[MAX_FINDINGS - 1 :]
+    failures = sum(1 for f in rest if f.severity == FAIL)
+    ids = sorted({f.id for f in rest})
+    summary = Finding(
+        id="more-findings",
+        severity=FAIL if failures else WARN,
+        message=shorten(
+            f"{len(rest)} more finding(s) not shown ({failures} failure(s)): {', '.join(ids)}",
+            MESSAGE_LIMIT,
+        ),
+        fix="run `vllm-preflight lint` on the manifest to see every finding",
+    )
+    return (*kept, summary)
 
 
 def worse(a: str, b: str) -> str:

@@ -436,3 +436,55 @@ def test_a_policy_value_the_schema_lets_through_gets_a_condition_and_never_reach
     check = next(c for c in pod["spec"]["initContainers"] if c["name"] == constants.CHECK_CONTAINER)
     env = {e["name"]: e.get("value") for e in check["env"]}
     assert (env["PREFLIGHT_SHM_MIN"], env["PREFLIGHT_ACTION"]) == ("1Gi", "Warn")
+
+
+def test_a_1mb_manifest_admitted_under_warn_gets_a_written_status(
+    cluster: Cluster, namespace: str
+) -> None:
+    """9 vLLM containers, each with a 100 KB --tensor-parallel-size value: every finding
+    quoted it twice, a 1.8 MB status etcd refused ('request is too large'), so none was
+    ever written."""
+    cluster.apply(
+        {
+            "apiVersion": constants.API_VERSION,
+            "kind": constants.POLICY_KIND,
+            "metadata": {"name": "trial", "namespace": namespace},
+            "spec": {"action": "Warn"},
+        }
+    )
+    containers = [
+        {
+            "name": f"vllm-{i}",
+            "image": "vllm/vllm-openai:v0.11.0",
+            "command": ["vllm", "serve", "m", "--tensor-parallel-size", "4" + "x" * 100_000],
+            "resources": {"limits": {"nvidia.com/gpu": 2}},
+        }
+        for i in range(9)
+    ]
+    huge = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "huge", "namespace": namespace, "labels": {"app": "huge"}},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"app": "huge"}},
+            "template": {
+                "metadata": {"labels": {"app": "huge"}},
+                "spec": {"containers": containers},
+            },
+        },
+    }
+    text = json.dumps(huge)
+    assert len(text) > 900_000
+    wait_for(
+        lambda: cluster.kubectl("create", "-f", "-", input=text, check=False).returncode == 0,
+        what="the Warn policy to admit the huge Deployment",
+    )
+
+    def static() -> dict[str, Any] | None:
+        return (gpuval(cluster, namespace, "deployment-huge") or {}).get("status", {}).get("static")
+
+    written = wait_for(static, what="the status of the huge Deployment")
+    assert written["verdict"] == "fail"
+    assert all(len(f["message"]) <= 1000 for f in written["findings"])
+    assert len(json.dumps(gpuval(cluster, namespace, "deployment-huge"))) < 128 * 1024

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 from preflight_operator.config import PolicySpec
@@ -162,3 +163,53 @@ def test_desired_object_is_owned_without_blocking_deletion() -> None:
     }
     assert obj["metadata"]["name"] == "deployment-vllm"
     assert obj["spec"]["workloadRef"]["uid"] == "uid-1"
+
+
+def test_findings_are_capped_each_and_in_number_with_a_summary_of_the_rest() -> None:
+    from preflight_operator.analysis import RulesAnalyser
+
+    pad = 100_000  # each finding quotes the value twice: 9 of them made a 1.8 MB status
+    containers = [
+        {
+            "name": f"vllm-{i}",
+            "image": "vllm/vllm-openai:v0.11.0",
+            "command": ["vllm", "serve", "m", "--tensor-parallel-size", "4" + "x" * pad],
+            "resources": {"limits": {"nvidia.com/gpu": 2}},
+        }
+        for i in range(30)
+    ]
+    body = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "huge", "namespace": "ns"},
+        "spec": {"template": {"spec": {"containers": containers}}},
+    }
+    static = RulesAnalyser().analyse(body, PolicySpec(action="Warn"))
+    assert len(static.findings) == 20
+    assert all(len(f.message) <= 1000 and len(f.fix) <= 1000 for f in static.findings)
+    summary = static.findings[-1]
+    assert summary.id == "more-findings"
+    assert summary.message.startswith("11 more finding(s) not shown (11 failure(s))")
+    assert summary.severity == "fail"
+    status = build_status(inputs(static=static))
+    assert len(json.dumps(status)) < 64 * 1024
+
+
+def test_the_whole_status_is_bounded_keeping_the_newest_pods() -> None:
+    from preflight_operator.gpuvalidation import STATUS_LIMIT, bound_status
+
+    findings = tuple(Finding(f"r{i}", "warn", "m" * 1000, "f" * 300, "x" * 1000) for i in range(20))
+    big = StaticResult("warn", findings=findings, plan=PLAN, gpus_requested=2)
+    live = [
+        result(f"u{i:02d}", "fail", at=f"2026-01-01T00:00:{i:02d}Z", message="y" * 300)
+        for i in range(20)
+    ]
+    status = build_status(inputs(static=big, live_results=live, history_limit=20))
+    assert len(json.dumps(status).encode()) <= STATUS_LIMIT
+    small = bound_status(status, limit=20_000)
+    assert len(json.dumps(small, separators=(",", ":")).encode()) <= 20_000
+    pods = small["runtime"]["pods"]
+    assert pods
+    assert pods[0]["uid"] == "u19"  # newest kept
+    assert all(len(f["message"]) <= 200 for f in small["static"]["findings"])
+    assert bound_status(status) is status  # what fits is written as built
