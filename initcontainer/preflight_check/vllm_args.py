@@ -104,6 +104,10 @@ _TRACKED: Tuple[_Opt, ...] = (
     _Opt("port", _INT, ("--port",)),
     _Opt("host", _STR, ("--host",)),
     _Opt("gpu_memory_utilization", _FLOAT, ("--gpu-memory-utilization",)),
+    # read by the model rules (preflight_check.modelfacts)
+    _Opt("max_model_len", _STR, ("--max-model-len",)),
+    _Opt("dtype", _STR, ("--dtype",)),
+    _Opt("quantization", _STR, ("--quantization", "-q")),
 )
 
 
@@ -351,6 +355,10 @@ class ParsedArgs:
     gpu_memory_utilization: Optional[float] = None
     api_server_count: Optional[int] = None
     enable_expert_parallel: bool = False
+    # as written (the model rules read them): --max-model-len, --dtype, --quantization
+    max_model_len: Optional[str] = None
+    dtype: Optional[str] = None
+    quantization: Optional[str] = None
     config_path: Optional[str] = None
     config_loaded: bool = False
     # dest -> where its (last) value came from
@@ -850,6 +858,9 @@ class _Parser:
         dp_backend = self.get_str("data_parallel_backend") or "mp"
         executor = self.get_str("distributed_executor_backend")
         r.enable_expert_parallel = self.get_bool("enable_expert_parallel")
+        r.max_model_len = self.get_str("max_model_len")
+        r.dtype = self.get_str("dtype")
+        r.quantization = self.get_str("quantization")
         r.host = self.get_str("host")
         r.api_server_count = self.get_int("api_server_count", None, 0)
         port = self.get_int("port", None, 0)

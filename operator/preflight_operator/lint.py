@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from preflight_check.modelsource import directory_lookup
 from preflight_operator.rules import (
     FAIL,
     RULE_INFO,
@@ -26,6 +27,7 @@ from preflight_operator.rules import (
     check_objects,
     results_document,
 )
+from preflight_operator.rules.model import NO_LOOKUP, ClusterLookup
 from preflight_operator.rules.quantity import parse_quantity
 
 EXIT_OK = 0
@@ -79,6 +81,12 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="namespace of objects that name none (as kubectl apply -n would)",
     )
+    parser.add_argument(
+        "--model-config",
+        metavar="DIR",
+        help="model configs laid out by Hub repo id (DIR/<org>/<name>/config.json): turns "
+        "on the model rules (heads vs TP, layers vs PP, max length, fit, GPU capability)",
+    )
     parser.add_argument("--list-rules", action="store_true", help="print the rule ids and exit")
     return parser
 
@@ -98,16 +106,27 @@ def main(argv: list[str]) -> int:
         if not args.paths:
             raise InputError("no input: give FILE, DIR or - (standard input)")
         sources = list(_read_all(args.paths))
+        lookup = _lookup(args.model_config)
     except InputError as exc:
         print(f"vllm-preflight lint: {exc}", file=sys.stderr)
         return EXIT_UNREADABLE
-    results = check_objects([s.obj for s in sources], policy, default_namespace=args.namespace)
+    results = check_objects(
+        [s.obj for s in sources], policy, lookup=lookup, default_namespace=args.namespace
+    )
     if args.format == "json":
         json.dump(results_document(results), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         _print_text(results, sources, len(sources), sys.stdout)
     return EXIT_FAILED if any(r.verdict == FAIL for r in results) else EXIT_OK
+
+
+def _lookup(model_config: str | None) -> ClusterLookup:
+    if model_config is None:
+        return NO_LOOKUP
+    if not Path(model_config).is_dir():
+        raise InputError(f"--model-config {model_config!r} is not a directory")
+    return ClusterLookup(model=directory_lookup(model_config))
 
 
 def _policy(args: argparse.Namespace) -> Policy:
