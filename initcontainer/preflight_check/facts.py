@@ -18,6 +18,7 @@ from preflight_check.driver.api import (
     RemappedRows,
     uuid_key,
 )
+from preflight_check.modelsource import FoundModel
 from preflight_check.plan import Plan
 
 __all__ = [
@@ -189,6 +190,8 @@ class Facts:
     shm: Optional[ShmFacts] = None
     runtime: RuntimeRequirement = field(default_factory=RuntimeRequirement)
     preload: PreloadFacts = field(default_factory=PreloadFacts)
+    # the model's files (None when --vllm-args names no model)
+    model: Optional[FoundModel] = None
     timings_ms: Dict[str, float] = field(default_factory=dict)
 
     def env(self, name: str) -> Optional[str]:

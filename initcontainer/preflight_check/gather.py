@@ -39,6 +39,7 @@ from preflight_check.driver.api import (
 from preflight_check.facts import CudaView, Facts, NvmlView
 from preflight_check.host import Host
 from preflight_check.launch import Launched, launch
+from preflight_check.modelsource import DEFAULT_TIMEOUT_S, FoundModel, collect_model
 from preflight_check.options import Options
 
 # Environment variables that decide or explain the GPU view (kept in the facts).
@@ -100,6 +101,17 @@ def gather(
         target=lambda: nvml_box.append(NvmlSession(host.load_nvml)), daemon=True
     )
     nvml_thread.start()
+    # The model's config (a directory, the HF cache or the Hub, bounded), meanwhile.
+    model = str(options.model_args.get("model") or "")
+    model_box: List[FoundModel] = []
+    model_thread = threading.Thread(
+        target=lambda: model_box.append(
+            collect_model(model, host.environ, within(DEFAULT_TIMEOUT_S))
+        ),
+        daemon=True,
+    )
+    if model:
+        model_thread.start()
     facts.shm = host.shm()
     facts.preload = host.preload(host.environ)
     facts.runtime = host.runtime(host.environ)
@@ -159,5 +171,8 @@ def gather(
         facts.nvml = session.view
     else:
         facts.nvml = NvmlView(error="NVML did not answer")
+    if model:
+        model_thread.join(within(DEFAULT_TIMEOUT_S))
+        facts.model = model_box[0] if model_box else FoundModel(model, None, "timed out")
     mark("total")
     return facts

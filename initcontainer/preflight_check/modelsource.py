@@ -22,6 +22,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 from preflight_check.modelfacts import CONFIG, HF_QUANT, INDEX, MODEL_FILES
@@ -195,9 +196,37 @@ def find_model(
 __all__ = [
     "DEFAULT_TIMEOUT_S",
     "INDEX",
+    "FoundModel",
+    "collect_model",
     "directory_lookup",
     "fetch_hub",
     "find_model",
     "read_cache",
     "read_model_dir",
 ]
+
+
+@dataclass
+class FoundModel:
+    """The model the pod's vLLM will serve, and what could be read of it (for Facts)."""
+
+    model: str
+    files: Optional[Files] = None
+    where: str = ""  # where the files came from, or why there are none
+    ms: float = 0.0
+    # vLLM's own switches that change a model rule (VLLM_ALLOW_LONG_MAX_MODEL_LEN)
+    flags: Dict[str, str] = field(default_factory=dict)
+
+
+def collect_model(
+    model: str, environ: Mapping[str, str], timeout_s: float = DEFAULT_TIMEOUT_S
+) -> FoundModel:
+    """find_model as a fact: never raises, times itself."""
+    started = time.perf_counter()
+    try:
+        files, where = find_model(model, environ, timeout_s)
+    except Exception as exc:  # the contract: unknown, never a crash
+        files, where = None, f"could not look for the model: {exc!r}"
+    flags = {k: environ[k] for k in ("VLLM_ALLOW_LONG_MAX_MODEL_LEN",) if k in environ}
+    ms = round((time.perf_counter() - started) * 1000.0, 1)
+    return FoundModel(model, files, where, ms, flags)

@@ -80,6 +80,9 @@ class Options:
     list_checks: bool = False
     # What vLLM would object to in --vllm-args beyond the plan (shown by the 'plan' check).
     plan_notes: List[str] = field(default_factory=list)
+    # The model and the options the model checks read, from --vllm-args (model, dp,
+    # max_model_len, dtype, quantization, enable_expert_parallel); empty without a model.
+    model_args: Dict[str, Any] = field(default_factory=dict)
     # Where each setting came from, for the report ("--shm-min", "PREFLIGHT_SHM_MIN").
     sources: Dict[str, str] = field(default_factory=dict)
 
@@ -292,6 +295,15 @@ def plan_from_vllm_args(text: str, where: str) -> Tuple[Dict[str, int], Dict[str
     extra: Dict[str, Any] = {}
     if parsed.gpu_memory_utilization is not None:
         extra["gpu_memory_utilization"] = parsed.gpu_memory_utilization
+    if parsed.model:
+        extra["model_args"] = {
+            "model": parsed.model,
+            "dp": plan.dp,
+            "max_model_len": parsed.max_model_len,
+            "dtype": parsed.dtype,
+            "quantization": parsed.quantization,
+            "enable_expert_parallel": parsed.enable_expert_parallel,
+        }
     notes = [
         f"{p.flag} {p.value!r}: {p.message}" for p in parsed.problems if p not in plan_problems
     ]
@@ -315,6 +327,7 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str]) -> Options:
     if vllm_text is not None:
         from_vllm, extra = plan_from_vllm_args(vllm_text, vllm_where)
         options.plan_notes = list(extra.get("notes", []))
+        options.model_args = dict(extra.get("model_args", {}))
     for key, flag, env_name in (
         ("tp", "--tp", "PREFLIGHT_TP"),
         ("pp", "--pp", "PREFLIGHT_PP"),

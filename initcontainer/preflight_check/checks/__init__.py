@@ -7,6 +7,7 @@ from preflight_check.checks import (  # noqa: F401  (imported to register the ch
     hardware,
     health,
     library,
+    model,
     setup,
     system,
     visibility,
