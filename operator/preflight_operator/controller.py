@@ -27,7 +27,9 @@ from preflight_operator.api import (
 from preflight_operator.config import OperatorConfig
 from preflight_operator.events import now_rfc3339, policy_invalid_event
 from preflight_operator.eventsink import EventSink
-from preflight_operator.podresults import pod_result
+from preflight_operator.nodefeedback import Levels, finding, parse_levels
+from preflight_operator.nodehealth import NodeFeedback
+from preflight_operator.podresults import PodResult, pod_result
 from preflight_operator.policy import (
     VALID_CONDITION,
     Policy,
@@ -39,6 +41,7 @@ from preflight_operator.policy import (
 )
 from preflight_operator.reconciler import Reconciler
 from preflight_operator.reflector import Reflector
+from preflight_operator.rulesworker import BudgetExceeded
 from preflight_operator.static import crashed
 from preflight_operator.store import (
     Key,
@@ -101,6 +104,8 @@ class Controller:
         self.policies = PolicyBook()
         self.opted_in: set[str] = set()
         self.events = EventSink(api, identity, now)
+        # The gate is made below; the lambda reads it when a finding is applied.
+        self.node_feedback = NodeFeedback(api, now, lambda: self.gate.allows())  # noqa: PLW0108
         self.reconciler = Reconciler(
             self.store,
             api,
@@ -202,6 +207,10 @@ class Controller:
                 # Items of a LIST carry no kind; the rules find pod templates by it.
                 typed = {"apiVersion": kind.api_version, "kind": kind.kind, **body}
                 static = self.analyser.analyse(typed, policy.spec)
+            except BudgetExceeded as exc:  # a stored hostile object: same budget as admission
+                logger.warning("rules on %s stopped: %s", ref.display, exc.reason)
+                metrics.RECONCILE_ERRORS.labels(stage="budget").inc()
+                static = crashed(f"could not be checked in time: the rules stopped, {exc.reason}")
             except Exception as exc:  # the rules must never stop the operator
                 logger.exception("rules failed on %s", ref.display)
                 metrics.RECONCILE_ERRORS.labels(stage="rules").inc()
@@ -252,10 +261,24 @@ class Controller:
         changed = self.store.put_pod(key, pod, self._clock())
         if result is not None and (before is None or before.result != result):
             metrics.record_check(body, result)
+            self._feed_node(key, namespace, result)
         if is_bare_pod(body):
             self.observe_workload(POD, body, deleted=False, has_injected_pods=True)
         if changed:
             self.enqueue(key)
+
+    def _feed_node(self, key: Key, namespace: str, result: PodResult) -> None:
+        """Node feedback (nodefeedback.py) at the levels of the workload's policy."""
+        found = finding(result, namespace)
+        if found is None:
+            return
+        workload = self.store.workloads.get(key)
+        body = self.policy_reflector.get(namespace, workload.policy.name) if workload else None
+        levels = parse_levels((body or {}).get("spec"))[0] if body else Levels()
+        records = any(
+            parse_levels(b.get("spec"))[0].records for b in self.policy_reflector.items.values()
+        )
+        self.node_feedback.observe(found, levels, records_possible=records)
 
     def observe_validation(self, body: Mapping[str, Any], deleted: bool) -> None:
         meta = body.get("metadata") or {}
@@ -431,6 +454,7 @@ class Controller:
 
     async def start(self, workers: int = 4) -> None:
         self.events.start()
+        self.node_feedback.start()
         if self.peering_reflector is not None:
             self._spawn(self.peering_reflector.run())
         self._spawn(self.policy_reflector.run())
@@ -456,6 +480,7 @@ class Controller:
                 await task
         await self.events.drain(timeout=2.0)
         await self.events.stop()
+        await self.node_feedback.stop()
 
     async def _worker(self) -> None:
         while True:

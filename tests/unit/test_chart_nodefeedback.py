@@ -1,0 +1,25 @@
+"""The chart's rights for node feedback (issue 16): none on Nodes by default; with
+nodeFeedback.enabled exactly get and patch on nodes, on top of the operator's other rules."""
+
+from __future__ import annotations
+
+from tests.unit.test_chart import (
+    FULLNAME,
+    OPERATOR_CLUSTER_RULES,
+    PEERING_RULES,
+    one,
+    render,
+    rule_set,
+)
+
+NODE_RULES = {("", "nodes", "get"), ("", "nodes", "patch")}
+
+
+def test_no_rights_on_nodes_unless_asked() -> None:
+    role = one(render(), "ClusterRole", FULLNAME)
+    assert not {r for r in rule_set(role["rules"]) if r[1].startswith("nodes")}
+
+
+def test_node_feedback_adds_exactly_get_and_patch_on_nodes() -> None:
+    role = one(render(sets=["nodeFeedback.enabled=true"]), "ClusterRole", FULLNAME)
+    assert rule_set(role["rules"]) == OPERATOR_CLUSTER_RULES | PEERING_RULES | NODE_RULES

@@ -1,0 +1,274 @@
+"""Node feedback (issue 16): the pure builders of nodefeedback.py and the calls of
+nodehealth.py against a small in-memory API."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from preflight_check.check_ids import CHECKS
+from preflight_operator import nodefeedback as nf
+from preflight_operator.api import Conflict, NotFound
+from preflight_operator.nodehealth import NODE_FEEDBACK, NODE_UNHEALTHY_GPUS, NodeFeedback
+from preflight_operator.podresults import Failure, PodResult
+
+GPU0 = "GPU-ea300b2e-0352-789c-6847-ce5195328e81"
+GPU1 = "GPU-7b01fc6f-1b00-4d5e-8f90-a1b2c3d4e5f6"
+ALL = nf.Levels(event=True, label=True, taint=True)
+NOT_READY = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
+
+
+def result(
+    verdict: str, *failures: Failure, at: str = "2026-12-01T08:00:00Z", node: str = "n1"
+) -> PodResult:
+    return PodResult(
+        pod="vllm-0",
+        uid="u",
+        node=node,
+        verdict=verdict,
+        exit_code=1 if verdict == "fail" else 0,
+        restarts=0,
+        checked_at=at,
+        failures=failures,
+        gpus=((0, GPU0, "0000:06:00.0"), (1, GPU1, "0000:07:00.0")),
+    )
+
+
+ROW_REMAP = Failure(
+    "row-remap",
+    "fail",
+    "row remapping failed on GPU 1 (GPU-7b01fc6f, bus 0000:07:00.0): ...",
+    "drain the node and have the GPU serviced (an RMA)",
+)
+MANIFEST = Failure("gpu-count", "fail", "CUDA sees 2 GPUs, the plan needs 4", "request 4 GPUs")
+
+
+def node(**meta: Any) -> dict[str, Any]:
+    taints = meta.pop("taints", [NOT_READY])
+    return {
+        "metadata": {"name": "n1", "uid": "node-uid", "resourceVersion": "7", **meta},
+        "spec": {"taints": taints},
+    }
+
+
+def test_every_node_check_is_a_check_id_and_no_manifest_check_is_one() -> None:
+    assert set(CHECKS) >= nf.NODE_CHECKS
+    for manifest_fault in ("gpu-count", "cuda-visible-devices", "shm", "cuda-compat", "mig"):
+        assert manifest_fault not in nf.NODE_CHECKS
+
+
+def test_levels_are_off_unless_set_and_typos_stay_off() -> None:
+    assert nf.parse_levels({}) == (nf.Levels(), [])
+    assert nf.parse_levels({"nodeFeedback": {"taint": True}})[0] == nf.Levels(taint=True)
+    levels, problems = nf.parse_levels({"nodeFeedback": {"taint": "yes", "event": True}})
+    assert levels == nf.Levels(event=True)
+    assert problems == ["spec.nodeFeedback.taint: 'yes' is not true or false; off"]
+
+
+def test_a_node_failure_names_the_gpu_its_message_names() -> None:
+    found = nf.finding(result("fail", ROW_REMAP, MANIFEST), "ns")
+    assert found is not None
+    assert found.failing == ((GPU1, ("row-remap",)),)
+    assert found.pod == "ns/vllm-0"
+    assert not found.passed
+
+
+def test_a_node_failure_without_a_gpu_in_its_message_names_every_gpu_of_the_pod() -> None:
+    ctx = Failure("context-ranks", "fail", "rank 0: cuDevicePrimaryCtxRetain failed", "drain")
+    found = nf.finding(result("fail", ctx), "ns")
+    assert found is not None
+    assert [uuid for uuid, _ in found.failing] == sorted([GPU0, GPU1])
+
+
+def test_manifest_faults_and_warnings_never_touch_the_node() -> None:
+    found = nf.finding(result("fail", MANIFEST), "ns")
+    assert found is not None
+    assert found.failing == ()
+    assert not found.passed
+    assert nf.next_record(nf.Record(), found, ALL) is None
+    warned = Failure("row-remap", "warn", "a row remapping waits ... GPU-7b01fc6f", "reset")
+    found = nf.finding(result("warn", warned), "ns")
+    assert found is not None
+    assert found.failing == ()
+    assert found.passed
+
+
+def test_set_then_clear() -> None:
+    failed = nf.finding(result("fail", ROW_REMAP), "ns")
+    assert failed is not None
+    record = nf.next_record(nf.Record(), failed, ALL)
+    assert record is not None
+    patch = nf.node_patch(node(), record, ALL)
+    assert patch is not None
+    assert patch["metadata"]["labels"] == {nf.KEY: "unhealthy"}
+    annotation = json.loads(patch["metadata"]["annotations"][nf.KEY])
+    assert annotation["gpus"] == {GPU1: ["row-remap"]}
+    assert patch["spec"]["taints"] == [
+        NOT_READY,
+        {"key": nf.KEY, "value": "unhealthy", "effect": "NoSchedule"},
+    ]
+    assert patch["metadata"]["resourceVersion"] == "7"  # the taint list is replaced whole
+    tainted = node(
+        labels={nf.KEY: "unhealthy"},
+        annotations={nf.KEY: record.to_annotation()},
+        taints=patch["spec"]["taints"],
+    )
+    assert nf.read_record(tainted) == record
+    assert nf.node_patch(tainted, record, ALL) is None  # idempotent
+
+    passed = nf.finding(result("pass", at="2026-12-01T08:05:00Z"), "ns")
+    assert passed is not None
+    assert passed.passed
+    cleared = nf.next_record(record, passed, nf.Levels())  # whatever the passing policy
+    assert cleared == nf.Record()
+    patch = nf.node_patch(tainted, cleared, nf.Levels())
+    assert patch == {
+        "metadata": {
+            "annotations": {nf.KEY: None},
+            "labels": {nf.KEY: None},
+            "resourceVersion": "7",
+        },
+        "spec": {"taints": [NOT_READY]},
+    }
+
+
+def test_an_older_run_does_not_undo_a_newer_one() -> None:
+    record = nf.Record(((GPU1, ("xid",)),), "2026-12-01T09:00:00Z", "ns/new")
+    old_pass = nf.finding(result("pass", at="2026-12-01T08:00:00Z"), "ns")
+    assert old_pass is not None
+    assert nf.next_record(record, old_pass, ALL) is None
+
+
+def test_a_pass_on_other_gpus_clears_only_those() -> None:
+    record = nf.Record(((GPU1, ("xid",)), ("GPU-other", ("nvlink",))), "2026-12-01T07:00:00Z")
+    passed = nf.finding(result("pass"), "ns")
+    assert passed is not None
+    after = nf.next_record(record, passed, nf.Levels())
+    assert after is not None
+    assert after.gpus == (("GPU-other", ("nvlink",)),)
+    # Label and taint stay while a GPU is still recorded.
+    assert nf.node_patch(node(labels={nf.KEY: "unhealthy"}), after, nf.Levels()) == {
+        "metadata": {"annotations": {nf.KEY: after.to_annotation()}}
+    }
+
+
+def test_the_event_names_gpus_checks_and_fix() -> None:
+    failed = nf.finding(result("fail", ROW_REMAP), "ns")
+    assert failed is not None
+    event = nf.node_event(node(), nf.Record(), nf.Record(), failed, ALL, now="t")
+    assert event is not None
+    assert event["involvedObject"] == {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "name": "n1",
+        "uid": "node-uid",
+    }
+    assert event["metadata"]["namespace"] == "default"
+    assert (event["type"], event["reason"]) == ("Warning", "GPUUnhealthy")
+    assert f"{GPU1}: row-remap" in event["message"]
+    assert "Fix: drain the node" in event["message"]
+    assert "until a check passes here" in event["message"]
+    assert nf.node_event(node(), nf.Record(), nf.Record(), failed, nf.Levels(), now="t") is None
+
+
+class FakeApi:
+    """GET/PATCH of one Node and Event creation, as the API server answers them."""
+
+    def __init__(self, obj: dict[str, Any] | None, conflicts: int = 0) -> None:
+        self.node = obj
+        self.conflicts = conflicts
+        self.patches: list[dict[str, Any]] = []
+        self.events: list[dict[str, Any]] = []
+
+    async def get(self, path: str) -> dict[str, Any]:
+        if self.node is None:
+            raise NotFound(404, "nodes not found")
+        return json.loads(json.dumps(self.node))
+
+    async def request(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        assert (method, path) == ("PATCH", "/api/v1/nodes/n1")
+        if self.conflicts:
+            self.conflicts -= 1
+            raise Conflict(409, "the object has been modified")
+        patch = kwargs["body"]
+        assert self.node is not None
+        meta = self.node["metadata"]
+        for field in ("labels", "annotations"):
+            for key, value in (patch["metadata"].get(field) or {}).items():
+                if value is None:
+                    meta.setdefault(field, {}).pop(key, None)
+                else:
+                    meta.setdefault(field, {})[key] = value
+        if "spec" in patch:
+            self.node["spec"]["taints"] = patch["spec"]["taints"]
+        self.patches.append(patch)
+        return self.node
+
+    async def create_event(self, event: dict[str, Any]) -> dict[str, Any]:
+        self.events.append(event)
+        return event
+
+
+def _value(metric: Any, **labels: str) -> float:
+    return float(metric.labels(**labels)._value.get())
+
+
+def test_the_shell_sets_clears_counts_and_retries_a_conflict() -> None:
+    api = FakeApi(node(), conflicts=1)
+    feedback = NodeFeedback(api, now=lambda: "2026-12-01T08:00:01Z")  # type: ignore[arg-type]
+    failed = nf.finding(result("fail", ROW_REMAP), "ns")
+    passed = nf.finding(result("pass", at="2026-12-01T08:05:00Z"), "ns")
+    assert failed is not None
+    assert passed is not None
+    tainted_before = _value(NODE_FEEDBACK, node="n1", action="taint")
+
+    asyncio.run(feedback.apply(failed, ALL))
+    assert api.node is not None
+    assert api.node["metadata"]["labels"][nf.KEY] == "unhealthy"
+    assert any(t["key"] == nf.KEY for t in api.node["spec"]["taints"])
+    assert _value(NODE_UNHEALTHY_GPUS, node="n1") == 1
+    assert _value(NODE_FEEDBACK, node="n1", action="taint") == tainted_before + 1
+    assert [e["reason"] for e in api.events] == ["GPUUnhealthy"]
+
+    asyncio.run(feedback.apply(passed, ALL))
+    assert nf.KEY not in api.node["metadata"]["labels"]
+    assert nf.KEY not in api.node["metadata"]["annotations"]
+    assert api.node["spec"]["taints"] == [NOT_READY]
+    assert _value(NODE_UNHEALTHY_GPUS, node="n1") == 0
+    assert [e["reason"] for e in api.events] == ["GPUUnhealthy", "GPUHealthy"]
+
+
+def test_the_shell_ignores_failures_without_a_level_and_missing_nodes() -> None:
+    api = FakeApi(None)
+    feedback = NodeFeedback(api, now=lambda: "t")  # type: ignore[arg-type]
+    failed = nf.finding(result("fail", ROW_REMAP), "ns")
+    assert failed is not None
+    feedback.observe(failed, nf.Levels())
+    assert feedback._queue.empty()
+    asyncio.run(feedback.apply(failed, ALL))  # the node is gone: nothing, no error
+    assert api.patches == []
+    assert api.events == []
+
+
+@pytest.mark.parametrize("verdict", ["pass", "warn"])
+def test_a_pass_on_a_node_known_clean_costs_no_call(verdict: str) -> None:
+    api = FakeApi(node())
+    feedback = NodeFeedback(api, now=lambda: "t")  # type: ignore[arg-type]
+    passed = nf.finding(result(verdict), "ns")
+    assert passed is not None
+    asyncio.run(feedback.apply(passed, nf.Levels()))
+    feedback.observe(passed, nf.Levels())
+    assert feedback._queue.empty()
+
+
+def test_passes_are_read_only_where_a_record_can_exist() -> None:
+    feedback = NodeFeedback(FakeApi(node()), now=lambda: "t")  # type: ignore[arg-type]
+    passed = nf.finding(result("pass", node="elsewhere"), "ns")
+    assert passed is not None
+    feedback.observe(passed, nf.Levels(), records_possible=False)
+    assert feedback._queue.empty()  # no policy records on nodes: no read of the Node
+    feedback.observe(passed, nf.Levels(), records_possible=True)
+    assert feedback._queue.qsize() == 1
