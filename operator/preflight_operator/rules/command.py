@@ -70,7 +70,7 @@ def find_invocation(
             return None
         for i, value in enumerate(values):
             # the kubelet expands $(VAR) in command and args against the final env
-            words.append(expand(_text(value), env.lookup))
+            words.append(expand(_text(value), env.lookup, env.budget, f"{key}[{i}]"))
             paths.append(f"{path}.{key}[{i}]")
     if not command:
         if not is_vllm_image(container.get("image")):
@@ -183,7 +183,7 @@ def _analyze_shell(
             for word in raw[1:] if raw[0] == "export" else raw:
                 name, eq, value = word.partition("=")
                 if eq:
-                    shell_vars[name] = shell.expand_word(value, variable, positional)
+                    shell_vars[name] = shell.expand_word(value, variable, positional, env.budget)
                     if raw[0] == "export" or name in env.values:
                         exported[name] = shell_vars[name]
                 elif name in shell_vars:
@@ -194,7 +194,7 @@ def _analyze_shell(
             if word in ("$@", "${@}", "$*", "${*}"):
                 expanded.extend(positional[1:])
             else:
-                expanded.append(shell.expand_word(word, variable, positional))
+                expanded.append(shell.expand_word(word, variable, positional, env.budget))
         found = _analyze(expanded, [script_path] * len(expanded), env, exported, depth + 1)
         if isinstance(found, Invocation):
             return Invocation(found.argv, found.paths, script_path, found.exports)

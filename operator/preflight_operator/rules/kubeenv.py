@@ -12,6 +12,13 @@ The kubelet (pkg/kubelet/kubelet_pods.go, third_party/forked/golang/expansion):
 Values we cannot know here (Secrets, most downward-API fields, a ConfigMap neither in the
 manifest set nor in the cluster) are "unknown": expansion substitutes an opaque marker
 for them so the caller can tell "unknown" from "wrong".
+
+Budgets: the kubelet expands without limit, so 24 variables that each say ``$(PREV)$(PREV)``
+would make 2^24 copies. Here one expanded value is at most MAX_VALUE_CHARS and one
+container's expansions together (env, command, args, shell words) at most
+MAX_CONTAINER_CHARS; past either the value is an unknown marker that names the reason. The
+work is linear in what is produced, so a hostile manifest costs milliseconds and a few MB,
+and its rules say "unknown" (a warning), never crash.
 """
 
 from __future__ import annotations
@@ -27,8 +34,48 @@ _MARK = "\x00"
 _MARKED = re.compile(r"\x00\$\(([^\x00]*)\)\x00")
 
 
+MAX_VALUE_CHARS = 256 * 1024
+MAX_CONTAINER_CHARS = 4 * 1024 * 1024
+
+
 def unknown_marker(name: str) -> str:
     return f"{_MARK}$({name}){_MARK}"
+
+
+_TOO_LONG = f"longer than {MAX_VALUE_CHARS} characters once expanded"
+
+
+def too_long_marker(what: str) -> str:
+    """The marker of a value whose expansion passed MAX_VALUE_CHARS."""
+    return unknown_marker(f"{what}: {_TOO_LONG}")
+
+
+def is_too_long(text: str) -> bool:
+    """Holds a too-long marker: whatever embeds it is too long as well (and says so once,
+    rather than doubling the markers)."""
+    return _MARK in text and _TOO_LONG in text
+
+
+class Budget:
+    """Characters one container's expansions may still produce (MAX_CONTAINER_CHARS)."""
+
+    def __init__(self, chars: int = MAX_CONTAINER_CHARS) -> None:
+        self.left = chars
+
+    def charge(self, chars: int) -> bool:
+        """Take ``chars``; False (and nothing taken) when fewer are left."""
+        if chars > self.left:
+            self.left = 0
+            return False
+        self.left -= chars
+        return True
+
+    @staticmethod
+    def exhausted_marker(what: str) -> str:
+        return unknown_marker(
+            f"{what}: not expanded, the container's expansions passed "
+            f"{MAX_CONTAINER_CHARS} characters"
+        )
 
 
 def has_unknown(text: str) -> bool:
@@ -40,39 +87,58 @@ def unknown_names(text: str) -> list[str]:
 
 
 def display(text: str) -> str:
-    """The text as a user would recognise it: markers shown as $(NAME)."""
-    return _MARKED.sub(lambda m: f"$({m.group(1)})", text)
+    """The text as a user would recognise it: markers shown as $(NAME), and shell parts
+    that stayed unknown (``$((X*8))``, ``$?``) as written."""
+    return _MARKED.sub(lambda m: m.group(1) if m.group(1)[:1] == "$" else f"$({m.group(1)})", text)
 
 
-def expand(text: str, lookup: Callable[[str], str | None]) -> str:
-    """Kubernetes `$(VAR)` expansion. ``lookup`` returns None for undefined names."""
+def expand(
+    text: str,
+    lookup: Callable[[str], str | None],
+    budget: Budget | None = None,
+    what: str = "value",
+) -> str:
+    """Kubernetes `$(VAR)` expansion. ``lookup`` returns None for undefined names.
+
+    The result is at most MAX_VALUE_CHARS long and is charged to ``budget``; past either
+    it is an unknown marker naming ``what`` and the reason.
+    """
     if "$" not in text:
         return text
+    if budget is not None and budget.left == 0:
+        return budget.exhausted_marker(what)
     out: list[str] = []
+    size = 0
     i, n = 0, len(text)
     while i < n:
-        ch = text[i]
-        if ch != "$" or i + 1 >= n:
-            out.append(ch)
-            i += 1
-            continue
-        nxt = text[i + 1]
+        j = text.find("$", i)
+        if j < 0 or j + 1 >= n:  # no more references ("$" at the very end stays as is)
+            out.append(text[i:])
+            size += n - i
+            break
+        out.append(text[i:j])
+        size += j - i
+        nxt = text[j + 1]
         if nxt == "$":  # escaped operator
-            out.append("$")
-            i += 2
+            piece, i = "$", j + 2
         elif nxt == "(":
-            close = text.find(")", i + 2)
+            close = text.find(")", j + 2)
             if close < 0:  # incomplete reference: kept as is
-                out.append("$(")
-                i += 2
-                continue
-            name = text[i + 2 : close]
-            value = lookup(name)
-            out.append(f"$({name})" if value is None else value)
-            i = close + 1
+                piece, i = "$(", j + 2
+            else:
+                name = text[j + 2 : close]
+                value = lookup(name)
+                if value is not None and is_too_long(value):
+                    return too_long_marker(what)
+                piece, i = (f"$({name})" if value is None else value), close + 1
         else:
-            out.append("$" + nxt)
-            i += 2
+            piece, i = "$" + nxt, j + 2
+        out.append(piece)
+        size += len(piece)
+        if size > MAX_VALUE_CHARS:
+            return too_long_marker(what)
+    if budget is not None and not budget.charge(size):
+        return budget.exhausted_marker(what)
     return "".join(out)
 
 
@@ -89,6 +155,7 @@ class ContainerEnv:
     paths: dict[str, str] = field(default_factory=dict)
     open_ended: bool = False
     explicit: set[str] = field(default_factory=set)  # defined by env/envFrom, not links
+    budget: Budget = field(default_factory=Budget)  # what expansions may still produce
 
     def lookup(self, name: str) -> str | None:
         if name in self.values:
@@ -169,7 +236,7 @@ def build_env(
             if "valueFrom" not in entry or entry.get("value") is not None:
                 raw = entry.get("value")
                 text = "" if raw is None else str(raw)
-                env.values[name] = expand(text, defined_so_far)
+                env.values[name] = expand(text, defined_so_far, env.budget, name)
                 continue
             found = _value_from(entry.get("valueFrom"), name, namespace, config_map)
             if found is None:  # an optional key that is absent: the variable is not set

@@ -1,0 +1,161 @@
+"""`sh -c` words and arithmetic, and the expansion budgets (issue 11 item 1, issue 19 item 1)."""
+
+from __future__ import annotations
+
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_rules_support import check, deployment, pod_spec, vllm
+
+from preflight_operator.rules import check_object
+from preflight_operator.rules.command import Invocation, find_invocation
+from preflight_operator.rules.kubeenv import (
+    MAX_VALUE_CHARS,
+    Budget,
+    build_env,
+    display,
+    expand,
+    has_unknown,
+    unknown_names,
+)
+from preflight_operator.rules.shell import expand_word, split_commands
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "data" / "hostile"))
+import corpus
+
+
+def test_substitutions_are_one_word_with_spaces_inside() -> None:
+    script = 'vllm serve m -dp $((LWS_GROUP_SIZE * 8)) --x "$(cat /a | head -1)" `a; b` && echo'
+    assert split_commands(script) == [
+        [
+            "vllm",
+            "serve",
+            "m",
+            "-dp",
+            "$((LWS_GROUP_SIZE * 8))",
+            "--x",
+            "$(cat /a | head -1)",
+            "`a; b`",
+        ],
+        ["echo"],
+    ]
+
+
+@pytest.mark.parametrize(
+    ("word", "expected"),
+    [
+        ("$((LWS_GROUP_SIZE * 8))", "32"),
+        ("$(( (LWS_GROUP_SIZE + 1) * -3 / 2 ))", "-7"),  # C division: towards zero
+        ("$((-7 % 3))", "-1"),
+        ("$((N*2))", "6"),  # an env literal
+        ("$(($N + ${N}))", "6"),
+        ("a$((2*3))b", "a6b"),
+        ("${MISSING:-$((1+1))}", "2"),
+    ],
+)
+def test_arithmetic_when_every_operand_is_known(word: str, expected: str) -> None:
+    values = {"LWS_GROUP_SIZE": "4", "N": "3"}
+    assert expand_word(word, values.get) == expected
+
+
+@pytest.mark.parametrize(
+    "word",
+    [
+        "$((X*8))",
+        "$((1/0))",
+        "$((2**3))",
+        "$((08))",
+        "$((S+1))",
+        "$((" + "(" * 80 + "1" + ")" * 80 + "))",
+    ],
+)
+def test_arithmetic_unknown_otherwise(word: str) -> None:
+    values = {"S": "\x00$(secret)\x00"}
+    out = expand_word(word, values.get)
+    assert has_unknown(out)
+    assert display(out).startswith("$((")
+
+
+def test_quoted_dollars_stay_literal() -> None:
+    [words] = split_commands('echo \'$TP\' "\\$TP" "$TP"') or [[]]
+    assert [expand_word(w, {"TP": "4"}.get) for w in words] == ["echo", "$TP", "$TP", "4"]
+
+
+def test_kubelet_leaves_shell_arithmetic_alone() -> None:
+    # the kubelet's $(VAR): "(X*8" is not defined, so the text stays exactly as written
+    assert expand("$((X*8))", {"X": "2"}.get) == "$((X*8))"
+    assert expand("-dp=$((LWS_GROUP_SIZE*8))", {}.get) == "-dp=$((LWS_GROUP_SIZE*8))"
+
+
+def test_lws_group_size_reaches_the_arithmetic() -> None:
+    lws = corpus.arithmetic_lws()
+    container = lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]
+    env = build_env(
+        container, "c", namespace="ns", config_map=lambda _n: None, injected={"LWS_GROUP_SIZE": "2"}
+    )
+    found = find_invocation(container, "c", env)
+    assert isinstance(found, Invocation)
+    assert found.argv[-2:] == ("--data-parallel-size", "16")
+
+
+def test_arithmetic_in_a_deployment_plan() -> None:
+    script = "N=2; vllm serve m -tp $((N * 2))"
+    [result] = check(deployment(pod_spec(vllm(gpus=4, command=("sh", "-c", script)))))
+    assert result.plan is not None
+    assert result.plan.tp == 4
+
+
+def test_unknown_arithmetic_is_never_a_failure() -> None:
+    script = "vllm serve m -tp $((SHARDS * 2))"
+    [result] = check(deployment(pod_spec(vllm(gpus=4, command=("sh", "-c", script)))))
+    assert result.verdict != "fail", [f.to_dict() for f in result.findings]
+
+
+# -- budgets -----------------------------------------------------------------------------
+
+
+def _measure(obj: dict[str, Any]) -> tuple[float, int, list[Any]]:
+    tracemalloc.start()
+    started = time.perf_counter()
+    results = check_object(obj)
+    spent = time.perf_counter() - started
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return spent, peak, results
+
+
+@pytest.mark.parametrize(
+    "make", [corpus.doubling_env, corpus.doubling_shell, corpus.many_refs], ids=lambda f: f.__name__
+)
+def test_hostile_expansion_is_cheap_and_unknown(make: Any) -> None:
+    spent, peak, results = _measure(make())
+    assert spent < 1.0
+    assert peak < 40 * 1024 * 1024  # bytes, under tracemalloc (which itself slows things)
+    assert results
+    for result in results:
+        assert all(f.id != "rules-internal-error" for f in result.findings), result.to_dict()
+
+
+def test_doubling_env_value_is_unknown_with_a_reason() -> None:
+    container = corpus.doubling_env()["spec"]["template"]["spec"]["containers"][0]
+    env = build_env(container, "c", namespace="ns", config_map=lambda _n: None)
+    assert len(env.values["V10"]) == 1024  # small values are exact
+    last = env.values["V24"]
+    assert has_unknown(last)
+    assert len(last) < 1024
+    assert any("longer than" in name for name in unknown_names(last))
+
+
+def test_value_cap_and_container_budget() -> None:
+    big = "y" * (MAX_VALUE_CHARS // 2 + 1)
+    assert has_unknown(expand("$(A)$(A)", {"A": big}.get))
+    assert expand("$(A)", {"A": big}.get) == big
+    budget = Budget(10)
+    assert expand("$(A)", {"A": "12345"}.get, budget) == "12345"
+    out = expand("$(A)$(A)", {"A": "12345"}.get, budget)
+    assert has_unknown(out)
+    assert "passed" in unknown_names(out)[0]
