@@ -8,7 +8,8 @@ from pathlib import Path
 
 # Apart from the `default` ServiceAccount (which ServiceAccount admission requires before
 # any Pod is admitted) and kube-root-ca.crt, these make Deployments/StatefulSets produce
-# Pods and owners garbage-collect their children. Nothing that needs nodes or a cloud.
+# Pods and owners garbage-collect their children; job-controller runs the canary Jobs of
+# `kubectl vllm-preflight check-node`. Nothing that needs nodes or a cloud.
 CONTROLLERS = (
     "serviceaccount-controller",
     "serviceaccount-token-controller",
@@ -18,6 +19,7 @@ CONTROLLERS = (
     "deployment-controller",
     "replicaset-controller",
     "statefulset-controller",
+    "job-controller",
 )
 
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
