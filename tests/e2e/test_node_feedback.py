@@ -1,0 +1,207 @@
+"""Node feedback (issue 16) on the local control plane: a check that fails for a reason of
+the node's GPUs sets the Event, label, annotation and NoSchedule taint the pod's policy
+asks for; a manifest fault leaves the node alone; a later pass clears it all.
+
+The local control plane has no kubelet and no scheduler: the test creates the Node object
+itself, binds the pod to it with spec.nodeName, and plays the kubelet (fakekubelet) by
+writing the check's termination message into the pod's status.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import secrets
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from preflight_check.report import CheckResult, GPUEntry, Report
+from preflight_operator import constants, fakekubelet, localoperator, localsetup
+from preflight_operator.localoperator import OperatorProcess
+from preflight_operator.nodefeedback import KEY
+from preflight_operator.testing import Cluster, wait_for
+
+MANIFESTS = Path(__file__).resolve().parents[1] / "data" / "manifests"
+GPU0 = "GPU-ea300b2e-0352-789c-6847-ce5195328e81"
+GPU1 = "GPU-b1a04e3a-0045-8654-0766-3ed4389a1318"
+GPUS = [GPUEntry(0, GPU0, "0000:06:00.0"), GPUEntry(1, GPU1, "0000:07:00.0")]
+ROW_REMAP_FAILED = Report(
+    checks=[
+        CheckResult(
+            "row-remap",
+            "fail",
+            "row remapping failed on GPU 1 (GPU-b1a04e3a, bus 0000:07:00.0): the memory has a "
+            "bad row the GPU could not remap",
+            "drain the node (kubectl drain <node>) and have the GPU serviced (an RMA)",
+            {"gpus": [GPU1]},
+        )
+    ],
+    gpus=GPUS,
+    action="Warn",
+).to_termination_message()
+MANIFEST_FAILED = Report(
+    checks=[CheckResult("gpu-count", "fail", "CUDA sees 2 GPUs, the plan needs 4", "request 4")],
+    gpus=GPUS,
+    action="Warn",
+).to_termination_message()
+PASSED = Report(
+    checks=[CheckResult("row-remap", "pass", "no pending or failed row remapping on 2 GPUs")],
+    gpus=GPUS,
+).to_termination_message()
+
+
+@pytest.fixture(scope="module")
+def cluster(k8s: Cluster) -> Cluster:
+    if not k8s.is_local:
+        pytest.skip("needs the local control plane: the API server calls webhooks on 127.0.0.1")
+    localsetup.install_crds(k8s)
+    return k8s
+
+
+@pytest.fixture(scope="module")
+def operator(
+    cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[OperatorProcess]:
+    op = localoperator.start_with_webhooks(cluster, tmp_path_factory.mktemp("operator"))
+    yield op
+    localoperator.remove_webhooks(cluster)
+    op.stop()
+
+
+@pytest.fixture
+def node(cluster: Cluster) -> Iterator[str]:
+    name = f"gpu-node-{secrets.token_hex(3)}"
+    cluster.apply({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}})
+    yield name
+    cluster.kubectl("delete", "node", name, "--ignore-not-found", "--wait=false")
+
+
+def get_json(cluster: Cluster, *args: str) -> Any:
+    return json.loads(cluster.kubectl("get", *args, "-o", "json").stdout)
+
+
+def at(seconds: int) -> str:
+    base = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    return fakekubelet.rfc3339(base + datetime.timedelta(seconds=seconds))
+
+
+def play_kubelet(cluster: Cluster, pod: dict[str, Any], message: str, finished: str) -> None:
+    meta = pod["metadata"]
+    status = fakekubelet.pod_status(pod, exit_code=0, message=message, finished=finished)
+    cluster.kubectl(
+        "patch", "pod", meta["name"], "-n", meta["namespace"], "--subresource=status",
+        "--type=merge", "-p", json.dumps({"status": status}),
+    )  # fmt: skip
+
+
+def ours(cluster: Cluster, name: str) -> dict[str, Any]:
+    obj = get_json(cluster, "node", name)
+    meta, spec = obj["metadata"], obj.get("spec") or {}
+    return {
+        "label": (meta.get("labels") or {}).get(KEY),
+        "annotation": (meta.get("annotations") or {}).get(KEY),
+        "taints": [t for t in spec.get("taints") or [] if t["key"] == KEY],
+    }
+
+
+def node_events(cluster: Cluster, name: str) -> list[tuple[str, str]]:
+    items = get_json(
+        cluster, "events", "-n", "default", "--field-selector",
+        f"involvedObject.kind=Node,involvedObject.name={name}",
+    )["items"]  # fmt: skip
+    return [(e["reason"], e["message"]) for e in items]
+
+
+def gauge(operator: OperatorProcess, name: str) -> float | None:
+    url = f"http://127.0.0.1:{operator.metrics_port}/metrics"
+    with urllib.request.urlopen(url, timeout=5) as response:  # the operator's own server
+        text = response.read().decode()
+    for line in text.splitlines():
+        if line.startswith(f'vllm_preflight_node_unhealthy_gpus{{node="{name}"}}'):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def test_a_gpu_fault_taints_the_node_and_a_later_pass_clears_it(
+    cluster: Cluster, operator: OperatorProcess, node: str
+) -> None:
+    namespace = cluster.create_namespace("nodefb", labels={constants.LABEL_INJECT: "enabled"})
+    policy = {
+        "apiVersion": constants.API_VERSION,
+        "kind": constants.POLICY_KIND,
+        "metadata": {"name": "tell-the-node", "namespace": namespace},
+        "spec": {
+            "selector": {"matchLabels": {"app": "vllm-node"}},
+            "action": "Warn",
+            "nodeFeedback": {"event": True, "label": True, "taint": True},
+        },
+    }
+    cluster.apply(policy)
+    # The operator has the policy once it wrote its Valid condition.
+    wait_for(
+        lambda: (get_json(cluster, "preflightpolicy", "tell-the-node", "-n", namespace)
+                 .get("status", {}).get("conditions")),
+        what="the policy's Valid condition",
+    )  # fmt: skip
+    deployment = next(
+        d
+        for d in yaml.safe_load_all((MANIFESTS / "good-tp2-deployment.yaml").read_text())
+        if d["kind"] == "Deployment"
+    )
+    template = deployment["spec"]["template"]
+    pod_body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "vllm-node", "namespace": namespace, "labels": {"app": "vllm-node"}},
+        "spec": {**template["spec"], "nodeName": node},
+    }
+    cluster.apply(pod_body)
+    pod = get_json(cluster, "pod", "vllm-node", "-n", namespace)
+    assert pod["metadata"]["labels"][constants.LABEL_INJECTED] == "true"
+
+    # 1. A manifest fault: nothing on the node.
+    play_kubelet(cluster, pod, MANIFEST_FAILED, at(0))
+    wait_for(
+        lambda: "PreflightCheckFailed" in dict(pod_events(cluster, namespace)),
+        what="the manifest failure to be processed",
+    )
+    assert ours(cluster, node) == {"label": None, "annotation": None, "taints": []}
+
+    # 2. A GPU fault: Event, label, annotation naming the GPU and check, taint, gauge.
+    play_kubelet(cluster, pod, ROW_REMAP_FAILED, at(2))
+    state = wait_for(lambda: (s := ours(cluster, node))["taints"] and s, what="our taint")
+    assert state["label"] == "unhealthy"
+    assert json.loads(state["annotation"])["gpus"] == {GPU1: ["row-remap"]}
+    assert state["taints"] == [{"key": KEY, "value": "unhealthy", "effect": "NoSchedule"}]
+    events = wait_for(lambda: node_events(cluster, node), what="the Node's Event")
+    reason, message = events[0]
+    assert reason == "GPUUnhealthy"
+    assert f"{GPU1}: row-remap" in message
+    assert "Fix: drain the node" in message
+    assert wait_for(lambda: gauge(operator, node)) == 1.0
+
+    # 3. A later pass on the node clears it all.
+    play_kubelet(cluster, pod, PASSED, at(4))
+    wait_for(
+        lambda: ours(cluster, node) == {"label": None, "annotation": None, "taints": []},
+        what="the node to be cleared",
+    )
+    events = wait_for(
+        lambda: (e := dict(node_events(cluster, node))).get("GPUHealthy") and e,
+        what="the GPUHealthy Event",
+    )
+    assert f"cleared {GPU1}: row-remap" in events["GPUHealthy"]
+    assert gauge(operator, node) == 0.0
+    cluster.delete_namespace(namespace)
+
+
+def pod_events(cluster: Cluster, namespace: str) -> list[tuple[str, str]]:
+    items = get_json(
+        cluster, "events", "-n", namespace, "--field-selector", "involvedObject.name=vllm-node"
+    )["items"]
+    return [(e["reason"], e["message"]) for e in items]
