@@ -24,6 +24,7 @@ from preflight_operator.api import KubeApi, load_credentials
 from preflight_operator.config import ConfigError, load_config
 from preflight_operator.controller import Controller
 from preflight_operator.handlers import register
+from preflight_operator.modelcache import ModelCache, load_model_sources
 from preflight_operator.options import RunOptions, parse_options
 from preflight_operator.reflector import Reflector
 from preflight_operator.rules import ClusterLookup
@@ -71,8 +72,30 @@ def build(options: RunOptions) -> tuple[kopf.OperatorRegistry, kopf.Memo, Contro
         reflector = claims.get(kind)
         return reflector.get(namespace, name) if reflector is not None else None
 
+    # Model configs for the model rules (opt-in): a modelConfigs ConfigMap and/or a
+    # background fetch; the webhook only ever reads what is already cached.
+    sources = load_model_sources(options.config_path)
+    model_configs: list[Reflector] = []
+    if sources.config_map:
+        namespace = sources.config_map_namespace or options.namespace or "default"
+        model_configs.append(
+            Reflector(
+                api, f"/api/v1/namespaces/{namespace}/configmaps", name="model-configs",
+                params={"fieldSelector": f"metadata.name={sources.config_map}"},
+            )
+        )  # fmt: skip
+
+    def model_config_maps() -> list[dict[str, Any]]:
+        return [body for reflector in model_configs for body in reflector.items.values()]
+
+    models = ModelCache(sources, model_config_maps if model_configs else None)
     analyser = RulesAnalyser(
-        ClusterLookup(services=vllm_services.in_namespace, object=referenced)
+        ClusterLookup(
+            services=vllm_services.in_namespace,
+            object=referenced,
+            # off unless configured: no model rule (and no "unknown" warning) by default
+            model=models.lookup if sources.enabled else None,
+        )
     )
     identity = options.identity or f"{socket.gethostname()}-{os.getpid()}"
     # One priority for kopf's peering and for our own write gate (writegate.py), so both
@@ -84,7 +107,7 @@ def build(options: RunOptions) -> tuple[kopf.OperatorRegistry, kopf.Memo, Contro
         api,
         analyser,
         identity=identity,
-        context_reflectors=[vllm_services, *claims.values()],
+        context_reflectors=[vllm_services, *claims.values(), *model_configs],
         gate=gate,
         peering_name=options.peering_name,
     )
