@@ -4,6 +4,9 @@ The CRDs are read from the chart (one source of truth); the webhook configuratio
 the chart's (two entries per webhook: opted-in namespaces, and opted-in objects elsewhere)
 but point at ``https://127.0.0.1:PORT`` with a test CA, because a local API server has no
 Service routing. kopf's ClusterKopfPeering CRD is kopf's own, as kopf documents it.
+LeaderWorkerSet and the wrapper kinds (InferenceService, RayService, ...) use the upstream
+CRDs kept verbatim under tests/data/crds, so the API server validates and prunes
+objects as a real cluster with those projects installed would.
 """
 
 from __future__ import annotations
@@ -30,13 +33,42 @@ def chart_crds() -> list[dict[str, Any]]:
     return docs
 
 
-def install_crds(cluster: Cluster, *, lws: bool = True) -> None:
-    """The chart's CRDs, kopf's ClusterKopfPeering and (for tests) a LeaderWorkerSet CRD,
-    applied and waited for until the API server serves them."""
-    crds = [*chart_crds(), CLUSTER_PEERING_CRD, *([LWS_CRD] if lws else [])]
+def install_crds(cluster: Cluster, *, lws: bool = True, wrappers: bool = False) -> None:
+    """The chart's CRDs, kopf's ClusterKopfPeering and, for tests, upstream CRDs verbatim
+    from tests/data/crds: LeaderWorkerSet (``lws``) and the wrapper kinds (``wrappers``:
+    KServe, KubeRay, AIBrix, production-stack, KubeAI, Dynamo, KAITO), applied and waited
+    for until the API server serves them (Established)."""
+    crds = [*chart_crds(), CLUSTER_PEERING_CRD]
     cluster.apply(*crds)
     names = [f"crd/{crd['metadata']['name']}" for crd in crds]
-    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
+    upstream = upstream_crd_files(lws=lws, wrappers=wrappers)
+    if upstream:
+        # Server-side apply: most of these exceed the 256 KiB annotation that client-side
+        # apply keeps (last-applied-configuration) and would be refused.
+        files = [arg for path in upstream for arg in ("-f", str(path))]
+        applied = cluster.kubectl(
+            "apply", "--server-side", "--force-conflicts", "--field-manager=vllm-preflight-tests",
+            "-o", "name", *files, timeout=300,
+        )  # fmt: skip
+        names += applied.stdout.split()
+    cluster.kubectl("wait", "--for=condition=Established", "--timeout=120s", *names, timeout=180)
+
+
+# Upstream CRDs, verbatim with their source (tests/data/crds/README.md).
+UPSTREAM_CRD_DIR = REPO / "tests" / "data" / "crds"
+LWS_CRD_FILE = UPSTREAM_CRD_DIR / "lws" / "leaderworkerset.x-k8s.io_leaderworkersets.yaml"
+WRAPPER_CRD_PROJECTS = (
+    "kserve", "kuberay", "aibrix", "production-stack", "kubeai", "dynamo", "kaito"
+)  # fmt: skip
+
+
+def upstream_crd_files(*, lws: bool = True, wrappers: bool = False) -> list[Path]:
+    """The files under tests/data/crds that install_crds applies for these options."""
+    files = [LWS_CRD_FILE] if lws else []
+    if wrappers:
+        for project in WRAPPER_CRD_PROJECTS:
+            files += sorted((UPSTREAM_CRD_DIR / project).glob("*.yaml"))
+    return files
 
 
 def _preserving_crd(
@@ -61,7 +93,6 @@ def _preserving_crd(
                             "x-kubernetes-preserve-unknown-fields": True,
                         }
                     },
-                    **({"subresources": {"status": {}}} if kind == "LeaderWorkerSet" else {}),
                 }
                 for i, version in enumerate(versions)
             ],
@@ -72,15 +103,6 @@ def _preserving_crd(
 # kopf's cluster-scoped peering resource (kopf.dev/v1, as in kopf's docs).
 CLUSTER_PEERING_CRD = _preserving_crd(
     "kopf.dev", "ClusterKopfPeering", "clusterkopfpeerings", "Cluster", ["v1"]
-)
-# Enough of LeaderWorkerSet (leaderworkerset.x-k8s.io/v1) for admission and watches.
-LWS_CRD = _preserving_crd(
-    "leaderworkerset.x-k8s.io",
-    "LeaderWorkerSet",
-    "leaderworkersets",
-    "Namespaced",
-    ["v1"],
-    shortNames=["lws"],
 )
 
 
