@@ -71,6 +71,42 @@ def decide(static: StaticResult, policy: ResolvedPolicy, ref: WorkloadRef) -> Ad
     )
 
 
+def unchecked(policy: ResolvedPolicy, ref: WorkloadRef, reason: str) -> AdmissionDecision:
+    """The answer when the rules could not finish within their budget (rulesworker.py).
+
+    Never a silent admit under Enforce: the API server's own timeout would admit it
+    silently under failurePolicy Ignore, and a hostile manifest would then pass
+    unchecked. So Enforce denies, saying it could not be checked and why; Warn admits with
+    a warning; Audit admits (the GPUValidation records it as a rules error either way)."""
+    what = (
+        f"{ref.display} could not be checked in time: the rules stopped, {reason}"
+        f" ({_policy_label(policy)})"
+    )
+    cause = (
+        "Likely cause: environment variables that reference each other twice ($(A)$(A)) or"
+        " a shell script that doubles a variable, which expand to gigabytes."
+        " Fix: remove the self-doubling references from env, command and args"
+    )
+    if policy.action == "Enforce":
+        return AdmissionDecision(
+            allowed=False,
+            message=_cut(
+                f"vllm-preflight: {what}; under Enforce nothing unchecked is admitted."
+                f" {cause}, or select the workload with a PreflightPolicy whose action is"
+                " Warn to admit it unchecked.",
+                MESSAGE_LIMIT,
+            ),
+        )
+    if policy.action == "Warn":
+        return AdmissionDecision(
+            allowed=True,
+            warnings=(
+                _cut(f"vllm-preflight warn: {what}; admitted unchecked. {cause}.", WARNING_LIMIT),
+            ),
+        )
+    return ALLOW
+
+
 def spec_changed(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> bool:
     """Whether an UPDATE touches the spec. Metadata-only updates (our own annotations, the
     garbage collector, kubectl label) are never judged: that would let a workload admitted

@@ -102,24 +102,47 @@ class RulesAnalyser:
     def __init__(self, lookup: rules.ClusterLookup = rules.NO_LOOKUP) -> None:
         self._lookup = lookup
 
+    @property
+    def lookup(self) -> rules.ClusterLookup:
+        return self._lookup
+
     def analyse(self, body: Mapping[str, Any], policy: PolicySpec) -> StaticResult:
         return to_static(rules.check_object(body, rules_policy(policy), self._lookup))
 
     def injection_target(self, pod: Mapping[str, Any], policy: PolicySpec) -> InjectionTarget:
-        results = rules.check_object(pod, rules_policy(policy), self._lookup)
-        if not results:
-            return InjectionTarget(None, None, "no-vllm-container")
-        # the runtime check is libcuda + NVML: NVIDIA GPUs only (TPU, ROCm, Neuron, ...
-        # pods are judged by the static rules alone)
-        with_gpus = [r for r in results if r.gpus_requested and r.platform in (None, CUDA)]
-        if not with_gpus:
-            reason = "no-gpu-request"
-            if any(r.gpus_requested and r.platform not in (None, CUDA) for r in results):
-                reason = "not-nvidia"
-            return InjectionTarget(results[0].container, None, reason)
-        chosen = next((r for r in with_gpus if _plan(r) is not None), None)
-        if chosen is None:
-            return InjectionTarget(with_gpus[0].container, None, "undecided")
-        plan = _plan(chosen)
-        assert plan is not None
-        return InjectionTarget(chosen.container, check_plan(plan))
+        return injection_target(rules.check_object(pod, rules_policy(policy), self._lookup))
+
+    def results(
+        self, body: Mapping[str, Any], policy: PolicySpec
+    ) -> Sequence[rules.ContainerResult]:
+        return rules.check_object(body, rules_policy(policy), self._lookup)
+
+
+def out_of_memory(results: Sequence[rules.ContainerResult]) -> bool:
+    """The rules engine turns a crash into a finding: a MemoryError among them means the
+    input exhausted the memory budget (rulesworker.py), not a bug."""
+    return any(
+        f.id == "rules-internal-error" and "MemoryError" in f.message
+        for r in results
+        for f in r.findings
+    )
+
+
+def injection_target(results: Sequence[rules.ContainerResult]) -> InjectionTarget:
+    """The vLLM container and plan the injected check gets, from the rules' results."""
+    if not results:
+        return InjectionTarget(None, None, "no-vllm-container")
+    # the runtime check is libcuda + NVML: NVIDIA GPUs only (TPU, ROCm, Neuron, ...
+    # pods are judged by the static rules alone)
+    with_gpus = [r for r in results if r.gpus_requested and r.platform in (None, CUDA)]
+    if not with_gpus:
+        reason = "no-gpu-request"
+        if any(r.gpus_requested and r.platform not in (None, CUDA) for r in results):
+            reason = "not-nvidia"
+        return InjectionTarget(results[0].container, None, reason)
+    chosen = next((r for r in with_gpus if _plan(r) is not None), None)
+    if chosen is None:
+        return InjectionTarget(with_gpus[0].container, None, "undecided")
+    plan = _plan(chosen)
+    assert plan is not None
+    return InjectionTarget(chosen.container, check_plan(plan))

@@ -79,6 +79,11 @@ class OperatorConfig:
     namespace_label: str = constants.LABEL_INJECT
     excluded_namespaces: frozenset[str] = constants.SYSTEM_NAMESPACES
     history_pods_per_workload: int = 10
+    # The rules engine's budget per workload or pod (rulesworker.py): seconds, well under
+    # the webhooks' 10 s timeout, and the child process's address space in MiB, well under
+    # the chart's 512Mi memory limit together with the operator itself.
+    rules_budget_seconds: float = 3.0
+    rules_memory_mib: int = 256
 
     def with_release_namespace(self, namespace: str | None) -> OperatorConfig:
         """The release namespace is never touched either (the operator's own pods live there)."""
@@ -321,6 +326,17 @@ def parse_config(data: Any) -> OperatorConfig:
     if not isinstance(excluded, list) or not all(isinstance(n, str) for n in excluded):
         raise ConfigError("excludedNamespaces: expected a list of namespace names")
     history = _mapping(raw.get("history"), "history")
+    budget = _mapping(raw.get("rules"), "rules")
+    seconds = budget.get("budgetSeconds", 3.0)
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, (int, float))
+        or not 0.1 <= seconds <= 25
+    ):
+        raise ConfigError(
+            f"rules.budgetSeconds: expected 0.1..25 (under the webhook timeout), got {seconds!r}"
+        )
+    memory = _int(budget.get("memoryMiB", 256), "rules.memoryMiB", 64)
     return OperatorConfig(
         default_policy=parse_policy_spec(raw.get("defaultPolicy"), "defaultPolicy"),
         injection=injection,
@@ -328,6 +344,8 @@ def parse_config(data: Any) -> OperatorConfig:
         # System namespaces stay excluded even if a values file forgets to list them.
         excluded_namespaces=frozenset(excluded) | constants.SYSTEM_NAMESPACES,
         history_pods_per_workload=_history_size(history.get("podsPerWorkload", 10)),
+        rules_budget_seconds=float(seconds),
+        rules_memory_mib=memory,
     )
 
 

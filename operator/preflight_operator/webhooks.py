@@ -15,13 +15,14 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from preflight_operator.admission import ALLOW, AdmissionDecision, decide, spec_changed
+from preflight_operator.admission import ALLOW, AdmissionDecision, decide, spec_changed, unchecked
 from preflight_operator.analysis import Analyser
 from preflight_operator.config import OperatorConfig
 from preflight_operator.events import denied_event
 from preflight_operator.eventsink import EventSink
 from preflight_operator.injection import Injection, Skip, opted_out, plan_injection
 from preflight_operator.policy import PolicyBook, ResolvedPolicy
+from preflight_operator.rulesworker import BudgetExceeded
 from preflight_operator.workloads import (
     POD,
     VALIDATED_KINDS,
@@ -43,7 +44,7 @@ OWNER_LOOKUP_TIMEOUT = 2.0
 @dataclasses.dataclass(frozen=True)
 class Validation:
     decision: AdmissionDecision
-    outcome: str  # allowed | warned | denied | skipped
+    outcome: str  # allowed | warned | denied | skipped | over-budget
 
 
 class AdmissionService:
@@ -64,6 +65,10 @@ class AdmissionService:
         self._owner_labels = owner_labels
         self._clock = clock
         self._owner_cache: dict[tuple[str, str, str], tuple[float, Mapping[str, str]]] = {}
+
+    def use_analyser(self, analyser: Analyser) -> None:
+        """Swaps the rules (the operator's start puts them in their budgeted worker)."""
+        self._analyser = analyser
 
     def _skipped(self, namespace: str, kind_name: str, body: Mapping[str, Any]) -> bool:
         if not namespace or namespace in self._config.excluded_namespaces:
@@ -96,7 +101,13 @@ class AdmissionService:
             return Validation(ALLOW, "skipped")
         ref = ref_of(body, VALIDATED_KINDS[kind_name])
         policy = self.policy_for(namespace, meta.get("labels"))
-        static = self._analyser.analyse(body, policy.spec)
+        try:
+            static = self._analyser.analyse(body, policy.spec)
+        except BudgetExceeded as exc:
+            decision = unchecked(policy, ref, exc.reason)
+            if not decision.allowed and not dry_run and self._events is not None:
+                self._events.post(denied_event(ref, decision.message))
+            return Validation(decision, "over-budget")
         decision = decide(static, policy, ref)
         if not decision.allowed:
             if not dry_run and self._events is not None:
@@ -140,7 +151,12 @@ class AdmissionService:
         policy = self.policy_for(namespace, await self._labels_for_policy(pod))
         if not policy.spec.injection_enabled:
             return Skip("disabled-by-policy")
-        target = self._analyser.injection_target(pod, policy.spec)
+        try:
+            target = self._analyser.injection_target(pod, policy.spec)
+        except BudgetExceeded as exc:
+            # Its workload (or, for a bare pod, the pod itself) went through /validate,
+            # which answered by the policy: the injection webhook fails open, as ever.
+            return Skip("over-budget", exc.reason)
         if target.container is None or target.plan is None:
             return Skip(target.reason or "undecided")
         return plan_injection(

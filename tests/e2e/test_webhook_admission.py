@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -226,3 +227,61 @@ def test_a_service_named_vllm_is_seen_by_the_rules(k8s: Cluster, operator: Opera
         assert "enableServiceLinks" in denied.stderr
     finally:
         k8s.delete_namespace(namespace)
+
+
+def hostile_deployment(namespace: str, name: str = "vllm-hostile") -> dict[str, Any]:
+    """1.7 KB: 24 env vars each referencing the previous one twice ($(V23) is 2^23
+    copies of V0). It once drove the operator to 4.2 GB and past the API server's 10 s
+    timeout, and a bad Deployment sent right after was admitted under Enforce."""
+    doc = in_namespace(WORKLOADS["Deployment"][0], namespace)
+    doc["metadata"]["name"] = name
+    doc["metadata"]["labels"] = {"app": name}
+    doc["spec"]["selector"] = {"matchLabels": {"app": name}}
+    doc["spec"]["template"]["metadata"]["labels"] = {"app": name}
+    container = doc["spec"]["template"]["spec"]["containers"][0]
+    container["env"] = [{"name": "V0", "value": "--tensor-parallel-size 4 "}] + [
+        {"name": f"V{i}", "value": f"$(V{i - 1})$(V{i - 1})"} for i in range(1, 24)
+    ]
+    container["args"] = ["m", "$(V23)"]
+    return doc
+
+
+def peak_rss_mib(pid: int) -> float:
+    """VmHWM of a process plus that of its children (the rules worker), in MiB."""
+    total = 0
+    pids = [pid]
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        pids += [int(c) for c in (task / "children").read_text().split()]
+    for one in pids:
+        for line in Path(f"/proc/{one}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                total += int(line.split()[1])
+    return total / 1024
+
+
+def test_a_hostile_manifest_is_answered_in_time_and_the_next_one_judged(
+    k8s: Cluster, operator: OperatorProcess
+) -> None:
+    """Whatever the rules make of it (their own expansion caps, or the worker's budget),
+    the answer comes well within the 10 s timeout, the bad Deployment right after is
+    denied, and the operator's memory stays far under the chart's 512Mi limit, with the
+    hostile Deployment both under admission and stored (reconciled)."""
+    namespace = k8s.create_namespace("adm-hostile", labels={constants.LABEL_INJECT: "enabled"})
+    stored_ns = k8s.create_namespace("adm-hostile-stored")
+    try:
+        started = time.monotonic()
+        apply(k8s, hostile_deployment(namespace))
+        assert time.monotonic() - started < 8.0
+        denied = apply(k8s, in_namespace(WORKLOADS["Deployment"][1], namespace))
+        assert denied.returncode != 0
+        assert "cannot run on the GPUs it requests" in denied.stderr
+        # Stored objects too: one created before its namespace opted in.
+        assert apply(k8s, hostile_deployment(stored_ns)).returncode == 0
+        k8s.kubectl("label", "namespace", stored_ns, f"{constants.LABEL_INJECT}=enabled")
+        static_result(k8s, stored_ns, "Deployment", "vllm-hostile")
+        peak = peak_rss_mib(operator.pid)
+        print(f"operator peak RSS (operator + rules worker), hostile Deployment: {peak:.0f} MiB")
+        assert peak < 400  # the chart's limit is 512Mi
+    finally:
+        k8s.delete_namespace(namespace)
+        k8s.delete_namespace(stored_ns)

@@ -24,6 +24,7 @@ from preflight_operator.api import ApiError
 from preflight_operator.controller import Controller
 from preflight_operator.handlers import admission as handlers_admission
 from preflight_operator.options import RunOptions
+from preflight_operator.rulesworker import RulesWorker, isolate
 from preflight_operator.webhooks import AdmissionService
 from preflight_operator.webhookserver import PreflightWebhookServer
 
@@ -91,6 +92,13 @@ def register(registry: kopf.OperatorRegistry, options: RunOptions) -> None:
             else:
                 if not present:
                     logger.warning("the ClusterKopfPeering CRD is missing: peering cannot work")
+        # The rules run in a child process with a time and memory budget (rulesworker.py),
+        # for the webhooks and the reconciles alike; started now, before any request.
+        worker = isolate(controller.analyser, controller.config)
+        if worker is not None:
+            worker.start()
+            controller.analyser = worker
+            memo.admission.use_analyser(worker)
         await controller.prime()
         await controller.start(workers=options.workers)
         # Everything loaded so far (kopf, the rules, the primed state) lives as long as the
@@ -110,6 +118,8 @@ def register(registry: kopf.OperatorRegistry, options: RunOptions) -> None:
     async def stop(memo: Any, **_: Any) -> None:
         controller: Controller = memo.controller
         await controller.stop()
+        if isinstance(controller.analyser, RulesWorker):
+            controller.analyser.close()
         await controller.api.close()
 
     @kopf.on.probe(id="workloads", registry=registry)

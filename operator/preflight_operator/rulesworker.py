@@ -1,0 +1,264 @@
+"""The rules engine in a child process, with a hard time and memory budget.
+
+The rules are pure, CPU-bound Python: a hostile manifest (24 env vars each ``$(PREV)$(PREV)``,
+1.7 KB) once drove the operator to 4.2 GB inside the webhook, the API server's 10 s timeout
+fired, and a bad Deployment sent one second later was admitted under Enforce. A thread
+cannot be interrupted, so the rules run in one child process instead:
+
+- **time**: the parent waits at most ``budget`` seconds for the answer; past it the child
+  is killed (SIGKILL) and a fresh one started, and the caller gets ``BudgetExceeded``;
+- **memory**: the child caps its own address space (``RLIMIT_AS``) after its imports, so
+  an expansion bomb ends in a MemoryError in the child (``BudgetExceeded`` too), never in
+  the operator's cgroup OOM-killing the operator.
+
+Cluster lookups (Services named vllm, DRA claims, ...) stay in the parent: the child asks
+for them over the same pipe while it works, and the parent answers from its caches.
+
+Calls are synchronous: they come from the event loop (the webhooks, kopf's handlers),
+which the in-process rules blocked for just as long; a call costs one pickle each way on
+a socketpair on top of the rules themselves (figures in docs/RELIABILITY.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import os
+import pickle
+import resource
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from multiprocessing.connection import Connection
+from typing import Any
+
+from preflight_operator import rules
+from preflight_operator.analysis import (
+    InjectionTarget,
+    RulesAnalyser,
+    injection_target,
+    out_of_memory,
+    to_static,
+)
+from preflight_operator.config import OperatorConfig, PolicySpec
+from preflight_operator.static import StaticResult
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_BUDGET_SECONDS = 3.0
+DEFAULT_MEMORY_MIB = 256
+ENTRY_ENV = "PREFLIGHT_RULES_WORKER_ENTRY"
+LOOKUP_FIELDS = tuple(f.name for f in dataclasses.fields(rules.ClusterLookup))
+
+
+class BudgetExceeded(Exception):
+    """The rules did not finish within the budget (time or memory); ``reason`` says which."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class RulesWorker:
+    """One child process running the rules; restarted when killed or dead."""
+
+    def __init__(
+        self,
+        lookup: rules.ClusterLookup = rules.NO_LOOKUP,
+        *,
+        budget: float = DEFAULT_BUDGET_SECONDS,
+        memory_mib: int = DEFAULT_MEMORY_MIB,
+        start_timeout: float = 30.0,
+        entry: tuple[str, ...] = ("-m", "preflight_operator.rulesworker"),
+    ) -> None:
+        """``entry``: what python runs as the child (tests run a child whose rules spin or
+        grow on purpose, so the budgets are tested whatever the rules' own caps are)."""
+        self.entry = entry
+        self.lookup = lookup
+        self.budget = budget
+        self.memory_mib = memory_mib
+        self.start_timeout = start_timeout
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._conn: Connection | None = None
+        self._ready = False
+        self.restarts = 0
+        self.exceeded = 0
+
+    # -- the child's life -------------------------------------------------------------
+
+    def start(self) -> None:
+        """Starts the child now (it imports the rules while the caller goes on)."""
+        with self._lock:
+            self._spawn()
+
+    def _spawn(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            return
+        parent, child = socket.socketpair()
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        self._proc = subprocess.Popen(
+            [sys.executable, *self.entry, str(child.fileno()), str(self.memory_mib)],
+            pass_fds=(child.fileno(),),
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
+        child.close()
+        self._conn = Connection(parent.detach())
+        self._ready = False
+
+    def _kill(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(OSError):
+                self._conn.close()
+        if self._proc is not None:
+            with contextlib.suppress(OSError):
+                self._proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._proc.wait(timeout=5)
+        self._proc, self._conn, self._ready = None, None, False
+
+    def close(self) -> None:
+        with self._lock:
+            self._kill()
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    # -- calls ------------------------------------------------------------------------
+
+    def _call(self, op: str, body: Mapping[str, Any], policy: PolicySpec) -> Any:
+        with self._lock:
+            self._spawn()
+            conn = self._conn
+            assert conn is not None
+            if not self._ready:
+                # Imports are not the manifest's fault: they get their own allowance.
+                try:
+                    ready = conn.poll(self.start_timeout) and conn.recv() == ("ready",)
+                except (EOFError, OSError):
+                    ready = False
+                if not ready:
+                    # A worker that cannot start at all is our fault, not the manifest's:
+                    # the rules run here, unbudgeted, rather than admission failing.
+                    self._kill()
+                    logger.error("the rules worker did not start; running the rules in-process")
+                    local = RulesAnalyser(self.lookup)
+                    if op == "analyse":
+                        return local.analyse(body, policy)
+                    return local.injection_target(body, policy)
+                self._ready = True
+            available = tuple(f for f in LOOKUP_FIELDS if getattr(self.lookup, f) is not None)
+            deadline = time.monotonic() + self.budget
+            try:
+                conn.send((op, dict(body), policy, available))
+                while True:
+                    left = deadline - time.monotonic()
+                    if left <= 0 or not conn.poll(left):
+                        self._restart()
+                        raise BudgetExceeded(f"not done within {self.budget:g} s")
+                    message = conn.recv()
+                    if message[0] == "lookup":
+                        conn.send(("value", self._lookup(message[1], message[2])))
+                        continue
+                    if message[0] == "memory":
+                        self._restart()
+                        raise BudgetExceeded(f"over its {self.memory_mib} MiB memory budget")
+                    if message[0] == "error":
+                        raise RuntimeError(message[1])
+                    return message[1]
+            except (EOFError, OSError, pickle.PickleError) as exc:
+                self._restart()
+                raise BudgetExceeded(f"the rules worker died ({type(exc).__name__})") from exc
+
+    def _restart(self) -> None:
+        self.exceeded += 1
+        self.restarts += 1
+        self._kill()
+        self._spawn()
+
+    def _lookup(self, field: str, args: tuple[Any, ...]) -> Any:
+        fn = getattr(self.lookup, field, None) if field in LOOKUP_FIELDS else None
+        if fn is None:
+            return None
+        try:
+            return fn(*args)
+        except Exception:  # a lookup is best effort: the rules say what they could not read
+            logger.exception("rules lookup %s failed", field)
+            return None
+
+    def analyse(self, body: Mapping[str, Any], policy: PolicySpec) -> StaticResult:
+        result: StaticResult = self._call("analyse", body, policy)
+        return result
+
+    def injection_target(self, pod: Mapping[str, Any], policy: PolicySpec) -> InjectionTarget:
+        result: InjectionTarget = self._call("target", pod, policy)
+        return result
+
+
+def isolate(analyser: object, config: OperatorConfig) -> RulesWorker | None:
+    """A RulesWorker doing what ``analyser`` (a RulesAnalyser) does, with the
+    configuration's budget; None for any other analyser (tests' fakes stay in-process)."""
+    if not isinstance(analyser, RulesAnalyser):
+        return None
+    # A test seam: the e2e tests run a child whose rules spin on purpose.
+    entry = os.environ.get(ENTRY_ENV)
+    return RulesWorker(
+        analyser.lookup,
+        budget=config.rules_budget_seconds,
+        memory_mib=config.rules_memory_mib,
+        entry=(entry,) if entry else ("-m", "preflight_operator.rulesworker"),
+    )
+
+
+# -- the child ---------------------------------------------------------------------------
+
+
+def _child(fd: int, memory_mib: int) -> None:
+    conn = Connection(fd)
+
+    def proxy(field: str) -> Any:
+        def ask(*args: Any) -> Any:
+            conn.send(("lookup", field, args))
+            reply = conn.recv()
+            return reply[1]
+
+        return ask
+
+    # Warm the rules once (first-use imports and caches), then cap the address space.
+    RulesAnalyser().analyse({}, PolicySpec())
+    limit = memory_mib * 1024 * 1024
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    conn.send(("ready",))
+    while True:
+        try:
+            op, body, policy, available = conn.recv()
+        except EOFError:
+            return
+        lookup = rules.ClusterLookup(**{f: proxy(f) for f in available})
+        analyser = RulesAnalyser(lookup)
+        try:
+            results = analyser.results(body, policy)
+            if out_of_memory(results):
+                raise MemoryError
+            answer = to_static(results) if op == "analyse" else injection_target(results)
+            conn.send(("ok", answer))
+        except MemoryError:
+            # Likely unable to carry on in a sane state: say so, then let the parent
+            # replace this process.
+            with contextlib.suppress(Exception):
+                conn.send(("memory",))
+            return
+        except Exception as exc:
+            conn.send(("error", f"{type(exc).__name__}: {exc}"[:300]))
+
+
+if __name__ == "__main__":
+    _child(int(sys.argv[1]), int(sys.argv[2]))

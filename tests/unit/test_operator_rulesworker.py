@@ -1,0 +1,170 @@
+"""The rules in their budgeted child process (rulesworker.py): same answers as in-process,
+a hostile manifest stopped by the memory or time budget without touching the operator,
+the worker replaced after, and the webhook's answer under each action."""
+
+from __future__ import annotations
+
+import copy
+import os
+import resource
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from preflight_operator import rules
+from preflight_operator.admission import unchecked
+from preflight_operator.analysis import RulesAnalyser
+from preflight_operator.config import OperatorConfig, PolicySpec
+from preflight_operator.policy import PolicyBook, ResolvedPolicy, parse_policy
+from preflight_operator.rulesworker import BudgetExceeded, RulesWorker, isolate
+from preflight_operator.webhooks import AdmissionService
+from preflight_operator.workloads import WorkloadRef
+
+MANIFESTS = Path(__file__).resolve().parents[1] / "data" / "manifests"
+
+
+def deployment(name: str = "bad-tp4-deployment.yaml") -> dict[str, Any]:
+    doc: dict[str, Any] = next(
+        d for d in yaml.safe_load_all((MANIFESTS / name).read_text()) if d["kind"] == "Deployment"
+    )
+    doc["metadata"]["namespace"] = "team"
+    return doc
+
+
+def hostile(mode: str = "grow") -> dict[str, Any]:
+    """A workload whose rules grow without bound (or spin): what a $(A)$(A) expansion bomb
+    did before the rules capped expansion, made deterministic by the test child."""
+    doc = deployment("good-tp2-deployment.yaml")
+    doc["metadata"].setdefault("annotations", {})["test/rules"] = mode
+    return doc
+
+
+CHILD = (str(Path(__file__).with_name("rulesworker_hostile_child.py")),)
+
+
+@pytest.fixture(scope="module")
+def worker() -> Iterator[RulesWorker]:
+    w = RulesWorker(budget=3.0, memory_mib=256, entry=CHILD)
+    w.start()
+    yield w
+    w.close()
+
+
+def test_the_worker_answers_as_the_rules_do_in_process(worker: RulesWorker) -> None:
+    local = RulesAnalyser()
+    for body in (deployment(), deployment("good-tp2-deployment.yaml")):
+        assert worker.analyse(body, PolicySpec()) == local.analyse(body, PolicySpec())
+    pod_spec = deployment()["spec"]["template"]
+    meta = {"namespace": "team", **pod_spec["metadata"]}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod_spec["spec"]}
+    assert worker.injection_target(pod, PolicySpec()) == local.injection_target(pod, PolicySpec())
+
+
+def test_cluster_lookups_are_answered_by_the_parent() -> None:
+    service = {"metadata": {"name": "vllm", "namespace": "team"}, "spec": {"ports": [{"port": 80}]}}
+    asked: list[str] = []
+
+    def services(namespace: str) -> list[dict[str, Any]]:
+        asked.append(namespace)
+        return [service]
+
+    lookup = rules.ClusterLookup(services=services)
+    with_worker = RulesWorker(lookup)
+    try:
+        got = with_worker.analyse(deployment("good-tp2-deployment.yaml"), PolicySpec())
+    finally:
+        with_worker.close()
+    want = RulesAnalyser(lookup).analyse(deployment("good-tp2-deployment.yaml"), PolicySpec())
+    assert got == want
+    assert asked == ["team", "team"]  # once through the worker, once in-process
+
+
+def test_a_hostile_manifest_hits_the_memory_budget_not_the_operator(worker: RulesWorker) -> None:
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    old_pid = worker.pid
+    with pytest.raises(BudgetExceeded, match="256 MiB memory budget"):
+        worker.analyse(hostile("grow"), PolicySpec())
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 50 * 1024  # KiB
+    assert worker.pid != old_pid  # replaced
+    assert old_pid is not None
+    with pytest.raises(ProcessLookupError):
+        os.kill(old_pid, 0)
+    assert worker.analyse(deployment(), PolicySpec()).verdict == "fail"  # and working
+
+
+def test_past_the_time_budget_the_worker_is_killed_and_replaced(worker: RulesWorker) -> None:
+    worker.analyse(deployment(), PolicySpec())  # started and warm
+    old_pid, budget = worker.pid, worker.budget
+    worker.budget = 0.5
+    try:
+        with pytest.raises(BudgetExceeded, match=r"not done within 0\.5 s"):
+            worker.analyse(hostile("spin"), PolicySpec())
+    finally:
+        worker.budget = budget
+    assert worker.pid != old_pid
+    assert worker.analyse(deployment(), PolicySpec()).verdict == "fail"
+
+
+def test_a_memory_error_inside_the_rules_counts_as_over_budget() -> None:
+    """The rules engine turns a crash into a rules-internal-error finding; a MemoryError
+    so reported is the memory budget, not a verdict."""
+    from preflight_operator.analysis import out_of_memory
+    from preflight_operator.rules.model import ContainerResult, Finding
+
+    def result(message: str) -> Any:
+        finding = Finding("rules-internal-error", "warn", message, "spec", "report it")
+        return ContainerResult(
+            kind="Deployment", name="x", namespace="team", container="vllm", plan=None,
+            gpus_needed=None, gpus_requested=None, findings=(finding,),
+        )  # fmt: skip
+
+    assert out_of_memory([result("a rule crashed: MemoryError")])
+    assert not out_of_memory([result("a rule crashed: KeyError: 'x'")])
+
+
+def test_isolate_only_wraps_the_real_rules() -> None:
+    config = OperatorConfig(rules_budget_seconds=2.5, rules_memory_mib=200)
+    wrapped = isolate(RulesAnalyser(), config)
+    assert wrapped is not None
+    assert (wrapped.budget, wrapped.memory_mib) == (2.5, 200)
+    assert isolate(object(), config) is None
+
+
+REF = WorkloadRef("team", "Deployment", "vllm", "apps/v1")
+
+
+def test_past_the_budget_enforce_denies_saying_why_warn_warns_audit_admits() -> None:
+    deny = unchecked(ResolvedPolicy("", PolicySpec()), REF, "over its 256 MiB memory budget")
+    assert not deny.allowed
+    assert "could not be checked in time" in deny.message
+    assert "under Enforce nothing unchecked is admitted" in deny.message
+    assert "Fix: remove the self-doubling references" in deny.message
+    warn = unchecked(ResolvedPolicy("p", PolicySpec(action="Warn")), REF, "not done within 3 s")
+    assert warn.allowed
+    assert "admitted unchecked" in warn.warnings[0]
+    assert len(warn.warnings[0]) <= 400
+    assert unchecked(ResolvedPolicy("p", PolicySpec(action="Audit")), REF, "x").allowed
+
+
+def test_the_validating_webhook_with_the_worker_denies_the_hostile_one_and_judges_the_next(
+    worker: RulesWorker,
+) -> None:
+    book = PolicyBook()
+    service = AdmissionService(OperatorConfig(), worker, book, events=None)
+    first = service.validate(hostile(), old=None, operation="CREATE", dry_run=False)
+    assert first.outcome == "over-budget"
+    assert not first.decision.allowed
+    # the TP=4-on-2-GPU Deployment right after is judged, not admitted by a timeout
+    second = service.validate(deployment(), old=None, operation="CREATE", dry_run=False)
+    assert (second.outcome, second.decision.allowed) == ("denied", False)
+    book.put(
+        parse_policy({"metadata": {"namespace": "team", "name": "w"}, "spec": {"action": "Warn"}})
+    )
+    third = service.validate(copy.deepcopy(hostile()), old=None, operation="CREATE", dry_run=False)
+    assert (third.outcome, third.decision.allowed) == ("over-budget", True)
+    assert service.validate(
+        deployment(), old=None, operation="CREATE", dry_run=False
+    ).decision.warnings
