@@ -114,7 +114,11 @@ class Controller:
             history_limit=config.history_pods_per_workload,
             now=now,
             clock=clock,
+            uninjected=self._uninjected_pods,
         )
+        # Per workload: how many pods its controller reports, and the labels its pods
+        # carry (to find pods that run without the check, after an outage of the webhook).
+        self._pod_hints: dict[Key, tuple[int, str]] = {}
         self.policy_reflector = Reflector(
             api,
             collection_path(POLICIES, None),
@@ -189,10 +193,17 @@ class Controller:
             has_injected_pods and not self.excluded(ref.namespace)
         )
         if deleted or not in_scope:
+            self._pod_hints.pop(key, None)
             if key in self.store.workloads:
                 self.store.forget_workload(key)
                 metrics.WORKLOADS.set(len(self.store.workloads))
             return
+        hint = _pod_hint(kind, body)
+        hint_changed = self._pod_hints.get(key) != hint
+        if hint is None:
+            self._pod_hints.pop(key, None)
+        else:
+            self._pod_hints[key] = hint
         meta = body.get("metadata") or {}
         labels = dict(meta.get("labels") or {})
         uid = str(meta.get("uid", ""))
@@ -237,6 +248,8 @@ class Controller:
         metrics.WORKLOADS.set(len(self.store.workloads))
         if before is None or _relevant(before) != _relevant(state):
             self.enqueue(key)
+        elif hint_changed and not self.store.pods.get(key):
+            self.enqueue(key)  # its pods came (or went) and none of them is injected
 
     def observe_pod(self, body: Mapping[str, Any], deleted: bool) -> None:
         meta = body.get("metadata") or {}
@@ -339,6 +352,26 @@ class Controller:
                 continue  # e.g. LeaderWorkerSet is not installed
             except API_ERRORS as exc:
                 logger.warning("could not list %s in %s: %s", kind.plural, namespace, exc)
+
+    async def _uninjected_pods(self, workload: WorkloadState) -> list[str]:
+        """Names of the workload's pods that lack the injected label (one label-selected
+        list of its namespace, only when its controller reports pods)."""
+        hint = self._pod_hints.get(workload.ref.key)
+        if hint is None or hint[0] <= 0:
+            return []
+        selector = f"{hint[1]},!{constants.LABEL_INJECTED}"
+        names: list[str] = []
+        async for items, _ in self.api.list_pages(
+            f"/api/v1/namespaces/{workload.ref.namespace}/pods",
+            {"labelSelector": selector, "limit": "50"},
+        ):
+            names += [
+                str((p.get("metadata") or {}).get("name", ""))
+                for p in items
+                if not (p.get("metadata") or {}).get("deletionTimestamp")
+            ]
+            break  # one page is enough to say so
+        return sorted(names)
 
     async def _load_workload(self, key: Key) -> WorkloadState | None:
         namespace, kind_name, name = key
@@ -522,6 +555,29 @@ def _identity_fields(body: dict[str, Any]) -> dict[str, Any]:
         "metadata": {"namespace": meta.get("namespace"), "name": meta.get("name")},
         "spec": body.get("spec") or {},
     }
+
+
+def _pod_hint(kind: WorkloadKind, body: Mapping[str, Any]) -> tuple[int, str] | None:
+    """(pods its controller reports, the label selector of its pods), or None when unknown.
+    Deployments, StatefulSets and Jobs select their pods by ``spec.selector.matchLabels``;
+    a LeaderWorkerSet labels its pods with its name."""
+    spec = body.get("spec") or {}
+    status = body.get("status") or {}
+    if not isinstance(spec, Mapping) or not isinstance(status, Mapping):
+        return None
+    name = str((body.get("metadata") or {}).get("name", ""))
+    if kind.kind == "LeaderWorkerSet":
+        labels: Mapping[str, Any] = {"leaderworkerset.sigs.k8s.io/name": name}
+        count = status.get("replicas")
+    else:
+        selector = spec.get("selector") or {}
+        labels = (selector.get("matchLabels") or {}) if isinstance(selector, Mapping) else {}
+        count = status.get("active") if kind.kind == "Job" else status.get("replicas")
+    if not labels or not isinstance(labels, Mapping):
+        return None
+    pods = count if isinstance(count, int) and not isinstance(count, bool) else 0
+    selector_text = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+    return pods, selector_text
 
 
 def _by_name(policies: Sequence[Policy]) -> list[tuple[str, Policy]]:

@@ -49,6 +49,9 @@ class StatusInputs:
     now: str
     history_limit: int = 10
     injection_enabled: bool = True
+    # Pods of the workload that run without the injected check (created while no
+    # operator replica answered the injection webhook under failurePolicy Ignore).
+    not_injected: Sequence[str] = ()
 
 
 def desired_object(ref: WorkloadRef, uid: str) -> dict[str, Any]:
@@ -147,14 +150,35 @@ def _static_condition(static: StaticResult | None) -> tuple[str, str, str]:
     return "Unknown", "NotAnalysed", "the workload's vLLM command line could not be analysed"
 
 
+NOT_INJECTED = "NotInjected"
+NOT_INJECTED_REASON = "not-injected"
+
+
+def not_injected_message(ref: WorkloadRef, pods: Sequence[str]) -> str:
+    shown = ", ".join(pods[:5]) + (f" and {len(pods) - 5} more" if len(pods) > 5 else "")
+    return (
+        f"{len(pods)} pod(s) run without the preflight check ({shown}): they were created"
+        " while no operator replica answered the injection webhook (failurePolicy Ignore),"
+        " or the webhook skipped them (see vllm_preflight_injections_total). Fix: once the"
+        f" operator runs, restart the workload (kubectl rollout restart {ref.kind.lower()}/"
+        f"{ref.name} -n {ref.namespace}; delete the pods of a Job) so its new pods get the"
+        " check"
+    )
+
+
 def _runtime_condition(
     verdict: str,
     live: Sequence[PodResult],
     history: Sequence[Mapping[str, Any]],
     injection_enabled: bool,
+    *,
+    not_injected: Sequence[str] = (),
+    ref: WorkloadRef | None = None,
 ) -> tuple[str, str, str]:
     if not injection_enabled and not live and not history:
         return "Unknown", "InjectionDisabled", "the policy disables the injected check"
+    if not_injected and not live and ref is not None:
+        return "Unknown", NOT_INJECTED, not_injected_message(ref, not_injected)
     if verdict == PENDING:
         return "Unknown", "WaitingForPods", "no pod of the workload has finished its check yet"
     failing = [r for r in live if r.verdict in (FAIL, ERROR)]
@@ -275,8 +299,15 @@ def build_status(inputs: StatusInputs) -> dict[str, Any]:
     }
     static_state = _static_condition(static)
     runtime_state = _runtime_condition(
-        runtime, inputs.live_results, history, inputs.injection_enabled
+        runtime,
+        inputs.live_results,
+        history,
+        inputs.injection_enabled,
+        not_injected=inputs.not_injected,
+        ref=inputs.ref,
     )
+    if runtime_state[1] == NOT_INJECTED and runtime == PENDING:
+        status["reason"] = NOT_INJECTED_REASON
     conditions = [
         (STATIC_CONDITION, static_state),
         (RUNTIME_CONDITION, runtime_state),

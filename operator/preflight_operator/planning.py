@@ -16,6 +16,8 @@ from preflight_check.report import FAIL
 from preflight_operator import constants, remediation
 from preflight_operator.events import EventSpec, InvolvedObject, pod_result_events, static_events
 from preflight_operator.gpuvalidation import (
+    NOT_INJECTED,
+    RUNTIME_CONDITION,
     StatusInputs,
     build_status,
     overall_status,
@@ -63,6 +65,13 @@ def replacing_merge_patch(
     return patch
 
 
+def _runtime_reason(status: Mapping[str, Any]) -> str:
+    for condition in status.get("conditions") or []:
+        if isinstance(condition, Mapping) and condition.get("type") == RUNTIME_CONDITION:
+            return str(condition.get("reason", ""))
+    return ""
+
+
 def _announced(history: Sequence[Mapping[str, Any]]) -> set[tuple[str, int, str]]:
     return {
         (str(e.get("uid", "")), int(e.get("restarts", 0) or 0), str(e.get("checkedAt", "")))
@@ -79,7 +88,9 @@ def plan_reconcile(
     *,
     history_limit: int,
     now: str,
+    not_injected: Sequence[str] = (),
 ) -> ReconcilePlan:
+    """``not_injected``: names of the workload's pods that run without the check."""
     ref = workload.ref
 
     def status_with(record: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -97,6 +108,7 @@ def plan_reconcile(
                 now=now,
                 history_limit=history_limit,
                 injection_enabled=workload.policy.spec.injection_enabled,
+                not_injected=not_injected,
             )
         )
 
@@ -161,6 +173,9 @@ def plan_reconcile(
         for_pod = pod_result_events(result, pod, involved)
         # A bare Pod is its own workload: one Event, not the same one twice.
         events += for_pod[:1] if kind is POD else for_pod
+    if _runtime_reason(status) == NOT_INJECTED and _runtime_reason(stored_status) != NOT_INJECTED:
+        message = next(c["message"] for c in status["conditions"] if c["type"] == RUNTIME_CONDITION)
+        events.append(EventSpec(involved, "Warning", NOT_INJECTED, message))
     if decision.event is not None:
         type_, reason_, message = decision.event
         events.append(EventSpec(involved, type_, reason_, message))

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from preflight_operator import metrics
-from preflight_operator.api import Conflict, KubeApi, NotFound
+from preflight_operator.api import API_ERRORS, Conflict, KubeApi, NotFound
 from preflight_operator.eventsink import EventSink
-from preflight_operator.gpuvalidation import desired_object
+from preflight_operator.gpuvalidation import NOT_INJECTED, NOT_INJECTED_REASON, desired_object
 from preflight_operator.planning import plan_reconcile, without_nulls
 from preflight_operator.store import (
     Key,
@@ -30,6 +30,9 @@ from preflight_operator.workloads import gpuvalidation_name
 logger = logging.getLogger(__name__)
 
 LoadWorkload = Callable[[Key], Awaitable[WorkloadState | None]]
+# Names of a workload's pods that run without the injected check (an API list, made only
+# when the workload has pods and none of them is injected).
+Uninjected = Callable[[WorkloadState], Awaitable[Sequence[str]]]
 
 
 class Reconciler:
@@ -43,8 +46,10 @@ class Reconciler:
         history_limit: int,
         now: Callable[[], str],
         clock: Callable[[], float] = time.monotonic,
+        uninjected: Uninjected | None = None,
     ) -> None:
         self._store = store
+        self._uninjected = uninjected
         self._api = api
         self._events = events
         self._load_workload = load_workload
@@ -70,6 +75,16 @@ class Reconciler:
         if stored is None or stored.owner_uid != workload.uid:
             stored = await self._ensure_validation(workload)
 
+        not_injected: Sequence[str] = ()
+        if (
+            self._uninjected is not None
+            and not store.pods.get(key)
+            and _expects_injection(workload)
+        ):
+            try:
+                not_injected = await self._uninjected(workload)
+            except API_ERRORS as exc:  # best effort: the next reconcile asks again
+                logger.warning("%s: pods not listed: %s", workload.ref.display, exc)
         plan = plan_reconcile(
             workload,
             store.live_results(key),
@@ -77,6 +92,7 @@ class Reconciler:
             stored.status,
             history_limit=self._history_limit,
             now=self._now(),
+            not_injected=not_injected,
         )
         if plan.note:
             logger.info("%s: %s", workload.ref.display, plan.note)
@@ -106,6 +122,10 @@ class Reconciler:
                 {**workload.annotations, **plan.annotation_patch["metadata"]["annotations"]}
             )
         for event in plan.events:
+            if event.reason == NOT_INJECTED:
+                metrics.INJECTIONS.labels(result="missed", reason=NOT_INJECTED_REASON).inc(
+                    len(not_injected)
+                )
             self._events.post(event)
 
     async def _remediate(self, workload: WorkloadState, patch: dict[str, Any]) -> None:
@@ -151,6 +171,17 @@ class Reconciler:
             raise RuntimeError(f"could not create GPUValidation {ref.namespace}/{name}")
         self._store.put_validation(ref.key, stored)
         return stored
+
+
+def _expects_injection(workload: WorkloadState) -> bool:
+    """Its pods would get the check: vLLM with a plan, GPUs requested, injection on."""
+    static = workload.static
+    return (
+        static.has_vllm
+        and static.plan is not None
+        and bool(static.gpus_requested)
+        and workload.policy.spec.injection_enabled
+    )
 
 
 def _ours(annotations: dict[str, Any]) -> dict[str, str]:

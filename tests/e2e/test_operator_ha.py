@@ -161,3 +161,54 @@ def test_two_replicas_do_not_double_write_and_the_survivor_takes_over(
     finally:
         high.kill()
         low.stop()
+
+
+def test_pods_created_while_no_operator_ran_get_not_injected_after_a_restart(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    """failurePolicy Ignore (the chart's default): while no replica answers, the API
+    server admits pods without the check. Once one runs again, the workload says so."""
+    cert = cluster.issue_serving_cert()
+
+    def operator(identity: str, port: int | None = None) -> OperatorProcess:
+        return OperatorProcess(
+            kubeconfig=cluster.kubeconfig, cert_path=cert.cert_path, key_path=cert.key_path,
+            workdir=tmp_path, identity=identity, env=cluster.env(),
+            **({"webhook_port": port} if port else {}),
+        )  # fmt: skip
+
+    first = operator("before-outage").start()
+    cluster.apply(*localsetup.webhook_configurations(
+        first.webhook_port, cert.ca_pem, failure_policy="Ignore"
+    ))  # fmt: skip
+    first.kill()
+    cluster.apply(deployment(namespace, replicas=2))
+    pods = wait_for(
+        lambda: len(p := json.loads(cluster.kubectl(
+            "get", "pods", "-n", namespace, "-l", "app=vllm-good", "-o", "json"
+        ).stdout)["items"]) == 2 and p,
+        what="2 pods admitted without the webhook",
+    )  # fmt: skip
+    assert all("initContainers" not in p["spec"] for p in pods)
+    with operator("after-outage", first.webhook_port) as second:
+
+        def runtime() -> dict[str, Any] | None:
+            r = cluster.kubectl("get", "gpuval", "deployment-vllm-good", "-n", namespace,
+                                "-o", "json", check=False)  # fmt: skip
+            if r.returncode != 0:
+                return None
+            for c in json.loads(r.stdout).get("status", {}).get("conditions") or []:
+                if c["type"] == "RuntimeChecksPassed" and c["reason"] == "NotInjected":
+                    return dict(c)
+            return None
+
+        condition = wait_for(runtime, what="the NotInjected condition")
+        assert "2 pod(s) run without the preflight check" in condition["message"]
+        assert "kubectl rollout restart deployment/vllm-good" in condition["message"]
+        events = json.loads(cluster.kubectl(
+            "get", "events", "-n", namespace, "-o", "json",
+            "--field-selector", "involvedObject.name=vllm-good",
+        ).stdout)["items"]  # fmt: skip
+        assert "NotInjected" in {e["reason"] for e in events}
+        missed = 'vllm_preflight_injections_total{reason="not-injected",result="missed"}'
+        assert second.metric(missed) == 2

@@ -213,3 +213,37 @@ def test_the_whole_status_is_bounded_keeping_the_newest_pods() -> None:
     assert pods[0]["uid"] == "u19"  # newest kept
     assert all(len(f["message"]) <= 200 for f in small["static"]["findings"])
     assert bound_status(status) is status  # what fits is written as built
+
+
+def test_pods_that_run_without_the_check_are_named_with_the_fix() -> None:
+    status = build_status(inputs(not_injected=["vllm-1", "vllm-2"], pending_pods=0))
+    runtime = next(c for c in status["conditions"] if c["type"] == "RuntimeChecksPassed")
+    assert (runtime["status"], runtime["reason"]) == ("Unknown", "NotInjected")
+    assert "2 pod(s) run without the preflight check (vllm-1, vllm-2)" in runtime["message"]
+    assert "kubectl rollout restart deployment/vllm -n ns" in runtime["message"]
+    assert status["reason"] == "not-injected"
+    assert status["runtimeVerdict"] == "pending"
+    ready = next(c for c in status["conditions"] if c["type"] == "Ready")
+    assert ready["status"] == "Unknown"
+    # once an injected pod reports, its result is the runtime verdict again
+    again = build_status(inputs(not_injected=["vllm-1"], live_results=(result("u1"),)))
+    runtime = next(c for c in again["conditions"] if c["type"] == "RuntimeChecksPassed")
+    assert runtime["reason"] == "Passed"
+
+
+def test_not_injected_is_announced_once() -> None:
+    from preflight_operator.planning import plan_reconcile
+    from preflight_operator.store import WorkloadState
+
+    workload = WorkloadState(
+        ref=REF, uid="u", generation=1, labels={}, annotations={}, replicas=2, paused=False,
+        static=PASSING, static_checked_at="2026-01-01T00:00:00Z",
+        policy=ResolvedPolicy("", PolicySpec()), static_key=None,
+    )  # fmt: skip
+    first = plan_reconcile(workload, (), 0, {}, history_limit=10, now="t", not_injected=["p"])
+    assert [e.reason for e in first.events] == ["NotInjected"]
+    assert "p" in first.events[0].message
+    second = plan_reconcile(
+        workload, (), 0, first.status, history_limit=10, now="t", not_injected=["p"]
+    )
+    assert [e.reason for e in second.events] == []

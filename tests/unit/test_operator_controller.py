@@ -43,6 +43,8 @@ class FakeApi:
         self.events: list[dict[str, Any]] = []
         self.writes: list[tuple[str, str]] = []
         self.policies: dict[tuple[str, str], dict[str, Any]] = {}
+        self.pods: list[dict[str, Any]] = []  # pods of the cluster (only listed by selector)
+        self.pod_lists: list[Any] = []
         self.uids = itertools.count()
 
     async def patch_policy_status(self, namespace: str, name: str, status: Any) -> Any:
@@ -95,6 +97,18 @@ class FakeApi:
             yield [copy.deepcopy(v) for v in self.gpuvals.values()], "1"
         elif path.endswith("/preflightpolicies"):
             yield [copy.deepcopy(v) for v in self.policies.values()], "1"
+        elif path.endswith("/pods"):
+            self.pod_lists.append((path, dict(params or {})))
+            wanted = dict(t.split("=") for t in params["labelSelector"].split(",") if "=" in t)
+            yield (
+                [
+                    copy.deepcopy(p)
+                    for p in self.pods
+                    if wanted.items() <= p["metadata"].get("labels", {}).items()
+                    and constants.LABEL_INJECTED not in p["metadata"].get("labels", {})
+                ],
+                "1",
+            )
         else:
             yield [], "1"
 
@@ -462,3 +476,38 @@ def test_a_bad_policy_field_gets_a_status_an_event_and_the_default_once() -> Non
     run(one_run())  # a restart: the policy's status is as wanted, nothing new about it
     assert [w for w in api.writes[writes:] if w[0] == "policy-status"] == []
     assert [e for e in api.events[events:] if e["reason"] == "PolicyInvalid"] == []
+
+
+def test_pods_that_ran_without_injection_get_not_injected_an_event_and_a_count() -> None:
+    """Created while the webhook was down (failurePolicy Ignore): the pod watch never sees
+    them (it selects injected pods), so the workload's own status says pods exist."""
+    from preflight_operator import metrics
+
+    api = FakeApi()
+    api.pods = [
+        {"metadata": {"name": f"vllm-good-{i}", "namespace": NS, "labels": {"app": "vllm-good"}}}
+        for i in range(2)
+    ]
+    counted = metrics.INJECTIONS.labels(result="missed", reason="not-injected")
+    before = counted._value.get()
+
+    async def scenario() -> None:
+        ctl = controller(api)
+        body = deployment()
+        ctl.observe_workload(DEPLOYMENT, body, deleted=False)
+        await settle(ctl)
+        assert api.pod_lists == []  # no pods reported yet: nothing listed
+        body["status"] = {"replicas": 2}
+        ctl.observe_workload(DEPLOYMENT, body, deleted=False)
+        await settle(ctl)
+        await ctl.stop()
+
+    run(scenario())
+    status = api.gpuvals[NS, "deployment-vllm-good"]["status"]
+    runtime = next(c for c in status["conditions"] if c["type"] == "RuntimeChecksPassed")
+    assert runtime["reason"] == "NotInjected"
+    assert "vllm-good-0, vllm-good-1" in runtime["message"]
+    assert status["reason"] == "not-injected"
+    assert [e["reason"] for e in api.events] == ["NotInjected"]
+    assert api.pod_lists[0][1]["labelSelector"] == "app=vllm-good,!vllm-preflight.io/injected"
+    assert counted._value.get() - before == 2
