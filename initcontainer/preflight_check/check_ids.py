@@ -13,6 +13,7 @@ DEEP = "deep"
 # id -> (tier, what it checks)
 CHECKS: Dict[str, Tuple[str, str]] = {
     "plan": (FAST, "the parallel plan: TP x PP x DP-local GPUs per pod"),
+    "settings": (FAST, "PREFLIGHT_* values the check could not read (Warn/Audit: defaults used)"),
     "driver": (FAST, "libcuda.so.1 loads and cuInit succeeds"),
     "nvml": (FAST, "the NVML inventory of the GPUs in the container"),
     "cuda-visible-devices": (FAST, "CUDA_VISIBLE_DEVICES: what CUDA made of it, and why"),

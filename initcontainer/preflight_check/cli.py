@@ -113,6 +113,9 @@ def main(
         return usage_failure(exc, args, the_host.environ, stdout, stderr)
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
+    except Exception as exc:  # a reader's own bug on odd input: still a report, no traceback
+        error = UsageError(f"the options could not be read: {type(exc).__name__}: {exc}"[:2000])
+        return usage_failure(error, args, the_host.environ, stdout, stderr)
     if options.list_checks:
         for check_id, (tier, what) in CHECKS.items():
             stdout.write(f"{check_id:<24} {tier:<5} {what}\n")

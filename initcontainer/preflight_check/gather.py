@@ -38,7 +38,7 @@ from preflight_check.driver.api import (
 )
 from preflight_check.facts import CudaView, Facts, NvmlView
 from preflight_check.host import Host
-from preflight_check.launch import Launched, launch
+from preflight_check.launch import Launched, launch, launch_deferred
 from preflight_check.modelsource import DEFAULT_TIMEOUT_S, FoundModel, collect_model
 from preflight_check.options import Options
 
@@ -128,6 +128,9 @@ def gather(
         view, driver = collect_cuda(host.load_cuda, plan)
     facts.cuda = view
     mark("cuda_view")
+    if launched.deferred:  # the probe cap: only ranks CUDA has a GPU for (launch.py)
+        launch_deferred(launched, options, host, view.count if view.initialised else 0)
+        facts.ranks_not_probed = launched.ranks_not_probed
     enough = facts.cuda.initialised and facts.cuda.count >= plan.gpus_needed
     if workers and not enough:
         facts.deep_skipped = (

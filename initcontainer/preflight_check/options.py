@@ -13,6 +13,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import (
     Any,
+    Callable,
     Dict,
     FrozenSet,
     List,
@@ -21,6 +22,7 @@ from typing import (
     Optional,
     Sequence,
     Tuple,
+    TypeVar,
 )
 
 from preflight_check.check_ids import CHECKS, DEEP, FAST, tier_of
@@ -34,7 +36,39 @@ DEFAULT_TERMINATION_LOG = "/dev/termination-log"
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_DEEP_TIMEOUT_S = 180.0
 
-_QUANTITY = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*$")
+_QUANTITY = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?)\s*([A-Za-z]*)\s*$")
+# Kubernetes' own suffixes, case as written (a PreflightPolicy's shmMin is a quantity)
+_K8S_UNITS: Dict[str, int] = {
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+    "E": 10**18,
+    "Ki": 1 << 10,
+    "Mi": 1 << 20,
+    "Gi": 1 << 30,
+    "Ti": 1 << 40,
+    "Pi": 1 << 50,
+    "Ei": 1 << 60,
+}
+MAX_SIZE = (1 << 63) - 1  # the largest quantity Kubernetes stores
+# The policy field (or pod setting) each PREFLIGHT_* variable comes from, for the fix.
+ENV_ORIGIN: Dict[str, str] = {
+    "PREFLIGHT_ACTION": "the PreflightPolicy's spec.action",
+    "PREFLIGHT_TIER": "the PreflightPolicy's spec.tier",
+    "PREFLIGHT_SHM_MIN": "the PreflightPolicy's spec.thresholds.shmMin",
+    "PREFLIGHT_GPU_MEMORY_UTILIZATION": (
+        "the PreflightPolicy's spec.thresholds.gpuMemoryUtilization (or the pod's "
+        "--gpu-memory-utilization)"
+    ),
+    "PREFLIGHT_SKIP": "the PreflightPolicy's skipped checks",
+    "PREFLIGHT_DEADLINE": "the PreflightPolicy's spec.injection.timeoutSeconds",
+    "PREFLIGHT_TP": "the vLLM container's command line (the injector copies the plan)",
+    "PREFLIGHT_PP": "the vLLM container's command line (the injector copies the plan)",
+    "PREFLIGHT_DP_LOCAL": "the vLLM container's command line (the injector copies the plan)",
+    "PREFLIGHT_VLLM_ARGS": "the vLLM container's command line",
+}
 _UNITS: Dict[str, int] = {
     "": 1,
     "b": 1,
@@ -61,6 +95,15 @@ class UsageError(Exception):
     """The command line or environment is malformed; the message names the input."""
 
 
+def env_fix(env_name: str) -> str:
+    """How to fix a bad PREFLIGHT_* value: where it comes from."""
+    origin = ENV_ORIGIN.get(env_name, "the pod's env")
+    return (
+        f"{env_name} is set in the preflight-check container's env from {origin}: correct "
+        "it there (then the pods are re-created with the fixed value)"
+    )
+
+
 @dataclass
 class Options:
     plan: Plan = field(default_factory=Plan)
@@ -85,6 +128,9 @@ class Options:
     model_args: Dict[str, Any] = field(default_factory=dict)
     # Where each setting came from, for the report ("--shm-min", "PREFLIGHT_SHM_MIN").
     sources: Dict[str, str] = field(default_factory=dict)
+    # PREFLIGHT_* values that could not be read under Warn/Audit: (variable, what is wrong).
+    # Their defaults were used; the 'settings' check reports them.
+    setting_problems: List[Tuple[str, str]] = field(default_factory=list)
 
     def enabled(self, check_id: str) -> bool:
         if check_id in self.skip:
@@ -178,31 +224,56 @@ def parse_count(text: str, where: str) -> int:
     """A GPU count as written by the user: digits, at least 1, at most MAX_GPUS_PER_POD."""
     value = text.strip()
     if not re.fullmatch(r"[+-]?[0-9]+", value):
-        raise UsageError(f"{where}={text!r} is not a whole number (write digits, e.g. 4)")
+        raise UsageError(f"{where}={_shown(text)} is not a whole number (write digits, e.g. 4)")
+    if len(value.lstrip("+-").lstrip("0")) > 6:  # never int() of thousands of digits
+        raise UsageError(f"{where}={_shown(text)} is more than {MAX_GPUS_PER_POD} GPUs per pod")
     number = int(value)
     if number < 1:
-        raise UsageError(f"{where}={text!r} must be at least 1")
+        raise UsageError(f"{where}={_shown(text)} must be at least 1")
     if number > MAX_GPUS_PER_POD:
-        raise UsageError(f"{where}={text!r} is more than {MAX_GPUS_PER_POD} GPUs per pod (a typo?)")
+        raise UsageError(f"{where}={_shown(text)} is more than {MAX_GPUS_PER_POD} GPUs per pod")
     return number
 
 
+def _shown(text: str, limit: int = 40) -> str:
+    """The value as the user wrote it, shortened: a message never carries 5,000 digits."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[: limit // 2]!r}...({len(text)} characters)"
+
+
 def parse_size(text: str, where: str) -> int:
-    """A size in bytes, Kubernetes-style: 1Gi, 512Mi, 2G, 1073741824."""
+    """A size in bytes: a Kubernetes quantity (1Gi, 512Mi, 2G, 1Pi, 1E, 1073741824), or the
+    familiar 1GiB / 512mb spellings. Exact (no float), at most 2^63-1 as Kubernetes stores."""
     match = _QUANTITY.match(text)
-    unit = match.group(2).lower() if match else ""
-    if not match or unit not in _UNITS:
-        raise UsageError(f"{where}={text!r} is not a size (write e.g. 1Gi, 512Mi or 1073741824)")
-    return int(float(match.group(1)) * _UNITS[unit])
+    if match and match.group(2) in _K8S_UNITS:
+        unit = _K8S_UNITS[match.group(2)]
+    elif match and match.group(2).lower() in _UNITS:
+        unit = _UNITS[match.group(2).lower()]
+    else:
+        raise UsageError(
+            f"{where}={_shown(text)} is not a size (write e.g. 1Gi, 512Mi or 1073741824)"
+        )
+    whole, _, fraction = match.group(1).partition(".")
+    whole, fraction = whole.lstrip("0") or "0", fraction[:30]  # bytes need no more digits
+    if len(whole) > 20:  # never int() of hundreds of digits: no size is that large
+        raise UsageError(f"{where}={_shown(text)} is larger than any size Kubernetes stores (8Ei)")
+    scale: int = 10 ** len(fraction)
+    size: int = (int(whole) * scale + int(fraction or "0")) * unit // scale
+    if size > MAX_SIZE:
+        raise UsageError(f"{where}={_shown(text)} is larger than any size Kubernetes stores (8Ei)")
+    return size
 
 
 def parse_fraction(text: str, where: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise UsageError(f"{where}={text!r} is not a number between 0 and 1 (e.g. 0.9)") from None
+        raise UsageError(
+            f"{where}={_shown(text)} is not a number between 0 and 1 (e.g. 0.9)"
+        ) from None
     if not 0.0 < value <= 1.0:
-        raise UsageError(f"{where}={text!r} must be above 0 and at most 1 (e.g. 0.9)")
+        raise UsageError(f"{where}={_shown(text)} must be above 0 and at most 1 (e.g. 0.9)")
     return value
 
 
@@ -210,9 +281,9 @@ def parse_seconds(text: str, where: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise UsageError(f"{where}={text!r} is not a number of seconds") from None
+        raise UsageError(f"{where}={_shown(text)} is not a number of seconds") from None
     if not 0.0 < value <= 3600.0:
-        raise UsageError(f"{where}={text!r} must be above 0 and at most 3600 seconds")
+        raise UsageError(f"{where}={_shown(text)} must be above 0 and at most 3600 seconds")
     return value
 
 
@@ -220,7 +291,7 @@ def parse_action(text: str, where: str) -> str:
     for action in ACTIONS:
         if text.strip().lower() == action.lower():
             return action
-    raise UsageError(f"{where}={text!r} is not one of {', '.join(ACTIONS)}")
+    raise UsageError(f"{where}={_shown(text)} is not one of {', '.join(ACTIONS)}")
 
 
 def _pick(
@@ -318,14 +389,28 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str]) -> Options:
     options = Options()
     sources = options.sources
     options.list_checks = bool(args.list_checks)
+    # The action first: under Warn/Audit a PREFLIGHT_* value the check cannot read must not
+    # block the pod (issue 19): its default is used and the 'settings' check reports it.
+    value, where = _pick(args.action, "--action", environ, "PREFLIGHT_ACTION")
+    if value is not None:
+        try:
+            options.action, sources["action"] = parse_action(value, where), where
+        except UsageError as exc:
+            raise UsageError(_with_fix(exc, where)) from None
+    env = _EnvReader(environ, options)
 
     numbers: Dict[str, int] = {"tp": 1, "pp": 1, "dp_local": 1, "dcp": 1, "pcp": 1, "nodes": 1}
     plan_sources: List[str] = []
     vllm_text, vllm_where = _pick(args.vllm_args, "--vllm-args", environ, "PREFLIGHT_VLLM_ARGS")
     from_vllm: Dict[str, int] = {}
     extra: Dict[str, Any] = {}
-    if vllm_text is not None:
+    if vllm_text is not None and vllm_where == "PREFLIGHT_VLLM_ARGS":
+        found = env.read(vllm_where, plan_from_vllm_args, None)
+        if found is not None:
+            from_vllm, extra = found
+    elif vllm_text is not None:
         from_vllm, extra = plan_from_vllm_args(vllm_text, vllm_where)
+    if vllm_text is not None:
         options.plan_notes = list(extra.get("notes", []))
         options.model_args = dict(extra.get("model_args", {}))
     for key, flag, env_name in (
@@ -342,8 +427,10 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str]) -> Options:
             if vllm_where not in plan_sources:
                 plan_sources.append(vllm_where)
         elif env_name in environ:
-            numbers[key] = parse_count(environ[env_name], env_name)
-            plan_sources.append(env_name)
+            number = env.read(env_name, parse_count, None)
+            if number is not None:
+                numbers[key] = number
+                plan_sources.append(env_name)
     for key in ("dcp", "pcp", "nodes"):
         numbers[key] = from_vllm.get(key, 1)
     total = numbers["tp"] * numbers["pp"] * numbers["pcp"] * numbers["dp_local"]
@@ -362,29 +449,35 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str]) -> Options:
         source=" + ".join(plan_sources) if plan_sources else "default (no plan given: 1 GPU)",
     )
 
-    value, where = _pick(args.action, "--action", environ, "PREFLIGHT_ACTION")
-    if value is not None:
-        options.action, sources["action"] = parse_action(value, where), where
     tier_env = environ.get("PREFLIGHT_TIER")
     if args.deep:
         options.tier, sources["tier"] = DEEP, "--deep"
     elif args.tier:
         options.tier, sources["tier"] = args.tier, "--tier"
     elif tier_env:
-        if tier_env not in (FAST, DEEP):
-            raise UsageError(f"PREFLIGHT_TIER={tier_env!r} is not one of fast, deep")
-        options.tier, sources["tier"] = tier_env, "PREFLIGHT_TIER"
+        tier = env.read("PREFLIGHT_TIER", _parse_tier, None)
+        if tier is not None:
+            options.tier, sources["tier"] = tier, "PREFLIGHT_TIER"
     value, where = _pick(args.shm_min, "--shm-min", environ, "PREFLIGHT_SHM_MIN")
     if value is not None:
-        options.shm_min, sources["shm_min"] = parse_size(value, where), where
+        size = env.read(where, parse_size, None) if where in environ else None
+        if where not in environ:
+            size = parse_size(value, where)
+        if size is not None:
+            options.shm_min, sources["shm_min"] = size, where
     value, where = _pick(
         args.gpu_memory_utilization,
         "--gpu-memory-utilization",
         environ,
         "PREFLIGHT_GPU_MEMORY_UTILIZATION",
     )
-    if value is not None:
-        options.gpu_memory_utilization = parse_fraction(value, where)
+    fraction = None
+    if value is not None and where in environ:
+        fraction = env.read(where, parse_fraction, None)
+    elif value is not None:
+        fraction = parse_fraction(value, where)
+    if fraction is not None:
+        options.gpu_memory_utilization = fraction
         sources["gpu_memory_utilization"] = where
     elif "gpu_memory_utilization" in extra:
         options.gpu_memory_utilization = parse_fraction(
@@ -396,20 +489,67 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str]) -> Options:
     )
     skipped = {s.strip() for text in skip_texts for s in text.split(",") if s.strip()}
     unknown = sorted(skipped - set(CHECKS))
-    if unknown:
+    if unknown and args.skip:
         raise UsageError(f"--skip {', '.join(unknown)}: no such check (known: {', '.join(CHECKS)})")
+    if unknown:
+        env.problem(
+            "PREFLIGHT_SKIP",
+            UsageError(
+                f"PREFLIGHT_SKIP names no such check: {', '.join(unknown)} "
+                f"(known: {', '.join(CHECKS)})"
+            ),
+        )
+        skipped -= set(unknown)
     options.skip = frozenset(skipped)
     if args.timeout is not None:
         options.timeout_s = parse_seconds(args.timeout, "--timeout")
     if args.deep_timeout is not None:
         options.deep_timeout_s = parse_seconds(args.deep_timeout, "--deep-timeout")
     deadline, where = _pick(args.deadline, "--deadline", environ, "PREFLIGHT_DEADLINE")
-    if deadline is not None:
+    if deadline is not None and where in environ:
+        options.deadline_s = env.read(where, parse_seconds, None)
+    elif deadline is not None:
         options.deadline_s = parse_seconds(deadline, where)
     options.json_path = args.json
     if args.termination_log is not None:
         options.termination_log, options.termination_log_given = args.termination_log, True
     return options
+
+
+def _parse_tier(text: str, where: str) -> str:
+    if text not in (FAST, DEEP):
+        raise UsageError(f"{where}={_shown(text)} is not one of fast, deep")
+    return text
+
+
+def _with_fix(error: UsageError, where: str) -> str:
+    message = str(error)
+    return f"{message}. {env_fix(where)}" if where.startswith("PREFLIGHT_") else message
+
+
+T = TypeVar("T")
+
+
+class _EnvReader:
+    """Reads PREFLIGHT_* values: under Enforce a bad one is a usage error naming the
+    variable and where it comes from; under Warn/Audit it is recorded (the 'settings'
+    check reports it) and the caller's default stands, so the pod still starts."""
+
+    def __init__(self, environ: Mapping[str, str], options: Options) -> None:
+        self.environ = environ
+        self.options = options
+
+    def read(self, name: str, parse: Callable[[str, str], T], default: Optional[T]) -> Optional[T]:
+        try:
+            return parse(self.environ[name], name)
+        except UsageError as exc:
+            self.problem(name, exc)
+            return default
+
+    def problem(self, name: str, error: UsageError) -> None:
+        if self.options.action == ENFORCE:
+            raise UsageError(_with_fix(error, name)) from None
+        self.options.setting_problems.append((name, str(error)))
 
 
 def output_paths(argv: Sequence[str]) -> Tuple[Optional[str], Optional[str]]:
