@@ -113,10 +113,11 @@ def test_model_that_cannot_split_over_tp_is_denied(
     assert "Warning:" not in good.stderr
 
 
-def test_model_missing_from_the_config_map_is_a_warning_only(
+def test_model_missing_from_the_config_map_is_admitted_quietly(
     k8s: Cluster, operator: OperatorProcess, namespace: str
 ) -> None:
     other = deployment("llama-tp3", namespace, "meta-llama/Meta-Llama-3.1-8B", 3)
     admitted = apply(k8s, other)
+    # TP 3 does not divide Llama's 32 heads, but the model is unknown here: not judged
     assert admitted.returncode == 0, admitted.stderr
-    assert "model-config-unknown" in admitted.stderr
+    assert "Warning:" not in admitted.stderr

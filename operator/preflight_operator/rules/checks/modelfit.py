@@ -5,7 +5,8 @@ admission and the init container say the same under the same id). Here they are 
 the manifest: the model's files come from ``ctx.lookup.model`` (``lint --model-config
 DIR``, or the operator's cache / ``modelConfigs`` ConfigMap), the GPU product from the
 pod's nodeSelector or required node affinity on ``nvidia.com/gpu.product``. Without a
-model lookup nothing is said; a model the lookup cannot read is one warning, never a fail.
+model lookup nothing is said; a model the lookup cannot read is one info finding (the
+verdict stays what the other rules make it), never a warning or a fail.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 from preflight_check import modelfacts as mf
 from preflight_operator.rules.context import ContainerContext
-from preflight_operator.rules.model import FAIL, WARN, Finding, Policy
+from preflight_operator.rules.model import FAIL, INFO, WARN, Finding, Policy
 from preflight_operator.rules.registry import RULE_INFO, declare, register
 
 PRODUCT_LABEL = "nvidia.com/gpu.product"
@@ -38,7 +39,8 @@ _GPU_RULES = frozenset((mf.WEIGHTS_FIT, mf.DTYPE_CAPABILITY, mf.QUANT_CAPABILITY
 # Their worst severity (some also warn); model-tp-heads is the registered function below.
 for _rule in mf.RULE_IDS[1:]:
     declare(_rule, FAIL, mf.RULE_SUMMARIES[_rule])
-declare(mf.UNREADABLE, WARN, mf.RULE_SUMMARIES[mf.UNREADABLE])
+# info, not warn: an unknown model is said once per result and never changes the verdict
+declare(mf.UNREADABLE, INFO, mf.RULE_SUMMARIES[mf.UNREADABLE])
 
 
 def _selector_terms(spec: Mapping[str, Any]) -> list[dict[str, list[str]]]:
