@@ -3,6 +3,15 @@
 Order matters only for presentation: findings are listed in this order within a severity.
 """
 
-from preflight_operator.rules.checks import args, env, gpus, group, modelfit, service, shm
+from preflight_operator.rules.checks import (
+    args,
+    consistency,
+    env,
+    gpus,
+    group,
+    modelfit,
+    service,
+    shm,
+)
 
-__all__ = ["args", "env", "gpus", "group", "modelfit", "service", "shm"]
+__all__ = ["args", "consistency", "env", "gpus", "group", "modelfit", "service", "shm"]
