@@ -154,7 +154,11 @@ def test_lws_without_a_leader_template_and_wrong_api_group() -> None:
     assert [r.container for r in results] == ["leader/vllm"]
     other = lws(None, pod_spec(worker))
     other["apiVersion"] = "example.com/v1"
-    assert check(other) == []
+    # not the LeaderWorkerSet kind: judged generically by its embedded pod spec, and said so
+    (generic,) = check(other)
+    assert generic.container == "vllm"
+    assert [f.id for f in generic.findings] == ["kind-generic"]
+    assert generic.verdict == "pass"
 
 
 # -- --config -------------------------------------------------------------------------------

@@ -155,6 +155,8 @@ def _analyze_shell(
         if not word.startswith(("-", "+")):
             break  # `bash script.sh`: a file we cannot see
         i += 1
+    if script_at is not None and script_at < len(words) and words[script_at] == "--":
+        script_at += 1  # `bash -lc -- "script"`: `--` ends the shell's options
     if script_at is None or script_at >= len(words):
         return None
     script, script_path = words[script_at], paths[script_at]

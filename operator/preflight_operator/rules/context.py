@@ -68,6 +68,8 @@ class ContainerContext:
         """A LeaderWorkerSet group whose engine is spread over its pods by Ray (no
         --nnodes, no per-pod DP ranks): the group's GPUs count, not one pod's."""
         group = self.template.group
+        if group is not None and group.family == "ray":
+            return True  # Ray places every worker of the engine over the cluster
         return (
             group is not None
             and group.size > 1
@@ -81,7 +83,7 @@ class ContainerContext:
         Ray DP backend, else this pod's engines."""
         plan = self.parsed.plan
         dp = plan.dp if plan.data_parallel_backend == "ray" else plan.dp_local
-        return plan.world_size * dp
+        return plan.world_size * dp * max(1, self.template.engine_replicas)
 
     @property
     def gpus_needed(self) -> int | None:
@@ -91,7 +93,7 @@ class ContainerContext:
         if self.parsed.config_path is not None and not self.parsed.config_loaded:
             return None  # the config file may set any of the sizes
         if self.spread and self.template.group is not None:
-            return math.ceil(self.group_gpus_needed / self.template.group.size)
+            return math.ceil(self.group_gpus_needed / max(1, self.template.group.size))
         return self.parsed.plan.gpus_needed
 
     @property

@@ -10,7 +10,7 @@ from typing import Any
 from preflight_check.vllm_args import parse_vllm_args
 from preflight_operator.rules import checks  # noqa: F401  (registers the rules)
 from preflight_operator.rules.checks.service import injects_links, link_prefix
-from preflight_operator.rules.command import Unparsed, find_invocation
+from preflight_operator.rules.command import Invocation, Unparsed, find_invocation
 from preflight_operator.rules.config import ConfigResolver
 from preflight_operator.rules.context import ContainerContext
 from preflight_operator.rules.discovery import ManifestSet, PodTemplate, pod_templates
@@ -18,6 +18,7 @@ from preflight_operator.rules.kubeenv import build_env, unknown_marker
 from preflight_operator.rules.model import (
     DEFAULT_POLICY,
     FAIL,
+    INFO,
     NO_LOOKUP,
     SEVERITIES,
     WARN,
@@ -34,6 +35,9 @@ COMMAND_UNPARSED = declare(
 )
 MANIFEST_INVALID = declare("manifest-invalid", FAIL, "a manifest field the rules need is malformed")
 INTERNAL_ERROR = declare("rules-internal-error", WARN, "a rule crashed (a bug in vllm-preflight)")
+KIND_GENERIC = declare(
+    "kind-generic", INFO, "a kind vllm-preflight does not know, judged by its embedded pod spec"
+)
 
 
 def check_objects(
@@ -187,6 +191,12 @@ def _check_container(
     found = find_invocation(container, path, env)
     if found is None:
         return None
+    if template.argv_paths and isinstance(found, Invocation):
+        # a synthesised command: each token points at the field it was built from
+        paths = template.argv_paths
+        found = dataclasses.replace(
+            found, paths=tuple(paths[i] if i < len(paths) else p for i, p in enumerate(found.paths))
+        )
     if isinstance(found, Unparsed):
         return _unparsed(template, container, label, found)
     resolver = ConfigResolver(container, template.spec, config_map)
@@ -212,6 +222,17 @@ def _check_container(
         )
         for where, what in gpus.malformed
     ]
+    if template.generic:
+        findings.append(
+            KIND_GENERIC.finding(
+                f"{template.kind} is not a kind vllm-preflight knows; the pod spec at "
+                f"{template.path} runs vLLM and was judged as a plain pod (its controller may "
+                "change it: replicas, resources and the command are read as written)",
+                template.path,
+                "nothing to fix; ask for the kind to be supported if its controller adds GPUs "
+                "or arguments",
+            )
+        )
     for _, rule in REGISTRY:
         try:
             findings.extend(rule(ctx, policy))

@@ -39,6 +39,7 @@ def dp_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     plan = ctx.parsed.plan
     if (
         group is None
+        or group.family != "lws"
         or group.size <= 1
         or ctx.template.role != "leader"
         or not ctx.own_dp_ranks
@@ -77,7 +78,13 @@ def dp_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
 def nnodes_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     group = ctx.template.group
     nnodes = ctx.parsed.plan.nnodes
-    if group is None or nnodes <= 1 or nnodes == group.size or not ctx.parsed.plan_valid:
+    if (
+        group is None
+        or group.family != "lws"
+        or nnodes <= 1
+        or nnodes == group.size
+        or not ctx.parsed.plan_valid
+    ):
         return
     yield RULE_INFO["lws-nnodes-mismatch"].finding(
         f"vLLM is told --nnodes {nnodes} but the group has {group.size} pods "
@@ -102,7 +109,7 @@ def _gpu_container(spec: Mapping[str, Any], path: str) -> tuple[Mapping[str, Any
 @register("lws-gpu-total", FAIL, "the LeaderWorkerSet group has fewer GPUs than the engine")
 def group_total(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     group = ctx.template.group
-    if group is None or not ctx.spread or ctx.template.role != "leader":
+    if group is None or group.family != "lws" or not ctx.spread or ctx.template.role != "leader":
         return
     if ctx.gpus_needed is None:
         return  # the plan is not known (bad or unresolved arguments)
@@ -142,3 +149,40 @@ def group_total(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
             processes=share,
             policy=policy,
         )
+
+
+@register("ray-gpu-total", FAIL, "the Ray cluster can never hold the GPUs one engine needs")
+def ray_total(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
+    """A Ray cluster (RayCluster, RayService, RayJob, RayClusterFleet): vLLM's Ray
+    executor asks for a placement group of TP x PP GPU bundles (x the Serve replicas); if
+    the whole cluster at its largest (head + every worker group at maxReplicas x
+    numOfHosts, counting what rayStartParams.num-gpus advertises) has fewer GPUs, the
+    placement group never fits. More GPUs than one engine is normal on a Ray cluster
+    (autoscaling, other applications) and is not reported."""
+    group = ctx.template.group
+    if group is None or group.family != "ray" or ctx.gpus_needed is None:
+        return
+    need = ctx.group_gpus_needed
+    parts: list[str] = []
+    have = 0
+    for member in group.members:
+        gpus = member.gpus
+        if gpus is None:
+            gpus = pod_gpus(member.spec, member.path, ctx.resolve)
+            if gpus is None:
+                return  # a DRA count unknown here
+        have += gpus * member.replicas
+        parts.append(f"{member.replicas} x {gpus} ({member.path})")
+    if have >= need:
+        return
+    plan = ctx.parsed.plan
+    replicas = ctx.template.engine_replicas
+    what = f"TP={plan.tp} x PP={plan.pp}" + (f" x {replicas} replicas" if replicas > 1 else "")
+    yield RULE_INFO["ray-gpu-total"].finding(
+        f"vLLM needs {need} GPUs ({what}) in the Ray cluster, which has at most {have}: "
+        f"{' + '.join(parts)}: the placement group never fits and vLLM waits for resources "
+        "('Waiting for creating a placement group of specs') until it times out",
+        ctx.arg_path("tensor_parallel_size"),
+        "give the worker groups more GPUs (nvidia.com/gpu limits and rayStartParams num-gpus, "
+        "or replicas/maxReplicas), or lower the parallel sizes",
+    )

@@ -101,8 +101,10 @@ def shm_findings(
 
 @register("shm-missing", FAIL, "several GPU processes and no /dev/shm volume")
 def shm(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
-    if not ctx.gpus.uses_shm:
-        return  # TPU, Neuron, Gaudi, ...: no NCCL/RCCL shared-memory transport
+    if not ctx.gpus.uses_shm or ctx.template.shm_provided:
+        # TPU, Neuron, Gaudi, ...: no NCCL/RCCL shared-memory transport; KubeRay mounts a
+        # memory-backed /dev/shm into Ray containers itself
+        return
     # spread over a LeaderWorkerSet by Ray, a pod hosts one worker per GPU it holds
     processes = (ctx.gpus_have or 0) if ctx.spread else (ctx.gpus_needed or 0)
     yield from shm_findings(

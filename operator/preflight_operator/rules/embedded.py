@@ -1,0 +1,115 @@
+"""Pod specs embedded in objects of any kind, and whether one runs vLLM.
+
+Many custom resources carry a pod spec or pod template somewhere inside (KServe's
+InferenceService at ``spec.predictor``, KubeRay's RayService at
+``spec.rayClusterConfig.headGroupSpec.template.spec``, Knative Services, Argo Workflows...).
+Rather than a table of every CRD, this finds them by shape: a mapping with a ``containers``
+list of mappings that have an ``image`` or a ``command``. ``lint`` lists such objects as
+"kind not checked"; the rules engine can use the same finder to judge unknown kinds.
+
+Pure and bounded: at most MAX_DEPTH levels deep and MAX_NODES mappings and lists visited,
+so a hostile object costs the same as an ordinary one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from preflight_operator.rules.command import Invocation, find_invocation
+from preflight_operator.rules.kubeenv import build_env
+
+MAX_DEPTH = 12
+MAX_NODES = 20_000
+_VLLM = re.compile(r"vllm", re.IGNORECASE)
+
+
+def is_pod_spec(value: object) -> bool:
+    """PodSpec-shaped: a ``containers`` list of mappings, one at least with image/command."""
+    if not isinstance(value, Mapping):
+        return False
+    containers = value.get("containers")
+    if not isinstance(containers, list) or not containers:
+        return False
+    if not all(isinstance(c, Mapping) for c in containers):
+        return False
+    return any("image" in c or "command" in c for c in containers)
+
+
+def embedded_pod_specs(obj: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """(path, pod spec) of every PodSpec-shaped mapping in ``obj``, in document order.
+
+    The object itself counts (a bare PodSpec gives path ""); the search does not descend
+    into a pod spec it found. Paths read like the rules' fields: ``spec.predictor``,
+    ``spec.workerGroupSpecs[0].template.spec``.
+    """
+    found: list[tuple[str, Mapping[str, Any]]] = []
+    stack: list[tuple[str, object, int]] = [("", obj, 0)]
+    visited = 0
+    while stack and visited < MAX_NODES:
+        path, value, depth = stack.pop()
+        visited += 1
+        if is_pod_spec(value):
+            assert isinstance(value, Mapping)
+            found.append((path, value))
+            continue
+        if depth >= MAX_DEPTH:
+            continue
+        children: list[tuple[str, object, int]] = []
+        if isinstance(value, Mapping):
+            for key, child in value.items():
+                if isinstance(child, (Mapping, list)) and key != "metadata":
+                    children.append((f"{path}.{key}" if path else str(key), child, depth + 1))
+        elif isinstance(value, list):
+            for i, child in enumerate(value):
+                if isinstance(child, (Mapping, list)):
+                    children.append((f"{path}[{i}]", child, depth + 1))
+        stack.extend(reversed(children))
+    return found
+
+
+def runs_vllm(spec: Mapping[str, Any], path: str = "spec") -> bool:
+    """Does a container of this pod spec run vLLM (as the rules would recognise it)?
+
+    The env is what the manifest alone tells (no ConfigMaps, no cluster): enough to find
+    the command, which is all this answers.
+    """
+    containers = spec.get("containers")
+    if not isinstance(containers, list):
+        return False
+    for i, container in enumerate(containers):
+        if not isinstance(container, Mapping):
+            continue
+        where = f"{path}.containers[{i}]"
+        env = build_env(container, where, namespace=None, config_map=lambda _name: None)
+        if isinstance(find_invocation(container, where, env), Invocation):
+            return True
+    return False
+
+
+def vllm_mentions(obj: Mapping[str, Any], limit: int = 3) -> list[str]:
+    """Paths (under ``spec``) of strings that name vLLM: ``engine: VLLM``, an image
+    ``vllm/vllm-openai``, a ``vllm serve`` script. For kinds whose controller builds the pod
+    (KubeAI's Model, KAITO's Workspace, KServe's LLMInferenceService): what says they run
+    vLLM when no pod spec in them does. Bounded like embedded_pod_specs."""
+    found: list[str] = []
+    stack: list[tuple[str, object, int]] = [("spec", obj.get("spec"), 1)]
+    visited = 0
+    while stack and visited < MAX_NODES and len(found) < limit:
+        path, value, depth = stack.pop()
+        visited += 1
+        if isinstance(value, str):
+            if _VLLM.search(value):
+                found.append(path)
+            continue
+        if depth >= MAX_DEPTH:
+            continue
+        children: list[tuple[str, object, int]] = []
+        if isinstance(value, Mapping):
+            for key, child in value.items():
+                children.append((f"{path}.{key}", child, depth + 1))
+        elif isinstance(value, list):
+            children.extend((f"{path}[{i}]", c, depth + 1) for i, c in enumerate(value))
+        stack.extend(reversed(children))
+    return found

@@ -1,0 +1,80 @@
+"""The shapes the rules engine works on: one pod template of a workload, and the group of
+pods one vLLM engine spreads over (a LeaderWorkerSet group, a Ray cluster)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class GroupMember:
+    """Pods of one template in a group: ``replicas`` pods (the most there can be) of
+    ``spec``; ``gpus`` overrides the count the pod's resources give (Ray's
+    ``rayStartParams.num-gpus``), ``gpus_path`` says where it was read."""
+
+    spec: Mapping[str, Any]
+    path: str
+    replicas: int
+    replicas_path: str
+    gpus: int | None = None
+    gpus_path: str = ""
+
+
+@dataclass(frozen=True)
+class Group:
+    """The pods one engine spreads over. A LeaderWorkerSet group (``family`` "lws"):
+    ``size`` pods, one leader and ``size - 1`` workers. A Ray cluster ("ray"): the head
+    and every worker group, in ``members`` (for LWS too: leader, then workers)."""
+
+    size: int
+    leader_spec: Mapping[str, Any]
+    leader_path: str
+    worker_spec: Mapping[str, Any]
+    worker_path: str
+    size_path: str
+    family: str = "lws"
+    members: tuple[GroupMember, ...] = ()
+
+
+@dataclass(frozen=True)
+class PodTemplate:
+    """One pod template of a workload: ``spec`` is the PodSpec found at ``path``."""
+
+    kind: str
+    name: str
+    namespace: str | None
+    spec: Mapping[str, Any]
+    path: str
+    role: str | None = None  # "leader" / "worker" in a LeaderWorkerSet, "head" in Ray
+    group: Group | None = None
+    injected_env: Mapping[str, str] = field(default_factory=dict)
+    family: str = "core"  # rules.kinds: the kind's family (core, lws, kuberay, ...)
+    generic: bool = False  # found by shape in a kind the registry does not know
+    shm_provided: bool = False  # the controller mounts a memory /dev/shm itself (KubeRay)
+    # a synthesised container (the command a controller builds from its own fields): the
+    # manifest path of each token of its `command`
+    argv_paths: tuple[str, ...] = ()
+    engine_replicas: int = 1  # engines of this plan the group must fit (Ray Serve replicas)
+
+
+def dig(obj: Any, keys: Iterable[str]) -> Any:
+    """obj[k1][k2]...; None as soon as a level is not a mapping."""
+    for key in keys:
+        if not isinstance(obj, Mapping):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def meta(obj: Mapping[str, Any], default_namespace: str | None) -> tuple[str, str | None]:
+    """(name, namespace) of an object, tolerantly."""
+    found = obj.get("metadata")
+    found = found if isinstance(found, Mapping) else {}
+    name = found.get("name")
+    namespace = found.get("namespace")
+    return (
+        str(name) if name is not None else "<unnamed>",
+        str(namespace) if namespace else default_namespace,
+    )
