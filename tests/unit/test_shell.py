@@ -55,6 +55,8 @@ def test_substitutions_are_one_word_with_spaces_inside() -> None:
         ("$(($N + ${N}))", "6"),
         ("a$((2*3))b", "a6b"),
         ("${MISSING:-$((1+1))}", "2"),
+        ("$(( ${I:-0} * N ))", "0"),  # parameters expand first (llm-d's START_RANK)
+        ("$(( ${N:-0} * N ))", "9"),
     ],
 )
 def test_arithmetic_when_every_operand_is_known(word: str, expected: str) -> None:

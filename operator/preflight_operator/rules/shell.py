@@ -368,7 +368,7 @@ def _braced(
 
 # -- $((...)) ---------------------------------------------------------------------------------
 
-_ARITH_TOKEN = re.compile(r"\s*(?:([0-9]+)|\$?\{?([A-Za-z_][A-Za-z0-9_]*)\}?|(\S))")
+_ARITH_TOKEN = re.compile(r"\s*(?:([0-9]+)|([A-Za-z_][A-Za-z0-9_]*)|(\S))")
 
 
 class _NotKnown(Exception):
@@ -382,8 +382,12 @@ def _arithmetic(
     label = f"$(({expression.strip()}))"
     if len(expression) > MAX_ARITHMETIC_CHARS:
         return unknown_marker(f"$((...)): longer than {MAX_ARITHMETIC_CHARS} characters")
+    # POSIX: parameter expansion first (``$(( ${I:-0} * N ))``), then the arithmetic
+    expanded = expand_word(expression, variable, positional, budget)
+    if has_unknown(expanded):
+        return unknown_marker(label)
     try:
-        tokens = _arith_tokens(expression, variable)
+        tokens = _arith_tokens(expanded, variable)
         parser = _Arith(tokens)
         value = parser.expression()
         if parser.pos != len(tokens):
