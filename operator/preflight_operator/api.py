@@ -54,6 +54,10 @@ class Conflict(ApiError):
     pass
 
 
+class Forbidden(ApiError):
+    """RBAC says no (e.g. no patch on workloads outside rbac.workloadNamespaces)."""
+
+
 class Gone(ApiError):
     """A watch's resourceVersion is too old: list again."""
 
@@ -427,6 +431,8 @@ def _error(status: int, text: str) -> ApiError:
         message, reason = text[:500], ""
     if status == 404:
         return NotFound(status, message, reason)
+    if status == 403:
+        return Forbidden(status, message, reason)
     if status == 409:
         return Conflict(status, message, reason)
     if status == 410:

@@ -8,13 +8,14 @@ every step is computed from the cluster's state, not from what this process reme
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from preflight_operator import metrics
-from preflight_operator.api import API_ERRORS, Conflict, KubeApi, NotFound
+from preflight_operator.api import API_ERRORS, Conflict, Forbidden, KubeApi, NotFound
 from preflight_operator.eventsink import EventSink
 from preflight_operator.gpuvalidation import NOT_INJECTED, NOT_INJECTED_REASON, desired_object
 from preflight_operator.planning import plan_reconcile, without_nulls
@@ -50,6 +51,7 @@ class Reconciler:
     ) -> None:
         self._store = store
         self._uninjected = uninjected
+        self._refused: set[tuple[Key, str]] = set()
         self._api = api
         self._events = events
         self._load_workload = load_workload
@@ -97,7 +99,28 @@ class Reconciler:
         if plan.note:
             logger.info("%s: %s", workload.ref.display, plan.note)
         if plan.remediation_patch is not None:
-            await self._remediate(workload, plan.remediation_patch)
+            try:
+                await self._remediate(workload, plan.remediation_patch)
+            except Forbidden as exc:
+                # No patch on this namespace's workloads (rbac.workloadPatch): record
+                # nothing as done, say what to grant, and carry on with the status.
+                self._forbidden(workload, "remediation", exc)
+                unremedied = dataclasses.replace(
+                    workload,
+                    policy=dataclasses.replace(
+                        workload.policy,
+                        spec=dataclasses.replace(workload.policy.spec, on_runtime_failure="None"),
+                    ),
+                )
+                plan = plan_reconcile(
+                    unremedied,
+                    store.live_results(key),
+                    store.pending_pods(key),
+                    stored.status,
+                    history_limit=self._history_limit,
+                    now=self._now(),
+                    not_injected=not_injected,
+                )
         if plan.remediation_metric is not None:
             remedy, action = plan.remediation_metric
             metrics.REMEDIATIONS.labels(type=remedy, action=action).inc()
@@ -117,16 +140,30 @@ class Reconciler:
         if arrived is not None:
             metrics.RESULT_LATENCY.observe(self._clock() - arrived)
         if plan.annotation_patch is not None:
-            await self._api.patch_workload(workload.ref, plan.annotation_patch)
-            workload.annotations = _ours(
-                {**workload.annotations, **plan.annotation_patch["metadata"]["annotations"]}
-            )
+            try:
+                await self._api.patch_workload(workload.ref, plan.annotation_patch)
+            except Forbidden as exc:  # the GPUValidation is the record; annotations a copy
+                self._forbidden(workload, "annotations", exc)
+            else:
+                workload.annotations = _ours(
+                    {**workload.annotations, **plan.annotation_patch["metadata"]["annotations"]}
+                )
         for event in plan.events:
             if event.reason == NOT_INJECTED:
                 metrics.INJECTIONS.labels(result="missed", reason=NOT_INJECTED_REASON).inc(
                     len(not_injected)
                 )
             self._events.post(event)
+
+    def _forbidden(self, workload: WorkloadState, what: str, exc: Exception) -> None:
+        metrics.RECONCILE_ERRORS.labels(stage="forbidden").inc()
+        first = (workload.ref.key, what) not in self._refused
+        self._refused.add((workload.ref.key, what))
+        (logger.warning if first else logger.debug)(
+            "%s: %s not written, the operator may not patch workloads in %s (%s); grant it"
+            " with the chart's rbac.workloadNamespaces or rbac.workloadPatch=cluster",
+            workload.ref.display, what, workload.ref.namespace, exc,
+        )  # fmt: skip
 
     async def _remediate(self, workload: WorkloadState, patch: dict[str, Any]) -> None:
         await self._api.patch_workload(workload.ref, patch)

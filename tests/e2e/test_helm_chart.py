@@ -157,7 +157,9 @@ def release(k8s: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
                     # nothing listens behind the Service here: fail fast
                     "mutating": {"timeoutSeconds": 3},
                     "validating": {"timeoutSeconds": 3},
-                }
+                },
+                # patch on workloads in `default` only (a Role there), never cluster-wide
+                "rbac": {"workloadNamespaces": ["default"]},
             }
         )
     )
@@ -219,6 +221,7 @@ OPERATOR_MAY = [
     Access("delete", "gpuvalidations", CRD_GROUP),
     Access("patch", "gpuvalidations", CRD_GROUP, subresource="status"),
     Access("watch", "preflightpolicies", CRD_GROUP, ns=None),
+    Access("patch", "preflightpolicies", CRD_GROUP, subresource="status"),
     Access("list", "clusterkopfpeerings", PEERING_GROUP, ns=None),
     Access("watch", "clusterkopfpeerings", PEERING_GROUP, ns=None),
     Access("create", "clusterkopfpeerings", PEERING_GROUP, ns=None),
@@ -245,6 +248,13 @@ OPERATOR_MAY_NOT = [
     Access("update", "gpuvalidations", CRD_GROUP, subresource="status"),
     Access("deletecollection", "gpuvalidations", CRD_GROUP),
     Access("create", "preflightpolicies", CRD_GROUP),
+    Access("patch", "preflightpolicies", CRD_GROUP),
+    # kube-system's pod templates are not rewritable (rbac.workloadPatch: namespaces)
+    Access("patch", "deployments", APPS, ns="kube-system"),
+    Access("patch", "statefulsets", APPS, ns="kube-system"),
+    Access("patch", "jobs", "batch", ns="kube-system"),
+    Access("patch", "leaderworkersets", LWS, ns="kube-system"),
+    Access("patch", "deployments", APPS, ns=None),
     Access("patch", "events"),
     Access("get", "configmaps"),
     Access("get", "configmaps", name="{fullname}", ns="{ns}"),

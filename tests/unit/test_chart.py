@@ -554,6 +554,9 @@ class TestReplicasAndPeering:
 
 
 # -- RBAC ------------------------------------------------------------------------------------
+WORKLOADS = [("apps", "deployments"), ("apps", "statefulsets"), ("batch", "jobs"),
+             ("leaderworkerset.x-k8s.io", "leaderworkersets")]  # fmt: skip
+WORKLOAD_PATCH = {(g, r, "patch") for g, r in WORKLOADS}
 OPERATOR_CLUSTER_RULES = {
     ("", "namespaces", "list"), ("", "namespaces", "watch"),
     ("", "pods", "list"), ("", "pods", "watch"),
@@ -561,9 +564,7 @@ OPERATOR_CLUSTER_RULES = {
     *{("resource.k8s.io", r, v) for r in ("resourceclaims", "resourceclaimtemplates")
       for v in ("list", "watch")},
     ("", "events", "create"),
-    *{(g, r, v) for g, r in [("apps", "deployments"), ("apps", "statefulsets"), ("batch", "jobs"),
-                             ("leaderworkerset.x-k8s.io", "leaderworkersets")]
-      for v in ("get", "list", "watch", "patch")},
+    *{(g, r, v) for g, r in WORKLOADS for v in ("get", "list", "watch")},
     *{("vllm-preflight.io", "gpuvalidations", v)
       for v in ("get", "list", "watch", "create", "delete")},
     ("vllm-preflight.io", "gpuvalidations/status", "patch"),
@@ -587,6 +588,26 @@ class TestRBAC:
         assert rule_set(role["rules"]) == OPERATOR_CLUSTER_RULES | PEERING_RULES
         standalone = one(render("single-replica.yaml"), "ClusterRole", FULLNAME)
         assert rule_set(standalone["rules"]) == OPERATOR_CLUSTER_RULES
+
+    def test_workloads_are_patched_only_where_granted(self) -> None:
+        """By default no cluster-wide patch on workloads: kube-system's pod templates are
+        not rewritable; `namespaces` grants it by a Role in each listed namespace,
+        `cluster` is the documented opt-in for everywhere."""
+        default = render()
+        assert not rule_set(one(default, "ClusterRole", FULLNAME)["rules"]) & WORKLOAD_PATCH
+        assert not find(default, "RoleBinding", f"{FULLNAME}-workloads")
+        listed = render(sets=["rbac.workloadNamespaces={team-a,team-b}"])
+        roles = find(listed, "Role", f"{FULLNAME}-workloads")
+        assert sorted(r["metadata"]["namespace"] for r in roles) == ["team-a", "team-b"]
+        assert all(rule_set(r["rules"]) == WORKLOAD_PATCH for r in roles)
+        bindings = find(listed, "RoleBinding", f"{FULLNAME}-workloads")
+        assert {b["metadata"]["namespace"] for b in bindings} == {"team-a", "team-b"}
+        assert bindings[0]["subjects"][0]["namespace"] == NAMESPACE
+        wide = render(sets=["rbac.workloadPatch=cluster"])
+        assert rule_set(one(wide, "ClusterRole", FULLNAME)["rules"]) >= WORKLOAD_PATCH
+        none = render(sets=["rbac.workloadPatch=none", "rbac.workloadNamespaces={team-a}"])
+        assert not find(none, "Role", f"{FULLNAME}-workloads")
+        assert "workloadPatch" in render_error(sets=["rbac.workloadPatch=everywhere"])
 
     def test_nothing_sensitive_or_wildcard(self) -> None:
         objs = render()
@@ -777,3 +798,36 @@ class TestEveryObject:
         ).stdout  # fmt: skip
         for obj in (d for d in yaml.safe_load_all(out) if d):
             assert len(obj["metadata"]["name"]) <= 63, obj["metadata"]["name"]
+
+
+class TestNetworkPolicy:
+    def test_off_by_default(self) -> None:
+        assert not find(render(), "NetworkPolicy")
+
+    def test_only_the_operators_ports_from_the_peers_given(self) -> None:
+        api_server = {"ipBlock": {"cidr": "10.0.0.0/24"}}
+        monitoring = {"namespaceSelector": {"matchLabels": {"name": "monitoring"}}}
+        objs = render(
+            sets=[
+                "networkPolicy.enabled=true",
+                "networkPolicy.webhookFrom[0].ipBlock.cidr=10.0.0.0/24",
+                "networkPolicy.metricsFrom[0].namespaceSelector.matchLabels.name=monitoring",
+            ]
+        )
+        policy = one(objs, "NetworkPolicy", FULLNAME)
+        assert policy["metadata"]["namespace"] == NAMESPACE
+        pod_labels = one(objs, "Deployment")["spec"]["template"]["metadata"]["labels"]
+        assert policy["spec"]["podSelector"]["matchLabels"].items() <= pod_labels.items()
+        assert policy["spec"]["policyTypes"] == ["Ingress"]
+        webhook, metrics = policy["spec"]["ingress"]
+        container = operator_container(objs)
+        ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+        assert [p["port"] for p in webhook["ports"]] == [ports["webhook"]]
+        assert webhook["from"] == [api_server]
+        assert sorted(p["port"] for p in metrics["ports"]) == sorted(
+            [ports["metrics"], ports["health"]]
+        )
+        assert metrics["from"] == [monitoring]
+        open_policy = one(render(sets=["networkPolicy.enabled=true"]), "NetworkPolicy")
+        assert all("from" not in rule for rule in open_policy["spec"]["ingress"])
+        assert "networkPolicy" in render_error(sets=["networkPolicy.enable=true"])

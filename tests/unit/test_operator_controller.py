@@ -15,7 +15,7 @@ import yaml
 from preflight_check.report import CheckResult, Report
 from preflight_operator import constants
 from preflight_operator.analysis import RulesAnalyser
-from preflight_operator.api import Conflict, NotFound
+from preflight_operator.api import Conflict, Forbidden, NotFound
 from preflight_operator.config import OperatorConfig, PolicySpec
 from preflight_operator.controller import Controller
 from preflight_operator.static import StaticResult
@@ -45,6 +45,7 @@ class FakeApi:
         self.policies: dict[tuple[str, str], dict[str, Any]] = {}
         self.pods: list[dict[str, Any]] = []  # pods of the cluster (only listed by selector)
         self.pod_lists: list[Any] = []
+        self.forbidden_namespaces: set[str] = set()
         self.uids = itertools.count()
 
     async def patch_policy_status(self, namespace: str, name: str, status: Any) -> Any:
@@ -81,6 +82,9 @@ class FakeApi:
         return obj
 
     async def patch_workload(self, ref: WorkloadRef, patch: Any) -> Any:
+        if ref.namespace in self.forbidden_namespaces:
+            self.writes.append(("forbidden", ref.name))
+            raise Forbidden(403, "cannot patch", "Forbidden")
         obj = self.workloads.setdefault(ref.key, {})
         self.workloads[ref.key] = _merge(obj, patch)
         self.writes.append(("workload", ref.name))
@@ -511,3 +515,25 @@ def test_pods_that_ran_without_injection_get_not_injected_an_event_and_a_count()
     assert [e["reason"] for e in api.events] == ["NotInjected"]
     assert api.pod_lists[0][1]["labelSelector"] == "app=vllm-good,!vllm-preflight.io/injected"
     assert counted._value.get() - before == 2
+
+
+def test_without_patch_rights_the_status_is_still_written_and_nothing_claimed_done() -> None:
+    """The chart grants patch on workloads only in rbac.workloadNamespaces by default."""
+    config = OperatorConfig(default_policy=PolicySpec(on_runtime_failure="ScaleToZero"))
+    api = FakeApi()
+    api.forbidden_namespaces = {NS}
+
+    async def scenario() -> None:
+        ctl = controller(api, config)
+        ctl.observe_workload(DEPLOYMENT, deployment(), deleted=False)
+        ctl.observe_pod(injected_pod("p1", "u1", message=FAIL_REPORT, exit_code=1), deleted=False)
+        await settle(ctl)
+        await ctl.stop()
+
+    run(scenario())
+    status = api.gpuvals[NS, "deployment-vllm-good"]["status"]
+    assert status["runtimeVerdict"] == "fail"
+    assert "remediation" not in status  # not applied, so not recorded as applied
+    assert NS not in {k[0] for k in api.workloads}
+    assert ("forbidden", "vllm-good") in api.writes
+    assert "ScaledToZero" not in {e["reason"] for e in api.events}
