@@ -15,6 +15,11 @@ server admits is never "malformed" here and one it rejects never passes:
 * a non-zero value is rounded away from zero to a whole number of nano units, and a binary
   quantity is capped at 2^63-1, as the API server stores them.
 
+Not applied here, because it belongs to the field: the API server's v1 conversion rounds
+every ResourceList value (requests, limits, a quota's hard) up to milli units, so a GPU
+limit of "1n" is stored as "1m" (not a whole device either way).
+tests/e2e/test_quantity_roundtrip.py checks both against a real API server.
+
 Bounded work for hostile input: more than ``MAX_DIGITS`` digits or an exponent beyond
 ``MAX_EXPONENT`` is None ("not a quantity we evaluate"), never seconds of big-number
 arithmetic, and never Python's 4300-digit ``int()`` limit.
