@@ -151,7 +151,9 @@ _MLA_TYPES = frozenset(
         "pangu_ultra_moe",
     )
 )
-_DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float": 4, "half": 2}
+_UNGATED_MLP = frozenset(
+    ("phi", "gpt2", "gpt_neox", "gptj", "falcon", "gpt_bigcode", "starcoder2", "opt", "bloom")
+)
 _DTYPE_NAMES = {
     "float": "float32",
     "float32": "float32",
@@ -415,7 +417,8 @@ def _param_estimate(text: Mapping[str, Any]) -> Optional[Tuple[float, float, flo
     experts = _int(_first(text, _EXPERT_KEYS)[0]) or 0
     dense_layers = layers
     expert_params = 0.0
-    dense_mlp = 3.0 * hidden * inter
+    # gated MLPs (SwiGLU: gate, up, down) have three matrices, the older fc1/fc2 two
+    dense_mlp = (2.0 if text.get("model_type") in _UNGATED_MLP else 3.0) * hidden * inter
     if experts:
         moe_inter = _int(text.get("moe_intermediate_size")) or inter
         first_dense = _int(text.get("first_k_dense_replace")) or 0
@@ -454,14 +457,14 @@ def _weights(
     size: float
     if bits is None:
         size = (embed + base + experts) * 2
-        text_out = f"estimated: {(embed + base + experts) / 1e9:.1f}B parameters x 2 bytes"
+        text_out = f"estimated: {(embed + base + experts) / 1e9:.3g}B parameters x 2 bytes"
     elif method == "mxfp4" or (method or "").endswith("_mxfp4"):
         size = (embed + base) * 2 + experts * bits / 8
-        text_out = f"estimated: {(embed + base + experts) / 1e9:.1f}B parameters, experts MXFP4"
+        text_out = f"estimated: {(embed + base + experts) / 1e9:.3g}B parameters, experts MXFP4"
     else:
         size = embed * 2 + (base + experts) * bits / 8
         text_out = (
-            f"estimated: {(embed + base + experts) / 1e9:.1f}B parameters, {bits:g} bits ({method})"
+            f"estimated: {(embed + base + experts) / 1e9:.3g}B parameters, {bits:g} bits ({method})"
         )
     return int(size), text_out
 

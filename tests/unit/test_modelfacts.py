@@ -71,6 +71,9 @@ def test_every_corpus_model_is_read(model: str) -> None:
         ("deepseek-ai/DeepSeek-V3", 671.0),
         ("openai/gpt-oss-120b", 116.8),
         ("openai/gpt-oss-20b", 20.9),
+        ("microsoft/phi-2", 2.78),
+        ("meta-llama/Llama-3.2-1B-Instruct", 1.24),
+        ("Qwen/Qwen2.5-1.5B-Instruct", 1.54),
     ],
 )
 def test_parameter_estimate_matches_published_counts(model: str, billions: float) -> None:
@@ -375,3 +378,33 @@ def test_max_len_verdict_agrees_with_vllm(model: str) -> None:
     over = mf.rule_max_len(got, mf.Serving(max_model_len=derived + 1))
     vllm_refused = "error" in RECORDED[model]["max_model_len_plus_one"]
     assert (over.status == mf.FAIL) == vllm_refused
+
+
+@pytest.mark.parametrize(
+    ("quant", "method", "minimum"),
+    [
+        # the quantization_config blocks AutoAWQ and AutoGPTQ write into config.json
+        ({"quant_method": "awq", "bits": 4, "group_size": 128, "version": "gemm",
+          "zero_point": True}, "awq", 75),
+        ({"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False,
+          "sym": True}, "gptq", 60),
+        ({"quant_method": "compressed-tensors", "format": "float-quantized"},
+         "compressed-tensors", 70),
+        ({"quant_method": "bitsandbytes_unknown"}, "bitsandbytes_unknown", None),
+    ],
+)  # fmt: skip
+def test_awq_gptq_and_compressed_tensors(quant: dict[str, Any], method: str, minimum: Any) -> None:
+    config = json.loads((CORPUS / "meta-llama/Meta-Llama-3.1-8B/config.json").read_text())
+    config["quantization_config"] = quant
+    got = mf.read_facts({mf.CONFIG: config})
+    assert got is not None
+    assert got.quant_method == method
+    assert got.quant_min_capability == minimum
+    if method in ("awq", "gptq"):
+        dense = facts("meta-llama/Meta-Llama-3.1-8B").weight_bytes
+        assert dense is not None
+        assert got.weight_bytes is not None
+        assert 0.3 < got.weight_bytes / dense < 0.45  # 4.25-bit layers, 16-bit embeddings
+    v100 = mf.gpu_from_product("Tesla-V100-SXM2-16GB")
+    verdict = mf.rule_quant(got, mf.Serving(), v100).status
+    assert verdict == {75: mf.FAIL, 60: mf.PASS, 70: mf.PASS, None: mf.UNKNOWN}[minimum]
