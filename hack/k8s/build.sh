@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds binaries from the pinned Go modules in this folder, into a cache outside the
 # repository. Two sets, each with its own cache directory:
-#   build.sh [controlplane]  etcd, kube-apiserver, kube-controller-manager, kubectl, helm
+#   build.sh [controlplane]  etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+#                            kubectl, helm
 #     -> ${VLLM_PREFLIGHT_CACHE:-~/.cache/vllm-preflight}/k8s-<version>-<key>/bin
 #   build.sh tools           promtool, helm-docs (only the chart's tests need them)
 #     -> ${VLLM_PREFLIGHT_CACHE:-~/.cache/vllm-preflight}/tools-<key>/bin
@@ -24,7 +25,7 @@ esac
 if ! command -v go >/dev/null; then
   echo "hack/k8s/build.sh: 'go' is not on PATH; install Go (see hack/k8s/go.mod for the" \
        "minimum version) or point VLLM_PREFLIGHT_K8S_BIN at a directory holding" \
-       "etcd, kube-apiserver, kube-controller-manager, kubectl and helm" >&2
+       "etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and helm" >&2
   exit 2
 fi
 
@@ -71,6 +72,7 @@ if [ "$target" = controlplane ]; then
   steps=("etcd|$here|./etcd||"
          "kube-apiserver|$here|k8s.io/kubernetes/cmd/kube-apiserver|$kver|"
          "kube-controller-manager|$here|k8s.io/kubernetes/cmd/kube-controller-manager|$kver|"
+         "kube-scheduler|$here|k8s.io/kubernetes/cmd/kube-scheduler|$kver|"
          "kubectl|$here|k8s.io/kubernetes/cmd/kubectl|$kver|"
          "helm|$here/helm|helm.sh/helm/v3/cmd/helm|$hver|")
   what="the local control plane (about 6-7 minutes on 2 cores the first time"

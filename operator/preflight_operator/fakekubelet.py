@@ -142,6 +142,13 @@ def pod_status(
     }
 
 
+def bound_node(pod: Mapping[str, Any]) -> str | None:
+    """The node kube-scheduler bound the pod to, or None while it is not bound. A kubelet
+    runs only the pods bound to its node: this stand-in plays the kubelet for those only."""
+    node = (pod.get("spec") or {}).get("nodeName")
+    return str(node) if node else None
+
+
 async def bind(api: KubeApi, namespace: str, name: str, node: str) -> None:
     """What the scheduler would do: put the pod on a node (none needs to exist)."""
     body = {

@@ -1,14 +1,16 @@
 """`make demo`: the whole flow on a local control plane, in about half a minute.
 
-1. a local kube-apiserver + etcd + controller-manager (preflight_operator.testing);
+1. a local kube-apiserver + etcd + controller-manager + kube-scheduler
+   (preflight_operator.testing), and two fake GPU Nodes (4 and 2 H200s, testing/nodes.py);
 2. the CRDs, the operator (a child process) and webhook configurations calling it;
 3. a namespace opted in, a good vLLM Deployment (TP=2 on 2 GPUs) admitted, a bad one
    (TP=4 on 2 GPUs, no /dev/shm) DENIED under the default Enforce; a PreflightPolicy with
    action Warn for it (as a team trialling the rules would), and it is admitted with
-   warnings;
-4. the kubelet's part: each injected pod is bound to a node, the REAL checker runs with
-   the pod's preflight-check env over a fake GPU view of the GPUs the pod requested, and
-   its exit code and termination message go into the pod's status;
+   warnings; a right but big one (TP=8 on 8 GPUs) that no node can hold;
+4. kube-scheduler binds the pods that fit to a GPU Node; the kubelet's part, for bound pods
+   only: the REAL checker runs with the pod's preflight-check env over a fake GPU view of
+   the GPUs the pod requested, and its exit code and termination message go into the
+   pod's status; the big pod stays Pending, Unschedulable;
 5. ``kubectl get gpuval``: one workload passes, one fails, and why.
 
 Everything started is stopped at the end (and on Ctrl-C, or if this process dies).
@@ -31,12 +33,14 @@ from preflight_operator.api import KubeApi, credentials_from_kubeconfig
 from preflight_operator.localoperator import OperatorProcess
 from preflight_operator.testing import LocalCluster
 from preflight_operator.testing.base import Cluster
+from preflight_operator.testing.nodes import DEFAULT_NODES, create_gpu_nodes
 
 MANIFESTS = localsetup.REPO / "tests" / "data" / "manifests"
+
 GOOD = MANIFESTS / "good-tp2-deployment.yaml"
 BAD = MANIFESTS / "bad-tp4-deployment.yaml"
+BIG = MANIFESTS / "big-tp8-deployment.yaml"
 NAMESPACE = "vllm-demo"
-NODE = "gpu-node-1"
 TRIAL_POLICY = {
     "apiVersion": constants.API_VERSION,
     "kind": constants.POLICY_KIND,
@@ -65,12 +69,20 @@ def wait_for(what: str, condition: Any, timeout: float = 60.0) -> Any:
     raise TimeoutError(f"timed out waiting for {what}")
 
 
-def injected_pods(cluster: Cluster) -> list[dict[str, Any]]:
-    out = cluster.kubectl(
-        "get", "pods", "-n", NAMESPACE, "-l", constants.INJECTED_POD_SELECTOR, "-o", "json"
-    ).stdout
+def injected_pods(
+    cluster: Cluster, apps: tuple[str, ...] = ("vllm-good", "vllm-bad")
+) -> list[dict[str, Any]]:
+    selector = f"{constants.INJECTED_POD_SELECTOR},app in ({','.join(apps)})"
+    out = cluster.kubectl("get", "pods", "-n", NAMESPACE, "-l", selector, "-o", "json").stdout
     items: list[dict[str, Any]] = json.loads(out)["items"]
     return items
+
+
+def unschedulable_message(pod: dict[str, Any]) -> str:
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+            return f"{cond.get('reason')}: {cond.get('message')}"
+    return ""
 
 
 def run_check(pod: dict[str, Any], workdir: Path) -> tuple[int, str, str]:
@@ -110,9 +122,14 @@ async def play_kubelet(kubeconfig: Path, pods: list[dict[str, Any]], workdir: Pa
         for pod in pods:
             name = pod["metadata"]["name"]
             gpus = fakekubelet.check_gpus(pod)
-            print(f"-- {name}: bound to {NODE}, {gpus} GPU(s); running the check ...", flush=True)
-            if not pod["spec"].get("nodeName"):
-                await fakekubelet.bind(api, NAMESPACE, name, NODE)
+            node = fakekubelet.bound_node(pod)
+            if node is None:  # a kubelet runs only what the scheduler bound to its node
+                continue
+            print(
+                f"-- {name}: bound by kube-scheduler to {node}, {gpus} GPU(s);"
+                " running the check ...",
+                flush=True,
+            )
             started = fakekubelet.rfc3339()
             exit_code, message, table = run_check(pod, workdir)
             print("\n".join("   " + line for line in _what_matters(table)))
@@ -124,9 +141,14 @@ async def play_kubelet(kubeconfig: Path, pods: list[dict[str, Any]], workdir: Pa
 
 def runtime_verdicts(cluster: Cluster) -> bool:
     out = cluster.kubectl("get", "gpuval", "-n", NAMESPACE, "-o", "json").stdout
-    items = json.loads(out)["items"]
+    items = [i for i in json.loads(out)["items"] if i["metadata"]["name"] in CHECKED]
     verdicts = [(i.get("status") or {}).get("runtimeVerdict") for i in items]
-    return len(items) == 2 and all(v in ("pass", "warn", "fail", "error") for v in verdicts)
+    return len(items) == len(CHECKED) and all(
+        v in ("pass", "warn", "fail", "error") for v in verdicts
+    )
+
+
+CHECKED = ("deployment-vllm-good", "deployment-vllm-bad")
 
 
 def demo(cluster: Cluster, workdir: Path) -> None:
@@ -150,6 +172,16 @@ def demo(cluster: Cluster, workdir: Path) -> None:
         cluster.kubectl("create", "namespace", NAMESPACE)
         cluster.kubectl("label", "namespace", NAMESPACE, f"{constants.LABEL_INJECT}=enabled")
         cluster.wait_namespace_ready(NAMESPACE)
+        shapes = ", ".join(f"{n.name} ({n.gpus} x {n.product})" for n in DEFAULT_NODES)
+        say(f"GPU Nodes for kube-scheduler: {shapes}")
+        create_gpu_nodes(cluster)
+        show(
+            cluster.kubectl(
+                "get", "nodes", "-o", "custom-columns=NODE:.metadata.name,"
+                "GPUS:.status.allocatable.nvidia\\.com/gpu,"
+                "PRODUCT:.metadata.labels.nvidia\\.com/gpu\\.product",
+            )
+        )  # fmt: skip
 
         say("kubectl apply: the good vLLM Deployment (TP=2 on 2 GPUs, /dev/shm in memory)")
         show(cluster.kubectl("apply", "-n", NAMESPACE, "-f", str(GOOD)))
@@ -170,13 +202,36 @@ def demo(cluster: Cluster, workdir: Path) -> None:
         admitted = wait_for("the policy to reach the webhook", apply_bad, timeout=30)
         show(admitted)
 
-        say("the kubelet's part: run the real checker in each injected pod")
-        pods = wait_for("2 injected pods", lambda: len(injected_pods(cluster)) == 2 or None)
-        pods = injected_pods(cluster)
+        say("kubectl apply: a right but big one (TP=8 on 8 GPUs): no node has 8")
+        show(cluster.kubectl("apply", "-n", NAMESPACE, "-f", str(BIG)))
+
+        say("kube-scheduler binds the pods that fit; the kubelet's part: run the real checker")
+        pods = wait_for(
+            "kube-scheduler to bind 2 injected pods",
+            lambda: (p := injected_pods(cluster)) and all(fakekubelet.bound_node(x) for x in p)
+            and len(p) == 2 and p,
+        )  # fmt: skip
         for pod in pods:
             inits = [c["name"] for c in pod["spec"].get("initContainers", [])]
             print(f"-- {pod['metadata']['name']}: init containers {inits}")
         asyncio.run(play_kubelet(cluster.kubeconfig, pods, workdir))
+
+        say("the big one: Pending, and why (kubectl vllm-preflight explain deploy/vllm-big)")
+
+        def big_pending() -> dict[str, Any] | None:
+            pods = injected_pods(cluster, ("vllm-big",))
+            return next((p for p in pods if unschedulable_message(p)), None)
+
+        big = wait_for("kube-scheduler to give up on the big pod", big_pending)
+        print(f"{big['metadata']['name']}: {unschedulable_message(big)}")
+        plugin_env = {**cluster.env()}
+        plugin_env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{plugin_env['PATH']}"
+        show(
+            subprocess.run(
+                ["kubectl", "vllm-preflight", "explain", "deploy/vllm-big", "-n", NAMESPACE],
+                capture_output=True, text=True, env=plugin_env, timeout=60, check=False,
+            )
+        )  # fmt: skip
 
         wait_for("runtime verdicts on both GPUValidations", lambda: runtime_verdicts(cluster))
         say("kubectl get gpuval -n vllm-demo")
@@ -203,7 +258,10 @@ def demo(cluster: Cluster, workdir: Path) -> None:
 def main() -> int:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="vllm-preflight-demo-") as tmp:
-        say("starting a local control plane (etcd, kube-apiserver, kube-controller-manager)")
+        say(
+            "starting a local control plane"
+            " (etcd, kube-apiserver, kube-controller-manager, kube-scheduler)"
+        )
         with LocalCluster() as cluster:
             print(
                 f"up in {cluster.startup_seconds:.1f} s, Kubernetes {cluster.version},"

@@ -39,9 +39,11 @@ The API (class Cluster; LocalCluster and ExternalCluster implement it):
   `startup_seconds`, `check_alive()`, and `stop(keep_workdir=None)`
   (VLLM_PREFLIGHT_KEEP_WORKDIR=1 keeps logs and data after stopping).
 
-Binaries come from VLLM_PREFLIGHT_K8S_BIN or hack/k8s/build.sh (see binaries.py). No
-kubelet and no scheduler run: Pods stay Pending; a test that needs a Pod's status writes it
-through the status subresource, as a kubelet would.
+Binaries come from VLLM_PREFLIGHT_K8S_BIN or hack/k8s/build.sh (see binaries.py).
+kube-scheduler runs; Nodes exist only when a test or the demo makes them
+(`testing.nodes.create_gpu_nodes`: fake GPU Nodes the scheduler binds GPU pods to). No
+kubelet runs: a test that needs a Pod's status writes it through the status subresource,
+as a kubelet would (fakekubelet, for pods the scheduler bound).
 """
 
 from __future__ import annotations

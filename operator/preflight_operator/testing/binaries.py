@@ -15,7 +15,14 @@ from collections.abc import Mapping
 from pathlib import Path
 
 BIN_ENV = "VLLM_PREFLIGHT_K8S_BIN"
-REQUIRED = ("etcd", "kube-apiserver", "kube-controller-manager", "kubectl", "helm")
+REQUIRED = (
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kubectl",
+    "helm",
+)
 
 # operator/preflight_operator/testing/binaries.py -> the repository root.
 REPO_ROOT = Path(__file__).resolve().parents[3]

@@ -76,12 +76,21 @@ class Layout:
     def controller_manager_kubeconfig(self) -> Path:
         return self.workdir / "controller-manager.kubeconfig"
 
+    @property
+    def scheduler_kubeconfig(self) -> Path:
+        return self.workdir / "scheduler.kubeconfig"
+
+    @property
+    def scheduler_certs(self) -> Path:
+        return self.pki / "scheduler"
+
 
 @dataclass(frozen=True)
 class Ports:
     etcd_client: int
     etcd_peer: int
     apiserver: int
+    scheduler: int  # its /healthz, which start() waits for
 
 
 def etcd_args(binary: Path, layout: Layout, ports: Ports) -> list[str]:
@@ -122,7 +131,10 @@ def apiserver_args(binary: Path, layout: Layout, ports: Ports) -> list[str]:
         f"--service-account-signing-key-file={layout.sa_key}",
         "--authorization-mode=RBAC",
         # Admission: the default plugin set, which includes ServiceAccount,
-        # NamespaceLifecycle and both admission webhook plugins.
+        # NamespaceLifecycle and both admission webhook plugins, plus
+        # ExtendedResourceToleration (as GKE runs it): a pod requesting nvidia.com/gpu
+        # tolerates the nvidia.com/gpu taint of the fake GPU Nodes (testing/nodes.py).
+        "--enable-admission-plugins=ExtendedResourceToleration",
         "--allow-privileged=true",
         "--profiling=false",
     ]
@@ -139,4 +151,22 @@ def controller_manager_args(binary: Path, layout: Layout) -> list[str]:
         f"--root-ca-file={layout.ca_cert}",
         f"--service-account-private-key-file={layout.sa_key}",
         "--use-service-account-credentials=false",
+    ]
+
+
+def scheduler_args(binary: Path, layout: Layout, ports: Ports) -> list[str]:
+    """kube-scheduler with its default profile: it binds Pods to Nodes by their resources
+    (nvidia.com/gpu included), taints and selectors, and marks the rest Unschedulable."""
+    return [
+        str(binary),
+        f"--kubeconfig={layout.scheduler_kubeconfig}",
+        # Delegated authentication/authorization of its own endpoint ask the API server;
+        # /healthz is always allowed, and that is all start() reads.
+        f"--authentication-kubeconfig={layout.scheduler_kubeconfig}",
+        f"--authorization-kubeconfig={layout.scheduler_kubeconfig}",
+        "--leader-elect=false",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={ports.scheduler}",
+        f"--cert-dir={layout.scheduler_certs}",
+        "--profiling=false",
     ]

@@ -1,9 +1,11 @@
-"""LocalCluster: etcd + kube-apiserver + kube-controller-manager on loopback ports.
+"""LocalCluster: etcd + kube-apiserver + kube-controller-manager + kube-scheduler on
+loopback ports.
 
 Start: certificates and keys from a fresh test CA -> etcd (wait for /health) ->
-kube-apiserver (wait for /readyz) -> kube-controller-manager (wait until it has created
-the `default` ServiceAccount and the kube-root-ca.crt ConfigMap in `default`, which proves
-its controllers run). Stop: SIGTERM to every component's process group, SIGKILL after a
+kube-apiserver (wait for /readyz) -> kube-controller-manager and kube-scheduler together
+(wait until the controller manager has created the `default` ServiceAccount and the
+kube-root-ca.crt ConfigMap in `default`, which proves its controllers run, and until the
+scheduler's /healthz answers). Stop: SIGTERM to every component's process group, SIGKILL after a
 grace period, then the work directory is removed. See docs/CONTROL_PLANE.md.
 """
 
@@ -182,7 +184,7 @@ class LocalCluster(Cluster):
         layout = flags.Layout(workdir)
         self._scratch = workdir / "scratch"
         self._scratch.mkdir()
-        ports = flags.Ports(*free_ports(3))
+        ports = flags.Ports(*free_ports(4))
         self.server = f"https://127.0.0.1:{ports.apiserver}"
         self._write_pki(layout)
         ssl_ctx = ssl.create_default_context(cafile=str(layout.ca_cert))
@@ -203,12 +205,23 @@ class LocalCluster(Cluster):
             "kube-controller-manager",
             flags.controller_manager_args(self.bin_dir / "kube-controller-manager", layout),
         )
+        # Started at once, not after the controller manager: both only need the API server.
+        scheduler = self._launch(
+            "kube-scheduler",
+            flags.scheduler_args(self.bin_dir / "kube-scheduler", layout, ports),
+        )
         default_sa = f"{self.server}/api/v1/namespaces/default/serviceaccounts/default"
         root_ca = f"{self.server}/api/v1/namespaces/default/configmaps/kube-root-ca.crt"
         self._wait(
             controller_manager,
             lambda: bool(_get(default_sa, ssl_ctx)) and bool(_get(root_ca, ssl_ctx)),
         )
+        # Its serving certificate is self-signed in --cert-dir; only liveness is read here.
+        insecure = ssl.create_default_context()
+        insecure.check_hostname = False
+        insecure.verify_mode = ssl.CERT_NONE
+        scheduler_health = f"https://127.0.0.1:{ports.scheduler}/healthz"
+        self._wait(scheduler, lambda: _get(scheduler_health, insecure) == b"ok")
         # A component that lost its port to another process exits within milliseconds, but
         # a probe may have reached that other process (say, someone else's etcd) first.
         for component in self._components:
@@ -253,6 +266,15 @@ class LocalCluster(Cluster):
                 name=CONTEXT_NAME,
                 cluster=cluster,
                 user=client_cert_user(kcm.cert_pem, kcm.key_pem),
+            ),
+        )
+        scheduler = ca.client("system:kube-scheduler", groups=["system:masters"])
+        write_kubeconfig(
+            layout.scheduler_kubeconfig,
+            build_kubeconfig(
+                name=CONTEXT_NAME,
+                cluster=cluster,
+                user=client_cert_user(scheduler.cert_pem, scheduler.key_pem),
             ),
         )
 
