@@ -216,6 +216,7 @@ class Serving:
     quantization: Optional[str] = None
     gpu_memory_utilization: float = 0.9
     allow_long_max_model_len: bool = False  # VLLM_ALLOW_LONG_MAX_MODEL_LEN
+    hf_overrides: bool = False  # --hf-overrides may rewrite the config's length
 
     @property
     def ep_size(self) -> int:
@@ -719,6 +720,8 @@ def rule_pp_layers(facts: ModelFacts, serving: Serving) -> Verdict:
 
 def rule_max_len(facts: ModelFacts, serving: Serving) -> Verdict:
     derived, wanted = facts.max_model_len, serving.max_model_len
+    if serving.hf_overrides:
+        return Verdict(MAX_LEN, UNKNOWN, "--hf-overrides may change the model's length")
     if wanted is None:
         return Verdict(MAX_LEN, PASS, f"--max-model-len not set: vLLM uses {derived}")
     if derived is None:

@@ -374,6 +374,7 @@ def plan_from_vllm_args(text: str, where: str) -> Tuple[Dict[str, int], Dict[str
             "dtype": parsed.dtype,
             "quantization": parsed.quantization,
             "enable_expert_parallel": parsed.enable_expert_parallel,
+            "hf_overrides": parsed.hf_overrides,
         }
     notes = [
         f"{p.flag} {p.value!r}: {p.message}" for p in parsed.problems if p not in plan_problems

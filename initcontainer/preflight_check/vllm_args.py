@@ -359,6 +359,7 @@ class ParsedArgs:
     max_model_len: Optional[str] = None
     dtype: Optional[str] = None
     quantization: Optional[str] = None
+    hf_overrides: bool = False  # --hf-overrides given (in any spelling)
     config_path: Optional[str] = None
     config_loaded: bool = False
     # dest -> where its (last) value came from
@@ -634,6 +635,10 @@ class _Parser:
                 key, eq, value = text.partition("=")
                 head, dot, tail = key[2:].partition(".")
                 key = "--" + head.replace("_", "-") + dot + tail
+                if head.replace("_", "-") == "hf-overrides":
+                    # may rewrite the model's config (length, RoPE): the model rules
+                    # then do not judge what it can change
+                    self.result.hf_overrides = True
                 out.append(_Tok(key + eq + value, tok.index, tok.spelling, tok.from_config))
             elif text.startswith("-O") and text != "-O":
                 level = text[3:] if text[2:3] == "=" else text[2:]

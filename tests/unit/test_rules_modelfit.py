@@ -174,3 +174,17 @@ def test_lint_model_config_flag(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert lint.main(["--model-config", str(CORPUS), str(path)]) == lint.EXIT_FAILED
     assert "model-tp-heads" in capsys.readouterr().out
     assert lint.main(["--model-config", str(tmp_path / "nope"), str(path)]) == lint.EXIT_UNREADABLE
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        ("--hf-overrides", '{"max_position_embeddings": 131072}'),
+        ("--hf_overrides.max_position_embeddings=131072",),
+    ],
+)
+def test_hf_overrides_make_the_length_unknown(override: tuple[str, ...]) -> None:
+    res = result("Qwen/Qwen3-8B", "--max-model-len", "128k", *override)
+    assert "model-max-len" not in found(res)
+    res = result("Qwen/Qwen3-8B", "--max-model-len", "128k")
+    assert "model-max-len" in found(res)

@@ -42,6 +42,7 @@ def _serving(facts: Facts, options: Options) -> mf.Serving:
         quantization=args.get("quantization"),
         gpu_memory_utilization=options.gpu_memory_utilization,
         allow_long_max_model_len=allow,
+        hf_overrides=bool(args.get("hf_overrides")),
     )
 
 

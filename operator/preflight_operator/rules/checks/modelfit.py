@@ -114,6 +114,7 @@ def serving_of(ctx: ContainerContext) -> mf.Serving:
         quantization=parsed.quantization,
         gpu_memory_utilization=parsed.gpu_memory_utilization or 0.9,
         allow_long_max_model_len=(allow or "").strip().lower() in ("1", "true"),
+        hf_overrides=parsed.hf_overrides,
     )
 
 
