@@ -11,7 +11,9 @@
    only: the REAL checker runs with the pod's preflight-check env over a fake GPU view of
    the GPUs the pod requested, and its exit code and termination message go into the
    pod's status; the big pod stays Pending, Unschedulable;
-5. ``kubectl get gpuval``: one workload passes, one fails, and why.
+5. ``kubectl get gpuval``: one workload passes, one fails, and why;
+6. (model rules) a Deployment whose model cannot split over its TP is DENIED, once the
+   operator has fetched the model's config from a local Hub stand-in (demo/models.py).
 
 Everything started is stopped at the end (and on Ctrl-C, or if this process dies).
 """
@@ -30,6 +32,7 @@ from typing import Any
 
 from preflight_operator import constants, fakekubelet, localsetup
 from preflight_operator.api import KubeApi, credentials_from_kubeconfig
+from preflight_operator.demo import models
 from preflight_operator.localoperator import OperatorProcess
 from preflight_operator.testing import LocalCluster
 from preflight_operator.testing.base import Cluster
@@ -151,7 +154,7 @@ def runtime_verdicts(cluster: Cluster) -> bool:
 CHECKED = ("deployment-vllm-good", "deployment-vllm-bad")
 
 
-def demo(cluster: Cluster, workdir: Path) -> None:
+def demo(cluster: Cluster, workdir: Path, hub_url: str) -> None:
     say("installing the CRDs (chart), kopf's ClusterKopfPeering CRD")
     localsetup.install_crds(cluster, lws=False)
     cert = cluster.issue_serving_cert()
@@ -163,6 +166,7 @@ def demo(cluster: Cluster, workdir: Path) -> None:
         workdir=workdir,
         identity="vllm-preflight-demo",
         standalone=False,
+        extra_args=["--config", str(models.operator_config(workdir, hub_url))],
         env=cluster.env(),
     )
     operator.start()
@@ -204,6 +208,12 @@ def demo(cluster: Cluster, workdir: Path) -> None:
 
         say("kubectl apply: a right but big one (TP=8 on 8 GPUs): no node has 8")
         show(cluster.kubectl("apply", "-n", NAMESPACE, "-f", str(BIG)))
+
+        say(
+            f"kubectl apply: {models.MODEL} (14 attention heads) with TP=4; the operator"
+            " fetches its config.json from a local Hub stand-in"
+        )
+        models.deny_model_that_cannot_split(cluster, NAMESPACE, show)
 
         say("kube-scheduler binds the pods that fit; the kubelet's part: run the real checker")
         pods = wait_for(
@@ -262,12 +272,12 @@ def main() -> int:
             "starting a local control plane"
             " (etcd, kube-apiserver, kube-controller-manager, kube-scheduler)"
         )
-        with LocalCluster() as cluster:
+        with LocalCluster() as cluster, models.HubServer() as hub:
             print(
                 f"up in {cluster.startup_seconds:.1f} s, Kubernetes {cluster.version},"
                 f" in {cluster.workdir}"
             )
-            demo(cluster, Path(tmp))
+            demo(cluster, Path(tmp), hub.url)
             say("stopping everything")
     print(f"demo finished in {time.monotonic() - started:.0f} s; nothing left running")
     return 0
