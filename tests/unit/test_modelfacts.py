@@ -408,3 +408,24 @@ def test_awq_gptq_and_compressed_tensors(quant: dict[str, Any], method: str, min
     v100 = mf.gpu_from_product("Tesla-V100-SXM2-16GB")
     verdict = mf.rule_quant(got, mf.Serving(), v100).status
     assert verdict == {75: mf.FAIL, 60: mf.PASS, 70: mf.PASS, None: mf.UNKNOWN}[minimum]
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["serve", "m", "--max-model-len", "32k", "--dtype", "half", "-q", "fp8"],
+         ("32k", "half", "fp8", False)),
+        (["serve", "m", "--max_model_len=8192", "--quantization=awq", "--hf-overrides", "{}"],
+         ("8192", None, "awq", True)),
+        (["serve", "m", "--hf_overrides.max_position_embeddings=1"], (None, None, None, True)),
+    ],
+)  # fmt: skip
+def test_the_shared_parser_reads_what_the_model_rules_need(
+    argv: list[str], expected: tuple[Any, ...]
+) -> None:
+    from preflight_check.vllm_args import parse_vllm_args
+
+    parsed = parse_vllm_args(argv)
+    got = (parsed.max_model_len, parsed.dtype, parsed.quantization, parsed.hf_overrides)
+    assert got == expected
+    assert parsed.problems == []
