@@ -29,7 +29,7 @@ from preflight_operator.events import now_rfc3339, policy_invalid_event
 from preflight_operator.eventsink import EventSink
 from preflight_operator.nodefeedback import Levels, finding, parse_levels
 from preflight_operator.nodehealth import NodeFeedback
-from preflight_operator.podresults import PodResult, pod_result
+from preflight_operator.podresults import PodResult, pod_result, unschedulable
 from preflight_operator.policy import (
     VALID_CONDITION,
     Policy,
@@ -270,6 +270,7 @@ class Controller:
             uid=uid,
             node=str((body.get("spec") or {}).get("nodeName", "")),
             result=result,
+            unschedulable=unschedulable(body),
         )
         changed = self.store.put_pod(key, pod, self._clock())
         if result is not None and (before is None or before.result != result):

@@ -52,6 +52,9 @@ class StatusInputs:
     # Pods of the workload that run without the injected check (created while no
     # operator replica answered the injection webhook under failurePolicy Ignore).
     not_injected: Sequence[str] = ()
+    # (pod, kube-scheduler's message) of pods waiting for a node that no node fits: they
+    # never run the check, so "waiting for pod results" would wait forever.
+    unschedulable: Sequence[tuple[str, str]] = ()
 
 
 def desired_object(ref: WorkloadRef, uid: str) -> dict[str, Any]:
@@ -166,6 +169,25 @@ def not_injected_message(ref: WorkloadRef, pods: Sequence[str]) -> str:
     )
 
 
+UNSCHEDULABLE_REASON = "unschedulable"
+
+
+def unschedulable_message(pods: Sequence[tuple[str, str]]) -> str:
+    """The RuntimeChecksPassed message while pods fit no node: the scheduler's own words,
+    and the fix when it is the GPUs (the usual case: more per pod than any node has)."""
+    name, why = pods[0]
+    more = f" (and {len(pods) - 1} more pod(s))" if len(pods) > 1 else ""
+    text = f"pod {name}{more} is not scheduled, so its check cannot run: {why.strip()}"
+    if "Insufficient nvidia.com/gpu" in why or "Insufficient amd.com/gpu" in why:
+        return (
+            f"{text} Fix: no node has that many free GPUs; request at most what one node"
+            " has (lower --tensor-parallel-size x --pipeline-parallel-size and"
+            " resources.limits with it, or spread the model over pods with a"
+            " LeaderWorkerSet), or add nodes with more GPUs"
+        )
+    return f"{text} Fix: make the pod fit a node (what the scheduler names above)"
+
+
 def _runtime_condition(
     verdict: str,
     live: Sequence[PodResult],
@@ -174,11 +196,14 @@ def _runtime_condition(
     *,
     not_injected: Sequence[str] = (),
     ref: WorkloadRef | None = None,
+    unschedulable: Sequence[tuple[str, str]] = (),
 ) -> tuple[str, str, str]:
     if not injection_enabled and not live and not history:
         return "Unknown", "InjectionDisabled", "the policy disables the injected check"
     if not_injected and not live and ref is not None:
         return "Unknown", NOT_INJECTED, not_injected_message(ref, not_injected)
+    if verdict == PENDING and unschedulable:
+        return "Unknown", "Unschedulable", unschedulable_message(unschedulable)
     if verdict == PENDING:
         return "Unknown", "WaitingForPods", "no pod of the workload has finished its check yet"
     failing = [r for r in live if r.verdict in (FAIL, ERROR)]
@@ -226,8 +251,10 @@ def status_reason(
     runtime: str,
     live: Sequence[PodResult],
     history: Sequence[Mapping[str, Any]],
+    unschedulable: Sequence[tuple[str, str]] = (),
 ) -> str:
-    """The REASON column: first runtime failure, else static failure, else warnings."""
+    """The REASON column: first runtime failure, else static failure, else warnings;
+    while no result is in, `unschedulable` when a pod fits no node."""
 
     def runtime_reason(verdicts: tuple[str, ...]) -> str:
         for result in live:
@@ -250,7 +277,7 @@ def status_reason(
     if static is not None and static.verdict == WARN:
         return static.first_reason
     if runtime == PENDING:
-        return "waiting for pod results"
+        return UNSCHEDULABLE_REASON if unschedulable else "waiting for pod results"
     return ""
 
 
@@ -269,7 +296,9 @@ def build_status(inputs: StatusInputs) -> dict[str, Any]:
         "workload": inputs.ref.display,
         "staticVerdict": static.verdict if static is not None else UNKNOWN,
         "runtimeVerdict": runtime,
-        "reason": status_reason(static, runtime, inputs.live_results, history),
+        "reason": status_reason(
+            static, runtime, inputs.live_results, history, inputs.unschedulable
+        ),
         "action": inputs.policy.action,
         "policy": inputs.policy.name,
         "gpus": f"{'?' if requested is None else requested}/"
@@ -305,6 +334,7 @@ def build_status(inputs: StatusInputs) -> dict[str, Any]:
         inputs.injection_enabled,
         not_injected=inputs.not_injected,
         ref=inputs.ref,
+        unschedulable=inputs.unschedulable,
     )
     if runtime_state[1] == NOT_INJECTED and runtime == PENDING:
         status["reason"] = NOT_INJECTED_REASON

@@ -89,8 +89,10 @@ def plan_reconcile(
     history_limit: int,
     now: str,
     not_injected: Sequence[str] = (),
+    unschedulable: Sequence[tuple[str, str]] = (),
 ) -> ReconcilePlan:
-    """``not_injected``: names of the workload's pods that run without the check."""
+    """``not_injected``: names of the workload's pods that run without the check;
+    ``unschedulable``: (pod, scheduler message) of its pods no node fits."""
     ref = workload.ref
 
     def status_with(record: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -109,6 +111,7 @@ def plan_reconcile(
                 history_limit=history_limit,
                 injection_enabled=workload.policy.spec.injection_enabled,
                 not_injected=not_injected,
+                unschedulable=unschedulable,
             )
         )
 

@@ -97,6 +97,23 @@ class PodResult:
         return out
 
 
+def unschedulable(pod: Mapping[str, Any]) -> str:
+    """kube-scheduler's reason a pod has no node (its PodScheduled=False condition with
+    reason Unschedulable, e.g. "0/2 nodes are available: 2 Insufficient nvidia.com/gpu."),
+    or "" while it is scheduled or not yet looked at. Such a pod never runs its check."""
+    if (pod.get("spec") or {}).get("nodeName"):
+        return ""
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if (
+            isinstance(cond, Mapping)
+            and cond.get("type") == "PodScheduled"
+            and cond.get("status") == "False"
+            and cond.get("reason") == "Unschedulable"
+        ):
+            return str(cond.get("message") or "no node fits the pod")
+    return ""
+
+
 def _check_status(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
     for status in (pod.get("status") or {}).get("initContainerStatuses") or []:
         if isinstance(status, Mapping) and status.get("name") == constants.CHECK_CONTAINER:

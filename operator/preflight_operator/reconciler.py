@@ -95,6 +95,7 @@ class Reconciler:
             history_limit=self._history_limit,
             now=self._now(),
             not_injected=not_injected,
+            unschedulable=store.unschedulable_pods(key),
         )
         if plan.note:
             logger.info("%s: %s", workload.ref.display, plan.note)
@@ -120,6 +121,7 @@ class Reconciler:
                     history_limit=self._history_limit,
                     now=self._now(),
                     not_injected=not_injected,
+                    unschedulable=store.unschedulable_pods(key),
                 )
         if plan.remediation_metric is not None:
             remedy, action = plan.remediation_metric

@@ -46,6 +46,7 @@ class PodState:
     uid: str
     node: str
     result: PodResult | None
+    unschedulable: str = ""  # kube-scheduler's message while no node fits the pod
 
 
 @dataclasses.dataclass
@@ -109,7 +110,7 @@ class Store:
             if pod.result is not None:
                 self.result_arrivals.setdefault(key, now)
             return True
-        return before.node != pod.node
+        return before.node != pod.node or before.unschedulable != pod.unschedulable
 
     def forget_pod(self, key: Key, uid: str) -> bool:
         pods = self.pods.get(key)
@@ -125,6 +126,13 @@ class Store:
 
     def pending_pods(self, key: Key) -> int:
         return sum(1 for p in self.pods.get(key, {}).values() if p.result is None)
+
+    def unschedulable_pods(self, key: Key) -> list[tuple[str, str]]:
+        """(pod, scheduler message) of the pods that wait for a node no node fits."""
+        pods = self.pods.get(key, {}).values()
+        return sorted(
+            (p.name, p.unschedulable) for p in pods if p.result is None and p.unschedulable
+        )
 
     # -- GPUValidations ---------------------------------------------------------------
 

@@ -5,7 +5,7 @@ Kubernetes module) places the pods of vLLM Deployments on fake GPU Nodes
 Deployment -> ReplicaSet -> Pod -> binding is Kubernetes' own; the test plays the kubelet
 only for a pod the scheduler bound (fakekubelet.bound_node), as the demo does. A pod asking
 for more GPUs than any Node has stays Pending, Unschedulable, and `kubectl vllm-preflight
-explain` says why.
+explain` and the GPUValidation (REASON unschedulable) say why.
 """
 
 from __future__ import annotations
@@ -128,6 +128,24 @@ def test_more_gpus_than_any_node_is_unschedulable(k8s: Cluster, namespace: str) 
     assert cond is not None
     assert cond["reason"] == "Unschedulable"
     assert "0/2 nodes are available: 2 Insufficient nvidia.com/gpu" in cond["message"]
+
+    # The GPUValidation says so, instead of waiting for a result that cannot come.
+    def gpuval_says_so() -> dict[str, Any] | None:
+        got = k8s.kubectl(
+            "get", "gpuval", "deployment-vllm-big", "-n", namespace, "-o", "json", check=False
+        )
+        status = (json.loads(got.stdout) if got.returncode == 0 else {}).get("status") or {}
+        return status if status.get("reason") == "unschedulable" else None
+
+    status = wait_for(gpuval_says_so, what="the GPUValidation to say the pod is unschedulable")
+    assert status["runtimeVerdict"] == "pending"
+    runtime = next(c for c in status["conditions"] if c["type"] == "RuntimeChecksPassed")
+    assert (runtime["status"], runtime["reason"]) == ("Unknown", "Unschedulable")
+    assert f"pod {pod['metadata']['name']} is not scheduled" in runtime["message"]
+    assert "2 Insufficient nvidia.com/gpu" in runtime["message"]
+    assert "Fix: no node has that many free GPUs" in runtime["message"]
+    table = k8s.kubectl("get", "gpuval", "deployment-vllm-big", "-n", namespace).stdout
+    assert "unschedulable" in table.splitlines()[1].split()
 
     env = {**k8s.env()}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
