@@ -49,10 +49,16 @@ CHECKS: Dict[str, Tuple[str, str]] = {
     "clock-throttle": (FAST, "clocks held down by hardware slowdown or power brake"),
     "fabric": (FAST, "NVSwitch fabric registration of each GPU (where offered)"),
     "xid": (FAST, "XID error events NVML reports while the check runs"),
+    "group": (FAST, "multi-node group: every member joined and agrees (after the local checks)"),
     "deep-workers": (DEEP, "torch worker per rank: set_device and allocate"),
     "deep-allreduce": (DEEP, "NCCL all-reduce over each TP group, sum verified"),
     "deep-peer-copy": (DEEP, "NCCL send/recv between neighbours of each TP group"),
+    "group-allreduce": (DEEP, "multi-node group: all-reduce over every GPU of the group"),
 }
+
+# Checks of the group phase: they run after the local checks (checks/group.py), not in
+# runner.evaluate's pass.
+GROUP_PHASE = frozenset(("group", "group-allreduce"))
 
 
 def tier_of(check_id: str) -> str:

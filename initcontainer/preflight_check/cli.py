@@ -36,7 +36,12 @@ def run(options: Options, host: Host, out: TextIO, err: TextIO) -> int:
         facts = gather(options, host, while_waiting=_import_checks, launched=launched)
         from preflight_check.runner import build_report, evaluate  # noqa: PLC0415
 
-        report = build_report(facts, options, evaluate(facts, options), started)
+        results = evaluate(facts, options)
+        if options.group is not None:
+            from preflight_check.checks.group import group_phase  # noqa: PLC0415
+
+            results += group_phase(facts, options, results, started)
+        report = build_report(facts, options, results, started)
     except Exception as exc:  # the checker's own bug: report it, never a traceback
         report = Report(
             action=options.action,

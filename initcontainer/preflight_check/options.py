@@ -26,6 +26,7 @@ from typing import (
 )
 
 from preflight_check.check_ids import CHECKS, DEEP, FAST, tier_of
+from preflight_check.group import GroupConfig, GroupError, group_config
 from preflight_check.plan import Plan
 from preflight_check.report import ACTIONS, ENFORCE
 
@@ -128,6 +129,8 @@ class Options:
     model_args: Dict[str, Any] = field(default_factory=dict)
     # Where each setting came from, for the report ("--shm-min", "PREFLIGHT_SHM_MIN").
     sources: Dict[str, str] = field(default_factory=dict)
+    # The multi-node group this pod belongs to (preflight_check.group), None when alone.
+    group: Optional[GroupConfig] = None
     # PREFLIGHT_* values that could not be read under Warn/Audit: (variable, what is wrong).
     # Their defaults were used; the 'settings' check reports them.
     setting_problems: List[Tuple[str, str]] = field(default_factory=list)
@@ -511,6 +514,11 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str]) -> Options:
         options.deadline_s = env.read(where, parse_seconds, None)
     elif deadline is not None:
         options.deadline_s = parse_seconds(deadline, where)
+    vllm_argv = shlex.split(vllm_text) if vllm_text is not None else []
+    try:
+        options.group = group_config(environ, vllm_argv)
+    except GroupError as exc:
+        raise UsageError(f"group settings: {exc}") from None
     options.json_path = args.json
     if args.termination_log is not None:
         options.termination_log, options.termination_log_given = args.termination_log, True

@@ -8,7 +8,7 @@ import time
 from typing import Any, Dict, List
 
 from preflight_check import __version__
-from preflight_check.check_ids import CHECKS, DEEP
+from preflight_check.check_ids import CHECKS, DEEP, GROUP_PHASE
 from preflight_check.checks import REGISTRY
 from preflight_check.facts import Facts
 from preflight_check.interposer import identify
@@ -22,6 +22,8 @@ def evaluate(facts: Facts, options: Options) -> List[CheckResult]:
     for check_id, (tier, _) in CHECKS.items():
         if tier == DEEP and options.tier != DEEP:
             continue
+        if check_id in GROUP_PHASE:
+            continue  # after the local checks: checks/group.py
         if check_id in options.skip:
             out.append(CheckResult(check_id, SKIP, "turned off (--skip / PREFLIGHT_SKIP)"))
             continue

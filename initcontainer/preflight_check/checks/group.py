@@ -1,0 +1,167 @@
+"""The group phase as checks: ``group`` (every member joined and agrees) and
+``group-allreduce`` (deep tier: a collective over every GPU of the group).
+
+They run after the local checks (``runner.evaluate`` leaves them out; ``cli.run`` calls
+``group_phase``), because a member's facts include its own verdict and how long its local
+check took. The facts come from what the local checks already collected (NVML, CUDA, the
+image's package metadata), so the phase adds only the meeting itself.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from typing import Any, Dict, List, Mapping, Optional
+
+from preflight_check.check_ids import DEEP
+from preflight_check.facts import Facts
+from preflight_check.group import GroupConfig, GroupVerdict
+from preflight_check.options import Options
+from preflight_check.report import ERROR, FAIL, PASS, SKIP, WARN, CheckResult
+
+# Distributions whose version the members compare (read from their metadata: nothing is
+# imported). NCCL ships in the nvidia-nccl wheels torch depends on.
+_NCCL_DISTS = ("nvidia-nccl-cu13", "nvidia-nccl-cu12", "nvidia-nccl-cu11", "nvidia-nccl")
+RESERVE_S = 0.5  # kept for writing the report after the phase
+DEFAULT_BUDGET_S = 60.0  # without --deadline / PREFLIGHT_DEADLINE
+
+
+def dist_version(names: tuple[str, ...]) -> Optional[str]:
+    try:
+        from importlib import metadata  # noqa: PLC0415 - only when in a group
+    except ImportError:  # pragma: no cover - Python < 3.8
+        return None
+    for name in names:
+        try:
+            return f"{name} {metadata.version(name)}" if len(names) > 1 else metadata.version(name)
+        except Exception:
+            continue
+    return None
+
+
+def local_verdict(results: List[CheckResult]) -> tuple[str, List[str]]:
+    failed = [r.id for r in results if r.status in (FAIL, ERROR)]
+    if failed:
+        return FAIL, failed
+    if any(r.status == WARN for r in results):
+        return WARN, []
+    return PASS, []
+
+
+def member_facts(
+    facts: Facts, options: Options, results: List[CheckResult], local_ms: float
+) -> Dict[str, Any]:
+    """What this pod tells its group: no secrets, no raw command line."""
+    verdict, failed = local_verdict(results)
+    uuids = [g.uuid for g in facts.cuda.gpus] or [g.uuid for g in facts.nvml.gpus]
+    names = [g.name for g in facts.nvml.gpus if g.name] or [g.name for g in facts.cuda.gpus]
+    config = options.group
+    return {
+        "node": (config.node if config else "") or None,
+        "host": socket.gethostname(),
+        "gpu_count": len(uuids),
+        "gpu_uuids": uuids,
+        "gpu_names": sorted(set(names)),
+        "driver": facts.nvml.driver_version or None,
+        "cuda_driver": facts.cuda.driver_version or facts.nvml.cuda_driver_version or None,
+        "nccl": dist_version(_NCCL_DISTS),
+        "vllm": dist_version(("vllm",)),
+        "torch": facts.runtime.torch_version or None,
+        "args": dict(config.args) if config else {},
+        "verdict": verdict,
+        "failed": failed,
+        "local_ms": round(local_ms, 1),
+        # the deep tier's backend, when the pod forces one (gloo: CPU ranks)
+        "backend": (config.backend if config else "") or None,
+    }
+
+
+def phase_deadline(options: Options, started_wall: float) -> float:
+    """The phase's deadline on the monotonic clock: what is left of --deadline (or the
+    default budget) minus the time the report needs."""
+    budget = options.deadline_s if options.deadline_s is not None else DEFAULT_BUDGET_S
+    left = budget - (time.time() - started_wall) - RESERVE_S
+    return time.monotonic() + max(0.0, left)
+
+
+def _result(config: GroupConfig, verdict: GroupVerdict, spent_ms: float) -> CheckResult:
+    evidence = dict(verdict.evidence)
+    evidence.setdefault("index", config.index)
+    evidence["role"] = "leader" if config.is_leader else "member"
+    evidence["phase_ms"] = round(spent_ms, 1)
+    evidence["source"] = config.source
+    return CheckResult("group", verdict.status, verdict.message, verdict.remediation, evidence)
+
+
+def group_phase(
+    facts: Facts, options: Options, results: List[CheckResult], started_wall: float
+) -> List[CheckResult]:
+    """Meet the group and report its verdict (and, deep tier, the group all-reduce)."""
+    config = options.group
+    if config is None:
+        return []
+    if "group" in options.skip:
+        return [CheckResult("group", SKIP, "turned off (--skip / PREFLIGHT_SKIP)")]
+    from preflight_check import groupnet  # noqa: PLC0415 - sockets only for groups
+
+    began = time.perf_counter()
+    local_ms = (time.time() - started_wall) * 1000.0
+    own = member_facts(facts, options, results, local_ms)
+    deadline = phase_deadline(options, started_wall)
+    deep = options.tier == DEEP and "group-allreduce" not in options.skip
+    try:
+        if config.is_leader:
+            decide = groupnet.leader_deadline(time.monotonic(), deadline)
+            verdict = groupnet.lead(config, own, decide, plan=_rank_plan if deep else None)
+        else:
+            verdict = groupnet.join(config, own, deadline)
+    except Exception as exc:  # the phase's own bug: an error result, never a traceback
+        verdict = GroupVerdict(
+            ERROR,
+            f"internal error in the group phase: {type(exc).__name__}: {exc}",
+            "report it with the JSON report attached (--json)",
+        )
+    out = [_result(config, verdict, (time.perf_counter() - began) * 1000.0)]
+    if options.tier == DEEP:
+        out.append(_allreduce(config, options, verdict, deadline))
+    return out
+
+
+def _rank_plan(members: Mapping[int, Mapping[str, Any]]) -> Dict[str, Any]:
+    from preflight_check.group_allreduce import layout  # noqa: PLC0415
+
+    counts = {i: int(m.get("gpu_count") or 0) for i, m in members.items()}
+    force = str(members.get(0, {}).get("backend") or "")
+    return layout(counts, force).to_dict()
+
+
+def _allreduce(
+    config: GroupConfig, options: Options, verdict: GroupVerdict, deadline: float
+) -> CheckResult:
+    """Every pod runs its ranks of one all-reduce over the whole group."""
+    check_id = "group-allreduce"
+    if check_id in options.skip:
+        return CheckResult(check_id, SKIP, "turned off (--skip / PREFLIGHT_SKIP)")
+    from preflight_check.group_allreduce import Layout, run_ranks, summarize  # noqa: PLC0415
+
+    raw = verdict.evidence.get("allreduce")
+    lay = Layout.from_dict(raw) if isinstance(raw, dict) else None
+    if lay is None:
+        return CheckResult(
+            check_id, SKIP, f"not run: the group did not meet and agree ({verdict.status})"
+        )
+    started = time.perf_counter()
+    results = run_ranks(lay, config.index, config.address, config.port + 1, deadline)
+    status, message, evidence = summarize(results, lay)
+    evidence["ranks_here"] = [r.get("rank") for r in results]
+    evidence["phase_ms"] = round((time.perf_counter() - started) * 1000.0, 1)
+    fix = (
+        ""
+        if status == PASS
+        else (
+            f"NCCL_DEBUG=INFO names the failing transport; allow TCP {config.port + 1} and NCCL's "
+            "ports between the group's pods; NCCL_SOCKET_IFNAME must name an interface every "
+            "pod has"
+        )
+    )
+    return CheckResult(check_id, status, message, fix, evidence)

@@ -1,0 +1,637 @@
+"""The group phase, pure part: who is in the group, what members say, and the verdict.
+
+A multi-node vLLM engine (a LeaderWorkerSet group running Ray, ``--nnodes`` over vLLM's
+multiprocessing executor, or multi-node data parallelism) starts only when every pod of the
+group is healthy *and* agrees with the others. After its local checks each pod's check
+meets the others over TCP at the leader's address (``groupnet`` holds the socket code);
+members send their facts, the leader (member 0) compares them with its own and sends
+every member the verdict. Nothing here touches the network or the clock: the framing,
+the message checks and the comparison are plain functions, tested without sockets.
+
+Wire format: every frame is ``MAGIC`` (4 bytes), a big-endian 4-byte length, then that
+many bytes of UTF-8 JSON, at most ``MAX_FRAME``. Anything else on the port (a port scanner,
+an HTTP probe, a member of another group) is refused with a reason, never a crash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shlex
+import struct
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+PROTOCOL = "vllm-preflight-group/1"
+MAGIC = b"VPG1"
+HEADER = struct.Struct(">4sI")
+MAX_FRAME = 64 * 1024
+# Not one of vLLM's ports (master_port 29501, data_parallel_master_port 29500,
+# data_parallel_rpc_port 29550: vllm/config/parallel.py), Ray's (6379, 8265, 10001) or
+# torch.distributed's customary 29500.
+DEFAULT_PORT = 29600
+MAX_GROUP_SIZE = 1024
+_MAX_TEXT = 256
+_MAX_LIST = 64
+
+KIND_LWS = "lws"
+KIND_NNODES = "nnodes"
+KIND_DP = "multi-node-dp"
+KIND_EXPLICIT = "explicit"
+
+# The vLLM options every node of one engine must agree on (docs/RULES.md, "LeaderWorkerSet
+# consistency"); their hash is what members compare.
+ENGINE_KEYS: Tuple[str, ...] = (
+    "model",
+    "revision",
+    "tokenizer",
+    "tp",
+    "pp",
+    "dp",
+    "dcp",
+    "pcp",
+    "nnodes",
+    "max_model_len",
+    "dtype",
+    "quantization",
+    "kv_cache_dtype",
+    "enable_expert_parallel",
+    "distributed_executor_backend",
+    "data_parallel_backend",
+)
+
+
+class GroupError(ValueError):
+    """The group's settings are malformed; the message names the variable."""
+
+
+class ProtocolError(ValueError):
+    """What arrived on the group port is not a member of this group speaking this
+    protocol; the message says what it was."""
+
+
+@dataclass(frozen=True)
+class GroupConfig:
+    """This pod's place in its group."""
+
+    kind: str
+    group_id: str
+    address: str  # the leader's address (DNS name or IP)
+    port: int
+    index: int  # 0 = the leader
+    size: int
+    bind: str = ""  # the leader listens here ("" = every interface)
+    source: str = ""  # where the settings came from, for the report
+    node: str = ""  # PREFLIGHT_NODE_NAME (the injector sets it from spec.nodeName)
+    backend: str = ""  # PREFLIGHT_GROUP_BACKEND: force the deep tier's backend (gloo)
+    # the must-match vLLM options of this pod (--vllm-args, else PREFLIGHT_GROUP_ARGS)
+    args: Dict[str, str] = field(default_factory=dict)
+
+    @property
+    def is_leader(self) -> bool:
+        return self.index == 0
+
+
+def _int(environ: Mapping[str, str], name: str, low: int, high: int) -> Optional[int]:
+    text = environ.get(name)
+    if text is None or text.strip() == "":
+        return None
+    if not re.fullmatch(r"\s*[0-9]+\s*", text):
+        raise GroupError(f"{name}={text!r} is not a whole number")
+    value = int(text)
+    if not low <= value <= high:
+        raise GroupError(f"{name}={text!r} must be between {low} and {high}")
+    return value
+
+
+def _option(argv: Sequence[str], names: Sequence[str]) -> Optional[str]:
+    """The last value of a long option (``--x v`` or ``--x=v``, underscores allowed)."""
+    wanted = set(names) | {"--" + n[2:].replace("-", "_") for n in names if n.startswith("--")}
+    value: Optional[str] = None
+    for i, word in enumerate(argv):
+        name, eq, explicit = word.partition("=")
+        if name in wanted:
+            if eq:
+                value = explicit
+            elif i + 1 < len(argv):
+                value = argv[i + 1]
+    return value
+
+
+def group_config(
+    environ: Mapping[str, str], vllm_argv: Optional[Sequence[str]] = None
+) -> Optional[GroupConfig]:
+    """The group this pod belongs to, or None when it is not part of one.
+
+    In order: the injector's ``PREFLIGHT_GROUP_*``; a LeaderWorkerSet's own
+    ``LWS_LEADER_ADDRESS`` / ``LWS_GROUP_SIZE`` / ``LWS_WORKER_INDEX``; vLLM's
+    ``--nnodes N --node-rank R --master-addr A``; multi-node DP's ``-dp N -dpl M
+    --data-parallel-address A --data-parallel-start-rank S`` (index S / M). The port is
+    ``PREFLIGHT_GROUP_PORT`` (default 29600). ``PREFLIGHT_GROUP=off`` turns the phase off.
+    """
+    if environ.get("PREFLIGHT_GROUP", "").strip().lower() in ("off", "0", "false", "no"):
+        return None
+    port = _int(environ, "PREFLIGHT_GROUP_PORT", 1, 65535) or DEFAULT_PORT
+    bind = environ.get("PREFLIGHT_GROUP_BIND", "").strip()
+    address = environ.get("PREFLIGHT_GROUP_ADDRESS", "").strip()
+    size = _int(environ, "PREFLIGHT_GROUP_SIZE", 1, MAX_GROUP_SIZE)
+    index = _int(environ, "PREFLIGHT_GROUP_INDEX", 0, MAX_GROUP_SIZE)
+    kind, source = KIND_EXPLICIT, "PREFLIGHT_GROUP_*"
+    lws_address = environ.get("LWS_LEADER_ADDRESS", "").strip()
+    if lws_address:
+        address = address or lws_address
+        size = size if size is not None else _int(environ, "LWS_GROUP_SIZE", 1, MAX_GROUP_SIZE)
+        if index is None:
+            index = _int(environ, "LWS_WORKER_INDEX", 0, MAX_GROUP_SIZE)
+        kind, source = KIND_LWS, "LWS_LEADER_ADDRESS, LWS_GROUP_SIZE, LWS_WORKER_INDEX"
+    argv = list(vllm_argv or [])
+    if not address and argv:
+        nnodes = _option(argv, ["--nnodes", "-n"])
+        master = _option(argv, ["--master-addr"])
+        dp_address = _option(argv, ["--data-parallel-address"])
+        if nnodes and master and nnodes.isdigit() and int(nnodes) > 1:
+            rank = _option(argv, ["--node-rank", "-r"]) or "0"
+            if not rank.isdigit():
+                raise GroupError(f"--node-rank {rank!r} is not a whole number")
+            address, size, index = master, int(nnodes), int(rank)
+            kind, source = KIND_NNODES, "--nnodes, --node-rank, --master-addr"
+        elif dp_address:
+            dp = _option(argv, ["--data-parallel-size", "-dp"]) or ""
+            local = _option(argv, ["--data-parallel-size-local", "-dpl"]) or ""
+            start = _option(argv, ["--data-parallel-start-rank", "-dpr"]) or "0"
+            numbers = dp.isdigit() and local.isdigit() and start.isdigit()
+            if numbers and 0 < int(local) < int(dp) and int(dp) % int(local) == 0:
+                address, size = dp_address, int(dp) // int(local)
+                index = int(start) // int(local)
+                kind, source = KIND_DP, "--data-parallel-address, -dp, -dpl, start rank"
+    if not address:
+        if size is not None or index is not None:
+            raise GroupError(
+                "PREFLIGHT_GROUP_SIZE/PREFLIGHT_GROUP_INDEX are set without "
+                "PREFLIGHT_GROUP_ADDRESS (the leader's address)"
+            )
+        return None
+    if size is None:
+        raise GroupError(f"the group at {address} has no size (set PREFLIGHT_GROUP_SIZE)")
+    index = 0 if index is None else index
+    if index >= size:
+        raise GroupError(f"member index {index} is outside a group of {size} (0..{size - 1})")
+    group_id = environ.get("PREFLIGHT_GROUP_ID", "").strip() or address
+    backend = environ.get("PREFLIGHT_GROUP_BACKEND", "").strip().lower()
+    if backend not in ("", "nccl", "gloo"):
+        raise GroupError(f"PREFLIGHT_GROUP_BACKEND={backend!r} is not one of nccl, gloo")
+    node = environ.get("PREFLIGHT_NODE_NAME") or environ.get("NODE_NAME") or ""
+    args = engine_args(argv or vllm_argv_of(environ.get("PREFLIGHT_GROUP_ARGS", "")))
+    return GroupConfig(
+        kind,
+        group_id[:_MAX_TEXT],
+        address,
+        port,
+        index,
+        size,
+        bind,
+        source,
+        node[:_MAX_TEXT],
+        backend,
+        args,
+    )
+
+
+def engine_args(argv: Sequence[str]) -> Dict[str, str]:
+    """The must-match vLLM options of one command line, as text ({} when none is vLLM's)."""
+    if not argv:
+        return {}
+    try:
+        from preflight_check.vllm_args import parse_vllm_args  # noqa: PLC0415
+    except ImportError:
+        return {}
+    parsed = parse_vllm_args(list(argv))
+    plan = parsed.plan
+    values: Dict[str, Optional[str]] = {
+        "model": parsed.model,
+        "revision": _option(argv, ["--revision"]),
+        "tokenizer": _option(argv, ["--tokenizer"]),
+        "tp": str(plan.tp),
+        "pp": str(plan.pp),
+        "dp": str(plan.dp),
+        "dcp": str(plan.dcp),
+        "pcp": str(plan.pcp),
+        "nnodes": str(plan.nnodes),
+        "max_model_len": parsed.max_model_len,
+        "dtype": parsed.dtype,
+        "quantization": parsed.quantization,
+        "kv_cache_dtype": _option(argv, ["--kv-cache-dtype"]),
+        "enable_expert_parallel": "true" if parsed.enable_expert_parallel else None,
+        "distributed_executor_backend": plan.distributed_executor_backend,
+        "data_parallel_backend": plan.data_parallel_backend,
+    }
+    return {k: str(v)[:_MAX_TEXT] for k, v in values.items() if v is not None}
+
+
+_SEPARATORS = frozenset(("&&", "||", ";", "|", "&"))
+_SHELLS = frozenset(("sh", "bash", "dash", "ash", "zsh"))
+
+
+def vllm_argv_of(text: str) -> List[str]:
+    """vLLM's own command line inside a container's command (``PREFLIGHT_GROUP_ARGS``,
+    the injector's copy of command + args, already expanded by the kubelet): the words from
+    ``vllm serve`` / ``python -m vllm...`` to the end of that shell command, looking inside
+    ``sh -c`` scripts. [] when none is found (a Ray worker)."""
+    try:
+        words = shlex.split(text)
+    except ValueError:
+        return []
+    return _find_vllm(words, depth=0)
+
+
+def _find_vllm(words: List[str], depth: int) -> List[str]:
+    from preflight_check.vllm_args import vllm_args_start  # noqa: PLC0415
+
+    if depth > 3:
+        return []
+    start = 0
+    for i, word in enumerate([*words, ";"]):
+        if word not in _SEPARATORS:
+            continue
+        segment = words[start:i]
+        start = i + 1
+        while segment and segment[0] in ("exec", "nohup", "env", "--"):
+            segment = segment[1:]
+        if not segment:
+            continue
+        if segment[0].rsplit("/", 1)[-1] in _SHELLS and "-c" in segment:
+            at = segment.index("-c")
+            if at + 1 < len(segment):
+                try:
+                    inner = shlex.split(segment[at + 1].replace("\n", " ; "))
+                except ValueError:
+                    continue
+                found = _find_vllm(_split_script(inner), depth + 1)
+                if found:
+                    return found
+            continue
+        if vllm_args_start(segment) is not None:
+            return segment
+    return []
+
+
+def _split_script(words: List[str]) -> List[str]:
+    out: List[str] = []
+    for word in words:
+        out.append(word.rstrip(";") if word.endswith(";") and word != ";" else word)
+        if word.endswith(";") and word != ";":
+            out.append(";")
+    return out
+
+
+def args_hash(args: Mapping[str, str]) -> str:
+    """A short stable hash of the must-match options ("" when there are none)."""
+    if not args:
+        return ""
+    blob = json.dumps(dict(sorted(args.items())), separators=(",", ":")).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+# -- framing ------------------------------------------------------------------------------
+
+
+def encode(message: Mapping[str, Any]) -> bytes:
+    body = json.dumps(message, separators=(",", ":"), default=str).encode("utf-8")
+    if len(body) > MAX_FRAME:
+        raise ProtocolError(f"message of {len(body)} bytes is over the {MAX_FRAME} limit")
+    return HEADER.pack(MAGIC, len(body)) + body
+
+
+class FrameReader:
+    """Incremental decoder: feed it bytes, get whole messages; garbage raises at once
+    (the first 4 bytes already tell a stranger from a member)."""
+
+    def __init__(self) -> None:
+        self._buffer = b""
+
+    def feed(self, data: bytes) -> List[Dict[str, Any]]:
+        self._buffer += data
+        out: List[Dict[str, Any]] = []
+        while True:
+            head = self._buffer[: len(MAGIC)]
+            if head and not MAGIC.startswith(head):
+                raise ProtocolError(f"not this protocol (starts with {_peek(self._buffer)})")
+            if len(self._buffer) < HEADER.size:
+                return out
+            _, length = HEADER.unpack(self._buffer[: HEADER.size])
+            if length > MAX_FRAME:
+                raise ProtocolError(f"frame of {length} bytes is over the {MAX_FRAME} limit")
+            if len(self._buffer) < HEADER.size + length:
+                return out
+            body = self._buffer[HEADER.size : HEADER.size + length]
+            self._buffer = self._buffer[HEADER.size + length :]
+            try:
+                message = json.loads(body.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError) as exc:
+                raise ProtocolError(f"frame is not UTF-8 JSON ({exc})") from None
+            if not isinstance(message, dict):
+                raise ProtocolError("frame is not a JSON object")
+            out.append(message)
+
+    @property
+    def pending(self) -> int:
+        return len(self._buffer)
+
+
+def _peek(data: bytes) -> str:
+    return repr(data[:16])
+
+
+# -- messages -----------------------------------------------------------------------------
+
+
+def _text(value: Any) -> Optional[str]:
+    if value is None:
+        return None
+    return str(value)[:_MAX_TEXT]
+
+
+def clean_facts(raw: Any) -> Dict[str, Any]:
+    """A member's facts, bounded and typed: strings cut, lists capped, unknown keys
+    dropped. Never raises on a well-framed but odd message."""
+    facts = raw if isinstance(raw, dict) else {}
+    out: Dict[str, Any] = {}
+    texts = ("node", "host", "driver", "cuda_driver", "nccl", "vllm", "torch", "verdict", "backend")
+    for key in texts:
+        text = _text(facts.get(key))
+        if text is not None:
+            out[key] = text
+    args_raw = facts.get("args")
+    args = (
+        {str(k)[:64]: str(v)[:_MAX_TEXT] for k, v in list(args_raw.items())[:_MAX_LIST]}
+        if isinstance(args_raw, dict)
+        else {}
+    )
+    out["args"] = {k: v for k, v in args.items() if k in ENGINE_KEYS}
+    out["args_hash"] = args_hash(out["args"])
+    for key in ("gpu_uuids", "gpu_names", "failed"):
+        items = facts.get(key)
+        if isinstance(items, list):
+            out[key] = [str(i)[:_MAX_TEXT] for i in items[:_MAX_LIST]]
+        else:
+            out[key] = []
+    count = facts.get("gpu_count")
+    out["gpu_count"] = (
+        count if isinstance(count, int) and not isinstance(count, bool) else len(out["gpu_uuids"])
+    )
+    local = facts.get("local_ms")
+    out["local_ms"] = float(local) if isinstance(local, (int, float)) else None
+    return out
+
+
+def hello(config: GroupConfig, facts: Mapping[str, Any]) -> Dict[str, Any]:
+    return {
+        "proto": PROTOCOL,
+        "type": "hello",
+        "group": config.group_id,
+        "index": config.index,
+        "size": config.size,
+        "facts": dict(facts),
+    }
+
+
+def read_hello(message: Mapping[str, Any], config: GroupConfig) -> Tuple[int, Dict[str, Any]]:
+    """(index, facts) of a member's hello to this leader, or ProtocolError saying why not."""
+    if message.get("proto") != PROTOCOL:
+        raise ProtocolError(f"protocol {message.get('proto')!r}, expected {PROTOCOL!r}")
+    if message.get("type") != "hello":
+        raise ProtocolError(f"message type {message.get('type')!r}, expected 'hello'")
+    if message.get("group") != config.group_id:
+        raise ProtocolError(
+            f"a member of group {_text(message.get('group'))!r}, not {config.group_id!r}"
+        )
+    index = message.get("index")
+    if not isinstance(index, int) or isinstance(index, bool) or not 1 <= index < config.size:
+        raise ProtocolError(f"member index {index!r} is not 1..{config.size - 1}")
+    if message.get("size") != config.size:
+        raise ProtocolError(
+            f"member {index} believes the group has {message.get('size')!r} members, "
+            f"the leader {config.size}"
+        )
+    return index, clean_facts(message.get("facts"))
+
+
+def verdict_message(verdict: GroupVerdict) -> Dict[str, Any]:
+    return {"proto": PROTOCOL, "type": "verdict", **verdict.to_dict()}
+
+
+def read_verdict(message: Mapping[str, Any]) -> GroupVerdict:
+    if message.get("proto") != PROTOCOL or message.get("type") != "verdict":
+        raise ProtocolError("the leader's answer is not a verdict of this protocol")
+    status = message.get("status")
+    if status not in ("pass", "warn", "fail"):
+        raise ProtocolError(f"verdict status {status!r}")
+    evidence = message.get("evidence")
+    return GroupVerdict(
+        str(status),
+        str(message.get("message", ""))[:2000],
+        str(message.get("remediation", ""))[:1000],
+        evidence if isinstance(evidence, dict) else {},
+    )
+
+
+# -- the verdict --------------------------------------------------------------------------
+
+
+@dataclass
+class GroupVerdict:
+    status: str  # pass / warn / fail
+    message: str
+    remediation: str = ""
+    evidence: Dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "status": self.status,
+            "message": self.message,
+            "remediation": self.remediation,
+            "evidence": self.evidence,
+        }
+
+
+def member_name(index: int, facts: Optional[Mapping[str, Any]]) -> str:
+    role = "leader" if index == 0 else f"worker {index}"
+    node = (facts or {}).get("node") or (facts or {}).get("host")
+    return f"{role} ({node})" if node else role
+
+
+def missing_causes(config: GroupConfig) -> str:
+    return (
+        f"likely causes: the pod is not running yet (Pending: unschedulable, image pull, "
+        f"its own init containers); a NetworkPolicy that blocks TCP port {config.port} "
+        "between the group's pods; the port taken or filtered on the node "
+        "(PREFLIGHT_GROUP_PORT, chart value injection.groupPort); the leader's name "
+        f"{config.address!r} not resolving (a pod without an IP has no DNS record; "
+        "LeaderWorkerSet's headless Service publishes not-ready addresses, a Service of "
+        "your own needs publishNotReadyAddresses: true)"
+    )
+
+
+def judge(
+    config: GroupConfig,
+    members: Mapping[int, Mapping[str, Any]],
+    *,
+    waited_s: float,
+    rejected: Sequence[str] = (),
+    duplicates: Sequence[str] = (),
+) -> GroupVerdict:
+    """The leader's verdict over every member's facts (``members[0]`` is its own)."""
+    problems: List[str] = []
+    warnings: List[str] = []
+    fixes: List[str] = []
+    missing = [i for i in range(config.size) if i not in members]
+    joined = sorted(members)
+    if missing:
+        names = ", ".join(member_name(i, None) for i in missing)
+        problems.append(
+            f"{len(missing)} of {config.size} members never joined within {waited_s:.0f} s: "
+            f"{names}; {missing_causes(config)}"
+        )
+        fixes.append(
+            f"find why {names} did not start its check (kubectl describe pod), and allow TCP "
+            f"{config.port} between the group's pods"
+        )
+    problems.extend(duplicates)
+    members.get(0, {})
+    for index in joined:
+        facts = members[index]
+        if facts.get("verdict") == "fail":
+            failed = ", ".join(facts.get("failed") or []) or "see its own report"
+            problems.append(f"{member_name(index, facts)} failed its own checks: {failed}")
+            fixes.append(f"fix what {member_name(index, facts)}'s own report names")
+    base_index = next((i for i in joined if members[i].get("args")), None)
+    if base_index is not None:
+        base = members[base_index]
+        for index in joined:
+            facts = members[index]
+            if not facts.get("args") or facts.get("args_hash") == base.get("args_hash"):
+                continue
+            diff = _diff(base.get("args", {}), facts.get("args", {}))
+            problems.append(
+                f"{member_name(index, facts)} runs vLLM with other engine arguments than "
+                f"{member_name(base_index, base)}: {diff}"
+            )
+        if any(p for p in problems if "engine arguments" in p):
+            fixes.append("give every pod of the group the same vLLM engine arguments")
+    owners: Dict[Tuple[str, str], int] = {}
+    for index in joined:
+        where = str(members[index].get("node") or members[index].get("host") or "")
+        for uuid in members[index].get("gpu_uuids") or []:
+            # NCCL's duplicate test is per host (host hash and bus id): two pods on
+            # one node handed the same GPU (time-slicing, a shared GPU)
+            key = (where, uuid)
+            if key in owners and owners[key] != index:
+                problems.append(
+                    f"GPU {uuid} is seen by both {member_name(owners[key], members[owners[key]])}"
+                    f" and {member_name(index, members[index])}: NCCL fails with 'Duplicate GPU "
+                    "detected'"
+                )
+                fixes.append(
+                    "give each pod of the group its own GPUs (no shared or "
+                    "time-sliced GPUs across the group)"
+                )
+            owners.setdefault(key, index)
+    for name, label in (
+        ("driver", "NVIDIA driver"),
+        ("cuda_driver", "CUDA driver version"),
+        ("nccl", "NCCL"),
+        ("vllm", "vLLM"),
+        ("torch", "torch"),
+    ):
+        seen = {str(members[i][name]): i for i in joined if members[i].get(name) not in (None, "")}
+        if len(seen) > 1:
+            parts = ", ".join(
+                f"{member_name(i, members[i])} {value}" for value, i in sorted(seen.items())
+            )
+            warnings.append(f"{label} differs across the group: {parts}")
+    models: Dict[str, int] = {
+        "/".join(sorted(set(members[i].get("gpu_names") or []))): i
+        for i in joined
+        if members[i].get("gpu_names")
+    }
+    if len(models) > 1:
+        warnings.append(
+            "GPU models differ across the group: "
+            + ", ".join(f"{member_name(i, members[i])} {n}" for n, i in sorted(models.items()))
+            + " (every rank waits for the slowest)"
+        )
+    if warnings and not fixes:
+        fixes.append("run the group on nodes with the same driver and the same image")
+    slowest = _slowest(members)
+    evidence: Dict[str, Any] = {
+        "group": config.group_id,
+        "kind": config.kind,
+        "size": config.size,
+        "joined": joined,
+        "missing": missing,
+        "waited_ms": round(waited_s * 1000.0, 1),
+        "members": [_summary(i, members[i]) for i in joined][:16],
+    }
+    if slowest is not None:
+        evidence["slowest"] = slowest
+    if rejected:
+        evidence["rejected"] = list(rejected)[:8]
+    if problems:
+        status = "fail"
+        message = "; ".join(problems + warnings)
+    elif warnings:
+        status = "warn"
+        message = "; ".join(warnings)
+    else:
+        status = "pass"
+        message = f"all {config.size} members of group {config.group_id!r} joined and agree" + (
+            f" (slowest: {slowest['member']}, {slowest['local_ms']:.0f} ms)" if slowest else ""
+        )
+    return GroupVerdict(status, message[:3000], "; ".join(dict.fromkeys(fixes)), evidence)
+
+
+def _diff(base: Mapping[str, str], other: Mapping[str, str]) -> str:
+    keys = [k for k in ENGINE_KEYS if base.get(k) != other.get(k)]
+    return ", ".join(
+        f"{k} {base.get(k, '(default)')} vs {other.get(k, '(default)')}" for k in keys[:8]
+    )
+
+
+def _slowest(members: Mapping[int, Mapping[str, Any]]) -> Optional[Dict[str, Any]]:
+    timed = [(m.get("local_ms"), i) for i, m in members.items() if m.get("local_ms") is not None]
+    if not timed:
+        return None
+    local_ms, index = max(timed)
+    return {"index": index, "member": member_name(index, members[index]), "local_ms": local_ms}
+
+
+def _summary(index: int, facts: Mapping[str, Any]) -> Dict[str, Any]:
+    out: Dict[str, Any] = {"index": index}
+    for key in ("node", "gpu_count", "driver", "nccl", "vllm", "args_hash", "verdict", "local_ms"):
+        if facts.get(key) not in (None, ""):
+            out[key] = facts[key]
+    return out
+
+
+def member_outcome_unreachable(
+    config: GroupConfig, waited_s: float, last_error: str
+) -> GroupVerdict:
+    """A member that never reached its leader (or never got its verdict)."""
+    return GroupVerdict(
+        "fail",
+        f"{member_name(config.index, None)} could not reach the group's leader at "
+        f"{config.address}:{config.port} within {waited_s:.0f} s (last error: {last_error}); "
+        + missing_causes(config).replace("the pod is", "the leader pod is", 1),
+        f"check the leader pod of group {config.group_id!r} (kubectl describe pod), and allow "
+        f"TCP {config.port} between the group's pods",
+        {
+            "group": config.group_id,
+            "kind": config.kind,
+            "size": config.size,
+            "index": config.index,
+            "leader": f"{config.address}:{config.port}",
+            "last_error": last_error[:300],
+            "waited_ms": round(waited_s * 1000.0, 1),
+        },
+    )
