@@ -750,16 +750,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _command_index(args: Sequence[str]) -> int | None:
+    """Where the subcommand is: the first word that is neither a global flag nor the
+    value of --context/--kubeconfig."""
+    skip = False
+    for i, arg in enumerate(args):
+        if skip:
+            skip = False
+        elif arg in ("--context", "--kubeconfig"):
+            skip = True
+        elif not arg.startswith("-"):
+            return i
+    return None
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     out = out or sys.stdout
     parser = build_parser()
     # lint keeps its own parser and flags (vllm-preflight lint's), so pass them through.
-    globals_end = next(
-        (i for i, a in enumerate(args_list) if not a.startswith("-")), len(args_list)
-    )
-    if globals_end < len(args_list) and args_list[globals_end] == "lint":
-        return cmd_lint(args_list[globals_end + 1 :])
+    command_at = _command_index(args_list)
+    if command_at is not None and args_list[command_at] == "lint":
+        return cmd_lint(args_list[command_at + 1 :])
     try:
         args = parser.parse_args(args_list)
     except SystemExit as exc:

@@ -215,3 +215,13 @@ def test_check_node_dry_run_prints_the_job_and_needs_a_target() -> None:
     assert '"kubernetes.io/hostname": "n1"' in out.getvalue()
     assert kubectl_plugin.main(["check-node", "--tp", "2", "--dry-run"], out=io.StringIO()) == 2
     assert kubectl_plugin.main(["check-node", "--pool", "x", "--tp", "2"], out=io.StringIO()) == 2
+
+
+def test_lint_is_found_after_global_flags(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifest = tmp_path / "d.yaml"
+    manifest.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+    assert kubectl_plugin._command_index(["--context", "lint", "status"]) == 2
+    assert kubectl_plugin._command_index(["--kubeconfig=/k", "lint"]) == 1
+    assert kubectl_plugin.main(["--context", "prod", "lint", str(manifest)]) == 0
