@@ -8,7 +8,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: all demo test cluster lint typecheck unit e2e gpu zipapp controlplane venv clean bench-webhook bench-operator
+.PHONY: all demo test cluster lint typecheck unit e2e gpu zipapp controlplane venv clean bench-webhook bench-operator reliability
 
 all: test
 
@@ -59,6 +59,12 @@ bench-webhook: venv controlplane
 
 bench-operator: venv controlplane
 	$(PY) hack/bench/operator_scale.py
+
+# The reliability suite (docs/RELIABILITY.md): hostile inputs through lint, the rules
+# engine and check; then operator churn when hack/reliability/churn.py is there.
+reliability: venv controlplane
+	$(PY) hack/reliability/inputs.py
+	if [ -f hack/reliability/churn.py ]; then $(PY) hack/reliability/churn.py; fi
 
 clean:
 	rm -rf dist build .mypy_cache .ruff_cache .pytest_cache

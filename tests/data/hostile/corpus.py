@@ -232,7 +232,7 @@ def check_cases() -> Iterator[CheckCase]:
     """(name, argv, env, expected exit code) for `check` with no GPU driver."""
     yield "tp-5000-digits", ["--tp", "1" * 5000], {}, 2
     yield "shm-min-400-zeros", ["--shm-min", "1" + "0" * 400], {}, 2
-    yield "shm-min-1Ei", ["--shm-min", "1Ei"], {}, 1
+    yield "shm-min-1Ei", ["--tp", "2", "--shm-min", "1Ei"], {}, 1
     yield "bad-env-shm-warn", [], {"PREFLIGHT_SHM_MIN": "abc", "PREFLIGHT_ACTION": "Warn"}, 0
     yield "bad-env-shm-audit", [], {"PREFLIGHT_SHM_MIN": "1Pi", "PREFLIGHT_ACTION": "Audit"}, 0
     yield (
