@@ -135,8 +135,8 @@ def _measure(obj: dict[str, Any]) -> tuple[float, int, list[Any]]:
 )
 def test_hostile_expansion_is_cheap_and_unknown(make: Any) -> None:
     spent, peak, results = _measure(make())
-    assert spent < 1.0
-    assert peak < 40 * 1024 * 1024  # bytes, under tracemalloc (which itself slows things)
+    assert spent < 1.0  # measured 1-45 ms
+    assert peak < 8 * 1024 * 1024  # measured 0.2-0.6 MiB (the issue: 4.2 GB in the webhook)
     assert results
     for result in results:
         assert all(f.id != "rules-internal-error" for f in result.findings), result.to_dict()
