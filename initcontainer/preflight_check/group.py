@@ -226,7 +226,11 @@ def engine_args(argv: Sequence[str]) -> Dict[str, str]:
         "distributed_executor_backend": plan.distributed_executor_backend,
         "data_parallel_backend": plan.data_parallel_backend,
     }
-    return {k: str(v)[:_MAX_TEXT] for k, v in values.items() if v is not None}
+    if not parsed.plan_valid:  # a size vLLM would refuse, or a $VAR left unexpanded
+        for key in ("tp", "pp", "dp", "dcp", "pcp", "nnodes"):
+            values.pop(key, None)
+    # a value still holding a shell variable is unknown here: never compared
+    return {k: str(v)[:_MAX_TEXT] for k, v in values.items() if v is not None and "$" not in v}
 
 
 _SEPARATORS = frozenset(("&&", "||", ";", "|", "&"))

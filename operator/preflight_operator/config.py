@@ -70,6 +70,8 @@ class InjectionConfig:
         }
     )
     timeout_seconds: int = 120
+    # where the checks of a multi-node group meet (PREFLIGHT_GROUP_PORT; chart groupPort)
+    group_port: int = 29600
 
 
 @dataclasses.dataclass(frozen=True)
@@ -303,6 +305,13 @@ def parse_policy_spec(
     )  # fmt: skip
 
 
+def _group_port(value: Any) -> int:
+    port = _int(value, "injection.groupPort", 1)
+    if port > 65534:  # the deep tier uses port + 1
+        raise ConfigError(f"injection.groupPort: {port} is above 65534")
+    return port
+
+
 def parse_config(data: Any) -> OperatorConfig:
     raw = _mapping(data, "config")
     inj = _mapping(raw.get("injection"), "injection")
@@ -321,6 +330,7 @@ def parse_config(data: Any) -> OperatorConfig:
         timeout_seconds=_int(
             inj.get("timeoutSeconds", defaults.timeout_seconds), "injection.timeoutSeconds", 1
         ),
+        group_port=_group_port(inj.get("groupPort", defaults.group_port)),
     )
     excluded = raw.get("excludedNamespaces", sorted(constants.SYSTEM_NAMESPACES))
     if not isinstance(excluded, list) or not all(isinstance(n, str) for n in excluded):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import shlex
 from collections.abc import Mapping
 from typing import Any
 
@@ -135,6 +136,45 @@ def preflight_env(plan: Plan, policy: PolicySpec, deadline_s: int) -> list[dict[
     return [{"name": k, "value": v} for k, v in env.items()]
 
 
+LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
+LWS_SIZE_ANNOTATION = "leaderworkerset.sigs.k8s.io/size"
+
+
+def in_lws_group(pod: Mapping[str, Any]) -> bool:
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    return isinstance(labels, Mapping) and bool(labels.get(LWS_NAME_LABEL))
+
+
+def group_env(vllm: Mapping[str, Any], port: int) -> list[dict[str, Any]]:
+    """What the check of a LeaderWorkerSet pod needs for the group phase (docs/CHECKS.md,
+    "Group phase"). LeaderWorkerSet itself gives every container, init containers too,
+    LWS_LEADER_ADDRESS and LWS_GROUP_SIZE; the worker index and the node come from the
+    downward API (the labels exist by the time the kubelet starts the container), and the
+    vLLM command line as written (the kubelet expands its $(VAR) references as it does
+    for the vLLM container) gives the arguments the group compares."""
+    words = [str(w) for key in ("command", "args") for w in (vllm.get(key) or [])]
+    env: list[dict[str, Any]] = [
+        {"name": "PREFLIGHT_GROUP_PORT", "value": str(port)},
+        {
+            "name": "PREFLIGHT_GROUP_INDEX",
+            "valueFrom": {
+                "fieldRef": {"fieldPath": f"metadata.labels['{LWS_WORKER_INDEX_LABEL}']"}
+            },
+        },
+        {
+            "name": "PREFLIGHT_GROUP_SIZE",
+            "valueFrom": {
+                "fieldRef": {"fieldPath": f"metadata.annotations['{LWS_SIZE_ANNOTATION}']"}
+            },
+        },
+        {"name": "PREFLIGHT_NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+    ]
+    if words:
+        env.append({"name": "PREFLIGHT_GROUP_ARGS", "value": shlex.join(words)})
+    return env
+
+
 def _merged_resources(
     base: Mapping[str, Any],
     gpus: Mapping[str, Mapping[str, Any]],
@@ -241,7 +281,10 @@ def plan_injection(
     if taken:
         return Skip("volume-name-taken", f"the pod already has a volume {sorted(taken)[0]!r}")
     mode = policy.injection_mode or config.mode
-    init = [install_container(config), check_container(vllm, plan, policy, config, mode)]
+    check = check_container(vllm, plan, policy, config, mode)
+    if in_lws_group(pod):
+        check["env"] += group_env(vllm, config.group_port)
+    init = [install_container(config), check]
     init += [copy.deepcopy(c) for c in spec.get("initContainers") or []]
     volumes = [copy.deepcopy(v) for v in spec.get("volumes") or []]
     volumes.append({"name": constants.VOLUME_NAME, "emptyDir": {"sizeLimit": "64Mi"}})

@@ -681,6 +681,7 @@ class TestOperatorConfig:
                     "limits": {"memory": "512Mi"},
                 },
                 "timeoutSeconds": 120,
+                "groupPort": 29600,
             },
             "namespaceLabel": OPT_IN,
             "excludedNamespaces": ["kube-system", "kube-public", "kube-node-lease", NAMESPACE],

@@ -15,7 +15,8 @@
     "checkImage" (include "vllm-preflight.checkImage" .)
     "imagePullPolicy" $i.imagePullPolicy
     "resources" $i.resources
-    "timeoutSeconds" (int $i.timeoutSeconds))
+    "timeoutSeconds" (int $i.timeoutSeconds)
+    "groupPort" (int ($i.groupPort | default 29600)))
   "namespaceLabel" .Values.webhook.optInLabel
   "excludedNamespaces" (include "vllm-preflight.excludedNamespaces" . | fromJsonArray)
   "history" (dict "podsPerWorkload" (int .Values.history.podsPerWorkload))
