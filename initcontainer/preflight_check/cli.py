@@ -38,10 +38,12 @@ def run(options: Options, host: Host, out: TextIO, err: TextIO) -> int:
 
         results = evaluate(facts, options)
         if options.group is not None:
-            from preflight_check.checks.group import group_phase  # noqa: PLC0415
+            from preflight_check.checks.group import group_phase, summary  # noqa: PLC0415
 
             results += group_phase(facts, options, results, started)
         report = build_report(facts, options, results, started)
+        if options.group is not None:
+            report.group = summary(options.group, results)
     except Exception as exc:  # the checker's own bug: report it, never a traceback
         report = Report(
             action=options.action,

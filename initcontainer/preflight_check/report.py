@@ -163,6 +163,9 @@ class Report:
     passed_ids: List[str] = field(default_factory=list)
     # An internal error of the checker itself (the verdict is then at least `error`).
     error: str = ""
+    # The group phase's outcome in a few fields (group_summary), kept through every
+    # compaction but the last resort: the operator's per-group results come from it.
+    group: Dict[str, Any] = field(default_factory=dict)
 
     @property
     def verdict(self) -> str:
@@ -216,6 +219,8 @@ class Report:
             out["passed"] = list(self.passed_ids)
         if self.truncated:
             out["truncated"] = True
+        if self.group:
+            out["group"] = self.group
         return out
 
     def to_json(self, indent: Optional[int] = 2) -> str:
@@ -253,6 +258,7 @@ class Report:
             truncated=bool(data.get("truncated", False)),
             passed_ids=[str(i) for i in data.get("passed", [])],
             error=str(data.get("error", "")),
+            group=group_summary(data.get("group")),
         )
         claimed = data.get("verdict")
         if claimed is not None and claimed not in VERDICTS:
@@ -309,6 +315,32 @@ def _base(report: Report) -> Dict[str, Any]:
         out["duration_ms"] = round(report.duration_ms)
     if report.error:
         out["error"] = _cut(report.error, 300)
+    if report.group:
+        out["group"] = report.group
+    return out
+
+
+_GROUP_TEXT = ("id", "status", "slowest")
+_GROUP_NUMBERS = ("index", "size", "joined", "slowest_ms", "busbw_gbps")
+
+
+def group_summary(raw: Any) -> Dict[str, Any]:
+    """The group phase in at most ~300 bytes: group id, this pod's index, size, members
+    joined, missing indices, the group verdict, the slowest member, the deep tier's bus
+    bandwidth. Unknown keys are dropped, texts cut; never raises."""
+    if not isinstance(raw, Mapping):
+        return {}
+    out: Dict[str, Any] = {}
+    for key in _GROUP_TEXT:
+        if isinstance(raw.get(key), str):
+            out[key] = _cut(raw[key], 80)
+    for key in _GROUP_NUMBERS:
+        value = raw.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[key] = value
+    missing = raw.get("missing")
+    if isinstance(missing, list):
+        out["missing"] = [m for m in missing if isinstance(m, int)][:8]
     return out
 
 

@@ -320,6 +320,9 @@ def build_status(inputs: StatusInputs) -> dict[str, Any]:
     }
     if history and history[0].get("checkedAt"):
         status["runtime"]["lastCheckedAt"] = history[0]["checkedAt"]
+    groups = group_results(history)
+    if groups:
+        status["runtime"]["groups"] = groups
     if inputs.remediation:
         status["remediation"] = dict(inputs.remediation)
 
@@ -356,6 +359,48 @@ def build_status(inputs: StatusInputs) -> dict[str, Any]:
         for type_, (state, reason, message) in conditions
     ]
     return bound_status(status)
+
+
+MAX_GROUPS = 16
+_SEVERITY = {PASS: 0, WARN: 1, FAIL: 2, ERROR: 3}
+
+
+def group_results(history: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per multi-node group (a LeaderWorkerSet replica): members joined, the verdict, the
+    slowest member and the deep tier's bus bandwidth, from the newest run of each pod.
+    The leader's view (index 0) is the group's: it is the one that compared everyone;
+    without it, the worst verdict a member reported."""
+    groups: dict[str, dict[str, Any]] = {}
+    seen: set[str] = set()
+    for entry in history:  # newest first
+        group = entry.get("group")
+        pod = str(entry.get("pod", ""))
+        if not isinstance(group, Mapping) or not group.get("id") or pod in seen:
+            continue
+        seen.add(pod)
+        gid = str(group["id"])
+        if gid not in groups and len(groups) >= MAX_GROUPS:
+            continue
+        out = groups.setdefault(gid, {"group": gid, "podsReported": 0})
+        out["podsReported"] += 1
+        if isinstance(group.get("size"), int):
+            out["size"] = group["size"]
+        verdict = str(group.get("verdict", ""))
+        leader = group.get("index") == 0
+        worse = _SEVERITY.get(verdict, -1) > _SEVERITY.get(str(out.get("verdict", "")), -1)
+        if leader or (not out.get("fromLeader") and worse):
+            for key in ("verdict", "joined", "missing", "slowestMember", "slowestLocalMs"):
+                if key in group:
+                    out["membersJoined" if key == "joined" else key] = group[key]
+            if leader:
+                out["fromLeader"] = True
+        if "busBandwidthGBps" in group and (leader or "busBandwidthGBps" not in out):
+            out["busBandwidthGBps"] = group["busBandwidthGBps"]
+    return [
+        {k: v for k, v in g.items() if k != "fromLeader"}
+        | {"leaderReported": bool(g.get("fromLeader"))}
+        for g in groups.values()
+    ]
 
 
 def _size(value: Any) -> int:

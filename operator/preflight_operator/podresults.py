@@ -63,6 +63,8 @@ class PodResult:
     failures: tuple[Failure, ...] = ()
     gpus: tuple[tuple[int, str, str], ...] = ()  # (ordinal, uuid, pci bus id)
     action: str = ""
+    # the group phase's summary (report.group_summary): multi-node groups only
+    group: Mapping[str, Any] | None = None
 
     @property
     def run_key(self) -> tuple[str, int, str]:
@@ -94,7 +96,27 @@ class PodResult:
             out["gpus"] = [
                 {"ordinal": o, "uuid": u, "pciBusId": b} for o, u, b in self.gpus[:MAX_GPUS]
             ]
+        if self.group:
+            out["group"] = group_status(self.group)
         return out
+
+
+_GROUP_KEYS = {
+    "id": "id",
+    "index": "index",
+    "size": "size",
+    "status": "verdict",
+    "joined": "joined",
+    "missing": "missing",
+    "slowest": "slowestMember",
+    "slowest_ms": "slowestLocalMs",
+    "busbw_gbps": "busBandwidthGBps",
+}
+
+
+def group_status(group: Mapping[str, Any]) -> dict[str, Any]:
+    """A pod's group summary in the GPUValidation's camelCase."""
+    return {_GROUP_KEYS[k]: v for k, v in group.items() if k in _GROUP_KEYS}
 
 
 def unschedulable(pod: Mapping[str, Any]) -> str:
@@ -211,4 +233,5 @@ def _from_report(report: Report, base: PodResult) -> PodResult:
         failures=failures,
         gpus=gpus,
         action=report.action,
+        group=report.group or None,
     )

@@ -17,7 +17,7 @@ from preflight_check.check_ids import DEEP
 from preflight_check.facts import Facts
 from preflight_check.group import GroupConfig, GroupVerdict
 from preflight_check.options import Options
-from preflight_check.report import ERROR, FAIL, PASS, SKIP, WARN, CheckResult
+from preflight_check.report import ERROR, FAIL, PASS, SKIP, WARN, CheckResult, group_summary
 
 # Distributions whose version the members compare (read from their metadata: nothing is
 # imported). NCCL ships in the nvidia-nccl wheels torch depends on.
@@ -165,3 +165,27 @@ def _allreduce(
         )
     )
     return CheckResult(check_id, status, message, fix, evidence)
+
+
+def summary(config: GroupConfig, results: List[CheckResult]) -> Dict[str, Any]:
+    """The report's ``group`` field: what the operator shows per group."""
+    found = {r.id: r for r in results if r.id in ("group", "group-allreduce")}
+    group = found.get("group")
+    out: Dict[str, Any] = {"id": config.group_id, "index": config.index, "size": config.size}
+    if group is not None:
+        evidence = group.evidence
+        out["status"] = group.status
+        joined = evidence.get("joined")
+        if isinstance(joined, list):
+            out["joined"] = len(joined)
+        if isinstance(evidence.get("missing"), list):
+            out["missing"] = evidence["missing"]
+        slowest = evidence.get("slowest")
+        if isinstance(slowest, dict):
+            out["slowest"] = str(slowest.get("member", ""))
+            if isinstance(slowest.get("local_ms"), (int, float)):
+                out["slowest_ms"] = round(float(slowest["local_ms"]))
+    allreduce = found.get("group-allreduce")
+    if allreduce is not None and isinstance(allreduce.evidence.get("bus_bandwidth_gbps"), float):
+        out["busbw_gbps"] = allreduce.evidence["bus_bandwidth_gbps"]
+    return group_summary(out)

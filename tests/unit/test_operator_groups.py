@@ -1,0 +1,101 @@
+"""Per-group results: the report's group summary survives the termination message, reaches
+the pod's entry, and the GPUValidation shows each group (leader's view first)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from preflight_check.report import CheckResult, Report, group_summary
+from preflight_operator.gpuvalidation import group_results
+from preflight_operator.podresults import pod_result
+
+
+def pod(name: str, message: str, code: int = 0) -> dict[str, Any]:
+    check = {
+        "name": "preflight-check",
+        "restartCount": 0,
+        "state": {
+            "terminated": {
+                "exitCode": code,
+                "message": message,
+                "finishedAt": "2026-12-01T08:00:00Z",
+            }
+        },
+    }
+    return {
+        "metadata": {"name": name, "uid": f"u-{name}", "namespace": "ns"},
+        "spec": {"nodeName": "n1", "initContainers": [{"name": "preflight-check"}]},
+        "status": {"initContainerStatuses": [check]},
+    }
+
+
+def report(index: int, status: str, **group: Any) -> Report:
+    checks = [CheckResult(f"filler-{i}", "pass", "x" * 300) for i in range(20)]
+    checks.append(CheckResult("group", status, "the group verdict " + "y" * 600))
+    summary = {"id": "big-0.big.ns", "index": index, "size": 3, "status": status, **group}
+    return Report(checks=checks, group=group_summary(summary))
+
+
+def test_group_summary_survives_compaction_and_reaches_the_pod_entry() -> None:
+    rep = report(0, "fail", joined=2, missing=[2], slowest="worker 1 (n2)", slowest_ms=812)
+    message = rep.to_termination_message()
+    assert len(message) <= 2048
+    back = Report.from_json(message)
+    assert back.group["missing"] == [2]
+    result = pod_result(pod("big-0", message, code=1))
+    assert result is not None
+    entry = result.to_status()
+    assert entry["group"] == {
+        "id": "big-0.big.ns",
+        "index": 0,
+        "size": 3,
+        "verdict": "fail",
+        "joined": 2,
+        "missing": [2],
+        "slowestMember": "worker 1 (n2)",
+        "slowestLocalMs": 812,
+    }
+
+
+def test_group_summary_is_bounded_and_typed() -> None:
+    got = group_summary({"id": "x" * 500, "size": "3", "missing": list(range(50)), "evil": 1})
+    assert len(got["id"]) == 80
+    assert "size" not in got
+    assert "evil" not in got
+    assert got["missing"] == list(range(8))
+    assert group_summary("nope") == {}
+
+
+def entry(pod_name: str, index: int, verdict: str, **extra: Any) -> dict[str, Any]:
+    group = {"id": "g0", "index": index, "size": 3, "verdict": verdict, **extra}
+    return {"pod": pod_name, "verdict": verdict, "group": group}
+
+
+def test_the_leaders_view_is_the_groups() -> None:
+    history = [
+        entry("w2", 2, "fail", joined=1),  # newest: a member that never reached the leader
+        entry("leader", 0, "warn", joined=3, slowestMember="worker 1 (n2)", busBandwidthGBps=9.5),
+        entry("w1", 1, "warn", joined=3),
+        entry("leader", 0, "pass", joined=3),  # an older run of the leader: ignored
+    ]
+    groups = group_results(history)
+    assert groups == [
+        {
+            "group": "g0",
+            "podsReported": 3,
+            "size": 3,
+            "verdict": "warn",
+            "membersJoined": 3,
+            "slowestMember": "worker 1 (n2)",
+            "busBandwidthGBps": 9.5,
+            "leaderReported": True,
+        }
+    ]
+
+
+def test_without_the_leader_the_worst_member_view_stands() -> None:
+    groups = group_results([entry("w1", 1, "pass", joined=3), entry("w2", 2, "fail", joined=1)])
+    assert groups[0]["verdict"] == "fail"
+    assert groups[0]["membersJoined"] == 1
+    assert groups[0]["leaderReported"] is False
+    assert group_results([{"pod": "solo", "verdict": "pass"}]) == []
