@@ -231,7 +231,12 @@ _UNKNOWN_MARK = "\x00"
 
 _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 _PYTHON = re.compile(r"^python[0-9.]*$")
-_API_SERVER_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server")
+# NVIDIA Dynamo's vLLM worker takes vLLM's engine options (and its own) and no positional
+_API_SERVER_MODULES = (
+    "vllm.entrypoints.openai.api_server",
+    "vllm.entrypoints.api_server",
+    "dynamo.vllm",
+)
 _CLI_MODULES = ("vllm.entrypoints.cli.main",)
 # The axes whose problems make the GPU count unknowable.
 PLAN_DESTS = frozenset(

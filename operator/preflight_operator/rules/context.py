@@ -94,7 +94,16 @@ class ContainerContext:
             return None  # the config file may set any of the sizes
         if self.spread and self.template.group is not None:
             return math.ceil(self.group_gpus_needed / max(1, self.template.group.size))
+        if self.template.nodes > 1 and self.parsed.plan.nnodes == 1:
+            # the controller spreads the engine over `nodes` pods (Dynamo multinode)
+            return math.ceil(self.parsed.plan.gpus_needed / self.template.nodes)
         return self.parsed.plan.gpus_needed
+
+    @property
+    def gpu_path(self) -> str:
+        """Where the container's device count is (or would be) written: for a container a
+        controller builds from its own fields, that field (KubeAI's resourceProfile)."""
+        return self.template.gpus_path or self.gpus.primary_path(self.path)
 
     @property
     def gpus_have(self) -> int | None:

@@ -12,8 +12,14 @@ from preflight_operator.rules.template import Group, GroupMember, PodTemplate, m
 
 LWS_GROUP = "leaderworkerset.x-k8s.io"
 MIG_PREFIX = "nvidia.com/mig-"
-# Objects the rules resolve by reference from a pod spec (DRA).
-REFERENCED_KINDS = ("ResourceClaim", "ResourceClaimTemplate")
+# Objects the rules resolve by reference from a workload (DRA claims, KServe runtimes).
+REFERENCED_KINDS = (
+    "ResourceClaim",
+    "ResourceClaimTemplate",
+    "ServingRuntime",
+    "ClusterServingRuntime",
+)
+CLUSTER_SCOPED = frozenset(("ClusterServingRuntime",))
 
 
 @dataclass
@@ -34,7 +40,8 @@ class ManifestSet:
                 continue
             name, namespace = meta(obj, default_namespace)
             if kind in REFERENCED_KINDS:
-                found.referenced[(namespace, str(kind), name)] = obj
+                scope = None if kind in CLUSTER_SCOPED else namespace
+                found.referenced[(scope, str(kind), name)] = obj
             elif kind == "ConfigMap":
                 found.config_maps[(namespace, name)] = obj
             else:
@@ -43,6 +50,7 @@ class ManifestSet:
 
 
 __all__ = [
+    "CLUSTER_SCOPED",
     "LWS_GROUP",
     "MIG_PREFIX",
     "REFERENCED_KINDS",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from preflight_check.vllm_args import parse_vllm_args
@@ -13,7 +13,12 @@ from preflight_operator.rules.checks.service import injects_links, link_prefix
 from preflight_operator.rules.command import Invocation, Unparsed, find_invocation
 from preflight_operator.rules.config import ConfigResolver
 from preflight_operator.rules.context import ContainerContext
-from preflight_operator.rules.discovery import ManifestSet, PodTemplate, pod_templates
+from preflight_operator.rules.discovery import (
+    CLUSTER_SCOPED,
+    ManifestSet,
+    PodTemplate,
+    pod_templates,
+)
 from preflight_operator.rules.kubeenv import build_env, unknown_marker
 from preflight_operator.rules.model import (
     DEFAULT_POLICY,
@@ -81,7 +86,7 @@ def _check_object(
     default_namespace: str | None,
 ) -> list[ContainerResult]:
     try:
-        templates = pod_templates(obj, default_namespace)
+        templates = pod_templates(obj, default_namespace, _resolver(obj, manifests, lookup))
     except Exception as exc:  # a rules bug must never take the webhook or lint down
         return [_crashed(str(obj.get("kind")), "?", None, "?", exc)]
     results: list[ContainerResult] = []
@@ -108,6 +113,33 @@ def _check_object(
             if result is not None:
                 results.append(result)
     return results
+
+
+def _resolver(
+    obj: Mapping[str, Any], manifests: ManifestSet, lookup: ClusterLookup
+) -> Callable[[str, str], Mapping[str, Any] | None]:
+    """(kind, name) -> an object a workload refers to (a KServe ServingRuntime), from the
+    manifest set, else the cluster; name "*" lists what the manifest set holds."""
+    meta = obj.get("metadata")
+    namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
+    namespace = namespace if isinstance(namespace, str) else None
+
+    def resolve(kind: str, name: str) -> Mapping[str, Any] | None:
+        scope = None if kind in CLUSTER_SCOPED else namespace
+        if name == "*":
+            items = [
+                o for (ns, k, _), o in manifests.referenced.items() if k == kind and ns == scope
+            ]
+            return {"items": items}
+        found = manifests.referenced.get((scope, kind, name))
+        if found is None and lookup.object is not None:
+            try:
+                found = lookup.object(scope or "", kind, name)
+            except Exception:
+                found = None  # unknown, never fatal
+        return found
+
+    return resolve
 
 
 def _label(template: PodTemplate, container: Mapping[str, Any], index: int) -> str:
@@ -202,6 +234,8 @@ def _check_container(
     resolver = ConfigResolver(container, template.spec, config_map)
     parsed = parse_vllm_args(list(found.argv), resolver)
     gpus = gpu_resources(container, path, template.spec, referenced)
+    if template.unknown:
+        gpus = dataclasses.replace(gpus, forced_unknown=template.unknown)
     ctx = ContainerContext(
         template,
         container,
@@ -281,4 +315,6 @@ def _result(
         ctx.gpus_have,
         tuple(kept),
         platform=ctx.gpus.platform,
+        argv=ctx.invocation.argv,
+        model=ctx.parsed.model,
     )

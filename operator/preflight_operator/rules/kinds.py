@@ -23,19 +23,40 @@ from typing import Any
 import yaml
 
 from preflight_operator.rules.embedded import embedded_pod_specs, runs_vllm
-from preflight_operator.rules.template import Group, GroupMember, PodTemplate, dig, meta
+from preflight_operator.rules.template import (
+    AIBRIX,
+    CORE,
+    DYNAMO,
+    GENERIC,
+    KSERVE,
+    KUBEAI,
+    KUBERAY,
+    LWS,
+    PRODUCTION_STACK,
+    Group,
+    GroupMember,
+    PodTemplate,
+    dig,
+    meta,
+    num,
+)
+from preflight_operator.rules.wrappers import (
+    dynamo_graph,
+    inference_service,
+    kubeai_model,
+    llm_inference_service,
+    serving_runtime,
+    vllm_runtime,
+)
 
 Extractor = Callable[[Mapping[str, Any], str, "str | None"], list[PodTemplate]]
+# (kind, name) -> the object in the workload's namespace (or cluster-scoped); name "*"
+# asks for {"items": [...]} of every such object known
+Resolve = Callable[[str, str], "Mapping[str, Any] | None"]
 
-CORE = "core"
-LWS = "lws"
-KUBERAY = "kuberay"
-AIBRIX = "aibrix"
-KSERVE = "kserve"
-KUBEAI = "kubeai"
-PRODUCTION_STACK = "production-stack"
-DYNAMO = "dynamo"
-GENERIC = "generic"
+
+def _none(kind: str, name: str) -> Mapping[str, Any] | None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -43,19 +64,9 @@ class KindSpec:
     group: str  # API group; "" for the core group
     kind: str
     family: str
-    extract: Extractor
+    extract: Any  # Extractor, or (obj, name, namespace, resolve) when needs_resolve
     where: str  # for docs: where the templates and the plan are read
-
-
-def _num(value: object, default: int) -> int:
-    """A non-negative int field, tolerantly (strings of digits too)."""
-    if isinstance(value, bool):
-        return default
-    if isinstance(value, int) and value >= 0:
-        return value
-    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) < 10:
-        return int(value.strip())
-    return default
+    needs_resolve: bool = False  # the extractor reads referenced objects (ServingRuntimes)
 
 
 # -- core kinds ----------------------------------------------------------------------------
@@ -136,15 +147,15 @@ def _ray_member(
     if head:
         replicas, replicas_path = 1, f"{path}"
     else:
-        counts = [_num(group_spec.get("replicas"), 0), _num(group_spec.get("minReplicas"), 0)]
+        counts = [num(group_spec.get("replicas"), 0), num(group_spec.get("minReplicas"), 0)]
         if autoscaling or "replicas" not in group_spec:
-            counts.append(_num(group_spec.get("maxReplicas"), 0))
-        replicas = max(counts) * max(1, _num(group_spec.get("numOfHosts"), 1))
+            counts.append(num(group_spec.get("maxReplicas"), 0))
+        replicas = max(counts) * max(1, num(group_spec.get("numOfHosts"), 1))
         replicas_path = f"{path}.replicas"
     params = group_spec.get("rayStartParams")
     gpus = None
     if isinstance(params, Mapping) and "num-gpus" in params:
-        gpus = _num(params.get("num-gpus"), -1)
+        gpus = num(params.get("num-gpus"), -1)
         gpus = None if gpus < 0 else gpus
     return GroupMember(
         spec, f"{path}.template.spec", replicas, replicas_path, gpus,
@@ -256,8 +267,8 @@ def _serve_replicas(llm: Mapping[str, Any]) -> int:
         return 1
     autoscaling = deployment.get("autoscaling_config")
     if isinstance(autoscaling, Mapping):
-        return max(1, _num(autoscaling.get("min_replicas"), 1))
-    return max(1, _num(deployment.get("num_replicas"), 1))
+        return max(1, num(autoscaling.get("min_replicas"), 1))
+    return max(1, num(deployment.get("num_replicas"), 1))
 
 
 def _ray_service(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[PodTemplate]:
@@ -359,6 +370,55 @@ KINDS: tuple[KindSpec, ...] = (
         _storm_service,
         "spec.template.spec.roles[*].template.spec",
     ),
+    KindSpec(
+        "serving.kserve.io",
+        "InferenceService",
+        KSERVE,
+        inference_service,
+        "spec.predictor (a PodSpec); with spec.predictor.model the ServingRuntime's "
+        "kserve-container merged with it (runtime args, then model.args)",
+        needs_resolve=True,
+    ),
+    KindSpec(
+        "serving.kserve.io", "ServingRuntime", KSERVE, serving_runtime, "spec, spec.workerSpec"
+    ),
+    KindSpec(
+        "serving.kserve.io",
+        "ClusterServingRuntime",
+        KSERVE,
+        serving_runtime,
+        "spec, spec.workerSpec",
+    ),
+    KindSpec(
+        "serving.kserve.io",
+        "LLMInferenceService",
+        KSERVE,
+        llm_inference_service,
+        "spec.template / spec.worker / spec.prefill.*; plan spec.parallelism",
+    ),
+    KindSpec(
+        "kubeai.org",
+        "Model",
+        KUBEAI,
+        kubeai_model,
+        "no template: spec.args after the controller's vLLM command; spec.resourceProfile name:N",
+    ),
+    KindSpec(
+        "production-stack.vllm.ai",
+        "VLLMRuntime",
+        PRODUCTION_STACK,
+        vllm_runtime,
+        "no template: spec.model, spec.vllmConfig (tensorParallelSize, extraArgs), "
+        "spec.deploymentConfig.resources.gpu",
+    ),
+    KindSpec(
+        "nvidia.com",
+        "DynamoGraphDeployment",
+        DYNAMO,
+        dynamo_graph,
+        "spec.services{}.extraPodSpec.mainContainer (v1alpha1), spec.components[].podTemplate "
+        "(v1beta1); resources.limits.gpu; multinode.nodeCount",
+    ),
 )
 _BY_KIND: dict[tuple[str, str], KindSpec] = {(k.group, k.kind): k for k in KINDS}
 _CORE_KINDS = {k.kind: k for k in KINDS if k.family == CORE}
@@ -393,16 +453,22 @@ def _generic(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[P
     ]
 
 
-def pod_templates(obj: Mapping[str, Any], default_namespace: str | None) -> list[PodTemplate]:
+def pod_templates(
+    obj: Mapping[str, Any], default_namespace: str | None, resolve: Resolve = _none
+) -> list[PodTemplate]:
     """The pod templates of any object: a registered kind's, else every embedded pod spec
-    that runs vLLM (judged generically); [] for everything else."""
+    that runs vLLM (judged generically); [] for everything else. ``resolve`` reads the
+    objects a kind refers to (an InferenceService's ServingRuntime)."""
     kind = obj.get("kind")
     if not isinstance(kind, str):
         return []
     name, namespace = meta(obj, default_namespace)
     spec = kind_spec(obj)
     if spec is not None:
-        found = spec.extract(obj, name, namespace)
+        if spec.needs_resolve:
+            found = spec.extract(obj, name, namespace, resolve)
+        else:
+            found = spec.extract(obj, name, namespace)
         return [replace(t, family=spec.family) if t.family == CORE else t for t in found]
     if kind.endswith("List") or (api_group(obj) in ("", None) and kind in _PLAIN_CORE):
         return []

@@ -96,6 +96,10 @@ class ContainerResult:
     # the accelerator platform (rules.accelerators: "cuda", "tpu", ...); None when nothing
     # in the pod says (the rules then assume CUDA)
     platform: str | None = None
+    # the vLLM command line as the rules read it (env and shell expanded; unknown values
+    # marked, rules.kubeenv) and its model: the injected check is given them
+    argv: tuple[str, ...] = ()
+    model: str | None = None
 
     @property
     def workload(self) -> str:

@@ -92,6 +92,7 @@ class GpuResources:
     claims: tuple[ClaimDevices, ...] = ()
     image_platform: str | None = None
     node_platform: str | None = None
+    forced_unknown: str = ""  # the count is known to be unknowable (a cluster-side profile)
 
     @property
     def accelerator_claims(self) -> tuple[ClaimDevices, ...]:
@@ -135,6 +136,8 @@ class GpuResources:
     @property
     def unknown(self) -> str | None:
         """Why the number of devices cannot be known here; None when it can."""
+        if self.forced_unknown:
+            return self.forced_unknown
         for entry in self.entries:
             if not entry.countable:
                 return (
@@ -190,7 +193,7 @@ def gpu_resources(
         resources = {}
     pod = spec if spec is not None else {}
     claims = container_claims(pod, container, path, resolve) if spec is not None else ()
-    platforms = {
+    platforms: dict[str, Any] = {
         "image_platform": image_platform(container.get("image")),
         "node_platform": node_platform(pod),
     }

@@ -7,6 +7,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+# Kind families (rules.kinds): a chart value turns a family's admission off.
+CORE = "core"
+LWS = "lws"
+KUBERAY = "kuberay"
+AIBRIX = "aibrix"
+KSERVE = "kserve"
+KUBEAI = "kubeai"
+PRODUCTION_STACK = "production-stack"
+DYNAMO = "dynamo"
+GENERIC = "generic"
+
 
 @dataclass(frozen=True)
 class GroupMember:
@@ -57,6 +68,13 @@ class PodTemplate:
     # manifest path of each token of its `command`
     argv_paths: tuple[str, ...] = ()
     engine_replicas: int = 1  # engines of this plan the group must fit (Ray Serve replicas)
+    # the GPUs are added by the controller (a KServe runtime, multi-node InferenceService):
+    # asking none here is fine, a count written here is still judged
+    gpus_elsewhere: bool = False
+    # the pods of one engine (Dynamo multinode.nodeCount): each pod runs its share
+    nodes: int = 1
+    gpus_path: str = ""  # where the count of a synthesised container was written
+    unknown: str = ""  # why the accelerator count cannot be known (a cluster-side profile)
 
 
 def dig(obj: Any, keys: Iterable[str]) -> Any:
@@ -78,3 +96,14 @@ def meta(obj: Mapping[str, Any], default_namespace: str | None) -> tuple[str, st
         str(name) if name is not None else "<unnamed>",
         str(namespace) if namespace else default_namespace,
     )
+
+
+def num(value: object, default: int) -> int:
+    """A non-negative int field, tolerantly (strings of digits too)."""
+    if isinstance(value, bool):
+        return default
+    if isinstance(value, int) and value >= 0:
+        return value
+    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) < 10:
+        return int(value.strip())
+    return default

@@ -116,7 +116,7 @@ def plan_unresolved(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
             f"vLLM needs {ctx.gpus_needed} devices in this pod but how many it gets is "
             f"unknown here: {unknown}; the device count was not checked (the injected check "
             "verifies at run time what CUDA sees)",
-            ctx.gpus.primary_path(ctx.path),
+            ctx.gpu_path,
             "include the ResourceClaim or ResourceClaimTemplate in the checked manifests (the "
             "webhook reads them from the cluster), or request a fixed count",
         )

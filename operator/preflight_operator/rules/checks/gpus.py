@@ -88,13 +88,15 @@ def request_missing(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     need = ctx.gpus_needed
     if need is None or need <= 1 or ctx.gpus.requested or ctx.spread or not _countable(ctx):
         return
+    if ctx.template.gpus_elsewhere:
+        return  # the controller adds the GPUs (a KServe runtime, a multi-node isvc)
     resource = ctx.gpus.fix_resource
     yield RULE_INFO["gpu-request-missing"].finding(
         f"vLLM runs {_plan_text(ctx)} = {need} accelerator processes in this pod but "
         f"{ctx.path} requests no accelerator ({resource} or a DRA claim): vLLM fails with "
         f"'World size ({need}) is larger than the number of available GPUs' or finds no "
         "device at all",
-        ctx.gpus.primary_path(ctx.path),
+        ctx.gpu_path,
         f"request the devices: {_limit_snippet(resource, need)}",
     )
 
@@ -103,12 +105,14 @@ def request_missing(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
 def request_none(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     if ctx.gpus_needed != 1 or ctx.gpus.requested or ctx.spread or not _countable(ctx):
         return
+    if ctx.template.gpus_elsewhere:
+        return
     resource = ctx.gpus.fix_resource
     yield RULE_INFO["gpu-request-none"].finding(
         f"{ctx.path} requests no accelerator ({resource} or a DRA claim): the scheduler may "
         "place it anywhere and the device plugin hands it no device (unless this is a CPU "
         "build of vLLM)",
-        ctx.gpus.primary_path(ctx.path),
+        ctx.gpu_path,
         f"request one device: {_limit_snippet(resource, 1)}",
     )
 
@@ -118,7 +122,7 @@ def count_too_low(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     need, have = ctx.gpus_needed, ctx.gpus_have
     if need is None or not have or have >= need or ctx.spread or not _countable(ctx):
         return
-    path = ctx.gpus.primary_path(ctx.path)
+    path = ctx.gpu_path
     yield RULE_INFO["gpu-count-too-low"].finding(
         f"vLLM needs {need} devices in this pod ({_plan_text(ctx)}) but {path} gives it {have}: "
         f"vLLM fails with 'World size ({need}) is larger than the number of available GPUs "
@@ -137,7 +141,7 @@ def count_extra(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
         return
     if not _countable(ctx):
         return
-    path = ctx.gpus.primary_path(ctx.path)
+    path = ctx.gpu_path
     yield RULE_INFO["gpu-count-extra"].finding(
         f"{path} requests {have} devices but vLLM uses {need} ({_plan_text(ctx)}): "
         f"{have - need} stay allocated and idle",
