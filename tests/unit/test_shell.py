@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
 import sys
 import time
 import tracemalloc
@@ -9,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_rules_support import check, deployment, pod_spec, vllm
 
 from preflight_operator.rules import check_object
@@ -161,3 +166,64 @@ def test_value_cap_and_container_budget() -> None:
     out = expand("$(A)$(A)", {"A": "12345"}.get, budget)
     assert has_unknown(out)
     assert "passed" in unknown_names(out)[0]
+
+
+# -- against a real shell ------------------------------------------------------------------
+
+SH = shutil.which("bash")
+needs_sh = pytest.mark.skipif(SH is None, reason="no bash to compare with")
+VARS = {"N": "3", "LWS_GROUP_SIZE": "4", "Z": "0", "NEG": "-2"}
+
+
+@st.composite
+def arithmetic(draw: st.DrawFn, depth: int = 0) -> str:
+    if depth > 2 or draw(st.booleans()):  # at most 8 operands below 100: no int64 wrap
+        return draw(st.one_of(st.integers(0, 99).map(str), st.sampled_from([*VARS, "$N", "${N}"])))
+    op = draw(st.sampled_from(["+", "-", "*", "/", "%"]))
+    left, right = draw(arithmetic(depth + 1)), draw(arithmetic(depth + 1))
+    text = f"{left} {op} {right}"
+    return f"({text})" if draw(st.booleans()) else text
+
+
+@needs_sh
+@settings(max_examples=150, deadline=None)
+@given(arithmetic())
+def test_arithmetic_agrees_with_bash(expression: str) -> None:
+    assert SH is not None
+    shell = subprocess.run(
+        [SH, "-c", f"echo $(( {expression} ))"],
+        capture_output=True,
+        text=True,
+        env=VARS,
+        check=False,
+    )
+    ours = expand_word(f"$(( {expression} ))", VARS.get)
+    if shell.returncode != 0:  # division by zero
+        assert has_unknown(ours), (expression, shell.stderr)
+    else:
+        assert ours == shell.stdout.strip(), expression
+
+
+word_parts = st.sampled_from(
+    ["a", "b=c", "'x y'", '"p q"', "'$N'", '"$N"', "$N", "${N}", "${U:-d}", "\\$N", "'a\"b'"]
+)
+
+
+@needs_sh
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(word_parts, min_size=1, max_size=3).map("".join), min_size=1, max_size=5))
+def test_words_and_quotes_agree_with_bash(words: list[str]) -> None:
+    assert SH is not None
+    script = "printf '%s\\0' " + " ".join(words)
+    shell = subprocess.run([SH, "-c", script], capture_output=True, text=True, env=VARS, check=True)
+    [command] = split_commands(script) or [[]]
+    ours = [expand_word(w, VARS.get) for w in command[2:]]  # after printf and its format
+    # a variable the spec does not set is unknown to us (the image may set it), empty to
+    # bash: only names that really are unset may be unknown
+    for word in ours:
+        assert all(name not in VARS for name in unknown_names(word)), (script, word)
+    theirs = shell.stdout.split("\0")[:-1]
+    if any(has_unknown(word) for word in ours):  # bash also drops an unquoted empty word
+        ours = [w for w in (re.sub("\x00[^\x00]*\x00", "", word) for word in ours) if w]
+        theirs = [w for w in theirs if w]
+    assert ours == theirs, script

@@ -115,11 +115,19 @@ def _skip_double(text: str, i: int) -> int:
     raise _Unbalanced
 
 
-def _dollar_part(text: str, i: int) -> int:
-    """End of the ``$...`` part starting at ``text[i] == "$"`` (kept whole in its word)."""
+def _dollar_part(text: str, i: int) -> tuple[str, int]:
+    """The ``$...`` part starting at ``text[i] == "$"`` (kept whole in its word) and the
+    index after it. ``$NAME`` and ``$1`` come out braced (``${NAME}``): quote removal must
+    not join a name to what follows (``"$N"a`` is ``${N}a``, not ``$Na``)."""
     if i + 1 < len(text) and text[i + 1] in "({":
-        return _skip_group(text, i + 2, text[i + 1], ")" if text[i + 1] == "(" else "}")
-    return i + 1
+        end = _skip_group(text, i + 2, text[i + 1], ")" if text[i + 1] == "(" else "}")
+        return text[i:end], end
+    match = _NAME.match(text, i + 1)
+    if match:
+        return "${" + match.group() + "}", match.end()
+    if i + 1 < len(text) and (text[i + 1].isdigit() or text[i + 1] in "@*#?$!-"):
+        return "${" + text[i + 1] + "}", i + 2
+    return "$", i + 1
 
 
 def _double_quoted(text: str, i: int) -> tuple[str, int]:
@@ -140,9 +148,8 @@ def _double_quoted(text: str, i: int) -> tuple[str, int]:
             i += 1
             continue
         if ch == "$":
-            end = _dollar_part(text, i)
-            out.append(text[i:end])
-            i = end
+            part, i = _dollar_part(text, i)
+            out.append(part)
             continue
         if ch == "`":
             end = _skip_backquote(text, i + 1)
@@ -205,10 +212,9 @@ def _tokens(script: str) -> list[str]:
             started = True
             i += 2
         elif ch == "$":
-            end = _dollar_part(text, i)
-            word.append(text[i:end])
+            part, i = _dollar_part(text, i)
+            word.append(part)
             started = True
-            i = end
         elif ch == "`":
             end = _skip_backquote(text, i + 1)
             word.append(text[i:end])
