@@ -491,9 +491,10 @@ def judge(
     fixes: List[str] = []
     missing = [i for i in range(config.size) if i not in members]
     joined = sorted(members)
+    late: List[str] = []  # said last: the causes are long, the mismatches short
     if missing:
         names = ", ".join(member_name(i, None) for i in missing)
-        problems.append(
+        late.append(
             f"{len(missing)} of {config.size} members never joined within {waited_s:.0f} s: "
             f"{names}; {missing_causes(config)}"
         )
@@ -581,6 +582,7 @@ def judge(
         evidence["slowest"] = slowest
     if rejected:
         evidence["rejected"] = list(rejected)[:8]
+    problems += late
     if problems:
         status = "fail"
         message = "; ".join(problems + warnings)

@@ -139,6 +139,7 @@ def preflight_env(plan: Plan, policy: PolicySpec, deadline_s: int) -> list[dict[
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 LWS_SIZE_ANNOTATION = "leaderworkerset.sigs.k8s.io/size"
+LWS_GROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
 
 
 def in_lws_group(pod: Mapping[str, Any]) -> bool:
@@ -146,29 +147,40 @@ def in_lws_group(pod: Mapping[str, Any]) -> bool:
     return isinstance(labels, Mapping) and bool(labels.get(LWS_NAME_LABEL))
 
 
-def group_env(vllm: Mapping[str, Any], port: int) -> list[dict[str, Any]]:
+def _field(path: str) -> dict[str, Any]:
+    return {"fieldRef": {"fieldPath": path}}
+
+
+def group_env(pod: Mapping[str, Any], vllm: Mapping[str, Any], port: int) -> list[dict[str, Any]]:
     """What the check of a LeaderWorkerSet pod needs for the group phase (docs/CHECKS.md,
     "Group phase"). LeaderWorkerSet itself gives every container, init containers too,
-    LWS_LEADER_ADDRESS and LWS_GROUP_SIZE; the worker index and the node come from the
-    downward API (the labels exist by the time the kubelet starts the container), and the
-    vLLM command line as written (the kubelet expands its $(VAR) references as it does
-    for the vLLM container) gives the arguments the group compares."""
+    LWS_LEADER_ADDRESS and LWS_GROUP_SIZE; the worker and group index and the node come
+    from the downward API (the labels exist by the time the kubelet starts the container),
+    and the vLLM command line as written (the kubelet expands its $(VAR) references as it
+    does for the vLLM container) gives the arguments the group compares."""
     words = [str(w) for key in ("command", "args") for w in (vllm.get(key) or [])]
+    meta = pod.get("metadata") or {}
+    lws = str((meta.get("labels") or {}).get(LWS_NAME_LABEL, ""))
     env: list[dict[str, Any]] = [
         {"name": "PREFLIGHT_GROUP_PORT", "value": str(port)},
         {
             "name": "PREFLIGHT_GROUP_INDEX",
-            "valueFrom": {
-                "fieldRef": {"fieldPath": f"metadata.labels['{LWS_WORKER_INDEX_LABEL}']"}
-            },
+            "valueFrom": _field(f"metadata.labels['{LWS_WORKER_INDEX_LABEL}']"),
         },
         {
             "name": "PREFLIGHT_GROUP_SIZE",
-            "valueFrom": {
-                "fieldRef": {"fieldPath": f"metadata.annotations['{LWS_SIZE_ANNOTATION}']"}
-            },
+            "valueFrom": _field(f"metadata.annotations['{LWS_SIZE_ANNOTATION}']"),
         },
-        {"name": "PREFLIGHT_NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+        {
+            "name": "PREFLIGHT_GROUP_NUMBER",
+            "valueFrom": _field(f"metadata.labels['{LWS_GROUP_INDEX_LABEL}']"),
+        },
+        # <namespace>/<name>-<group index>: names the group in messages and results
+        {
+            "name": "PREFLIGHT_GROUP_ID",
+            "value": f"{meta.get('namespace', '')}/{lws}-$(PREFLIGHT_GROUP_NUMBER)",
+        },
+        {"name": "PREFLIGHT_NODE_NAME", "valueFrom": _field("spec.nodeName")},
     ]
     if words:
         env.append({"name": "PREFLIGHT_GROUP_ARGS", "value": shlex.join(words)})
@@ -283,7 +295,7 @@ def plan_injection(
     mode = policy.injection_mode or config.mode
     check = check_container(vllm, plan, policy, config, mode)
     if in_lws_group(pod):
-        check["env"] += group_env(vllm, config.group_port)
+        check["env"] += group_env(pod, vllm, config.group_port)
     init = [install_container(config), check]
     init += [copy.deepcopy(c) for c in spec.get("initContainers") or []]
     volumes = [copy.deepcopy(v) for v in spec.get("volumes") or []]

@@ -56,6 +56,7 @@ def test_lws_pod_gets_the_group_env() -> None:
         "fieldRef": {"fieldPath": "metadata.labels['leaderworkerset.sigs.k8s.io/worker-index']"}
     }
     assert env["PREFLIGHT_NODE_NAME"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
+    assert env["PREFLIGHT_GROUP_ID"] == "team/big-$(PREFLIGHT_GROUP_NUMBER)"
     # what the kubelet hands the checker once $(VAR) is expanded, read back by the checker
     expanded = env["PREFLIGHT_GROUP_ARGS"].replace("$(LWS_GROUP_SIZE)", "2")
     expanded = expanded.replace("$(LWS_WORKER_INDEX)", "1")

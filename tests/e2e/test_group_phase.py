@@ -1,0 +1,282 @@
+"""Multi-node groups on the local control plane: a LeaderWorkerSet of size 3 whose pods
+(made here as the LWS controller makes them: its labels, size annotation and LWS_* env)
+get the injected check from the webhook; the test plays the kubelet, running the real
+checker of each pod as a local process over the fake GPU driver with the pod's injected
+env. The pods meet over 127.0.0.1 (no cluster DNS here: LWS_LEADER_ADDRESS, a DNS name in
+a cluster, is pointed at 127.0.0.1). One group agrees; in the other, worker 1 runs other
+vLLM arguments (a pod left from an older revision) and worker 2 never starts. The
+GPUValidation then shows each group: members joined, verdict, slowest member."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from preflight_operator import constants, fakekubelet, localoperator, localsetup
+from preflight_operator.localoperator import OperatorProcess
+from preflight_operator.testing import Cluster, wait_for
+
+pytestmark = pytest.mark.e2e
+
+INJECT = {constants.LABEL_INJECT: "enabled"}
+LWS = "leaderworkerset.sigs.k8s.io"
+SHM = {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "2Gi"}}
+
+
+@pytest.fixture(scope="module")
+def cluster(k8s: Cluster) -> Cluster:
+    if not k8s.is_local:
+        pytest.skip("needs the local control plane: the API server calls webhooks on 127.0.0.1")
+    localsetup.install_crds(k8s)
+    return k8s
+
+
+@pytest.fixture(scope="module")
+def operator(
+    cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[OperatorProcess]:
+    op = localoperator.start_with_webhooks(cluster, tmp_path_factory.mktemp("operator"))
+    yield op
+    localoperator.remove_webhooks(cluster)
+    op.stop()
+
+
+@pytest.fixture
+def namespace(cluster: Cluster, operator: OperatorProcess) -> Iterator[str]:
+    name = cluster.create_namespace("groups", labels=INJECT)
+    yield name
+    cluster.delete_namespace(name)
+
+
+def vllm_container(worker: bool, *extra: str) -> dict[str, Any]:
+    command = [
+        "vllm",
+        "serve",
+        "m",
+        "-tp",
+        "2",
+        "-pp",
+        "3",
+        *extra,
+        "--nnodes",
+        "$(LWS_GROUP_SIZE)",
+    ]
+    command += ["--node-rank", "$(LWS_WORKER_INDEX)", "--master-addr", "$(LWS_LEADER_ADDRESS)"]
+    if worker:
+        command.append("--headless")
+    return {
+        "name": "vllm",
+        "image": "vllm/vllm-openai:v0.11.0",
+        "command": command,
+        "resources": {"limits": {"nvidia.com/gpu": 2}},
+        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
+    }
+
+
+def leaderworkerset(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": 1,
+            "leaderWorkerTemplate": {
+                "size": 3,
+                "leaderTemplate": {
+                    "spec": {"containers": [vllm_container(False)], "volumes": [SHM]}
+                },
+                "workerTemplate": {
+                    "spec": {"containers": [vllm_container(True)], "volumes": [SHM]}
+                },
+            },
+        },
+    }
+
+
+def group_pod(lws: dict[str, Any], namespace: str, index: int) -> dict[str, Any]:
+    """Pod ``index`` of group 0, as the LWS controller and its pod webhook make it."""
+    name = lws["metadata"]["name"]
+    role = "leaderTemplate" if index == 0 else "workerTemplate"
+    spec = copy.deepcopy(lws["spec"]["leaderWorkerTemplate"][role]["spec"])
+    env = [
+        {"name": "LWS_LEADER_ADDRESS", "value": f"{name}-0.{name}.{namespace}"},
+        {"name": "LWS_GROUP_SIZE", "value": "3"},
+        {"name": "LWS_WORKER_INDEX", "value": str(index)},
+    ]
+    for container in spec["containers"]:
+        container["env"] = env + container.get("env", [])
+    spec["nodeName"] = f"gpu-node-{index}"
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{name}-0" if index == 0 else f"{name}-0-{index}",
+            "namespace": namespace,
+            "labels": {
+                f"{LWS}/name": name,
+                f"{LWS}/group-index": "0",
+                f"{LWS}/worker-index": str(index),
+                "app": name,
+            },
+            "annotations": {f"{LWS}/size": "3"},
+        },
+        "spec": spec,
+    }
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def kubelet_env(pod: dict[str, Any], port: int) -> dict[str, str]:
+    """The env the kubelet would give the injected check: literal values with $(VAR)
+    expanded in order, the downward-API values resolved; the leader's address is
+    127.0.0.1 here, and the deadline short."""
+    check = next(c for c in pod["spec"]["initContainers"] if c["name"] == constants.CHECK_CONTAINER)
+    meta = pod["metadata"]
+    resolved = {
+        "PREFLIGHT_GROUP_INDEX": meta["labels"][f"{LWS}/worker-index"],
+        "PREFLIGHT_GROUP_SIZE": meta["annotations"][f"{LWS}/size"],
+        "PREFLIGHT_GROUP_NUMBER": meta["labels"][f"{LWS}/group-index"],
+        "PREFLIGHT_NODE_NAME": pod["spec"]["nodeName"],
+    }
+    env: dict[str, str] = {}
+    for entry in check["env"]:
+        name = entry["name"]
+        if "valueFrom" in entry:
+            if name in resolved:
+                env[name] = resolved[name]
+            continue
+        env[name] = re.sub(
+            r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)",
+            lambda m: env.get(m.group(1), m.group(0)),
+            str(entry.get("value", "")),
+        )
+    env.pop("TMPDIR", None)  # /preflight exists in the pod, not here
+    env.update(
+        LWS_LEADER_ADDRESS="127.0.0.1",
+        PREFLIGHT_GROUP_BIND="127.0.0.1",
+        PREFLIGHT_GROUP_PORT=str(port),  # the injected 29600 may be taken on this machine
+        PREFLIGHT_DEADLINE="8",
+        PATH=os.environ.get("PATH", ""),
+    )
+    return env
+
+
+def start_check(pod: dict[str, Any], port: int, workdir: Path) -> subprocess.Popen[str]:
+    log = workdir / f"{pod['metadata']['name']}.termination-log"
+    return subprocess.Popen(
+        [sys.executable, "-m", "preflight_operator.demo.fakecheck",
+         "--gpus", str(fakekubelet.check_gpus(pod)),
+         "--shm-bytes", str(fakekubelet.check_shm_bytes(pod)),
+         "--", "--termination-log", str(log)],
+        env=kubelet_env(pod, port), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def play_kubelet(cluster: Cluster, pods: list[dict[str, Any]], workdir: Path) -> dict[str, Any]:
+    """Run every pod's check at once (they must meet), then write each pod's status."""
+    port = free_port()
+    running = [(pod, start_check(pod, port, workdir)) for pod in pods]
+    reports: dict[str, Any] = {}
+    for pod, proc in running:
+        code = proc.wait(60)
+        name = pod["metadata"]["name"]
+        message = (workdir / f"{name}.termination-log").read_text()
+        reports[name] = (code, json.loads(message))
+        status = fakekubelet.pod_status(pod, exit_code=code, message=message)
+        cluster.kubectl(
+            "patch", "pod", name, "-n", pod["metadata"]["namespace"], "--subresource=status",
+            "--type=merge", "-p", json.dumps({"status": status}),
+        )  # fmt: skip
+    return reports
+
+
+def create_group(cluster: Cluster, namespace: str, name: str) -> list[dict[str, Any]]:
+    lws = leaderworkerset(name)
+    cluster.apply({**lws, "metadata": {"name": name, "namespace": namespace}})
+    return [group_pod(lws, namespace, i) for i in range(3)]
+
+
+def injected(cluster: Cluster, pod: dict[str, Any]) -> dict[str, Any]:
+    cluster.apply(pod)
+    meta = pod["metadata"]
+    stored: dict[str, Any] = json.loads(
+        cluster.kubectl("get", "pod", meta["name"], "-n", meta["namespace"], "-o", "json").stdout
+    )
+    names = [c["name"] for c in stored["spec"].get("initContainers", [])]
+    assert constants.CHECK_CONTAINER in names, names
+    return stored
+
+
+def groups_of(cluster: Cluster, namespace: str, workload: str) -> list[dict[str, Any]] | None:
+    found = json.loads(cluster.kubectl("get", "gpuval", "-n", namespace, "-o", "json").stdout)
+    for item in found["items"]:
+        status = item.get("status") or {}
+        if status.get("workload") == workload:
+            groups = (status.get("runtime") or {}).get("groups")
+            return groups if groups else None
+    return None
+
+
+def group_check(report: dict[str, Any]) -> dict[str, Any]:
+    return next(c for c in report["checks"] if c["id"] == "group")
+
+
+def test_a_group_that_agrees_passes_and_names_the_slowest_member(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    pods = [injected(cluster, p) for p in create_group(cluster, namespace, "agree")]
+    check_env = {e["name"] for e in pods[1]["spec"]["initContainers"][1]["env"]}
+    assert {"PREFLIGHT_GROUP_PORT", "PREFLIGHT_GROUP_INDEX", "PREFLIGHT_GROUP_ARGS"} <= check_env
+    reports = play_kubelet(cluster, pods, tmp_path)
+    for name, (code, report) in reports.items():
+        assert code == 0, (name, report)
+        assert report["group"]["status"] == "pass", (name, report["group"])
+        assert report["group"]["joined"] == 3
+    groups = wait_for(lambda: groups_of(cluster, namespace, "LeaderWorkerSet/agree"))
+    assert len(groups) == 1
+    group = groups[0]
+    assert group["group"] == f"{namespace}/agree-0"
+    assert (group["verdict"], group["membersJoined"], group["leaderReported"]) == ("pass", 3, True)
+    assert group["slowestMember"].startswith(("leader (gpu-node-", "worker "))
+
+
+def test_mismatched_args_and_a_member_that_never_starts_fail_the_group(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    leader, stale, never = create_group(cluster, namespace, "split")
+    stale["spec"]["containers"][0] = vllm_container(
+        True, "--dtype", "float16"
+    )  # an older revision's pod
+    index_one = {"name": "LWS_WORKER_INDEX", "value": "1"}
+    stale["spec"]["containers"][0]["env"] = [*leader["spec"]["containers"][0]["env"][:2], index_one]
+    pods = [injected(cluster, p) for p in (leader, stale, never)]
+    reports = play_kubelet(cluster, pods[:2], tmp_path)  # worker 2's check never runs
+    code, report = reports["split-0"]
+    assert code == 1  # Enforce: the leader's pod does not start vLLM
+    message = group_check(report)["message"]
+    assert "worker 2" in message
+    assert "never joined" in message
+    assert "NetworkPolicy" in message
+    assert "worker 1 (gpu-node-1) runs vLLM with other engine arguments" in message
+    assert "dtype (default) vs float16" in message
+    code, report = reports["split-0-1"]
+    assert code == 1
+    assert "dtype (default) vs float16" in group_check(report)["message"]
+    groups = wait_for(lambda: groups_of(cluster, namespace, "LeaderWorkerSet/split"))
+    group = groups[0]
+    assert (group["verdict"], group["membersJoined"], group["missing"]) == ("fail", 2, [2])
+    assert group["podsReported"] == 2
