@@ -206,6 +206,7 @@ _TEMPLATE = re.compile(
     r"\{\{-?\s*(?:[.$]|/\*|(?:if|else|end|range|with|define|template|include|block|toYaml"
     r"|tpl|required|default|quote|printf|nindent|indent|print|len|index|not|and|or)\b)"
 )
+_DIRECTIVE = re.compile(r"^%(?:YAML|TAG)\b", re.MULTILINE)
 _TAB_ERROR = "found character '\\t' that cannot start any token"
 
 
@@ -323,25 +324,90 @@ def _only_comments(piece: str) -> bool:
     return all(not ln.strip() or ln.lstrip().startswith(("#", "%")) for ln in piece.splitlines())
 
 
+# How kubectl's reader (sigs.k8s.io/yaml on go-yaml v2) types a plain scalar, where PyYAML's
+# YAML 1.1 rules differ: y/Y/n/N are booleans; 1e3 and 08 are numbers; 0o17 is octal;
+# 1:30 (sexagesimal) and 2001-12-14 (a timestamp) stay strings. "_" is dropped first.
+_GO_BOOL = re.compile(
+    r"^(?:y|Y|yes|Yes|YES|true|True|TRUE|on|On|ON|n|N|no|No|NO|false|False|FALSE|off|Off|OFF)$"
+)
+_GO_INT = re.compile(r"^[-+]?(?:[0-9][0-9_]*|0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+)$")
+_GO_FLOAT = re.compile(
+    r"^(?:[-+]?(?:\.[0-9_]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?"
+    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+)
+_GO_NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
+_TRUE = frozenset(("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"))
+
+
+def _go_int(text: str) -> int | float | None:
+    """strconv.ParseInt(text, 0, 64) as go-yaml calls it; a decimal with a leading zero that
+    is not octal ("08") is then ParseFloat's: 8.0. None when neither applies."""
+    sign = -1 if text[:1] == "-" else 1
+    body = text.lstrip("+-")
+    for prefix, base in (("0x", 16), ("0o", 8), ("0b", 2)):
+        if body[:2].lower() == prefix:
+            return sign * int(body[2:], base)
+    if len(body) > 1 and body[0] == "0":
+        if all(c in "01234567" for c in body):
+            return sign * int(body, 8)
+        return float(text)
+    return sign * int(body)
+
+
 def _yaml_loader() -> type[Any]:
     import yaml  # noqa: PLC0415  (lint only: the webhook never reads YAML text)
 
     base: type[Any] = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
 
     class Loader(base):  # type: ignore[misc]
-        """Safe loading, ints capped at MAX_INT_DIGITS with the line that holds them."""
+        """Safe loading with kubectl's scalar types; ints capped at MAX_INT_DIGITS and
+        floats without a JSON form refused, each with the line that holds them."""
+
+    Loader.yaml_implicit_resolvers = {}
+    for tag, pattern, first in (
+        ("bool", _GO_BOOL, "yYnNtTfFoO"),
+        ("int", _GO_INT, "-+0123456789"),
+        ("float", _GO_FLOAT, "-+0123456789."),
+        ("null", _GO_NULL, ["~", "n", "N", ""]),
+    ):
+        Loader.add_implicit_resolver(f"tag:yaml.org,2002:{tag}", pattern, list(first))
+    Loader.add_implicit_resolver("tag:yaml.org,2002:merge", re.compile(r"^(?:<<)$"), ["<"])
+
+    def construct_bool(loader: Any, node: Any) -> bool:
+        return str(loader.construct_scalar(node)) in _TRUE
 
     def construct_int(loader: Any, node: Any) -> Any:
-        digits = sum(c.isdigit() for c in str(node.value))
+        text = str(loader.construct_scalar(node)).replace("_", "")
+        digits = sum(c.isdigit() for c in text)
         if digits > MAX_INT_DIGITS:
             raise _Unreadable(
                 f"an integer of {digits} digits{{at}}: more than {MAX_INT_DIGITS} "
                 "(no Kubernetes field holds one; quote it if it is a string)",
                 node.start_mark.line,
             )
-        return yaml.SafeLoader.construct_yaml_int(loader, node)
+        try:
+            return _go_int(text)
+        except ValueError:
+            raise _Unreadable(f"{text!r}{{at}} is not an integer", node.start_mark.line) from None
 
+    def construct_float(loader: Any, node: Any) -> float:
+        text = str(loader.construct_scalar(node)).replace("_", "")
+        lowered = text.lower()
+        if "inf" in lowered or "nan" in lowered:
+            raise _Unreadable(
+                f"{text}{{at}} has no JSON form: kubectl refuses it too ('json: unsupported "
+                "value'); quote it if it is a string",
+                node.start_mark.line,
+            )
+        if sum(c.isdigit() for c in text) > MAX_INT_DIGITS:
+            raise _Unreadable(
+                f"a number of more than {MAX_INT_DIGITS} digits{{at}}", node.start_mark.line
+            )
+        return float(text)
+
+    Loader.add_constructor("tag:yaml.org,2002:bool", construct_bool)
     Loader.add_constructor("tag:yaml.org,2002:int", construct_int)
+    Loader.add_constructor("tag:yaml.org,2002:float", construct_float)
     return Loader
 
 
@@ -358,6 +424,13 @@ def _load_yaml(chunk: str) -> Any:
         raise _Unreadable(
             f"{len(chunk)} characters: larger than {MAX_DOCUMENT_CHARS} (the API server "
             "accepts requests up to 3 MiB)"
+        )
+    directive = _DIRECTIVE.search(chunk)
+    if directive is not None:
+        raise _Unreadable(
+            "a %YAML/%TAG directive{at}: kubectl's reader refuses it ('did not find expected "
+            "<document start>'); remove the line",
+            chunk.count("\n", 0, directive.start()),
         )
     try:
         return _load_one(_LOADER, chunk)

@@ -240,3 +240,52 @@ def test_kinds_not_checked_are_listed(
     assert "RayService/rs" in out
     assert "spec.rayClusterConfig.workerGroupSpecs[0].template.spec" in out
     assert "Other" not in out
+
+
+def test_plain_scalars_are_typed_as_kubectl_types_them() -> None:
+    # what `kubectl create --dry-run=client -o json` (v1.34.4) printed for the same lines;
+    # tests/e2e/test_lint_reads_like_kubectl.py compares with kubectl itself
+    text = "".join(
+        f"{k}: {v}\n"
+        for k, v in {
+            "a": "y",
+            "c": "Y",
+            "f": "1:30",
+            "g": "1e3",
+            "h": "0755",
+            "i": "08",
+            "k": "0o17",
+            "m": "1_000",
+            "r": "2001-12-14",
+            "x": "190:20:30.15",
+            "n": "no",
+        }.items()
+    )
+    assert lint._load_yaml(text) == {
+        "a": True,
+        "c": True,
+        "f": "1:30",
+        "g": 1000,
+        "h": 493,
+        "i": 8,
+        "k": 15,
+        "m": 1000,
+        "r": "2001-12-14",
+        "x": "190:20:30.15",
+        False: False,  # the key n is a boolean too
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("%YAML 1.1\n---\nkind: A\n", "directive at line 1"),
+        ("kind: A\nx: .inf\n", ".inf at line 2 has no JSON form"),
+    ],
+)
+def test_what_kubectl_refuses_is_refused(tmp_path: Path, text: str, needle: str) -> None:
+    path = tmp_path / "x.yaml"
+    path.write_text(text)
+    problems: list[lint.Problem] = []
+    assert list(lint._read_all([str(path)], problems)) == []
+    assert needle in problems[0].message
