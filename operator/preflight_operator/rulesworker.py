@@ -22,11 +22,13 @@ a socketpair on top of the rules themselves (figures in docs/RELIABILITY.md).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import dataclasses
 import logging
 import os
 import pickle
 import resource
+import signal
 import socket
 import subprocess
 import sys
@@ -220,7 +222,15 @@ def isolate(analyser: object, config: OperatorConfig) -> RulesWorker | None:
 # -- the child ---------------------------------------------------------------------------
 
 
+def _die_with_parent() -> None:
+    """Linux: SIGKILL this process when the operator dies (a SIGKILLed operator cannot
+    close the pipe for a child busy in the rules)."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
 def _child(fd: int, memory_mib: int) -> None:
+    _die_with_parent()
     conn = Connection(fd)
 
     def proxy(field: str) -> Any:

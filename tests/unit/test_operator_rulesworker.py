@@ -168,3 +168,45 @@ def test_the_validating_webhook_with_the_worker_denies_the_hostile_one_and_judge
     assert service.validate(
         deployment(), old=None, operation="CREATE", dry_run=False
     ).decision.warnings
+
+
+def test_a_worker_busy_in_the_rules_dies_with_a_sigkilled_operator(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    pid_file = tmp_path / "child.pid"
+    script = f"""
+import sys, threading, time
+sys.path[:0] = {sys.path!r}
+from preflight_operator.config import PolicySpec
+from preflight_operator.rulesworker import RulesWorker
+import yaml
+worker = RulesWorker(entry={CHILD!r}, budget=600)
+worker.start()
+body = yaml.safe_load({yaml.safe_dump(hostile("spin"))!r})
+threading.Thread(target=worker.analyse, args=(body, PolicySpec()), daemon=True).start()
+time.sleep(1.5)
+open({str(pid_file)!r}, "w").write(str(worker.pid))
+time.sleep(600)
+"""
+    parent = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        for _ in range(100):
+            if pid_file.exists() and pid_file.read_text():
+                break
+            time.sleep(0.1)
+        child = int(pid_file.read_text())
+        os.kill(child, 0)  # spinning
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        for _ in range(50):
+            try:
+                os.kill(child, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.1)
+        raise AssertionError("the rules worker outlived the operator")
+    finally:
+        parent.kill()
