@@ -146,12 +146,11 @@ def main(argv: list[str]) -> int:
     results = check_objects(
         [s.obj for s in sources], policy, lookup=lookup, default_namespace=args.namespace
     )
-    if sources or not problems:
-        if args.format == "json":
-            _write(sys.stdout, json.dumps(_json_document(results, sources, problems), indent=2))
-            _write(sys.stdout, "\n")
-        else:
-            _write(sys.stdout, _text_report(results, sources, args.namespace))
+    if args.format == "json":  # always a document: CI reads the errors from it too
+        _write(sys.stdout, json.dumps(_json_document(results, sources, problems), indent=2))
+        _write(sys.stdout, "\n")
+    elif sources or not problems:
+        _write(sys.stdout, _text_report(results, sources, args.namespace))
     if problems:
         return EXIT_UNREADABLE
     return EXIT_FAILED if any(r.verdict == FAIL for r in results) else EXIT_OK

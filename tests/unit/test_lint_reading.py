@@ -289,3 +289,21 @@ def test_what_kubectl_refuses_is_refused(tmp_path: Path, text: str, needle: str)
     problems: list[lint.Problem] = []
     assert list(lint._read_all([str(path)], problems)) == []
     assert needle in problems[0].message
+
+
+def test_json_always_carries_the_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("kind: [\n")
+    code, out, _ = run(capsys, "--format", "json", str(path))
+    assert code == lint.EXIT_UNREADABLE
+    doc = json.loads(out)
+    assert doc["results"] == []
+    assert doc["errors"] == [
+        {
+            "file": str(path),
+            "document": 1,
+            "line": 2,
+            "message": "document 1: invalid YAML at line 2, column 1: "
+            "did not find expected node content",
+        }
+    ]
