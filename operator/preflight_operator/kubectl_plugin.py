@@ -496,7 +496,13 @@ class Kubectl:
         if result.returncode != 0:
             if missing_ok and "NotFound" in result.stderr:
                 return None
-            raise PluginError(f"kubectl {' '.join(args)}: {result.stderr.strip()}")
+            hint = ""
+            if "doesn't have a resource type" in result.stderr and GPUVAL_RESOURCE in args:
+                hint = (
+                    " (the GPUValidation CRD is not installed: install the vllm-preflight"
+                    " chart, docs/INSTALL.md)"
+                )
+            raise PluginError(f"kubectl {' '.join(args)}: {result.stderr.strip()}{hint}")
         return json.loads(result.stdout)
 
     def current_namespace(self) -> str:

@@ -225,3 +225,19 @@ def test_lint_is_found_after_global_flags(
     assert kubectl_plugin._command_index(["--context", "lint", "status"]) == 2
     assert kubectl_plugin._command_index(["--kubeconfig=/k", "lint"]) == 1
     assert kubectl_plugin.main(["--context", "prod", "lint", str(manifest)]) == 0
+
+
+def test_a_cluster_without_the_crd_says_to_install_the_chart(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = tmp_path / "kubectl"
+    fake.write_text(
+        "#!/bin/sh\ncat >&2 <<'EOF'\n"
+        'error: the server doesn\'t have a resource type "gpuvalidations"\nEOF\nexit 1\n'
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("KUBECTL", str(fake))
+    assert kubectl_plugin.main(["status", "-A"], out=io.StringIO()) == 2
+    err = capsys.readouterr().err
+    assert "install the vllm-preflight chart" in err
+    assert "Traceback" not in err
