@@ -59,6 +59,7 @@ from preflight_operator.workloads import (
     ref_of,
     template_labels,
     workload_of_pod,
+    wrapper_owner,
 )
 from preflight_operator.workqueue import WorkQueue
 from preflight_operator.writegate import WriteGate
@@ -141,6 +142,8 @@ class Controller:
         # Caches the rules read (Services named vllm): primed and run with the others,
         # on every replica; a change re-analyses the namespace's workloads.
         self.context_reflectors = list(context_reflectors)
+        # child workload -> the serving-stack object that controls it (workloads.wrapper_owner)
+        self._owners: dict[Key, Key] = {}
         for reflector in self.context_reflectors:
             reflector.subscribe(self.context_changed)
         # Reconciles write only while kopf's peering would let this replica run
@@ -189,6 +192,16 @@ class Controller:
         namespace's labels say (a pod-level opt-in)."""
         ref = ref_of(body, kind)
         key = ref.key
+        owner = wrapper_owner(body)
+        if owner is not None:
+            # made by a serving stack's controller: its pods report to that object
+            if deleted:
+                self._owners.pop(key, None)
+            else:
+                self._owners[key] = owner.key
+            if key in self.store.workloads:
+                self.store.forget_workload(key)
+            return
         in_scope = self.in_scope(kind, body) or (
             has_injected_pods and not self.excluded(ref.namespace)
         )
@@ -257,7 +270,7 @@ class Controller:
         if self.excluded(namespace):
             return
         ref = workload_of_pod(body)
-        key = ref.key
+        key = self.top_owner(ref.key)
         uid = str(meta.get("uid", ""))
         if deleted:
             if self.store.forget_pod(key, uid):
@@ -280,6 +293,17 @@ class Controller:
             self.observe_workload(POD, body, deleted=False, has_injected_pods=True)
         if changed:
             self.enqueue(key)
+
+    def top_owner(self, key: Key) -> Key:
+        """The workload whose GPUValidation a result of ``key`` belongs to: up the
+        controller ownerReferences to the serving-stack object (Pod -> ReplicaSet ->
+        Deployment -> InferenceService; RayCluster -> RayService), as observed."""
+        for _ in range(4):  # bounded: a reference loop cannot hang us
+            owner = self._owners.get(key)
+            if owner is None:
+                break
+            key = owner
+        return key
 
     def _feed_node(self, key: Key, namespace: str, result: PodResult) -> None:
         """Node feedback (nodefeedback.py) at the levels of the workload's policy."""

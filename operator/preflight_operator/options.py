@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from preflight_operator import constants
+from preflight_operator.workloads import FAMILIES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,6 +32,9 @@ class RunOptions:
     kubeconfig: str | None = None
     workers: int = 4
     verbose: bool = False
+    # serving stacks whose kinds are watched (workloads.FAMILIES); the chart passes the
+    # enabled ones, so the operator watches only what its RBAC allows
+    kind_families: tuple[str, ...] = FAMILIES
 
     @property
     def cert_file(self) -> Path:
@@ -81,6 +85,12 @@ def build_parser() -> argparse.ArgumentParser:
     add("--standalone", action="store_true", help="no peering: for a single replica")
     add("--kubeconfig", default=None, help="kubeconfig (default: in-cluster, else KUBECONFIG)")
     add("--workers", type=int, default=4, help="concurrent reconciles (4)")
+    add(
+        "--kind-families",
+        default=",".join(FAMILIES),
+        help=f"serving stacks whose kinds are watched, comma-separated ({','.join(FAMILIES)}); "
+        "empty: none",
+    )
     add("--verbose", "-v", action="store_true", help="debug logging")
     return parser
 
@@ -107,4 +117,16 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str] | None = None)
         kubeconfig=args.kubeconfig,
         workers=max(1, args.workers),
         verbose=args.verbose,
+        kind_families=_families(args.kind_families),
     )
+
+
+def _families(text: str) -> tuple[str, ...]:
+    wanted = tuple(f.strip() for f in text.split(",") if f.strip())
+    unknown = [f for f in wanted if f not in FAMILIES]
+    if unknown:
+        raise SystemExit(
+            f"vllm-preflight operator: --kind-families: unknown {', '.join(unknown)} "
+            f"(known: {', '.join(FAMILIES)})"
+        )
+    return wanted

@@ -24,14 +24,15 @@ from preflight_operator.injection import Injection, Skip, opted_out, plan_inject
 from preflight_operator.policy import PolicyBook, ResolvedPolicy
 from preflight_operator.rulesworker import BudgetExceeded
 from preflight_operator.workloads import (
+    ADMITTED_KINDS,
     POD,
-    VALIDATED_KINDS,
     WorkloadRef,
     is_bare_pod,
     ref_of,
     template_labels,
     workload_label_value,
     workload_of_pod,
+    wrapper_owner,
 )
 
 logger = logging.getLogger(__name__)
@@ -73,7 +74,7 @@ class AdmissionService:
     def _skipped(self, namespace: str, kind_name: str, body: Mapping[str, Any]) -> bool:
         if not namespace or namespace in self._config.excluded_namespaces:
             return True
-        kind = VALIDATED_KINDS.get(kind_name)
+        kind = ADMITTED_KINDS.get(kind_name)
         if kind is None:
             return True
         labels = template_labels(kind, body)
@@ -97,9 +98,14 @@ class AdmissionService:
             return Validation(ALLOW, "skipped")
         if kind_name == POD.kind and not is_bare_pod(body):
             return Validation(ALLOW, "skipped")  # its workload was judged already
+        if wrapper_owner(body) is not None:
+            # made by a serving stack's controller (KServe, KubeRay, ...): the object its
+            # user wrote was judged at its own admission; a denial here would only surface
+            # as a reconcile error deep in that object's status
+            return Validation(ALLOW, "skipped")
         if operation == "UPDATE" and not spec_changed(old, body):
             return Validation(ALLOW, "skipped")
-        ref = ref_of(body, VALIDATED_KINDS[kind_name])
+        ref = ref_of(body, ADMITTED_KINDS[kind_name])
         policy = self.policy_for(namespace, meta.get("labels"))
         try:
             static = self._analyser.analyse(body, policy.spec)

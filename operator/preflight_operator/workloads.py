@@ -31,6 +31,7 @@ class WorkloadKind:
     # Where `replicas` lives, for ScaleToZero; None: the kind cannot be scaled.
     scalable: bool = False
     pausable: bool = False
+    family: str = "core"  # rules.kinds families: a serving stack can be switched off
 
     @property
     def api_version(self) -> str:
@@ -44,11 +45,71 @@ LEADERWORKERSET = WorkloadKind("LeaderWorkerSet", LWS_GROUP, "v1", "leaderworker
 POD = WorkloadKind("Pod", "", "v1", "pods")
 REPLICASET = WorkloadKind("ReplicaSet", "apps", "v1", "replicasets", scalable=True)
 
+# Serving stacks whose controller makes the pods (rules/kinds.py says where their plan is).
+# Each keeps a GPUValidation of its own; what its controller creates (a Deployment, an LWS,
+# a RayCluster, pods) reports to it through the controller ownerReference.
+WRAPPER_KINDS: tuple[WorkloadKind, ...] = (
+    WorkloadKind(
+        "InferenceService", "serving.kserve.io", "v1beta1", "inferenceservices", family="kserve"
+    ),
+    WorkloadKind(
+        "LLMInferenceService",
+        "serving.kserve.io",
+        "v1alpha2",
+        "llminferenceservices",
+        family="kserve",
+    ),
+    WorkloadKind("RayService", "ray.io", "v1", "rayservices", family="kuberay"),
+    WorkloadKind("RayCluster", "ray.io", "v1", "rayclusters", family="kuberay"),
+    WorkloadKind("RayJob", "ray.io", "v1", "rayjobs", family="kuberay"),
+    WorkloadKind(
+        "RayClusterFleet",
+        "orchestration.aibrix.ai",
+        "v1alpha1",
+        "rayclusterfleets",
+        family="aibrix",
+    ),
+    WorkloadKind(
+        "StormService", "orchestration.aibrix.ai", "v1alpha1", "stormservices", family="aibrix"
+    ),
+    WorkloadKind("Model", "kubeai.org", "v1", "models", family="kubeai"),
+    WorkloadKind(
+        "VLLMRuntime",
+        "production-stack.vllm.ai",
+        "v1alpha1",
+        "vllmruntimes",
+        family="production-stack",
+    ),
+    WorkloadKind(
+        "DynamoGraphDeployment", "nvidia.com", "v1alpha1", "dynamographdeployments", family="dynamo"
+    ),
+)
+# Templates judged at admission only: they make no pods and keep no GPUValidation.
+TEMPLATE_KINDS: tuple[WorkloadKind, ...] = (
+    WorkloadKind(
+        "ServingRuntime", "serving.kserve.io", "v1alpha1", "servingruntimes", family="kserve"
+    ),
+    WorkloadKind(
+        "ClusterServingRuntime",
+        "serving.kserve.io",
+        "v1alpha1",
+        "clusterservingruntimes",
+        family="kserve",
+    ),
+)
+
 # The kinds the validating webhook judges and the operator keeps a GPUValidation for.
 VALIDATED_KINDS: dict[str, WorkloadKind] = {
-    k.kind: k for k in (DEPLOYMENT, STATEFULSET, JOB, LEADERWORKERSET, POD)
+    k.kind: k for k in (DEPLOYMENT, STATEFULSET, JOB, LEADERWORKERSET, POD, *WRAPPER_KINDS)
+}
+# ... and what the webhook judges besides.
+ADMITTED_KINDS: dict[str, WorkloadKind] = {
+    **VALIDATED_KINDS,
+    **{k.kind: k for k in TEMPLATE_KINDS},
 }
 KNOWN_KINDS: dict[str, WorkloadKind] = {**VALIDATED_KINDS, REPLICASET.kind: REPLICASET}
+# The serving-stack families (chart value workloadKinds, operator flag --kind-families).
+FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(k.family for k in WRAPPER_KINDS))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,3 +218,20 @@ def template_labels(kind: WorkloadKind, body: Mapping[str, Any]) -> dict[str, st
             labels.update((template.get("metadata") or {}).get("labels") or {})
     labels.update((body.get("metadata") or {}).get("labels") or {})
     return {str(k): str(v) for k, v in labels.items()}
+
+
+def wrapper_owner(body: Mapping[str, Any]) -> WorkloadRef | None:
+    """The serving-stack object (WRAPPER_KINDS) that controls this object, from its
+    controller ownerReference: its results belong to that owner. None otherwise."""
+    meta = body.get("metadata") or {}
+    owner = _controller_owner(meta)
+    if owner is None or not owner.get("controller"):
+        return None
+    kind = str(owner.get("kind", ""))
+    api_version = str(owner.get("apiVersion", ""))
+    wrapper = next((k for k in WRAPPER_KINDS if k.kind == kind), None)
+    if wrapper is None or api_version.split("/", 1)[0] != wrapper.group:
+        return None
+    return WorkloadRef(
+        str(meta.get("namespace", "")), kind, str(owner.get("name", "")), api_version
+    )

@@ -322,6 +322,7 @@ class TestWebhookBehaviour:
                 ("batch", "v1", "jobs"),
                 ("leaderworkerset.x-k8s.io", "v1", "leaderworkersets"),
                 ("", "v1", "pods"),
+                *{(g, "*", r) for g, r in WRAPPERS},
             }
             assert hook["clientConfig"]["service"]["path"] == "/validate"
             # it records results, so it must skip side effects on dry runs
@@ -481,6 +482,7 @@ class TestOperatorDeployment:
             "--webhook-cert-dir=/etc/vllm-preflight/certs",
             "--metrics-port=8080",
             "--health-port=8081",
+            "--kind-families=kserve,kuberay,aibrix,kubeai,production-stack,dynamo",
             "--peering=vllm-preflight",
         ]
 
@@ -554,8 +556,15 @@ class TestReplicasAndPeering:
 
 
 # -- RBAC ------------------------------------------------------------------------------------
+WRAPPERS = [("serving.kserve.io", r) for r in ("inferenceservices", "llminferenceservices",
+                                             "servingruntimes")] + [
+    ("ray.io", "rayservices"), ("ray.io", "rayclusters"), ("ray.io", "rayjobs"),
+    ("orchestration.aibrix.ai", "rayclusterfleets"), ("orchestration.aibrix.ai", "stormservices"),
+    ("kubeai.org", "models"), ("production-stack.vllm.ai", "vllmruntimes"),
+    ("nvidia.com", "dynamographdeployments"),
+]  # fmt: skip
 WORKLOADS = [("apps", "deployments"), ("apps", "statefulsets"), ("batch", "jobs"),
-             ("leaderworkerset.x-k8s.io", "leaderworkersets")]  # fmt: skip
+             ("leaderworkerset.x-k8s.io", "leaderworkersets"), *WRAPPERS]  # fmt: skip
 WORKLOAD_PATCH = {(g, r, "patch") for g, r in WORKLOADS}
 OPERATOR_CLUSTER_RULES = {
     ("", "namespaces", "list"), ("", "namespaces", "watch"),
@@ -580,6 +589,26 @@ PEERING_RULES = {
     ("kopf.dev", "clusterkopfpeerings/vllm-preflight", "get"),
     ("kopf.dev", "clusterkopfpeerings/vllm-preflight", "patch"),
 }
+
+
+class TestServingStacks:
+    def test_one_value_turns_a_serving_stack_off(self) -> None:
+        """workloadKinds.<stack>: false drops its webhook rule, its RBAC and its watch."""
+        objs = render(sets=["workloadKinds.kserve=false", "workloadKinds.dynamo=false"])
+        groups = {
+            g for hook in one(objs, "ValidatingWebhookConfiguration")["webhooks"]
+            for rule in hook["rules"] for g in rule["apiGroups"]
+        }  # fmt: skip
+        assert "serving.kserve.io" not in groups
+        assert "nvidia.com" not in groups
+        assert "ray.io" in groups
+        rules = rule_set(one(objs, "ClusterRole", FULLNAME)["rules"])
+        assert not {r for r in rules if r[0] in ("serving.kserve.io", "nvidia.com")}
+        args = operator_container(objs)["args"]
+        assert "--kind-families=kuberay,aibrix,kubeai,production-stack" in args
+        assert "--kind-families=kserve,kuberay,aibrix,kubeai,production-stack,dynamo" in (
+            operator_container(render())["args"]
+        )
 
 
 class TestRBAC:

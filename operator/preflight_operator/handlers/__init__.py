@@ -14,7 +14,7 @@ from preflight_operator.options import RunOptions
 
 def register(registry: kopf.OperatorRegistry, options: RunOptions) -> kopf.OperatorRegistry:
     lifecycle.register(registry, options)
-    watches.register(registry)
+    watches.register(registry, options.kind_families)
     admission.register(registry)
     return registry
 

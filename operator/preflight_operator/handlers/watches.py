@@ -15,6 +15,11 @@ from preflight_operator.workloads import LEADERWORKERSET, VALIDATED_KINDS, Workl
 WATCHED_WORKLOADS = [k for k in VALIDATED_KINDS.values() if k.kind != "Pod"]
 
 
+def watched(families: tuple[str, ...]) -> list[WorkloadKind]:
+    """The workload kinds to watch: the core ones and the enabled serving stacks'."""
+    return [k for k in WATCHED_WORKLOADS if k.family == "core" or k.family in families]
+
+
 def _controller(memo: Any) -> Controller:
     controller: Controller = memo.controller
     return controller
@@ -38,8 +43,8 @@ async def namespace_event(*, type: str, name: str, memo: Any, **_: Any) -> None:
         await controller.reprocess_namespace(name)
 
 
-def register(registry: kopf.OperatorRegistry) -> None:
-    for kind in WATCHED_WORKLOADS:
+def register(registry: kopf.OperatorRegistry, families: tuple[str, ...] = ()) -> None:
+    for kind in watched(families):
         kopf.on.event(
             kind.group,
             kind.version,
