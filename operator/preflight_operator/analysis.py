@@ -33,6 +33,10 @@ class InjectionTarget:
     container: str | None
     plan: Plan | None
     reason: str = ""
+    # the command line as the rules read it, and its model, for the runtime model checks;
+    # empty when the check validates only the pod's share of a multi-node engine
+    argv: tuple[str, ...] = ()
+    model: str | None = None
 
 
 class Analyser(Protocol):
@@ -145,4 +149,9 @@ def injection_target(results: Sequence[rules.ContainerResult]) -> InjectionTarge
         return InjectionTarget(with_gpus[0].container, None, "undecided")
     plan = _plan(chosen)
     assert plan is not None
-    return InjectionTarget(chosen.container, check_plan(plan))
+    pod_plan = check_plan(plan)
+    if pod_plan is not plan:
+        # a share of a multi-node engine: the checker would read the whole engine's plan
+        # from the command line and count GPUs this pod does not hold
+        return InjectionTarget(chosen.container, pod_plan)
+    return InjectionTarget(chosen.container, pod_plan, argv=chosen.argv, model=chosen.model)

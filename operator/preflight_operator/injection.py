@@ -6,7 +6,9 @@ Two init containers go before every existing one (docs/dev/OPERATOR_CONTRACT.md)
 2. ``preflight-check`` runs it with python3 from the vLLM container's own image (or the
    dedicated check image), with the vLLM container's GPU requests and limits — the kubelet
    hands an init container's devices on to the app containers of the pod — its whole env,
-   its /dev/shm mount, and the plan and policy as PREFLIGHT_* variables.
+   its /dev/shm mount, the plan and policy as PREFLIGHT_* variables, and, for the model
+   checks, the vLLM command line (PREFLIGHT_VLLM_ARGS) and the vLLM container's mounts that
+   hold the model or the Hugging Face cache (read-only).
 
 ``plan_injection`` never raises on odd input: it returns a Skip with the reason, and the
 webhook admits the pod unchanged (and logs it).
@@ -16,13 +18,16 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import posixpath
+import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from preflight_check.check_ids import CHECKS
 from preflight_operator import constants
 from preflight_operator.config import InjectionConfig, PolicySpec
+from preflight_operator.rules.kubeenv import has_unknown, unknown_names
 from preflight_operator.static import Plan
 
 SHM_PATH = "/dev/shm"
@@ -187,6 +192,101 @@ def group_env(pod: Mapping[str, Any], vllm: Mapping[str, Any], port: int) -> lis
     return env
 
 
+# PREFLIGHT_VLLM_ARGS: a command line longer than this is left out (the model checks then
+# skip) rather than copied into every pod's spec again.
+MAX_VLLM_ARGS_CHARS = 16 * 1024
+_ENV_VAR_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*\Z")  # the API server's rule
+_ESCAPED_MARKER = re.compile(r"\x00\$\$\(([^\x00]*)\)\x00")
+
+
+def _is_config_flag(word: str) -> bool:
+    return word == "--config" or word.startswith("--config=")
+
+
+def vllm_args_value(argv: Sequence[str]) -> str | None:
+    """PREFLIGHT_VLLM_ARGS for the check: the command line as the rules read it (env and
+    shell expanded), for the kubelet to hand over as written.
+
+    The kubelet expands ``$(NAME)`` in env values (``$$`` is a literal ``$``), so every
+    ``$`` is doubled, and a value the rules could not know (a Secret, a downward-API
+    field) becomes ``$(NAME)`` again: the kubelet fills it from the check container's env,
+    which is the vLLM container's. None (nothing passed, the model checks skip) when a
+    part stayed unknown that is no variable (shell arithmetic), when vLLM reads a
+    ``--config`` file (mounted in the vLLM container, not in the check's), or past
+    MAX_VLLM_ARGS_CHARS."""
+    words: list[str] = []
+    for word in argv:
+        if _is_config_flag(word):
+            return None
+        if any(not _ENV_VAR_NAME.match(name) for name in unknown_names(word)):
+            return None
+        escaped = _ESCAPED_MARKER.sub(r"$(\1)", word.replace("$", "$$"))
+        if has_unknown(escaped):
+            return None
+        words.append(escaped)
+    text = shlex.join(words)
+    return text if words and len(text) <= MAX_VLLM_ARGS_CHARS else None
+
+
+# Where the checker (preflight_check.modelsource) looks for a model's files, as vLLM does:
+# the model path itself, HF_HUB_CACHE, HF_HOME, or ~/.cache/huggingface.
+HF_CACHE_ENV = ("HF_HOME", "HF_HUB_CACHE")
+HF_DEFAULT_CACHE = "/.cache/huggingface"
+
+
+def _literal_env(vllm: Mapping[str, Any]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for e in vllm.get("env") or []:
+        if isinstance(e, Mapping) and isinstance(e.get("value"), str) and "$(" not in e["value"]:
+            out[str(e.get("name"))] = e["value"]
+    return out
+
+
+def _related(mount_path: str, path: str) -> bool:
+    """The mount holds ``path``, or is part of it (a cache's hub/ on its own volume)."""
+    mount, wanted = posixpath.normpath(mount_path), posixpath.normpath(path)
+    if mount == "/" or wanted == "/":
+        return False
+    return mount == wanted or wanted.startswith(mount + "/") or mount.startswith(wanted + "/")
+
+
+def model_mounts(vllm: Mapping[str, Any], model: str | None) -> list[dict[str, Any]]:
+    """The vLLM container's mounts that hold the model or the Hugging Face cache, read-only.
+
+    The model counts when it is an absolute path (a mounted directory); HF_HOME and
+    HF_HUB_CACHE when the container sets them to a literal path; the default cache is any
+    mount at (or inside, or holding) ``<dir>/.cache/huggingface``: the image's HOME is not
+    known here. Never the
+    API token's path, nor /dev/shm (mounted as before); mountPropagation is dropped (the
+    check is not privileged)."""
+    wanted: list[str] = []
+    if model and model.startswith("/") and not has_unknown(model):
+        wanted.append(model)
+    env = _literal_env(vllm)
+    wanted += [env[name] for name in HF_CACHE_ENV if env.get(name, "").startswith("/")]
+    if env.get("HOME", "").startswith("/"):
+        wanted.append(env["HOME"].rstrip("/") + HF_DEFAULT_CACHE)
+    out: list[dict[str, Any]] = []
+    for mount in vllm.get("volumeMounts") or []:
+        if not isinstance(mount, Mapping) or not isinstance(mount.get("mountPath"), str):
+            continue
+        path = posixpath.normpath(mount["mountPath"])
+        if path == SHM_PATH or _related(path, TOKEN_MOUNT_PATH):
+            continue
+        if _related(path, constants.MOUNT_PATH):  # our emptyDir's place
+            continue
+        if mount.get("name") in (constants.VOLUME_NAME, NO_TOKEN_VOLUME):
+            continue
+        default_cache = (
+            path.endswith((HF_DEFAULT_CACHE, "/.cache")) or HF_DEFAULT_CACHE + "/" in path
+        )
+        if default_cache or any(_related(path, w) for w in wanted):
+            copied = {k: copy.deepcopy(v) for k, v in mount.items() if k != "mountPropagation"}
+            copied["readOnly"] = True
+            out.append(copied)
+    return out
+
+
 def _merged_resources(
     base: Mapping[str, Any],
     gpus: Mapping[str, Mapping[str, Any]],
@@ -206,9 +306,16 @@ def check_container(
     policy: PolicySpec,
     config: InjectionConfig,
     mode: str,
+    *,
+    argv: Sequence[str] = (),
+    model: str | None = None,
 ) -> dict[str, Any]:
     image = vllm.get("image") if mode == "WorkloadImage" else config.check_image
     ours = preflight_env(plan, policy, config.timeout_seconds)
+    vllm_args = vllm_args_value(argv)
+    if vllm_args is not None:
+        # last: the kubelet expands its $(NAME) against every variable before it
+        ours.append({"name": "PREFLIGHT_VLLM_ARGS", "value": vllm_args})
     names = {e["name"] for e in ours}
     env = [
         copy.deepcopy(e)
@@ -224,6 +331,7 @@ def check_container(
         for m in vllm.get("volumeMounts") or []
         if isinstance(m, Mapping) and m.get("mountPath") == SHM_PATH
     ]
+    mounts += model_mounts(vllm, model)
     container: dict[str, Any] = {
         "name": constants.CHECK_CONTAINER,
         "image": image,
@@ -275,6 +383,8 @@ def plan_injection(
     policy: PolicySpec,
     config: InjectionConfig,
     workload_label: str | None,
+    argv: Sequence[str] = (),
+    model: str | None = None,
 ) -> Injection | Skip:
     """The init containers, volumes and labels of ``pod`` after injection, or a Skip."""
     spec = pod.get("spec") or {}
@@ -293,7 +403,7 @@ def plan_injection(
     if taken:
         return Skip("volume-name-taken", f"the pod already has a volume {sorted(taken)[0]!r}")
     mode = policy.injection_mode or config.mode
-    check = check_container(vllm, plan, policy, config, mode)
+    check = check_container(vllm, plan, policy, config, mode, argv=argv, model=model)
     if in_lws_group(pod):
         check["env"] += group_env(pod, vllm, config.group_port)
     init = [install_container(config), check]

@@ -172,4 +172,6 @@ class AdmissionService:
             policy=policy.spec,
             config=self._config.injection,
             workload_label=workload_label_value(workload_of_pod(pod)),
+            argv=target.argv,
+            model=target.model,
         )

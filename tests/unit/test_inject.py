@@ -15,7 +15,14 @@ from preflight_operator import constants
 from preflight_operator.analysis import RulesAnalyser, check_plan
 from preflight_operator.config import InjectionConfig, OperatorConfig, PolicySpec, Thresholds
 from preflight_operator.handlers import admission as handlers
-from preflight_operator.injection import Injection, Skip, plan_injection, runtime_skips
+from preflight_operator.injection import (
+    Injection,
+    Skip,
+    model_mounts,
+    plan_injection,
+    runtime_skips,
+    vllm_args_value,
+)
 from preflight_operator.policy import PolicyBook, parse_policy
 from preflight_operator.static import Plan
 from preflight_operator.webhooks import AdmissionService
@@ -122,7 +129,12 @@ def test_two_init_containers_go_first_with_the_vllm_containers_gpus_env_and_shm(
     assert env["PREFLIGHT_DEADLINE"] == "120"  # injection.timeoutSeconds
     assert check["envFrom"] == [{"configMapRef": {"name": "vllm-env"}}]
     token_path = "/var/run/secrets/kubernetes.io/serviceaccount"
-    assert {m["mountPath"] for m in check["volumeMounts"]} == {"/preflight", "/dev/shm", token_path}
+    assert {m["mountPath"] for m in check["volumeMounts"]} == {
+        "/preflight",
+        "/dev/shm",
+        token_path,
+        "/root/.cache",  # holds ~/.cache/huggingface: the model checks look there
+    }
     assert check["terminationMessagePolicy"] == "FallbackToLogsOnError"
     for ours in (install, check):
         assert ours["securityContext"] == {
@@ -374,3 +386,75 @@ def test_dra_pods_get_the_check_with_the_same_claims() -> None:
     assert env_of(check)["PREFLIGHT_TP"] == "2"
     # without the template the count is unknown: no injection, never a blocked pod
     assert mutate(copy.deepcopy(pod), service()) == []
+
+
+def test_the_check_gets_the_command_line_and_the_model_and_cache_mounts_read_only() -> None:
+    """The runtime model checks read the model from --vllm-args (PREFLIGHT_VLLM_ARGS) and
+    its files from the mounts vLLM reads them from; nothing else of vLLM's is mounted."""
+    pod = vllm_pod()
+    vllm = pod["spec"]["containers"][0]
+    vllm["command"] = ["vllm", "serve", "/models/llama", "-tp", "2", "--max-model-len", "8192"]
+    vllm["env"].append({"name": "HF_HOME", "value": "/data/hf"})
+    token = "/var/run/secrets/kubernetes.io/serviceaccount"
+    vllm["volumeMounts"] = [
+        {"name": "dshm", "mountPath": "/dev/shm"},
+        {"name": "weights", "mountPath": "/models", "mountPropagation": "HostToContainer"},
+        {"name": "hf", "mountPath": "/data/hf/hub", "subPath": "hub"},
+        {"name": "logs", "mountPath": "/var/log/vllm"},
+        {"name": "my-token", "mountPath": token},
+    ]
+    injected = jsonpatch.apply_patch(pod, mutate(pod, service()))
+    check = injected["spec"]["initContainers"][1]
+    env = [e["name"] for e in check["env"]]
+    assert env[-1] == "PREFLIGHT_VLLM_ARGS"  # after the vLLM env the kubelet expands it with
+    assert env_of(check)["PREFLIGHT_VLLM_ARGS"] == (
+        "vllm serve /models/llama -tp 2 --max-model-len 8192"
+    )
+    assert env_of(check)["HF_TOKEN"] == {"secretKeyRef": {"name": "s", "key": "k"}}
+    mounts = {m["mountPath"]: m for m in check["volumeMounts"]}
+    assert set(mounts) == {"/preflight", token, "/dev/shm", "/models", "/data/hf/hub"}
+    assert mounts["/models"] == {"name": "weights", "mountPath": "/models", "readOnly": True}
+    assert mounts["/data/hf/hub"]["readOnly"] is True
+    assert mounts["/data/hf/hub"]["subPath"] == "hub"
+    assert mounts[token]["name"] == "preflight-no-token"  # never the pod's own token
+    assert "readOnly" not in injected["spec"]["containers"][0]["volumeMounts"][1]
+
+
+def test_the_command_line_passes_the_kubelet_unchanged_or_not_at_all() -> None:
+    unknown = "\x00$(MODEL)\x00"  # rules.kubeenv's marker of a Secret's value
+    assert vllm_args_value(["vllm", "serve", unknown, "--served-model-name", "a$b"]) == (
+        "vllm serve '$(MODEL)' --served-model-name 'a$$b'"
+    )
+    shell = "\x00\x00$(command substitution)\x00"
+    assert vllm_args_value(["vllm", "serve", "m", "--max-model-len", shell]) is None
+    assert vllm_args_value(["vllm", "serve", "--config", "/etc/vllm/c.yaml"]) is None
+    assert vllm_args_value(["vllm", "serve", "m", "--config=/c.yaml"]) is None
+    assert vllm_args_value(["vllm", "serve", "m", "--x", "y" * 20000]) is None
+    assert vllm_args_value(()) is None
+
+
+def test_model_mounts_match_the_model_path_and_the_caches_only() -> None:
+    vllm = {
+        "env": [{"name": "HF_HUB_CACHE", "value": "/cache"}, {"name": "X", "value": "/models"}],
+        "volumeMounts": [
+            {"name": "root", "mountPath": "/"},
+            {"name": "models", "mountPath": "/models/"},
+            {"name": "hub", "mountPath": "/cache"},
+            {"name": "home", "mountPath": "/home/u/.cache/huggingface"},
+            {"name": "other", "mountPath": "/models-old"},
+        ],
+    }
+    assert [m["name"] for m in model_mounts(vllm, "/models/qwen")] == ["models", "hub", "home"]
+    assert [m["name"] for m in model_mounts(vllm, "Qwen/Qwen3-8B")] == ["hub", "home"]
+
+
+def test_a_share_of_a_multi_node_engine_gets_no_command_line() -> None:
+    """The checker would count the whole engine's GPUs from it (TP 16 over 2 pods)."""
+    pod = vllm_pod()
+    vllm = pod["spec"]["containers"][0]
+    vllm["command"] = ["vllm", "serve", "m", "-tp", "16", "--nnodes", "2", "--node-rank", "0"]
+    vllm["resources"] = {"limits": {"nvidia.com/gpu": 8}}
+    injected = jsonpatch.apply_patch(pod, mutate(pod, service()))
+    env = env_of(injected["spec"]["initContainers"][1])
+    assert env["PREFLIGHT_TP"] == "8"
+    assert "PREFLIGHT_VLLM_ARGS" not in env
