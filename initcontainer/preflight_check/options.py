@@ -245,6 +245,11 @@ def _shown(text: str, limit: int = 40) -> str:
     return f"{text[: limit // 2]!r}...({len(text)} characters)"
 
 
+def _short(text: str, limit: int = 200) -> str:
+    """A message of vLLM's parser, which may quote a hostile value whole, kept short."""
+    return text if len(text) <= limit else text[: limit - 25] + f"...({len(text)} characters)"
+
+
 def parse_size(text: str, where: str) -> int:
     """A size in bytes: a Kubernetes quantity (1Gi, 512Mi, 2G, 1Pi, 1E, 1073741824), or the
     familiar 1GiB / 512mb spellings. Exact (no float), at most 2^63-1 as Kubernetes stores."""
@@ -349,12 +354,13 @@ def plan_from_vllm_args(text: str, where: str) -> Tuple[Dict[str, int], Dict[str
     try:
         argv = shlex.split(text)
     except ValueError as exc:
-        raise UsageError(f"{where}={text!r} is not a valid command line: {exc}") from None
+        raise UsageError(f"{where}={_shown(text)} is not a valid command line: {exc}") from None
     parsed = vllm_args.parse_vllm_args(argv, load_config=_load_config_file)
     plan_problems = [p for p in parsed.problems if p.dest in vllm_args.PLAN_DESTS or not p.dest]
     if plan_problems:
         described = "; ".join(
-            f"{p.flag} {p.value!r}: {p.message}" if p.flag else p.message for p in plan_problems
+            f"{p.flag} {_shown(str(p.value))}: {_short(p.message)}" if p.flag else _short(p.message)
+            for p in plan_problems
         )
         raise UsageError(f"{where}: {described}")
     plan = parsed.plan
@@ -380,7 +386,9 @@ def plan_from_vllm_args(text: str, where: str) -> Tuple[Dict[str, int], Dict[str
             "hf_overrides": parsed.hf_overrides,
         }
     notes = [
-        f"{p.flag} {p.value!r}: {p.message}" for p in parsed.problems if p not in plan_problems
+        f"{p.flag} {_shown(str(p.value))}: {_short(p.message)}"
+        for p in parsed.problems
+        if p not in plan_problems
     ]
     notes += [f"{p.flag}: {p.message}" for p in parsed.warnings]
     if notes:

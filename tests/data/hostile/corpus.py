@@ -246,3 +246,14 @@ def check_cases() -> Iterator[CheckCase]:
     )
     yield "bad-env-shm-enforce", [], {"PREFLIGHT_SHM_MIN": "abc"}, 2
     yield "tp-1024-no-driver", ["--tp", "1024"], {}, 1
+    yield "vllm-args-5000-digits", ["--vllm-args", "serve m -tp " + "1" * 5000], {}, 2
+    yield "vllm-args-20000-flags", ["--vllm-args", "serve m " + "--x=1 " * 20000], {}, 0
+    yield (
+        "bad-env-vllm-args-warn",
+        [],
+        {
+            "PREFLIGHT_VLLM_ARGS": "serve m -tp " + "9" * 5000,
+            "PREFLIGHT_ACTION": "Warn",
+        },
+        0,
+    )
