@@ -307,3 +307,14 @@ def test_json_always_carries_the_errors(tmp_path: Path, capsys: pytest.CaptureFi
             "did not find expected node content",
         }
     ]
+
+
+def test_stdin_bytes_that_are_not_utf8(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"kind: caf\xe9\n")))
+    code, _, err = run(capsys, "-")
+    assert code == lint.EXIT_UNREADABLE
+    assert "<stdin>: not UTF-8 text" in err
