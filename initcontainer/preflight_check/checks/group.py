@@ -84,8 +84,13 @@ def phase_deadline(options: Options, started_wall: float) -> float:
     return time.monotonic() + max(0.0, left)
 
 
-def _result(config: GroupConfig, verdict: GroupVerdict, spent_ms: float) -> CheckResult:
+def _result(
+    config: GroupConfig, verdict: GroupVerdict, spent_ms: float, began_wall: float
+) -> CheckResult:
     evidence = dict(verdict.evidence)
+    # wall-clock bounds of this pod's phase: lines the members' phases up (bench, logs)
+    evidence["phase_started_at"] = round(began_wall, 3)
+    evidence["phase_ended_at"] = round(began_wall + spent_ms / 1000.0, 3)
     evidence.setdefault("index", config.index)
     evidence["role"] = "leader" if config.is_leader else "member"
     evidence["phase_ms"] = round(spent_ms, 1)
@@ -105,7 +110,8 @@ def group_phase(
     from preflight_check import groupnet  # noqa: PLC0415 - sockets only for groups
 
     began = time.perf_counter()
-    local_ms = (time.time() - started_wall) * 1000.0
+    began_wall = time.time()
+    local_ms = (began_wall - started_wall) * 1000.0
     own = member_facts(facts, options, results, local_ms)
     deadline = phase_deadline(options, started_wall)
     deep = options.tier == DEEP and "group-allreduce" not in options.skip
@@ -121,7 +127,7 @@ def group_phase(
             f"internal error in the group phase: {type(exc).__name__}: {exc}",
             "report it with the JSON report attached (--json)",
         )
-    out = [_result(config, verdict, (time.perf_counter() - began) * 1000.0)]
+    out = [_result(config, verdict, (time.perf_counter() - began) * 1000.0, began_wall)]
     if options.tier == DEEP:
         out.append(_allreduce(config, options, verdict, deadline))
     return out
