@@ -67,10 +67,24 @@ def build(options: RunOptions) -> tuple[kopf.OperatorRegistry, kopf.Memo, Contro
             ("ResourceClaim", "resourceclaims"),
         )
     }  # fmt: skip
+    # KServe: the ServingRuntimes an InferenceService's model runs on (its command line is
+    # the runtime's container merged with the model), when the kserve family is watched.
+    if "kserve" in options.kind_families:
+        for kind, plural in (
+            ("ServingRuntime", "servingruntimes"),
+            ("ClusterServingRuntime", "clusterservingruntimes"),
+        ):
+            claims[kind] = Reflector(
+                api, f"/apis/serving.kserve.io/v1alpha1/{plural}", name=plural, optional=True
+            )
 
     def referenced(namespace: str, kind: str, name: str) -> dict[str, Any] | None:
         reflector = claims.get(kind)
-        return reflector.get(namespace, name) if reflector is not None else None
+        if reflector is None:
+            return None
+        if name == "*":  # every one of the namespace (or cluster-scoped: namespace "")
+            return {"items": reflector.in_namespace(namespace)}
+        return reflector.get(namespace, name)
 
     # Model configs for the model rules (opt-in): a modelConfigs ConfigMap and/or a
     # background fetch; the webhook only ever reads what is already cached.

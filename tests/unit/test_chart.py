@@ -557,7 +557,7 @@ class TestReplicasAndPeering:
 
 # -- RBAC ------------------------------------------------------------------------------------
 WRAPPERS = [("serving.kserve.io", r) for r in ("inferenceservices", "llminferenceservices",
-                                             "servingruntimes")] + [
+                                             "servingruntimes", "clusterservingruntimes")] + [
     ("ray.io", "rayservices"), ("ray.io", "rayclusters"), ("ray.io", "rayjobs"),
     ("orchestration.aibrix.ai", "rayclusterfleets"), ("orchestration.aibrix.ai", "stormservices"),
     ("kubeai.org", "models"), ("production-stack.vllm.ai", "vllmruntimes"),

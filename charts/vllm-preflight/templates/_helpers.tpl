@@ -274,7 +274,7 @@ The serving-stack kinds (values.workloadKinds): webhook rules, RBAC and the oper
 */}}
 {{- define "vllm-preflight.wrapperKinds" -}}
 {{- $all := list
-  (dict "key" "kserve" "family" "kserve" "group" "serving.kserve.io" "resources" (list "inferenceservices" "llminferenceservices" "servingruntimes"))
+  (dict "key" "kserve" "family" "kserve" "group" "serving.kserve.io" "resources" (list "inferenceservices" "llminferenceservices" "servingruntimes" "clusterservingruntimes"))
   (dict "key" "kuberay" "family" "kuberay" "group" "ray.io" "resources" (list "rayservices" "rayclusters" "rayjobs"))
   (dict "key" "aibrix" "family" "aibrix" "group" "orchestration.aibrix.ai" "resources" (list "rayclusterfleets" "stormservices"))
   (dict "key" "kubeai" "family" "kubeai" "group" "kubeai.org" "resources" (list "models"))

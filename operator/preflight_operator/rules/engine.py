@@ -130,6 +130,17 @@ def _resolver(
             items = [
                 o for (ns, k, _), o in manifests.referenced.items() if k == kind and ns == scope
             ]
+            if lookup.object is not None:
+                try:
+                    listed = lookup.object(scope or "", kind, "*")
+                except Exception:
+                    listed = None  # unknown, never fatal
+                more = listed.get("items") if isinstance(listed, Mapping) else None
+                if isinstance(more, list):
+                    names = {meta_name(o) for o in items}
+                    items += [
+                        o for o in more if isinstance(o, Mapping) and meta_name(o) not in names
+                    ]
             return {"items": items}
         found = manifests.referenced.get((scope, kind, name))
         if found is None and lookup.object is not None:
@@ -140,6 +151,11 @@ def _resolver(
         return found
 
     return resolve
+
+
+def meta_name(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata")
+    return str(meta.get("name")) if isinstance(meta, Mapping) else ""
 
 
 def _label(template: PodTemplate, container: Mapping[str, Any], index: int) -> str:
