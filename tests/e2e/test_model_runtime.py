@@ -21,13 +21,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from tests.hubserver import HubServer
 
 from preflight_operator import constants, fakekubelet, lint, localoperator, localsetup
 from preflight_operator.localoperator import OperatorProcess
-from preflight_operator.testing import Cluster, wait_for
+from preflight_operator.testing import Cluster, find_bin_dir, wait_for
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "models"
+CHART = Path(__file__).resolve().parents[2] / "charts" / "vllm-preflight"
 QWEN = "Qwen/Qwen2.5-0.5B-Instruct"  # 14 attention heads: TP 4 cannot split them
 TOKEN_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
 
@@ -207,3 +209,48 @@ def test_a_pod_whose_model_fits_passes_the_model_checks(
     assert model["model-tp-heads"] == model["model-weights-fit"] == "pass"
     assert "fail" not in model.values()
     assert code == 0
+
+
+def test_the_charts_role_lets_the_operator_read_its_model_config_map_and_no_other(
+    k8s: Cluster,
+) -> None:
+    """The chart's models.configMap Role, as rendered, on the real API server: the list and
+    watch the operator makes (field selector metadata.name=<name>, main.py) and a get are
+    allowed; any other ConfigMap, or all of them, are not."""
+    if not k8s.is_local:
+        pytest.skip("needs the local control plane")
+    ns = k8s.create_namespace("model-rbac")
+    try:
+        rendered = subprocess.run(
+            [str(find_bin_dir() / "helm"), "template", "vllm-preflight", str(CHART),
+             "--namespace", ns, "--set", "models.configMap=model-configs",
+             "--show-only", "templates/models-rbac.yaml"],
+            capture_output=True, text=True, timeout=120, check=True,
+        ).stdout  # fmt: skip
+        k8s.apply(
+            {"apiVersion": "v1", "kind": "ServiceAccount",
+             "metadata": {"name": "vllm-preflight", "namespace": ns}},
+            *(doc for doc in yaml.safe_load_all(rendered) if doc),
+            *({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": n, "namespace": ns},
+               "data": {"k": "v"}} for n in ("model-configs", "other")),
+        )  # fmt: skip
+        who = f"system:serviceaccount:{ns}:vllm-preflight"
+        base = f"/api/v1/namespaces/{ns}/configmaps"
+
+        def allowed(path: str) -> bool:
+            got = k8s.kubectl("get", "--raw", path, "--as", who, check=False)
+            assert got.returncode == 0 or "forbidden" in got.stderr.lower(), got.stderr
+            return got.returncode == 0
+
+        selected = f"{base}?fieldSelector=metadata.name%3Dmodel-configs"
+        assert wait_for(lambda: allowed(selected), what="the RoleBinding to take effect")
+        listed = json.loads(k8s.kubectl("get", "--raw", selected, "--as", who).stdout)
+        assert [i["metadata"]["name"] for i in listed["items"]] == ["model-configs"]
+        assert allowed(f"{selected}&watch=true&timeoutSeconds=1")
+        assert allowed(f"{base}/model-configs")
+        assert not allowed(f"{base}/other")
+        assert not allowed(base)
+        assert not allowed(f"{base}?fieldSelector=metadata.name%3Dother")
+        assert not allowed(f"/api/v1/namespaces/{ns}/secrets")
+    finally:
+        k8s.delete_namespace(ns)

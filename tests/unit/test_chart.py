@@ -592,6 +592,12 @@ PEERING_RULES = {
 
 
 class TestServingStacks:
+    def test_the_chart_lists_the_operators_serving_stack_kinds(self) -> None:
+        from preflight_operator.workloads import TEMPLATE_KINDS, WRAPPER_KINDS
+
+        ours = {(k.group, k.plural) for k in (*WRAPPER_KINDS, *TEMPLATE_KINDS)}
+        assert ours == set(WRAPPERS)
+
     def test_one_value_turns_a_serving_stack_off(self) -> None:
         """workloadKinds.<stack>: false drops its webhook rule, its RBAC and its watch."""
         objs = render(sets=["workloadKinds.kserve=false", "workloadKinds.dynamo=false"])
@@ -861,3 +867,104 @@ class TestNetworkPolicy:
         open_policy = one(render(sets=["networkPolicy.enabled=true"]), "NetworkPolicy")
         assert all("from" not in rule for rule in open_policy["spec"]["ingress"])
         assert "networkPolicy" in render_error(sets=["networkPolicy.enable=true"])
+
+
+# -- model configs (issue 15) ----------------------------------------------------------------
+class TestModels:
+    """`models` values reach the operator's config (read back by the operator's own parser),
+    the ConfigMap is readable by name only, the fetch gets its cache and token."""
+
+    def test_off_by_default(self) -> None:
+        objs = render()
+        assert "models" not in rendered_config()
+        assert not find(objs, "Role", f"{FULLNAME}-model-configs")
+        pod = one(objs, "Deployment")["spec"]["template"]["spec"]
+        assert "model-cache" not in {v["name"] for v in pod["volumes"]}
+        assert "HF_TOKEN" not in {e["name"] for e in operator_container(objs)["env"]}
+
+    def test_the_config_map_is_read_by_name_only(self) -> None:
+        from preflight_operator.modelcache import parse_model_sources
+
+        objs = render(sets=["models.configMap=model-configs"])
+        config = yaml.safe_load(one(objs, "ConfigMap", FULLNAME)["data"]["config.yaml"])
+        assert config["models"] == {
+            "fetch": False,
+            "configMap": "model-configs",
+            "configMapNamespace": NAMESPACE,
+        }
+        sources = parse_model_sources(config["models"])
+        assert (sources.config_map, sources.config_map_namespace, sources.fetch) == (
+            "model-configs",
+            NAMESPACE,
+            False,
+        )
+        role = one(objs, "Role", f"{FULLNAME}-model-configs")
+        assert role["metadata"]["namespace"] == NAMESPACE
+        assert role["rules"] == [
+            {
+                "apiGroups": [""],
+                "resources": ["configmaps"],
+                "resourceNames": ["model-configs"],
+                "verbs": ["get", "list", "watch"],
+            }
+        ]
+        binding = one(objs, "RoleBinding", f"{FULLNAME}-model-configs")
+        assert binding["roleRef"]["name"] == role["metadata"]["name"]
+        assert binding["subjects"] == [
+            {"kind": "ServiceAccount", "name": FULLNAME, "namespace": NAMESPACE}
+        ]
+        no_rbac = render(sets=["models.configMap=model-configs", "rbac.create=false"])
+        assert not find(no_rbac, "Role", f"{FULLNAME}-model-configs")
+
+    def test_the_fetch_gets_its_endpoint_cache_and_token(self) -> None:
+        from preflight_operator.modelcache import parse_model_sources
+
+        objs = render(
+            sets=[
+                "models.fetch.enabled=true",
+                "models.fetch.endpoint=http://hf-mirror.internal:8080",
+                "models.fetch.timeoutSeconds=3",
+                "models.fetch.cacheSize=128Mi",
+                "models.fetch.tokenSecret=hf-token",
+            ]
+        )
+        config = yaml.safe_load(one(objs, "ConfigMap", FULLNAME)["data"]["config.yaml"])
+        cache = "/var/cache/vllm-preflight/models"
+        assert config["models"] == {
+            "fetch": True,
+            "endpoint": "http://hf-mirror.internal:8080",
+            "timeoutSeconds": 3,
+            "cacheDir": cache,
+        }
+        sources = parse_model_sources(config["models"])
+        assert (sources.fetch, sources.endpoint, sources.timeout_seconds, sources.cache_dir) == (
+            True,
+            "http://hf-mirror.internal:8080",
+            3.0,
+            cache,
+        )
+        pod = one(objs, "Deployment")["spec"]["template"]["spec"]
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        assert volumes["model-cache"] == {"name": "model-cache", "emptyDir": {"sizeLimit": "128Mi"}}
+        container = operator_container(objs)
+        mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+        assert mounts["model-cache"] == cache
+        env = {e["name"]: e for e in container["env"]}
+        assert env["HF_TOKEN"]["valueFrom"] == {
+            "secretKeyRef": {"name": "hf-token", "key": "token"}
+        }
+        assert not find(objs, "Role", f"{FULLNAME}-model-configs")  # no ConfigMap to read
+
+    @pytest.mark.parametrize(
+        "bad",
+        [
+            "models.fetch.timeoutSeconds=0",
+            "models.fetch.timeoutSeconds=61",
+            "models.fetch.endpoint=ftp://mirror",
+            "models.configMap=Model_Configs",
+            "models.fetch.cacheSize=lots",
+            "models.fetch.enable=true",
+        ],
+    )
+    def test_the_schema_refuses_what_the_operator_would(self, bad: str) -> None:
+        assert "models" in render_error(sets=[bad])

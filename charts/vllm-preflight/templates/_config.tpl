@@ -21,5 +21,26 @@
   "excludedNamespaces" (include "vllm-preflight.excludedNamespaces" . | fromJsonArray)
   "history" (dict "podsPerWorkload" (int .Values.history.podsPerWorkload))
 }}
+{{- /* models: only when a source is on (modelcache.py; no model rule at admission else) */}}
+{{- $m := .Values.models | default dict }}
+{{- $fetch := $m.fetch | default dict }}
+{{- if or $m.configMap $fetch.enabled }}
+{{- $models := dict "fetch" (eq (toString $fetch.enabled) "true") }}
+{{- if $m.configMap }}
+{{- $_ := set $models "configMap" $m.configMap }}
+{{- $_ := set $models "configMapNamespace" .Release.Namespace }}
+{{- end }}
+{{- if $fetch.enabled }}
+{{- $_ := set $models "endpoint" ($fetch.endpoint | default "https://huggingface.co") }}
+{{- $_ := set $models "timeoutSeconds" ($fetch.timeoutSeconds | default 5) }}
+{{- $_ := set $models "cacheDir" (include "vllm-preflight.modelCacheDir" .) }}
+{{- end }}
+{{- $_ := set $config "models" $models }}
+{{- end }}
 {{- toYaml $config }}
+{{- end }}
+
+{{/* Where the operator keeps the model configs it fetched (an emptyDir, models.fetch). */}}
+{{- define "vllm-preflight.modelCacheDir" -}}
+/var/cache/vllm-preflight/models
 {{- end }}
