@@ -20,6 +20,7 @@ import yaml
 
 from preflight_operator import constants
 from preflight_operator.testing.base import Cluster
+from preflight_operator.workloads import TEMPLATE_KINDS, WRAPPER_KINDS
 
 REPO = Path(__file__).resolve().parents[2]
 CRD_DIR = REPO / "charts" / "vllm-preflight" / "crds"
@@ -168,6 +169,11 @@ def webhook_configurations(
                     _rule("batch", ["jobs"], ["CREATE", "UPDATE"]),
                     _rule("leaderworkerset.x-k8s.io", ["leaderworkersets"], ["CREATE", "UPDATE"]),
                     _rule("", ["pods"], ["CREATE", "UPDATE"]),
+                    # the serving stacks' kinds, as the chart lists them (workloadKinds)
+                    *(
+                        {**_rule(k.group, [k.plural], ["CREATE", "UPDATE"]), "apiVersions": ["*"]}
+                        for k in (*WRAPPER_KINDS, *TEMPLATE_KINDS)
+                    ),
                 ],
                 "sideEffects": "NoneOnDryRun",
                 **common,

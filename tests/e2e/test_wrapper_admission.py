@@ -1,0 +1,225 @@
+"""Serving stacks' own kinds on the local control plane with their upstream CRDs: the
+wrapper is judged at its own admission (Enforce denies, Warn warns), what its controller
+creates is admitted (no controller runs here: the test creates the Deployment with the
+controller's ownerReference, as KServe would), and the injected pod's result lands on
+the GPUValidation of the top-level owner: `kubectl get gpuval` shows
+InferenceService/<name>, not the Deployment."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from preflight_check.report import CheckResult, Report
+from preflight_operator import constants, fakekubelet, localoperator, localsetup
+from preflight_operator.localoperator import OperatorProcess
+from preflight_operator.testing import Cluster, wait_for
+
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "realworld"
+INJECT = {constants.LABEL_INJECT: "enabled"}
+
+
+@pytest.fixture(scope="module")
+def operator(k8s: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorProcess]:
+    if not k8s.is_local:
+        pytest.skip("needs the local control plane: the API server calls webhooks on 127.0.0.1")
+    localsetup.install_crds(k8s, wrappers=True)
+    op = localoperator.start_with_webhooks(k8s, tmp_path_factory.mktemp("wrappers"))
+    yield op
+    localoperator.remove_webhooks(k8s)
+    op.stop()
+
+
+@pytest.fixture
+def namespace(
+    k8s: Cluster, operator: OperatorProcess, request: pytest.FixtureRequest
+) -> Iterator[str]:
+    name = k8s.create_namespace(f"wrap-{request.node.name[5:18].replace('_', '-')}", labels=INJECT)
+    yield name
+    k8s.delete_namespace(name)
+
+
+def corpus(rel: str, kind: str) -> dict[str, Any]:
+    docs = yaml.safe_load_all((CORPUS / rel).read_text())
+    found: dict[str, Any] = next(d for d in docs if isinstance(d, dict) and d.get("kind") == kind)
+    return copy.deepcopy(found)
+
+
+def apply(
+    cluster: Cluster, obj: dict[str, Any], namespace: str, *extra: str
+) -> subprocess.CompletedProcess[str]:
+    body = copy.deepcopy(obj)
+    body["metadata"]["namespace"] = namespace
+    return cluster.kubectl(
+        "apply", "--server-side", *extra, "-f", "-", input=json.dumps(body), check=False
+    )
+
+
+def bad_storm_service() -> dict[str, Any]:
+    """The issue's StormService: TP=2 on one accelerator."""
+    storm = corpus("aibrix/stormservice-vllm-1p1d.yaml", "StormService")
+    role = storm["spec"]["template"]["spec"]["roles"][0]
+    args = role["template"]["spec"]["containers"][0]["args"]
+    args[0] = args[0].replace("vllm serve \\", "vllm serve --tensor-parallel-size 2 \\", 1)
+    assert "--tensor-parallel-size 2" in args[0]
+    return storm
+
+
+def test_wrappers_are_judged_at_their_own_admission(k8s: Cluster, namespace: str) -> None:
+    denied = apply(k8s, bad_storm_service(), namespace)
+    assert denied.returncode != 0
+    assert "StormService/vllm-1p1d cannot run" in denied.stderr
+    assert "gpu-count-too-low" in denied.stderr
+    assert "spec.template.spec.roles[0]" in denied.stderr
+    model = corpus("kubeai/model-llama-70b-h100.yaml", "Model")
+    model["spec"]["resourceProfile"] = "nvidia-gpu-h100:1"
+    denied = apply(k8s, model, namespace)
+    assert denied.returncode != 0
+    assert "spec.resourceProfile" in denied.stderr
+    good = corpus("kubeai/model-llama-70b-h100.yaml", "Model")
+    admitted = apply(k8s, good, namespace)
+    assert admitted.returncode == 0, admitted.stderr
+    gpuval = wait_for(
+        lambda: json.loads(k8s.kubectl("get", "gpuval", "-n", namespace, "-o", "json").stdout)[
+            "items"
+        ],
+        what="the Model's GPUValidation",
+    )
+    assert gpuval[0]["spec"]["workloadRef"]["kind"] == "Model"
+
+
+def test_warn_admits_a_wrapper_with_warning_lines(k8s: Cluster, namespace: str) -> None:
+    k8s.apply({
+        "apiVersion": constants.API_VERSION, "kind": constants.POLICY_KIND,
+        "metadata": {"name": "trial", "namespace": namespace}, "spec": {"action": "Warn"},
+    })  # fmt: skip
+    result = wait_for(
+        lambda: (r := apply(k8s, bad_storm_service(), namespace)).returncode == 0 and r,
+        what="the Warn policy to reach the webhook",
+    )
+    assert "Warning: vllm-preflight fail: gpu-count-too-low" in result.stderr
+
+
+RUNTIME = ("kserve/clusterservingruntime-vllmserver.yaml", "ClusterServingRuntime")
+
+
+def isvc(name: str, tp: int, gpus: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "serving.kserve.io/v1beta1",
+        "kind": "InferenceService",
+        "metadata": {"name": name},
+        "spec": {
+            "predictor": {
+                "model": {
+                    "modelFormat": {"name": "vLLM"},
+                    "runtime": "kserve-vllmserver",
+                    "args": [f"--tensor-parallel-size={tp}"],
+                    "resources": {"limits": {"nvidia.com/gpu": gpus}},
+                }
+            }
+        },
+    }
+
+
+def child_deployment(owner: dict[str, Any], gpus: int, tp: int) -> dict[str, Any]:
+    """What KServe's controller creates for the InferenceService (Standard mode)."""
+    name = owner["metadata"]["name"]
+    labels = {"app": f"{name}-predictor"}
+    container = {
+        "name": "kserve-container",
+        "image": "vllm/vllm-openai:v0.11.0",
+        "command": ["python", "-m", "vllm.entrypoints.openai.api_server"],
+        "args": ["--model=/mnt/models", f"--tensor-parallel-size={tp}"],
+        "resources": {"limits": {"nvidia.com/gpu": gpus}},
+        "volumeMounts": [{"name": "devshm", "mountPath": "/dev/shm"}],
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": f"{name}-predictor",
+            "ownerReferences": [
+                {
+                    "apiVersion": "serving.kserve.io/v1beta1",
+                    "kind": "InferenceService",
+                    "name": name,
+                    "uid": owner["metadata"]["uid"],
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": {
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "containers": [container],
+                    "volumes": [{"name": "devshm", "emptyDir": {"medium": "Memory"}}],
+                },
+            },
+        },
+    }
+
+
+PASSED = Report(
+    checks=[CheckResult("gpu-count", "pass", "CUDA sees 2 GPUs")]
+).to_termination_message()
+
+
+def test_an_inference_service_owns_the_results_of_what_kserve_creates(
+    k8s: Cluster, namespace: str
+) -> None:
+    runtime = corpus(*RUNTIME)
+    k8s.kubectl("apply", "--server-side", "-f", "-", input=json.dumps(runtime))
+    bad = apply(k8s, isvc("llm-bad", tp=4, gpus=2), namespace)
+    assert bad.returncode != 0, "an InferenceService whose runtime command needs 4 GPUs on 2"
+    assert "gpu-count-too-low" in bad.stderr
+    assert "spec.predictor.model.args[0]" in bad.stderr
+    good = apply(k8s, isvc("llm", tp=2, gpus=2), namespace)
+    assert good.returncode == 0, good.stderr
+    owner = json.loads(
+        k8s.kubectl("get", "inferenceservice", "llm", "-n", namespace, "-o", "json").stdout
+    )
+    # the controller's child is admitted whatever it says: its owner was judged
+    child = child_deployment(owner, gpus=2, tp=2)
+    made = apply(k8s, child, namespace)
+    assert made.returncode == 0, made.stderr
+
+    def pod() -> dict[str, Any] | None:
+        items = json.loads(
+            k8s.kubectl(
+                "get", "pods", "-n", namespace, "-l", constants.INJECTED_POD_SELECTOR, "-o", "json"
+            ).stdout
+        )["items"]
+        return items[0] if items else None
+
+    injected = wait_for(pod, what="an injected pod of the child Deployment")
+    meta = injected["metadata"]
+    k8s.kubectl(
+        "patch", "pod", meta["name"], "-n", namespace, "--subresource=status", "--type=merge",
+        "-p", json.dumps({"status": fakekubelet.pod_status(injected, exit_code=0, message=PASSED)}),
+    )  # fmt: skip
+
+    def validation() -> dict[str, Any] | None:
+        found = k8s.kubectl(
+            "get", "gpuval", "inferenceservice-llm", "-n", namespace, "-o", "json", check=False
+        )
+        if found.returncode != 0:
+            return None
+        body: dict[str, Any] = json.loads(found.stdout)
+        return body if (body.get("status") or {}).get("runtimeVerdict") == "pass" else None
+
+    result = wait_for(validation, what="the pod's result on the InferenceService's GPUValidation")
+    assert result["spec"]["workloadRef"]["kind"] == "InferenceService"
+    names = k8s.kubectl("get", "gpuval", "-n", namespace, "-o", "name").stdout
+    assert "deployment-llm-predictor" not in names
+    table = k8s.kubectl("get", "gpuval", "-n", namespace).stdout
+    assert "InferenceService/llm" in table
