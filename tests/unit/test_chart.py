@@ -612,8 +612,9 @@ class TestServingStacks:
         assert not {r for r in rules if r[0] in ("serving.kserve.io", "nvidia.com")}
         args = operator_container(objs)["args"]
         assert "--kind-families=kuberay,aibrix,kubeai,production-stack" in args
-        assert "--kind-families=kserve,kuberay,aibrix,kubeai,production-stack,dynamo" in (
-            operator_container(render())["args"]
+        assert (
+            "--kind-families=kserve,kuberay,aibrix,kubeai,production-stack,dynamo"
+            in (operator_container(render())["args"])
         )
 
 
