@@ -139,7 +139,11 @@ def group_config(
     index = _int(environ, "PREFLIGHT_GROUP_INDEX", 0, MAX_GROUP_SIZE)
     kind, source = KIND_EXPLICIT, "PREFLIGHT_GROUP_*"
     lws_address = environ.get("LWS_LEADER_ADDRESS", "").strip()
-    if lws_address:
+    # A LeaderWorkerSet's env alone is not enough: a Ray group's workers get no check
+    # (no vLLM container), so its leader would wait in vain; the injector opts a pod in
+    # (PREFLIGHT_GROUP_PORT) only when every member runs vLLM, and so the check.
+    opted_in = "PREFLIGHT_GROUP_PORT" in environ or environ.get("PREFLIGHT_GROUP", "") == "on"
+    if lws_address and opted_in:
         address = address or lws_address
         size = size if size is not None else _int(environ, "LWS_GROUP_SIZE", 1, MAX_GROUP_SIZE)
         if index is None:

@@ -152,6 +152,30 @@ def in_lws_group(pod: Mapping[str, Any]) -> bool:
     return isinstance(labels, Mapping) and bool(labels.get(LWS_NAME_LABEL))
 
 
+# vLLM options by which every pod of the group runs vLLM itself (multiprocessing over nodes,
+# multi-node data parallelism), so every member gets the check and can meet the others.
+_OWN_SHARE_OPTIONS = (
+    "--nnodes",
+    "--node-rank",
+    "--headless",
+    "--data-parallel-address",
+    "--data-parallel-size-local",
+    "--data-parallel-start-rank",
+    "-dpl",
+    "-dpr",
+)
+
+
+def runs_own_share(vllm: Mapping[str, Any]) -> bool:
+    """The group phase needs every member to run the check. Ray workers (``ray start``)
+    have no vLLM container and get no check, so a Ray group's leader would wait for
+    members that never come: only the multiprocessing and multi-node DP shapes, whose
+    workers run vLLM, meet."""
+    words = " ".join(str(w) for key in ("command", "args") for w in (vllm.get(key) or []))
+    tokens = {t.split("=", 1)[0].replace("_", "-") for t in words.split()}
+    return any(option in tokens for option in _OWN_SHARE_OPTIONS)
+
+
 def _field(path: str) -> dict[str, Any]:
     return {"fieldRef": {"fieldPath": path}}
 
@@ -404,7 +428,7 @@ def plan_injection(
         return Skip("volume-name-taken", f"the pod already has a volume {sorted(taken)[0]!r}")
     mode = policy.injection_mode or config.mode
     check = check_container(vllm, plan, policy, config, mode, argv=argv, model=model)
-    if in_lws_group(pod):
+    if in_lws_group(pod) and runs_own_share(vllm):
         check["env"] += group_env(pod, vllm, config.group_port)
     init = [install_container(config), check]
     init += [copy.deepcopy(c) for c in spec.get("initContainers") or []]

@@ -108,6 +108,8 @@ def test_odd_facts_are_bounded_not_fatal() -> None:
 
 def test_lws_env_makes_a_group() -> None:
     env = {"LWS_LEADER_ADDRESS": "big-0.big.ns", "LWS_GROUP_SIZE": "3", "LWS_WORKER_INDEX": "2"}
+    assert group_config(env) is None  # not opted in: a Ray leader's workers get no check
+    env["PREFLIGHT_GROUP"] = "on"
     got = group_config(env)
     assert got is not None
     assert (got.kind, got.address, got.size, got.index, got.port) == (
@@ -136,8 +138,12 @@ def test_nnodes_and_multinode_dp_make_a_group() -> None:
 @pytest.mark.parametrize(
     ("env", "why"),
     [
-        ({"LWS_LEADER_ADDRESS": "a", "LWS_GROUP_SIZE": "two"}, "not a whole number"),
-        ({"LWS_LEADER_ADDRESS": "a", "LWS_GROUP_SIZE": "2", "LWS_WORKER_INDEX": "2"}, "outside"),
+        ({"LWS_LEADER_ADDRESS": "a", "LWS_GROUP_SIZE": "two", "PREFLIGHT_GROUP": "on"}, "whole"),
+        (
+            {"LWS_LEADER_ADDRESS": "a", "LWS_GROUP_SIZE": "2", "LWS_WORKER_INDEX": "2"}
+            | {"PREFLIGHT_GROUP": "on"},
+            "outside",
+        ),
         ({"PREFLIGHT_GROUP_SIZE": "2"}, "without PREFLIGHT_GROUP_ADDRESS"),
         ({"PREFLIGHT_GROUP_ADDRESS": "a"}, "no size"),
         (

@@ -83,9 +83,16 @@ def test_unexpanded_variables_are_never_compared() -> None:
     assert args["model"] == "m"
 
 
-def test_other_pods_get_no_group_env() -> None:
+def test_other_pods_and_ray_leaders_get_no_group_env() -> None:
     env = check_env(lws_pod(labels={"app": "x"}))
     assert not [name for name in env if name.startswith("PREFLIGHT_GROUP")]
+    ray = lws_pod()
+    script = "ray start --head && vllm serve m -tp 8 -pp 2 --distributed-executor-backend ray"
+    ray["spec"]["containers"][0]["command"] = ["sh", "-c", script]
+    env = check_env(ray)  # its workers run `ray start`: no check there to meet
+    assert not [name for name in env if name.startswith("PREFLIGHT_GROUP")]
+    runtime = {"LWS_LEADER_ADDRESS": "big-0.big.team", "LWS_GROUP_SIZE": "2", **env}
+    assert group_config(runtime) is None
 
 
 def test_chart_group_port_is_validated() -> None:
