@@ -34,6 +34,7 @@ from preflight_operator.policy import (
     VALID_CONDITION,
     Policy,
     PolicyBook,
+    ResolvedPolicy,
     parse_policy,
     policy_status,
     status_differs,
@@ -41,8 +42,8 @@ from preflight_operator.policy import (
 )
 from preflight_operator.reconciler import Reconciler
 from preflight_operator.reflector import Reflector
-from preflight_operator.rulesworker import BudgetExceeded
-from preflight_operator.static import crashed
+from preflight_operator.rulesworker import BudgetExceeded, RulesPool
+from preflight_operator.static import StaticResult, crashed
 from preflight_operator.store import (
     Key,
     PodState,
@@ -55,6 +56,7 @@ from preflight_operator.workloads import (
     POD,
     VALIDATED_KINDS,
     WorkloadKind,
+    WorkloadRef,
     is_bare_pod,
     ref_of,
     template_labels,
@@ -150,6 +152,10 @@ class Controller:
         # (writegate.py); keys met while closed wait in `_deferred` until it opens.
         self.gate = gate or WriteGate(identity, priority=None)
         self._deferred: set[Key] = set()
+        # Per workload, the newest observation: an analysis answered late by a rules worker
+        # is dropped when a newer one was made meanwhile.
+        self._observed_seq: dict[Key, int] = {}
+        self._analysing: set[Key] = set()
         # Namespaces whose PreflightPolicy statuses wait for the gate to open.
         self._policy_status_pending: set[str] = set()
         self._policy_status_lock = asyncio.Lock()
@@ -224,22 +230,87 @@ class Controller:
         policy = self.policies.resolve(ref.namespace, labels, self.config.default_policy)
         memo = (uid, generation, tuple(sorted(labels.items())), self._context_revision)
         before = self.store.workloads.get(key)
+        # Items of a LIST carry no kind; the rules find pod templates by it.
+        typed = {"apiVersion": kind.api_version, "kind": kind.kind, **body}
+        self._observed_seq[key] = seq = self._observed_seq.get(key, 0) + 1
         if before is not None and before.static_key == memo:
             static, checked_at = before.static, before.static_checked_at
+        elif isinstance(self.analyser, RulesPool):
+            # Rules in worker processes: never hold up the event loop (it serves the
+            # webhooks) for up to their budget; the rest follows when they answer.
+            self._analysing.add(key)
+            self._spawn(
+                self._analysed_later(
+                    kind, body, typed=typed, policy=policy, memo=memo,
+                    hint_changed=hint_changed, seq=seq,
+                )
+            )  # fmt: skip
+            return
         else:
-            try:
-                # Items of a LIST carry no kind; the rules find pod templates by it.
-                typed = {"apiVersion": kind.api_version, "kind": kind.kind, **body}
-                static = self.analyser.analyse(typed, policy.spec)
-            except BudgetExceeded as exc:  # a stored hostile object: same budget as admission
-                logger.warning("rules on %s stopped: %s", ref.display, exc.reason)
-                metrics.RECONCILE_ERRORS.labels(stage="budget").inc()
-                static = crashed(f"could not be checked in time: the rules stopped, {exc.reason}")
-            except Exception as exc:  # the rules must never stop the operator
-                logger.exception("rules failed on %s", ref.display)
-                metrics.RECONCILE_ERRORS.labels(stage="rules").inc()
-                static = crashed(f"{type(exc).__name__}: {exc}")
-            checked_at = self._now()
+            static, checked_at = self._analyse(ref, typed, policy), self._now()
+        self._observed(
+            kind, body, policy=policy, memo=memo, static=static, checked_at=checked_at,
+            hint_changed=hint_changed,
+        )  # fmt: skip
+
+    def _analyse(
+        self, ref: WorkloadRef, typed: Mapping[str, Any], policy: ResolvedPolicy
+    ) -> StaticResult:
+        try:
+            return self.analyser.analyse(typed, policy.spec)
+        except BudgetExceeded as exc:  # a stored hostile object: same budget as admission
+            logger.warning("rules on %s stopped: %s", ref.display, exc.reason)
+            metrics.RECONCILE_ERRORS.labels(stage="budget").inc()
+            return crashed(f"could not be checked in time: the rules stopped, {exc.reason}")
+        except Exception as exc:  # the rules must never stop the operator
+            logger.exception("rules failed on %s", ref.display)
+            metrics.RECONCILE_ERRORS.labels(stage="rules").inc()
+            return crashed(f"{type(exc).__name__}: {exc}")
+
+    async def _analysed_later(
+        self,
+        kind: WorkloadKind,
+        body: Mapping[str, Any],
+        *,
+        typed: Mapping[str, Any],
+        policy: ResolvedPolicy,
+        memo: tuple[Any, ...],
+        hint_changed: bool,
+        seq: int,
+    ) -> None:
+        ref = ref_of(body, kind)
+        loop = asyncio.get_running_loop()
+        try:
+            static = await loop.run_in_executor(None, self._analyse, ref, typed, policy)
+            if self._observed_seq.get(ref.key) != seq:
+                return  # a newer observation of the workload is on its way
+            self._observed(
+                kind, body, policy=policy, memo=memo, static=static, checked_at=self._now(),
+                hint_changed=hint_changed,
+            )  # fmt: skip
+        finally:
+            if self._observed_seq.get(ref.key) == seq:
+                self._analysing.discard(ref.key)
+
+    def _observed(
+        self,
+        kind: WorkloadKind,
+        body: Mapping[str, Any],
+        *,
+        policy: ResolvedPolicy,
+        memo: tuple[Any, ...],
+        static: StaticResult,
+        checked_at: str,
+        hint_changed: bool,
+    ) -> None:
+        """The rest of an observation once the workload's static result is known."""
+        ref = ref_of(body, kind)
+        key = ref.key
+        meta = body.get("metadata") or {}
+        labels = dict(meta.get("labels") or {})
+        uid = str(meta.get("uid", ""))
+        generation = meta.get("generation")
+        before = self.store.workloads.get(key)
         if not static.has_vllm and key not in self.store.validations and key not in self.store.pods:
             if before is not None:
                 self.store.forget_workload(key)
@@ -411,6 +482,10 @@ class Controller:
             return None
         body.setdefault("metadata", {}).setdefault("namespace", namespace)
         self.observe_workload(kind, body, deleted=False, has_injected_pods=True)
+        for _ in range(600):  # the rules may answer from a worker: within their budget
+            if key not in self._analysing:
+                break
+            await asyncio.sleep(0.02)
         return self.store.workloads.get(key)
 
     def _policies_changed(self, namespace: str) -> None:

@@ -27,6 +27,7 @@ import dataclasses
 import logging
 import os
 import pickle
+import queue
 import resource
 import signal
 import socket
@@ -52,7 +53,7 @@ from preflight_operator.static import StaticResult
 logger = logging.getLogger(__name__)
 
 DEFAULT_BUDGET_SECONDS = 3.0
-DEFAULT_MEMORY_MIB = 256
+DEFAULT_MEMORY_MIB = 160
 ENTRY_ENV = "PREFLIGHT_RULES_WORKER_ENTRY"
 LOOKUP_FIELDS = tuple(f.name for f in dataclasses.fields(rules.ClusterLookup))
 
@@ -135,7 +136,10 @@ class RulesWorker:
 
     # -- calls ------------------------------------------------------------------------
 
-    def _call(self, op: str, body: Mapping[str, Any], policy: PolicySpec) -> Any:
+    def _call(
+        self, op: str, body: Mapping[str, Any], policy: PolicySpec, budget: float | None = None
+    ) -> Any:
+        budget = self.budget if budget is None else budget
         with self._lock:
             self._spawn()
             conn = self._conn
@@ -157,7 +161,7 @@ class RulesWorker:
                     return local.injection_target(body, policy)
                 self._ready = True
             available = tuple(f for f in LOOKUP_FIELDS if getattr(self.lookup, f) is not None)
-            deadline = time.monotonic() + self.budget
+            deadline = time.monotonic() + budget
             try:
                 conn.send((op, dict(body), policy, available))
                 while True:
@@ -204,19 +208,73 @@ class RulesWorker:
         return result
 
 
-def isolate(analyser: object, config: OperatorConfig) -> RulesWorker | None:
-    """A RulesWorker doing what ``analyser`` (a RulesAnalyser) does, with the
+class RulesPool:
+    """Several RulesWorkers behind one budget per call, counted from the call's start:
+    the wait for a free worker is part of it. Calls may come from several threads (the
+    webhooks run the rules off the event loop), so a slow manifest occupies one worker,
+    never the operator: other requests are answered by the others, and a request that
+    finds none free within the budget is answered as over budget, not left to the API
+    server's timeout (which would admit it silently under failurePolicy Ignore)."""
+
+    def __init__(self, workers: list[RulesWorker], budget: float) -> None:
+        self.workers = workers
+        self.budget = budget
+        self._free: queue.Queue[RulesWorker] = queue.Queue()
+        for worker in workers:
+            self._free.put(worker)
+
+    @property
+    def lookup(self) -> rules.ClusterLookup:
+        return self.workers[0].lookup
+
+    def start(self) -> None:
+        for worker in self.workers:
+            worker.start()
+
+    def close(self) -> None:
+        for worker in self.workers:
+            worker.close()
+
+    def _call(self, op: str, body: Mapping[str, Any], policy: PolicySpec) -> Any:
+        started = time.monotonic()
+        try:
+            worker = self._free.get(timeout=self.budget)
+        except queue.Empty:
+            raise BudgetExceeded(
+                f"no rules worker was free within {self.budget:g} s (all busy with others)"
+            ) from None
+        try:
+            left = max(0.0, self.budget - (time.monotonic() - started))
+            return worker._call(op, body, policy, budget=left)
+        finally:
+            self._free.put(worker)
+
+    def analyse(self, body: Mapping[str, Any], policy: PolicySpec) -> StaticResult:
+        result: StaticResult = self._call("analyse", body, policy)
+        return result
+
+    def injection_target(self, pod: Mapping[str, Any], policy: PolicySpec) -> InjectionTarget:
+        result: InjectionTarget = self._call("target", pod, policy)
+        return result
+
+
+def isolate(analyser: object, config: OperatorConfig) -> RulesPool | None:
+    """RulesWorkers doing what ``analyser`` (a RulesAnalyser) does, with the
     configuration's budget; None for any other analyser (tests' fakes stay in-process)."""
     if not isinstance(analyser, RulesAnalyser):
         return None
     # A test seam: the e2e tests run a child whose rules spin on purpose.
     entry = os.environ.get(ENTRY_ENV)
-    return RulesWorker(
-        analyser.lookup,
-        budget=config.rules_budget_seconds,
-        memory_mib=config.rules_memory_mib,
-        entry=(entry,) if entry else ("-m", "preflight_operator.rulesworker"),
-    )
+    workers = [
+        RulesWorker(
+            analyser.lookup,
+            budget=config.rules_budget_seconds,
+            memory_mib=config.rules_memory_mib,
+            entry=(entry,) if entry else ("-m", "preflight_operator.rulesworker"),
+        )
+        for _ in range(config.rules_workers)
+    ]
+    return RulesPool(workers, config.rules_budget_seconds)
 
 
 # -- the child ---------------------------------------------------------------------------

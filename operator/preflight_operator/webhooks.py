@@ -23,6 +23,7 @@ from preflight_operator.eventsink import EventSink
 from preflight_operator.injection import Injection, Skip, opted_out, plan_injection
 from preflight_operator.policy import PolicyBook, ResolvedPolicy
 from preflight_operator.rulesworker import BudgetExceeded
+from preflight_operator.static import StaticResult
 from preflight_operator.workloads import (
     ADMITTED_KINDS,
     POD,
@@ -83,14 +84,10 @@ class AdmissionService:
     def policy_for(self, namespace: str, labels: Mapping[str, str] | None) -> ResolvedPolicy:
         return self._policies.resolve(namespace, labels, self._config.default_policy)
 
-    def validate(
-        self,
-        body: Mapping[str, Any],
-        *,
-        old: Mapping[str, Any] | None,
-        operation: str,
-        dry_run: bool,
-    ) -> Validation:
+    def _prepare(
+        self, body: Mapping[str, Any], old: Mapping[str, Any] | None, operation: str
+    ) -> Validation | tuple[WorkloadRef, ResolvedPolicy]:
+        """The answer when the rules need not run, else the workload and its policy."""
         meta = body.get("metadata") or {}
         namespace = str(meta.get("namespace", ""))
         kind_name = str(body.get("kind", ""))
@@ -106,20 +103,64 @@ class AdmissionService:
         if operation == "UPDATE" and not spec_changed(old, body):
             return Validation(ALLOW, "skipped")
         ref = ref_of(body, ADMITTED_KINDS[kind_name])
-        policy = self.policy_for(namespace, meta.get("labels"))
+        return ref, self.policy_for(namespace, meta.get("labels"))
+
+    def validate(
+        self,
+        body: Mapping[str, Any],
+        *,
+        old: Mapping[str, Any] | None,
+        operation: str,
+        dry_run: bool,
+    ) -> Validation:
+        prepared = self._prepare(body, old, operation)
+        if isinstance(prepared, Validation):
+            return prepared
+        ref, policy = prepared
         try:
             static = self._analyser.analyse(body, policy.spec)
         except BudgetExceeded as exc:
-            decision = unchecked(policy, ref, exc.reason)
-            if not decision.allowed and not dry_run and self._events is not None:
-                self._events.post(denied_event(ref, decision.message))
-            return Validation(decision, "over-budget")
-        decision = decide(static, policy, ref)
+            return self._answer(ref, policy, exc, dry_run)
+        return self._answer(ref, policy, static, dry_run)
+
+    async def validate_async(
+        self,
+        body: Mapping[str, Any],
+        *,
+        old: Mapping[str, Any] | None,
+        operation: str,
+        dry_run: bool,
+    ) -> Validation:
+        """``validate`` with the rules run off the event loop (in a thread, which waits
+        for a rules worker): a slow manifest never holds up other admission requests."""
+        prepared = self._prepare(body, old, operation)
+        if isinstance(prepared, Validation):
+            return prepared
+        ref, policy = prepared
+        loop = asyncio.get_running_loop()
+        try:
+            static = await loop.run_in_executor(None, self._analyser.analyse, body, policy.spec)
+        except BudgetExceeded as exc:
+            return self._answer(ref, policy, exc, dry_run)
+        return self._answer(ref, policy, static, dry_run)
+
+    def _answer(
+        self,
+        ref: WorkloadRef,
+        policy: ResolvedPolicy,
+        static: StaticResult | BudgetExceeded,
+        dry_run: bool,
+    ) -> Validation:
+        if isinstance(static, BudgetExceeded):
+            decision, outcome = unchecked(policy, ref, static.reason), "over-budget"
+        else:
+            decision = decide(static, policy, ref)
+            outcome = "warned" if decision.warnings else "allowed"
         if not decision.allowed:
             if not dry_run and self._events is not None:
                 self._events.post(denied_event(ref, decision.message))
-            return Validation(decision, "denied")
-        return Validation(decision, "warned" if decision.warnings else "allowed")
+            return Validation(decision, "over-budget" if outcome == "over-budget" else "denied")
+        return Validation(decision, outcome)
 
     async def _labels_for_policy(self, pod: Mapping[str, Any]) -> Mapping[str, str]:
         """The labels a policy selects the pod by: its workload's (cached), else its own."""
@@ -158,7 +199,9 @@ class AdmissionService:
         if not policy.spec.injection_enabled:
             return Skip("disabled-by-policy")
         try:
-            target = self._analyser.injection_target(pod, policy.spec)
+            target = await asyncio.get_running_loop().run_in_executor(
+                None, self._analyser.injection_target, pod, policy.spec
+            )
         except BudgetExceeded as exc:
             # Its workload (or, for a bare pod, the pod itself) went through /validate,
             # which answered by the policy: the injection webhook fails open, as ever.

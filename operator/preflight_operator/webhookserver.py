@@ -20,9 +20,10 @@ handlers do with their own failures (fail open).
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import aiohttp.web
@@ -32,7 +33,7 @@ from preflight_operator import constants, metrics
 
 logger = logging.getLogger(__name__)
 
-ReviewFn = Callable[[Mapping[str, Any]], Mapping[str, Any]]
+ReviewFn = Callable[[Mapping[str, Any]], Mapping[str, Any] | Awaitable[Mapping[str, Any]]]
 
 
 class PreflightWebhookServer(kopf.WebhookServer):
@@ -56,7 +57,10 @@ class PreflightWebhookServer(kopf.WebhookServer):
         if not isinstance(data, dict) or not isinstance(data.get("request"), dict):
             raise aiohttp.web.HTTPBadRequest(reason="not an AdmissionReview request")
         if review is not None:
-            return aiohttp.web.json_response(review(data))
+            answer = review(data)
+            if inspect.isawaitable(answer):
+                answer = await answer
+            return aiohttp.web.json_response(answer)
         try:
             return await kopf.WebhookServer._serve(fn, request)
         except aiohttp.web.HTTPException:

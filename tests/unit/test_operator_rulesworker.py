@@ -129,7 +129,8 @@ def test_isolate_only_wraps_the_real_rules() -> None:
     config = OperatorConfig(rules_budget_seconds=2.5, rules_memory_mib=200)
     wrapped = isolate(RulesAnalyser(), config)
     assert wrapped is not None
-    assert (wrapped.budget, wrapped.memory_mib) == (2.5, 200)
+    assert wrapped.budget == 2.5
+    assert [(w.budget, w.memory_mib) for w in wrapped.workers] == [(2.5, 200), (2.5, 200)]
     assert isolate(object(), config) is None
 
 
@@ -210,3 +211,73 @@ time.sleep(600)
         raise AssertionError("the rules worker outlived the operator")
     finally:
         parent.kill()
+
+
+def test_a_slow_manifest_holds_up_neither_the_event_loop_nor_other_requests() -> None:
+    """One manifest spinning in a worker: the other worker answers the next request at
+    once; with both busy, a request is still answered within its budget instead of
+    waiting (the API server's timeout would admit it silently under Ignore)."""
+    import asyncio
+    import time
+
+    from preflight_operator.rulesworker import RulesPool
+
+    workers = [RulesWorker(budget=1.5, entry=CHILD) for _ in range(2)]
+    pool = RulesPool(workers, budget=1.5)
+    pool.start()
+    service = AdmissionService(OperatorConfig(), pool, PolicyBook(), events=None)
+
+    async def timed(body: dict[str, Any]) -> tuple[str, float]:
+        started = time.monotonic()
+        result = await service.validate_async(body, old=None, operation="CREATE", dry_run=False)
+        return result.outcome, time.monotonic() - started
+
+    async def scenario() -> list[tuple[str, float]]:
+        spin = asyncio.ensure_future(timed(hostile("spin")))
+        await asyncio.sleep(0.2)
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while not spin.done():
+                ticks += 1
+                await asyncio.sleep(0.05)
+
+        ticking = asyncio.ensure_future(ticker())
+        good = await timed(deployment())
+        spin2 = asyncio.ensure_future(timed(hostile("spin")))
+        await asyncio.sleep(0.2)
+        starved = await timed(deployment())  # both workers spin
+        results = [await spin, good, await spin2, starved]
+        await ticking
+        assert ticks > 10  # the loop kept running while the rules spun
+        return results
+
+    try:
+        first, good, second, starved = asyncio.run(scenario())
+    finally:
+        pool.close()
+    assert first[0] == "over-budget"
+    assert 1.4 < first[1] < 3.0
+    assert good[0] == "denied"  # bad-tp4: judged, by the free worker, at once
+    assert good[1] < 1.0
+    assert second[0] == "over-budget"
+    # both workers busy: it waits for one, but the wait is part of its own budget, so it
+    # is answered (judged, or over budget) within the budget, never left to time out
+    assert starved[0] in ("denied", "over-budget")
+    assert starved[1] < 2.5
+
+
+def test_with_both_workers_busy_past_the_budget_the_answer_is_over_budget() -> None:
+    from preflight_operator.rulesworker import RulesPool
+
+    worker = RulesWorker(budget=5.0, entry=CHILD)
+    pool = RulesPool([worker], budget=0.5)
+    pool.start()
+    taken = pool._free.get()  # as if busy with another manifest for longer than 0.5 s
+    try:
+        with pytest.raises(BudgetExceeded, match=r"no rules worker was free within 0\.5 s"):
+            pool.analyse(deployment(), PolicySpec())
+    finally:
+        pool._free.put(taken)
+        pool.close()

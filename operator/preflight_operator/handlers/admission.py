@@ -17,7 +17,7 @@ import kopf
 
 from preflight_operator import constants, metrics
 from preflight_operator.injection import Injection
-from preflight_operator.webhooks import AdmissionService
+from preflight_operator.webhooks import AdmissionService, Validation
 
 logger = logging.getLogger(__name__)
 
@@ -28,14 +28,12 @@ def _service(memo: Any) -> AdmissionService:
 
 
 def review_validation(service: AdmissionService, review: Mapping[str, Any]) -> dict[str, Any]:
-    """The AdmissionReview response of /validate (served by webhookserver.py, not kopf)."""
+    """The AdmissionReview response of /validate, the rules run in this thread."""
     started = time.perf_counter()
-    webhook = constants.VALIDATE_WEBHOOK_ID
     request = review.get("request") or {}
-    response: dict[str, Any] = {"uid": request.get("uid", ""), "allowed": True}
     try:
         body = request.get("object") or request.get("oldObject") or {}
-        result = service.validate(
+        result: Validation | None = service.validate(
             body,
             old=request.get("oldObject"),
             operation=str(request.get("operation", "")),
@@ -43,6 +41,38 @@ def review_validation(service: AdmissionService, review: Mapping[str, Any]) -> d
         )
     except Exception:
         logger.exception("validating webhook failed; admitting the object")
+        result = None
+    return _validation_response(review, result, started)
+
+
+async def review_validation_async(
+    service: AdmissionService, review: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The AdmissionReview response of /validate (served by webhookserver.py, not kopf),
+    the rules run off the event loop so that one slow manifest holds up no other request."""
+    started = time.perf_counter()
+    request = review.get("request") or {}
+    try:
+        body = request.get("object") or request.get("oldObject") or {}
+        result: Validation | None = await service.validate_async(
+            body,
+            old=request.get("oldObject"),
+            operation=str(request.get("operation", "")),
+            dry_run=bool(request.get("dryRun")),
+        )
+    except Exception:
+        logger.exception("validating webhook failed; admitting the object")
+        result = None
+    return _validation_response(review, result, started)
+
+
+def _validation_response(
+    review: Mapping[str, Any], result: Validation | None, started: float
+) -> dict[str, Any]:
+    webhook = constants.VALIDATE_WEBHOOK_ID
+    request = review.get("request") or {}
+    response: dict[str, Any] = {"uid": request.get("uid", ""), "allowed": True}
+    if result is None:
         metrics.ADMISSIONS.labels(webhook=webhook, outcome="error").inc()
     else:
         metrics.ADMISSIONS.labels(webhook=webhook, outcome=result.outcome).inc()
@@ -52,8 +82,7 @@ def review_validation(service: AdmissionService, review: Mapping[str, Any]) -> d
         if not decision.allowed:
             response["allowed"] = False
             response["status"] = {"code": 403, "reason": "Forbidden", "message": decision.message}
-    finally:
-        metrics.WEBHOOK_LATENCY.labels(webhook=webhook).observe(time.perf_counter() - started)
+    metrics.WEBHOOK_LATENCY.labels(webhook=webhook).observe(time.perf_counter() - started)
     return {
         "apiVersion": review.get("apiVersion", "admission.k8s.io/v1"),
         "kind": "AdmissionReview",

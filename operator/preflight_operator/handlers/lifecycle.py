@@ -24,7 +24,7 @@ from preflight_operator.api import ApiError
 from preflight_operator.controller import Controller
 from preflight_operator.handlers import admission as handlers_admission
 from preflight_operator.options import RunOptions
-from preflight_operator.rulesworker import RulesWorker, isolate
+from preflight_operator.rulesworker import RulesPool, isolate
 from preflight_operator.webhooks import AdmissionService
 from preflight_operator.webhookserver import PreflightWebhookServer
 
@@ -40,7 +40,7 @@ def configure(
     settings.admission.server = PreflightWebhookServer(
         direct={
             constants.VALIDATE_WEBHOOK_ID: functools.partial(
-                handlers_admission.review_validation, admission
+                handlers_admission.review_validation_async, admission
             )
         },
         addr=options.webhook_addr,
@@ -118,7 +118,7 @@ def register(registry: kopf.OperatorRegistry, options: RunOptions) -> None:
     async def stop(memo: Any, **_: Any) -> None:
         controller: Controller = memo.controller
         await controller.stop()
-        if isinstance(controller.analyser, RulesWorker):
+        if isinstance(controller.analyser, RulesPool):
             controller.analyser.close()
         await controller.api.close()
 
