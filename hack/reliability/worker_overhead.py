@@ -2,14 +2,15 @@
 
     .venv/bin/python hack/reliability/worker_overhead.py [--calls 2000]
 
-Analyses the same Deployment (tests/data/manifests/bad-tp4-deployment.yaml) in-process and
-through the worker, and prints the mean time per call of each, plus the operator-side and
-worker-side peak RSS.
+Analyses the same Deployment (tests/data/manifests/bad-tp4-deployment.yaml) in-process,
+through one worker, and as the webhooks do (the pool of 2 workers, called from a thread),
+and prints the mean time per call of each, plus the operator-side and worker-side peak RSS.
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import resource
 import sys
 import time
@@ -22,7 +23,7 @@ import yaml  # noqa: E402
 
 from preflight_operator.analysis import RulesAnalyser  # noqa: E402
 from preflight_operator.config import PolicySpec  # noqa: E402
-from preflight_operator.rulesworker import RulesWorker  # noqa: E402
+from preflight_operator.rulesworker import RulesPool, RulesWorker  # noqa: E402
 
 
 def main() -> None:
@@ -36,8 +37,20 @@ def main() -> None:
     worker = RulesWorker()
     worker.start()
     assert worker.analyse(body, policy) == local.analyse(body, policy)
+    pool = RulesPool([RulesWorker(), RulesWorker()], budget=3.0)
+    pool.start()
+    threads = concurrent.futures.ThreadPoolExecutor()
+
+    def webhook_path(body: object, policy: PolicySpec) -> object:
+        return threads.submit(pool.analyse, body, policy).result()  # type: ignore[arg-type]
+
+    webhook_path(body, policy)
     timings = {}
-    for name, analyse in (("in-process", local.analyse), ("worker", worker.analyse)):
+    for name, analyse in (
+        ("in-process", local.analyse),
+        ("worker", worker.analyse),
+        ("pool+thread", webhook_path),
+    ):
         started = time.perf_counter()
         for _ in range(args.calls):
             analyse(body, policy)
@@ -49,8 +62,10 @@ def main() -> None:
         if line.startswith("VmHWM:")
     )
     worker.close()
+    pool.close()
+    threads.shutdown()
     for name, ms in timings.items():
-        print(f"{name:>10}: {ms:.3f} ms per call ({args.calls} calls)")
+        print(f"{name:>11}: {ms:.3f} ms per call ({args.calls} calls)")
     print(f"parent peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB,"
           f" worker peak RSS {int(hwm) / 1024:.0f} MiB")  # fmt: skip
 
