@@ -5,7 +5,8 @@ and its compute capability from its product name.
 The model comes from ``--vllm-args`` (``vllm serve MODEL ...``); its files were found by
 ``modelsource`` during collection (a mounted directory, the Hugging Face cache, or the
 Hub at ``HF_ENDPOINT`` with ``HF_TOKEN``, bounded). A model that cannot be read is one
-warning (``model-config-unknown``); the other model checks are then skipped.
+skipped check (``model-config-unknown``, with how to make it readable); the other model
+checks are then skipped too: unknown is never a warning or a failure.
 """
 
 from __future__ import annotations
@@ -106,9 +107,12 @@ def model_config(facts: Facts, options: Options) -> List[CheckResult]:
     found = facts.model
     if found is None or found.files is None:
         where = found.where if found is not None else "not looked up"
+        # unknown is never a finding that changes the verdict (as at admission, where an
+        # unknown model is information): most pods cannot reach the Hub from an init
+        # container, and a warning on every one of them would drown the real ones
         return result(
             mf.UNREADABLE,
-            WARN,
+            SKIP,
             f"the config.json of model {model!r} could not be read ({where}): the model "
             "checks did not run",
             "mount the model, or let the init container reach the Hub (HF_ENDPOINT, HF_TOKEN "

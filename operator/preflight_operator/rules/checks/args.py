@@ -114,8 +114,12 @@ def plan_unresolved(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     if unknown is not None and ctx.gpus_needed is not None:
         yield RULE_INFO["plan-unresolved"].finding(
             f"vLLM needs {ctx.gpus_needed} devices in this pod but how many it gets is "
-            f"unknown here: {unknown}; the device count was not checked (the injected check "
-            "verifies at run time what CUDA sees)",
+            f"unknown here: {unknown}; the device count was not checked"
+            + (
+                " (the injected check verifies at run time what CUDA sees)"
+                if ctx.gpus.on_nvidia
+                else ""
+            ),
             ctx.gpu_path,
             "include the ResourceClaim or ResourceClaimTemplate in the checked manifests (the "
             "webhook reads them from the cluster), or request a fixed count",
