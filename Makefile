@@ -28,6 +28,7 @@ controlplane:
 lint: venv
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(VENV)/bin/lint-imports
 
 typecheck: venv
 	$(PY) -m mypy
