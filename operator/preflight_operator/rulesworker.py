@@ -171,7 +171,12 @@ class RulesWorker:
                         raise BudgetExceeded(f"not done within {self.budget:g} s")
                     message = conn.recv()
                     if message[0] == "lookup":
-                        conn.send(("value", self._lookup(message[1], message[2])))
+                        value = self._lookup(message[1], message[2])
+                        try:
+                            conn.send(("value", value))
+                        except (TypeError, AttributeError, pickle.PicklingError):
+                            logger.exception("rules lookup %s: answer not picklable", message[1])
+                            conn.send(("value", None))
                         continue
                     if message[0] == "memory":
                         self._restart()
@@ -182,6 +187,14 @@ class RulesWorker:
             except (EOFError, OSError, pickle.PickleError) as exc:
                 self._restart()
                 raise BudgetExceeded(f"the rules worker died ({type(exc).__name__})") from exc
+            except (BudgetExceeded, RuntimeError):
+                raise
+            except Exception as exc:
+                # Our bug, not the manifest's (e.g. an unpicklable body): the exchange may
+                # be half done, so start afresh; the caller fails open as for any bug.
+                self._kill()
+                self._spawn()
+                raise RuntimeError(f"rules worker exchange failed: {exc!r:.200}") from exc
 
     def _restart(self) -> None:
         self.exceeded += 1

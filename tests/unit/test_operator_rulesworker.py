@@ -281,3 +281,18 @@ def test_with_both_workers_busy_past_the_budget_the_answer_is_over_budget() -> N
     finally:
         pool._free.put(taken)
         pool.close()
+
+
+def test_an_unpicklable_lookup_answer_is_none_and_the_worker_stays_in_step() -> None:
+    import threading
+
+    def services(namespace: str) -> Any:
+        return [threading.Lock()]  # cannot be sent to the worker
+
+    worker = RulesWorker(rules.ClusterLookup(services=services))
+    try:
+        got = worker.analyse(deployment("good-tp2-deployment.yaml"), PolicySpec())
+        assert got == RulesAnalyser().analyse(deployment("good-tp2-deployment.yaml"), PolicySpec())
+        assert worker.analyse(deployment(), PolicySpec()).verdict == "fail"  # in step
+    finally:
+        worker.close()
