@@ -19,9 +19,6 @@ from __future__ import annotations
 import json
 import os
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
@@ -126,6 +123,11 @@ def read_cache(model: str, environ: Mapping[str, str]) -> Tuple[Optional[Files],
 
 
 def _get_json(url: str, token: Optional[str], timeout_s: float) -> Tuple[Optional[Any], str]:
+    # imported here: urllib.request costs ~20 ms at start-up (measured on an H200 host,
+    # docs/PERFORMANCE.md), and most checks never ask the Hub
+    import urllib.error  # noqa: PLC0415
+    import urllib.request  # noqa: PLC0415
+
     request = urllib.request.Request(url, headers={"User-Agent": "vllm-preflight"})
     if token:
         request.add_header("Authorization", f"Bearer {token}")
@@ -157,6 +159,8 @@ def fetch_hub(
     endpoint = (environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
     token = environ.get("HF_TOKEN") or environ.get("HUGGING_FACE_HUB_TOKEN")
     started = time.monotonic()
+    import urllib.parse  # noqa: PLC0415  (see _get_json)
+
     quoted = urllib.parse.quote(model, safe="/")
     files: Files = {}
     for name in (CONFIG, HF_QUANT, INDEX):
