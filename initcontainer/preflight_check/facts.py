@@ -8,7 +8,7 @@ lets the CPU tests drive every check from a fake driver or from hand-made facts.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from preflight_check.calls import BindingOutcome, CallRecord
 from preflight_check.driver.api import (
@@ -18,8 +18,10 @@ from preflight_check.driver.api import (
     RemappedRows,
     uuid_key,
 )
-from preflight_check.modelsource import FoundModel
 from preflight_check.plan import Plan
+
+if TYPE_CHECKING:  # the checker's children import facts: keep modelsource out of them
+    from preflight_check.modelsource import FoundModel
 
 __all__ = [
     "BindingOutcome",
