@@ -1,4 +1,4 @@
-# vllm-preflight: the entry points (DESIGN.md, "Entry points").
+# vllm-preflight: the entry points (docs/ARCHITECTURE.md, "Entry points").
 #   make demo     the whole flow on a local control plane (no cluster needed)
 #   make test     lint, types, unit, fake-driver and e2e tests (GPU tests skip without a driver)
 #   make cluster  the local control plane in the foreground; prints its kubeconfig path

@@ -3,10 +3,10 @@
 
     python3 hack/gpu/cvd_table.py [--json out.json]
 
-For every value (GPU_FACTS.md's rows, with this machine's UUIDs, plus rows that table
+For every value (docs/GPU_FACTS.md's rows, with this machine's UUIDs, plus rows that table
 leaves open) a fresh `python3 -S -I` process runs cuInit and reports the PCI bus ids CUDA
 sees. The same value is given to the fake driver of tests/fakedriver, built from this
-machine's NVML inventory. A mismatch means the fake (and GPU_FACTS.md) must follow the
+machine's NVML inventory. A mismatch means the fake (and docs/GPU_FACTS.md) must follow the
 measurement; it is printed and the exit code is 1.
 """
 
@@ -81,7 +81,7 @@ def values(machine: FakeMachine) -> List[Tuple[str, Optional[str]]]:
         ("GPU_FACTS", f"{second},{first}"),
         ("GPU_FACTS", "GPU-"),
         ("GPU_FACTS", "GPU-00000000-1111-2222-3333-444444444444"),
-        # Rows GPU_FACTS.md leaves open:
+        # Rows docs/GPU_FACTS.md leaves open:
         ("open", "0,5,0"),
         ("open", "0,-1"),
         ("open", "1,abc"),

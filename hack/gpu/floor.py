@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The performance floor of the fast tier (GPU_FACTS.md): a bare process doing cuInit,
+"""The performance floor of the fast tier (docs/GPU_FACTS.md): a bare process doing cuInit,
 one thread per GPU binding its primary context, and a 1 MiB allocation on each.
 
 Run it the leanest way, as the benchmark does: python3 -S -I hack/gpu/floor.py

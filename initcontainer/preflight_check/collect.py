@@ -253,7 +253,7 @@ def bind_all_from_threads(
 ) -> List[BindingOutcome]:
     """One fresh thread per GPU, all started at once, each binding its GPU.
 
-    A fresh thread has no current context (GPU_FACTS.md), so each must retain and
+    A fresh thread has no current context (docs/GPU_FACTS.md), so each must retain and
     set one itself, exactly as a vLLM worker's threads must.
     """
     results: List[Optional[BindingOutcome]] = [None] * len(ordinals)

@@ -1,12 +1,12 @@
 """CUDA_VISIBLE_DEVICES as the driver reads it — used to EXPLAIN the driver's answer.
 
 The verdict always comes from asking the driver (cuInit, cuDeviceGetCount, the UUID of
-every ordinal). This parser reproduces the rules measured in GPU_FACTS.md so that the
+every ordinal). This parser reproduces the rules measured in docs/GPU_FACTS.md so that the
 report can say *why*: "entry 2 'abc' is not a GPU; CUDA ignores it and every entry
 after it". Where the measured table is silent the explanation says so instead of
 guessing.
 
-Rules (GPU_FACTS.md, and rows measured later in docs/GPU_RUNS.md): entries are comma
+Rules (docs/GPU_FACTS.md, and rows measured later in docs/GPU_RUNS.md): entries are comma
 separated, spaces around them are tolerated; an entry is an index into CUDA's own
 enumeration, read as the leading integer the way strtol does ("+1" and "1abc" are 1,
 "0x1" is 0), a full GPU UUID (with or without dashes, hex in

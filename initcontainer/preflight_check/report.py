@@ -1,8 +1,10 @@
 """The report: the contract between the checker and everything that reads its result.
 
-This module is the one part of ``preflight_check`` the operator imports, so it stays
-standard-library only and runs on Python 3.9 (the checker runs inside vLLM images with
-whatever python3 they ship).
+The operator imports it (with ``vllm_args``, ``check_ids``, ``modelfacts`` and
+``modelsource``: the checker's contract modules, docs/ARCHITECTURE.md "Packages"; an
+import-linter contract in pyproject.toml allows no other), so it stays standard-library
+only and runs on Python 3.9 (the checker runs inside vLLM images with whatever python3
+they ship).
 
 Two forms of the same schema exist:
 
@@ -39,7 +41,7 @@ WARN_ACTION = "Warn"
 AUDIT = "Audit"
 ACTIONS: Tuple[str, ...] = (ENFORCE, WARN_ACTION, AUDIT)
 
-# Exit codes of `vllm-preflight check` (DESIGN.md, Contracts).
+# Exit codes of `vllm-preflight check` (docs/ARCHITECTURE.md, Contracts).
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_ERROR = 2

@@ -1,6 +1,6 @@
 """A fake CUDA driver and a fake NVML behind the checker's real interfaces.
 
-Their behaviour is GPU_FACTS.md's, and test_fake_matches_gpu_facts.py holds them to
+Their behaviour is docs/GPU_FACTS.md's, and test_fake_matches_gpu_facts.py holds them to
 that table row by row; rows measured later on real machines are in docs/GPU_RUNS.md.
 What a real GPU can be made to do by its state (a GPU with ECC errors, another
 process's memory, an interposer in front of libcuda) is set on the FakeMachine.
@@ -140,7 +140,7 @@ def _cuda_order(machine: FakeMachine, environ: Mapping[str, str]) -> List[int]:
 
 
 def visible_devices(machine: FakeMachine, environ: Mapping[str, str]) -> Tuple[int, List[int]]:
-    """(cuInit result, visible GPUs as indices into machine.gpus), per GPU_FACTS.md."""
+    """(cuInit result, visible GPUs as indices into machine.gpus), per docs/GPU_FACTS.md."""
     order = _cuda_order(machine, environ)
     value = environ.get("CUDA_VISIBLE_DEVICES")
     if value is None:

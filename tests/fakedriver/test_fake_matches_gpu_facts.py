@@ -1,6 +1,6 @@
-"""The fake driver and fake NVML against GPU_FACTS.md, row by row.
+"""The fake driver and fake NVML against docs/GPU_FACTS.md, row by row.
 
-Each table row is copied from ../shared/GPU_FACTS.md (2 GPUs: 0 = bus 06.0, 1 = bus
+Each table row is copied from docs/GPU_FACTS.md (2 GPUs: 0 = bus 06.0, 1 = bus
 07.0), then come the rows measured later with hack/gpu/cvd_table.py (docs/GPU_RUNS.md).
 The same rows also hold the CUDA_VISIBLE_DEVICES explainer (preflight_check.cvd) to the
 facts, so fake and explainer are two independent readings of one table.
@@ -33,7 +33,7 @@ def _bus_of(driver: FakeCudaDriver, ordinal: int) -> str:
     return bus.split(":")[1]
 
 
-# (CUDA_VISIBLE_DEVICES, cuInit result, buses CUDA sees in order) - GPU_FACTS.md table.
+# (CUDA_VISIBLE_DEVICES, cuInit result, buses CUDA sees in order) - docs/GPU_FACTS.md table.
 ROWS: List[Tuple[Optional[str], int, List[str]]] = [
     (None, CUDA_SUCCESS, ["06", "07"]),
     ("", CUDA_ERROR_NO_DEVICE, []),
@@ -54,7 +54,7 @@ ROWS: List[Tuple[Optional[str], int, List[str]]] = [
     (f"{GPU1},{GPU0}", CUDA_SUCCESS, ["07", "06"]),
     ("GPU-", CUDA_ERROR_NO_DEVICE, []),
     ("GPU-00000000-1111-2222-3333-444444444444", CUDA_ERROR_NO_DEVICE, []),
-    # Measured 2026-11-29 on nvidia-h200-x2 (docs/GPU_RUNS.md), rows GPU_FACTS.md leaves open.
+    # Measured 2026-11-29 on nvidia-h200-x2 (docs/GPU_RUNS.md), rows docs/GPU_FACTS.md leaves open.
     ("0,5,0", CUDA_SUCCESS, ["06"]),
     ("0,-1", CUDA_SUCCESS, ["06"]),
     ("1,abc", CUDA_SUCCESS, ["07"]),

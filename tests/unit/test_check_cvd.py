@@ -1,5 +1,5 @@
 """The CUDA_VISIBLE_DEVICES explainer: the reasons it gives, not only the prediction
-(the prediction itself is held to GPU_FACTS.md in tests/fakedriver)."""
+(the prediction itself is held to docs/GPU_FACTS.md in tests/fakedriver)."""
 
 from __future__ import annotations
 

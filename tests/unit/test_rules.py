@@ -218,7 +218,7 @@ def test_cvd_too_few(value: str, args: list[str]) -> None:
 
 @pytest.mark.parametrize(
     ("value", "devices", "count"),
-    [  # the rows of GPU_FACTS.md, on a 2-GPU pod
+    [  # the rows of docs/GPU_FACTS.md, on a 2-GPU pod
         ("0", 2, 1),
         ("1,0", 2, 2),
         ("0,0", 2, 0),  # a duplicate fails cuInit: nothing

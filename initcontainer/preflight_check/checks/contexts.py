@@ -265,7 +265,7 @@ def context_ranks(facts: Facts, options: Options) -> List[CheckResult]:
 def judge_probe(outcome: ChildOutcome, gpu_count: int, timeout_s: float) -> List[str]:
     """Insane answers of the thread-discipline probe in one rank process.
 
-    Sane, per NVIDIA's driver (GPU_FACTS.md): a thread without a context gets
+    Sane, per NVIDIA's driver (docs/GPU_FACTS.md): a thread without a context gets
     CUDA_ERROR_INVALID_CONTEXT from cuCtxGetDevice and cuMemGetInfo (or success with a
     real ordinal), success from cuCtxGetCurrent and the true count from
     cuDeviceGetCount; after binding, its own ordinal and real memory figures.

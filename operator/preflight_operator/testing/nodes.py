@@ -10,7 +10,7 @@ reason Unschedulable, "0/N nodes are available: N Insufficient nvidia.com/gpu".
 
 The GPU description is the one NVIDIA's GPU feature discovery labels a node with, taken
 from a measured machine (docs/CONTROL_PLANE.md: `nvidia-smi --query-gpu=name,memory.total`
-on an H200 host of /work/shared/GPU_FACTS.md said "NVIDIA H200, 143771 MiB", driver
+on an H200 host of docs/GPU_FACTS.md said "NVIDIA H200, 143771 MiB", driver
 580.159.04). Like GKE's GPU node pools the Nodes carry the taint
 nvidia.com/gpu=present:NoSchedule, and the API server runs the ExtendedResourceToleration
 admission plugin (flags.py), which gives every pod that requests nvidia.com/gpu the
@@ -45,7 +45,7 @@ class GPUNode:
     memory: str = "512Gi"
 
 
-# The two machine shapes GPU_FACTS.md was measured on: 4 and 2 H200s.
+# The two machine shapes docs/GPU_FACTS.md was measured on: 4 and 2 H200s.
 DEFAULT_NODES = (GPUNode("gpu-h200-0", gpus=4), GPUNode("gpu-h200-1", gpus=2))
 
 

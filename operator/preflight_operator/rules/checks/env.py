@@ -1,6 +1,6 @@
 """Rules about environment variables that change what vLLM sees.
 
-CUDA_VISIBLE_DEVICES, as CUDA reads it (see GPU_FACTS.md): entries are trimmed; an
+CUDA_VISIBLE_DEVICES, as CUDA reads it (see docs/GPU_FACTS.md): entries are trimmed; an
 invalid entry (not a device, "-1", "abc") hides itself and every entry after it; a
 duplicate makes cuInit fail; UUIDs work for CUDA but vLLM calls int() on each entry it
 uses and crashes on them.
