@@ -11,10 +11,12 @@ A test that uses any of them is marked `e2e`, so `-m "not e2e"` never starts a c
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from preflight_operator.testing import (
     BinariesNotFound,
@@ -25,6 +27,12 @@ from preflight_operator.testing import (
     open_cluster,
 )
 from preflight_operator.testing.process import signals_as_keyboard_interrupt
+
+# CI (CI=true, as .ci/run is started) runs the property tests derandomized: the same
+# examples every run, so a landing never depends on the draw. Locally they explore.
+hypothesis_settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+    hypothesis_settings.load_profile("ci")
 
 K8S_FIXTURES = frozenset({"k8s", "local_k8s", "k8s_namespace"})
 _timings: list[str] = []
