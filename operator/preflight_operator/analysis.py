@@ -7,6 +7,7 @@ The rules engine is pure and never raises on odd manifests (a crash becomes a
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import functools
 from collections.abc import Mapping, Sequence
@@ -120,6 +121,30 @@ class RulesAnalyser:
         self, body: Mapping[str, Any], policy: PolicySpec
     ) -> Sequence[rules.ContainerResult]:
         return rules.check_object(body, rules_policy(policy), self._lookup)
+
+
+async def analyse_off_loop(
+    analyser: Analyser, body: Mapping[str, Any], policy: PolicySpec
+) -> StaticResult:
+    """``analyser.analyse`` without blocking the event loop: the rules pool's own async
+    call, else a thread (in-process rules, as in tests)."""
+    native = getattr(analyser, "analyse_async", None)
+    if native is not None:
+        result: StaticResult = await native(body, policy)
+        return result
+    return await asyncio.get_running_loop().run_in_executor(None, analyser.analyse, body, policy)
+
+
+async def target_off_loop(
+    analyser: Analyser, pod: Mapping[str, Any], policy: PolicySpec
+) -> InjectionTarget:
+    native = getattr(analyser, "injection_target_async", None)
+    if native is not None:
+        result: InjectionTarget = await native(pod, policy)
+        return result
+    return await asyncio.get_running_loop().run_in_executor(
+        None, analyser.injection_target, pod, policy
+    )
 
 
 def out_of_memory(results: Sequence[rules.ContainerResult]) -> bool:

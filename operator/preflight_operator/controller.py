@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from preflight_operator import constants, metrics
-from preflight_operator.analysis import Analyser
+from preflight_operator.analysis import Analyser, analyse_off_loop
 from preflight_operator.api import (
     API_ERRORS,
     CLUSTER_PEERINGS,
@@ -279,9 +279,17 @@ class Controller:
         seq: int,
     ) -> None:
         ref = ref_of(body, kind)
-        loop = asyncio.get_running_loop()
         try:
-            static = await loop.run_in_executor(None, self._analyse, ref, typed, policy)
+            try:
+                static = await analyse_off_loop(self.analyser, typed, policy.spec)
+            except BudgetExceeded as exc:  # a stored hostile object: same budget as admission
+                logger.warning("rules on %s stopped: %s", ref.display, exc.reason)
+                metrics.RECONCILE_ERRORS.labels(stage="budget").inc()
+                static = crashed(f"could not be checked in time: the rules stopped, {exc.reason}")
+            except Exception as exc:  # the rules must never stop the operator
+                logger.exception("rules failed on %s", ref.display)
+                metrics.RECONCILE_ERRORS.labels(stage="rules").inc()
+                static = crashed(f"{type(exc).__name__}: {exc}")
             if self._observed_seq.get(ref.key) != seq:
                 return  # a newer observation of the workload is on its way
             self._observed(

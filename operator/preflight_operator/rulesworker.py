@@ -14,13 +14,16 @@ cannot be interrupted, so the rules run in one child process instead:
 Cluster lookups (Services named vllm, DRA claims, ...) stay in the parent: the child asks
 for them over the same pipe while it works, and the parent answers from its caches.
 
-Calls are synchronous: they come from the event loop (the webhooks, kopf's handlers),
-which the in-process rules blocked for just as long; a call costs one pickle each way on
-a socketpair on top of the rules themselves (figures in docs/RELIABILITY.md).
+The operator calls its pool of workers from the event loop without blocking it
+(``RulesPool.analyse_async``: asyncio streams on the socketpair, the wait for a free
+worker counted in the budget), so one slow manifest holds up no other request. The
+synchronous calls serve tests and the benchmark. A call costs one pickle each way on top
+of the rules themselves (figures in docs/RELIABILITY.md).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ctypes
 import dataclasses
@@ -31,6 +34,7 @@ import queue
 import resource
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -91,6 +95,10 @@ class RulesWorker:
         self._ready = False
         self.restarts = 0
         self.exceeded = 0
+        # The asyncio side (the operator drives its workers this way; tests and the
+        # benchmark also drive them synchronously, never both on one worker).
+        self._alock: asyncio.Lock | None = None
+        self._streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
 
     # -- the child's life -------------------------------------------------------------
 
@@ -116,6 +124,10 @@ class RulesWorker:
         self._ready = False
 
     def _kill(self) -> None:
+        if self._streams is not None:
+            with contextlib.suppress(Exception):
+                self._streams[1].close()
+            self._streams = None
         if self._conn is not None:
             with contextlib.suppress(OSError):
                 self._conn.close()
@@ -220,6 +232,100 @@ class RulesWorker:
         result: InjectionTarget = self._call("target", pod, policy)
         return result
 
+    # -- the same calls from the event loop (no thread, no blocking) --------------------
+
+    async def _astreams(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        alive = self._proc is not None and self._proc.poll() is None
+        if self._streams is not None and alive:
+            return self._streams
+        if not alive:
+            self._kill()
+            self._spawn()
+        assert self._conn is not None
+        sock = socket.socket(fileno=os.dup(self._conn.fileno()))
+        self._streams = await asyncio.open_unix_connection(sock=sock)
+        if not self._ready:
+            # Imports are not the manifest's fault: they get their own allowance.
+            try:
+                ready = pickle.loads(
+                    await asyncio.wait_for(_read_frame(self._streams[0]), self.start_timeout)
+                )
+            except (asyncio.TimeoutError, asyncio.IncompleteReadError, OSError):
+                ready = None
+            if ready != ("ready",):
+                self._kill()
+                raise RuntimeError("the rules worker did not start")
+            self._ready = True
+        return self._streams
+
+    async def acall(
+        self, op: str, body: Mapping[str, Any], policy: PolicySpec, budget: float | None = None
+    ) -> Any:
+        """``_call`` for the event loop."""
+        loop = asyncio.get_running_loop()
+        if self._alock is None:
+            self._alock = asyncio.Lock()
+        async with self._alock:
+            try:
+                reader, writer = await self._astreams()
+            except RuntimeError:
+                logger.error("the rules worker did not start; running the rules in-process")
+                local = RulesAnalyser(self.lookup)
+                if op == "analyse":
+                    return local.analyse(body, policy)
+                return local.injection_target(body, policy)
+            # from here: a worker that had to start again is not the manifest's fault
+            deadline = loop.time() + (self.budget if budget is None else budget)
+            available = tuple(f for f in LOOKUP_FIELDS if getattr(self.lookup, f) is not None)
+            try:
+                _write_frame(writer, pickle.dumps((op, dict(body), policy, available)))
+                while True:
+                    left = deadline - loop.time()
+                    if left <= 0:
+                        raise asyncio.TimeoutError
+                    message = pickle.loads(await asyncio.wait_for(_read_frame(reader), left))
+                    if message[0] == "lookup":
+                        value = self._lookup(message[1], message[2])
+                        try:
+                            data = pickle.dumps(("value", value))
+                        except (TypeError, AttributeError, pickle.PicklingError):
+                            logger.exception("rules lookup %s: answer not picklable", message[1])
+                            data = pickle.dumps(("value", None))
+                        _write_frame(writer, data)
+                        continue
+                    if message[0] == "memory":
+                        self._restart()
+                        raise BudgetExceeded(f"over its {self.memory_mib} MiB memory budget")
+                    if message[0] == "error":
+                        raise RuntimeError(message[1])
+                    return message[1]
+            except asyncio.TimeoutError:
+                self._restart()
+                raise BudgetExceeded(f"not done within {self.budget:g} s") from None
+            except (asyncio.IncompleteReadError, OSError, pickle.PickleError, EOFError) as exc:
+                self._restart()
+                raise BudgetExceeded(f"the rules worker died ({type(exc).__name__})") from exc
+            except (BudgetExceeded, RuntimeError):
+                raise
+            except Exception as exc:
+                self._kill()
+                raise RuntimeError(f"rules worker exchange failed: {exc!r:.200}") from exc
+
+
+def _write_frame(writer: asyncio.StreamWriter, data: bytes) -> None:
+    """multiprocessing.connection's framing, which the child's Connection reads."""
+    if len(data) > 0x7FFFFFFF:
+        writer.write(struct.pack("!i", -1) + struct.pack("!Q", len(data)) + data)
+    else:
+        writer.write(struct.pack("!i", len(data)) + data)
+
+
+async def _read_frame(reader: asyncio.StreamReader) -> bytes:
+    (size,) = struct.unpack("!i", await reader.readexactly(4))
+    if size == -1:
+        (size,) = struct.unpack("!Q", await reader.readexactly(8))
+    return await reader.readexactly(size)
+
 
 class RulesPool:
     """Several RulesWorkers behind one budget per call, counted from the call's start:
@@ -235,6 +341,7 @@ class RulesPool:
         self._free: queue.Queue[RulesWorker] = queue.Queue()
         for worker in workers:
             self._free.put(worker)
+        self._afree: asyncio.Queue[RulesWorker] | None = None  # made in the running loop
 
     @property
     def lookup(self) -> rules.ClusterLookup:
@@ -268,6 +375,35 @@ class RulesPool:
 
     def injection_target(self, pod: Mapping[str, Any], policy: PolicySpec) -> InjectionTarget:
         result: InjectionTarget = self._call("target", pod, policy)
+        return result
+
+    async def _acall(self, op: str, body: Mapping[str, Any], policy: PolicySpec) -> Any:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        if self._afree is None:
+            self._afree = asyncio.Queue()
+            for worker in self.workers:
+                self._afree.put_nowait(worker)
+        try:
+            worker = await asyncio.wait_for(self._afree.get(), self.budget)
+        except asyncio.TimeoutError:
+            raise BudgetExceeded(
+                f"no rules worker was free within {self.budget:g} s (all busy with others)"
+            ) from None
+        try:
+            left = max(0.0, self.budget - (loop.time() - started))
+            return await worker.acall(op, body, policy, budget=left)
+        finally:
+            self._afree.put_nowait(worker)
+
+    async def analyse_async(self, body: Mapping[str, Any], policy: PolicySpec) -> StaticResult:
+        result: StaticResult = await self._acall("analyse", body, policy)
+        return result
+
+    async def injection_target_async(
+        self, pod: Mapping[str, Any], policy: PolicySpec
+    ) -> InjectionTarget:
+        result: InjectionTarget = await self._acall("target", pod, policy)
         return result
 
 

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from preflight_operator.admission import ALLOW, AdmissionDecision, decide, spec_changed, unchecked
-from preflight_operator.analysis import Analyser
+from preflight_operator.analysis import Analyser, analyse_off_loop, target_off_loop
 from preflight_operator.config import OperatorConfig
 from preflight_operator.events import denied_event
 from preflight_operator.eventsink import EventSink
@@ -131,15 +131,14 @@ class AdmissionService:
         operation: str,
         dry_run: bool,
     ) -> Validation:
-        """``validate`` with the rules run off the event loop (in a thread, which waits
-        for a rules worker): a slow manifest never holds up other admission requests."""
+        """``validate`` with the rules run off the event loop (in a rules worker, or a
+        thread): a slow manifest never holds up other admission requests."""
         prepared = self._prepare(body, old, operation)
         if isinstance(prepared, Validation):
             return prepared
         ref, policy = prepared
-        loop = asyncio.get_running_loop()
         try:
-            static = await loop.run_in_executor(None, self._analyser.analyse, body, policy.spec)
+            static = await analyse_off_loop(self._analyser, body, policy.spec)
         except BudgetExceeded as exc:
             return self._answer(ref, policy, exc, dry_run)
         return self._answer(ref, policy, static, dry_run)
@@ -199,9 +198,7 @@ class AdmissionService:
         if not policy.spec.injection_enabled:
             return Skip("disabled-by-policy")
         try:
-            target = await asyncio.get_running_loop().run_in_executor(
-                None, self._analyser.injection_target, pod, policy.spec
-            )
+            target = await target_off_loop(self._analyser, pod, policy.spec)
         except BudgetExceeded as exc:
             # Its workload (or, for a bare pod, the pod itself) went through /validate,
             # which answered by the policy: the injection webhook fails open, as ever.

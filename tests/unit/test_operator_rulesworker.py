@@ -296,3 +296,35 @@ def test_an_unpicklable_lookup_answer_is_none_and_the_worker_stays_in_step() -> 
         assert worker.analyse(deployment(), PolicySpec()).verdict == "fail"  # in step
     finally:
         worker.close()
+
+
+def test_the_async_path_answers_lookups_and_keeps_the_memory_budget() -> None:
+    import asyncio
+
+    from preflight_operator.rulesworker import RulesPool
+
+    service = {"metadata": {"name": "vllm", "namespace": "team"}, "spec": {"ports": [{"port": 80}]}}
+    lookup = rules.ClusterLookup(services=lambda namespace: [service])
+    pool = RulesPool([RulesWorker(lookup, memory_mib=256, entry=CHILD)], budget=3.0)
+    pool.start()
+
+    async def scenario() -> tuple[Any, str, Any]:
+        got = await pool.analyse_async(deployment("good-tp2-deployment.yaml"), PolicySpec())
+        try:
+            await pool.analyse_async(hostile("grow"), PolicySpec())
+        except BudgetExceeded as exc:
+            grown = exc.reason
+        else:
+            grown = ""
+        after = await pool.analyse_async(deployment(), PolicySpec())
+        return got, grown, after
+
+    try:
+        got, grown, after = asyncio.run(scenario())
+    finally:
+        pool.close()
+    want = RulesAnalyser(lookup).analyse(deployment("good-tp2-deployment.yaml"), PolicySpec())
+    assert got == want
+    assert "vllm-port-service" in {f.id for f in got.findings}
+    assert grown == "over its 256 MiB memory budget"
+    assert after.verdict == "fail"
