@@ -140,3 +140,41 @@ def gpu_device_nodes(dev: str = "/dev") -> Optional[int]:
     if not os.path.exists(os.path.join(dev, "nvidiactl")):
         return None
     return len([p for p in glob.glob(os.path.join(dev, "nvidia*")) if p[len(dev) + 7 :].isdigit()])
+
+
+# The kernel ring buffer: NVIDIA's driver logs every XID there ("NVRM: Xid (PCI:0000:06:00):
+# 79, pid=..., GPU has fallen off the bus."). A container usually cannot read it
+# (/dev/kmsg needs CAP_SYSLOG or dmesg_restrict=0): then it is "not available", never an
+# error. Bounded: at most MAX_KMSG_BYTES and MAX_KMSG_SECONDS, non-blocking.
+MAX_KMSG_BYTES = 4 << 20
+MAX_KMSG_SECONDS = 0.25
+
+
+def read_kernel_log(path: str = "/dev/kmsg") -> Optional[str]:
+    """The kernel log's records (one per line), or None when it cannot be read here."""
+    import time  # noqa: PLC0415  (only the XID history needs it)
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    lines: List[str] = []
+    size = 0
+    started = time.monotonic()
+    try:
+        while size < MAX_KMSG_BYTES and time.monotonic() - started < MAX_KMSG_SECONDS:
+            try:
+                record = os.read(fd, 8192)
+            except BlockingIOError:
+                break  # the end of the buffer
+            except OSError as exc:
+                if exc.errno == 32:  # EPIPE: a record was overwritten while reading
+                    continue
+                return None if not lines else "\n".join(lines)
+            if not record:
+                break
+            size += len(record)
+            lines.append(record.decode("utf-8", "replace").rstrip("\n"))
+    finally:
+        os.close(fd)
+    return "\n".join(lines)

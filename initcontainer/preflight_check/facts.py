@@ -194,6 +194,7 @@ class Facts:
     preload: PreloadFacts = field(default_factory=PreloadFacts)
     # the model's files (None when --vllm-args names no model)
     model: Optional[FoundModel] = None
+    kernel_log: Optional[str] = None  # None: not readable here (XID history unavailable)
     timings_ms: Dict[str, float] = field(default_factory=dict)
 
     def env(self, name: str) -> Optional[str]:

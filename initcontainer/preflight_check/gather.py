@@ -113,6 +113,7 @@ def gather(
     if model:
         model_thread.start()
     facts.shm = host.shm()
+    facts.kernel_log = host.kernel_log()
     facts.preload = host.preload(host.environ)
     facts.runtime = host.runtime(host.environ)
 

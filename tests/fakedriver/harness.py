@@ -47,6 +47,7 @@ def fake_host(
     preload: Optional[PreloadFacts] = None,
     deep_plan: Optional[Dict[str, Any]] = None,
     no_driver: bool = False,
+    kernel_log: Optional[str] = None,
 ) -> Host:
     env = dict(environ or {})
 
@@ -75,6 +76,8 @@ def fake_host(
             runtime or RuntimeRequirement((13, 0), "torch", "torch 2.11.0+cu130", "2.11.0+cu130")
         ),
         child_environ=child_env,
+        # the kernel log is the test machine's own otherwise: None is "not readable"
+        kernel_log=lambda: kernel_log,
     )
 
 

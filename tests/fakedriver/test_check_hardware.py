@@ -152,6 +152,42 @@ def test_xid_during_the_check_fails_and_application_xids_warn(tmp_path: Path) ->
     assert "graphics engine exception" in app.check("xid").message
 
 
+# as NVIDIA's driver writes it (docs.nvidia.com/deploy/xid-errors, "Xid Messages")
+KERNEL_LOG = (
+    "6,1234,5678,-;NVRM: loading NVIDIA UNIX x86_64 Kernel Module  580.159.04\n"
+    "4,1300,9999,-;NVRM: Xid (PCI:0000:07:00): 79, pid=4242, name=python3, GPU has fallen "
+    "off the bus.\n"
+    "4,1301,9999,-;NVRM: Xid (PCI:0000:06:00): 13, pid=4243, Graphics Exception\n"
+    "4,1302,9999,-;NVRM: Xid (PCI:0000:0a:00): 48, pid=1, a GPU this pod does not have\n"
+)
+
+
+def test_xid_history_in_a_readable_kernel_log_warns(tmp_path: Path) -> None:
+    machine = h200_machine(2)
+    run = run_check(fake_host(machine, kernel_log=KERNEL_LOG), ["--tp", "2"], tmp_path)
+    found = run.check("xid")
+    assert found.status == WARN  # history, not a failure: it may predate the pod
+    assert "XID 79" in found.message
+    assert "bus 0000:07:00.0" in found.message
+    assert "XID 13" not in found.message  # an application's XID is not the GPU's history
+    assert run.code == 0
+    quiet = run_check(fake_host(machine, kernel_log=""), ["--tp", "2"], tmp_path)
+    assert quiet.check("xid").status == PASS
+    assert "no XID in the kernel log" in quiet.check("xid").message
+    unreadable = run_check(fake_host(machine), ["--tp", "2"], tmp_path)
+    assert unreadable.check("xid").status == PASS
+    assert "not readable here" in unreadable.check("xid").message
+
+
+def test_a_kernel_log_that_cannot_be_opened_is_none(tmp_path: Path) -> None:
+    from preflight_check.environment import read_kernel_log
+
+    assert read_kernel_log(str(tmp_path / "no-such-kmsg")) is None
+    log = tmp_path / "kmsg"
+    log.write_text(KERNEL_LOG)
+    assert "Xid (PCI:0000:07:00): 79" in (read_kernel_log(str(log)) or "")
+
+
 def test_refused_reads_are_not_available_never_a_failure(tmp_path: Path) -> None:
     machine = h200_machine(2)
     for gpu in machine.gpus:

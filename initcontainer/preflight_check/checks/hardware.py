@@ -13,6 +13,7 @@ nodefeedback.py).
 
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from preflight_check.checks.base import (
@@ -443,15 +444,70 @@ def fabric(facts: Facts, options: Options) -> List[CheckResult]:
     )
 
 
+# "NVRM: Xid (PCI:0000:06:00): 79, pid=1234, name=python3, GPU has fallen off the bus."
+_KERNEL_XID = re.compile(r"NVRM: Xid \(PCI:([0-9A-Fa-f]+):([0-9A-Fa-f]+):([0-9A-Fa-f]+)\): (\d+)")
+
+
+def _bus_key(pci_bus_id: str) -> Tuple[int, int, int]:
+    """(domain, bus, device) of "00000000:06:00.0" / "0000:06:00" / "PCI:0000:06:00"."""
+    parts = pci_bus_id.replace("PCI:", "").split(".")[0].split(":")
+    try:
+        return int(parts[-3], 16), int(parts[-2], 16), int(parts[-1], 16)
+    except (IndexError, ValueError):
+        return (-1, -1, -1)
+
+
+def kernel_xids(log: str, gpus: Sequence[CudaGpu]) -> Dict[str, List[int]]:
+    """The XIDs the kernel log holds for these GPUs (uuid -> XIDs, in log order, GPU and
+    driver faults only: an application's own XID is not the GPU's history)."""
+    by_bus = {_bus_key(g.pci_bus_id): g for g in gpus}
+    found: Dict[str, List[int]] = {}
+    for match in _KERNEL_XID.finditer(log):
+        domain, bus, device, number = match.groups()
+        gpu = by_bus.get((int(domain, 16), int(bus, 16), int(device, 16)))
+        code = int(number)
+        if gpu is not None and code not in APPLICATION_XIDS:
+            found.setdefault(gpu.uuid, []).append(code)
+    return found
+
+
+def _history(facts: Facts, gpus: Sequence[CudaGpu]) -> Tuple[Optional[CheckResult], str]:
+    """A warning for XIDs in the kernel log's history, or a note on what was (not) read."""
+    if facts.kernel_log is None:
+        return None, "; the kernel log (XID history) is not readable here"
+    history = kernel_xids(facts.kernel_log, gpus)
+    if not history:
+        return None, "; no XID in the kernel log"
+    labels = {g.uuid: gpu_label(g) for g in gpus}
+    return (
+        result(
+            "xid",
+            WARN,
+            "the kernel log holds XID errors of these GPUs: "
+            + "; ".join(f"{labels[u]}: XID {', '.join(map(str, xs))}" for u, xs in history.items())
+            + " (history: they may predate this pod; none came while the check ran)",
+            "if they are recent, drain the node and have the GPU checked (NVIDIA's Xid "
+            "catalog, docs.nvidia.com/deploy/xid-errors, gives each XID's action)",
+            gpus=sorted(history),
+            kernel_xids=history,
+        )[0],
+        "",
+    )
+
+
 @check("xid")
 def xid(facts: Facts, options: Options) -> List[CheckResult]:
     pairs, early = _pairs(facts, "xid")
     if early:
         return early
     watched, note = _read(pairs, "xids")
+    past, history_note = _history(facts, [g for g, _ in pairs])
     if not watched:
+        if past is not None:
+            return [past]
         return _not_available(
-            "xid", "NVML offers no XID events here (nvmlDeviceRegisterEvents refused)"
+            "xid",
+            "NVML offers no XID events here (nvmlDeviceRegisterEvents refused)" + history_note,
         )
     gpu_faults = [(g, [x for x in xs if x not in APPLICATION_XIDS]) for g, _, xs in watched]
     gpu_faults = [(g, xs) for g, xs in gpu_faults if xs]
@@ -484,8 +540,10 @@ def xid(facts: Facts, options: Options) -> List[CheckResult]:
             "find the other workload on the GPU (see 'gpu-processes')",
             **evidence,
         )
+    if past is not None:
+        return [past]
     return result(
         "xid",
         PASS,
-        f"no XID event on {plural(len(watched), 'GPU')} while the check ran{note}",
+        f"no XID event on {plural(len(watched), 'GPU')} while the check ran{note}{history_note}",
     )
