@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from preflight_operator import rules
 from preflight_operator.config import PolicySpec
+from preflight_operator.injection import LWS_NAME_LABEL, nvidia_gpus, ray_role
 from preflight_operator.rules.accelerators import CUDA
 from preflight_operator.rules.quantity import parse_quantity
 from preflight_operator.static import (
@@ -155,6 +156,24 @@ def out_of_memory(results: Sequence[rules.ContainerResult]) -> bool:
         for r in results
         for f in r.findings
     )
+
+
+def ray_worker_target(pod: Mapping[str, Any]) -> InjectionTarget | None:
+    """A Ray worker of a LeaderWorkerSet (`ray start --address=...`, no vLLM of its own):
+    vLLM's Ray executor runs TP workers on its GPUs, so its check validates them, as one
+    group of the GPUs it requests (nvidia.com/gpu). None for any other pod."""
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    if not isinstance(labels, Mapping) or not labels.get(LWS_NAME_LABEL):
+        return None
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        if not isinstance(container, Mapping) or ray_role(container) != "worker":
+            continue
+        gpus = nvidia_gpus(container)
+        if gpus > 0:
+            name = str(container.get("name", ""))
+            plan = Plan(tp=gpus, pp=1, dp=1, dp_local=1, gpus_needed=gpus, container=name)
+            return InjectionTarget(name, plan)
+    return None
 
 
 def injection_target(results: Sequence[rules.ContainerResult]) -> InjectionTarget:

@@ -176,6 +176,54 @@ def runs_own_share(vllm: Mapping[str, Any]) -> bool:
     return any(option in tokens for option in _OWN_SHARE_OPTIONS)
 
 
+def _words(container: Mapping[str, Any]) -> list[str]:
+    return [str(w) for key in ("command", "args") for w in (container.get(key) or [])]
+
+
+def ray_role(container: Mapping[str, Any]) -> str | None:
+    """ "head" or "worker" when the container starts a Ray node (the LeaderWorkerSet Ray
+    pattern: the leader `ray start --head ... && vllm serve`, the workers `ray start
+    --address=$(LWS_LEADER_ADDRESS):6379 --block`), else None."""
+    text = " ".join(" ".join(_words(container)).split())
+    words = text.split()
+    # vLLM's examples/online_serving/multi-node-serving.sh (what the LWS example runs):
+    # `leader --ray_cluster_size=N` starts the head, `worker --ray_address=...` a worker
+    for i, word in enumerate(words[:-1]):
+        if word.rsplit("/", 1)[-1] == "multi-node-serving.sh":
+            role = words[i + 1]
+            return "head" if role == "leader" else "worker" if role == "worker" else None
+    if "ray start" not in text:
+        return None
+    return "head" if "--head" in words else "worker" if "--address" in text else None
+
+
+def nvidia_gpus(container: Mapping[str, Any]) -> int:
+    limits = (container.get("resources") or {}).get("limits") or {}
+    value = limits.get(constants.GPU_RESOURCE) if isinstance(limits, Mapping) else None
+    text = str(value).strip() if value is not None else ""
+    return int(text) if text.isdigit() and len(text) < 6 else 0
+
+
+def ray_group_ready(lws: Mapping[str, Any]) -> bool:
+    """Every pod of a Ray-pattern LeaderWorkerSet gets the check: its leader starts the
+    Ray head and vLLM, and each worker's Ray container requests NVIDIA GPUs (the injector
+    gives those the check with their own GPUs). Only then may the group meet: a leader
+    waiting for a worker that has no check would fail a healthy group."""
+    lwt = (lws.get("spec") or {}).get("leaderWorkerTemplate") or {}
+    if not isinstance(lwt, Mapping) or int(lwt.get("size") or 1) <= 1:
+        return False
+    worker = ((lwt.get("workerTemplate") or {}).get("spec") or {}).get("containers") or []
+    leader_template = lwt.get("leaderTemplate") or lwt.get("workerTemplate") or {}
+    leader = (leader_template.get("spec") or {}).get("containers") or []
+    for template in (lwt.get("leaderTemplate"), lwt.get("workerTemplate")):
+        labels = ((template or {}).get("metadata") or {}).get("labels") or {}
+        if isinstance(labels, Mapping) and opted_out(labels):
+            return False
+    heads = [c for c in leader if isinstance(c, Mapping) and ray_role(c) == "head"]
+    workers = [c for c in worker if isinstance(c, Mapping) and ray_role(c) == "worker"]
+    return bool(heads) and bool(workers) and all(nvidia_gpus(c) > 0 for c in workers)
+
+
 def _field(path: str) -> dict[str, Any]:
     return {"fieldRef": {"fieldPath": path}}
 
@@ -409,8 +457,11 @@ def plan_injection(
     workload_label: str | None,
     argv: Sequence[str] = (),
     model: str | None = None,
+    ray_group: bool = False,
 ) -> Injection | Skip:
-    """The init containers, volumes and labels of ``pod`` after injection, or a Skip."""
+    """The init containers, volumes and labels of ``pod`` after injection, or a Skip.
+    ``ray_group``: the pod belongs to a Ray-pattern LeaderWorkerSet whose every pod gets
+    the check (ray_group_ready), so its check meets the others in the group phase."""
     spec = pod.get("spec") or {}
     if already_injected(pod):
         return Skip("already-injected")
@@ -428,7 +479,7 @@ def plan_injection(
         return Skip("volume-name-taken", f"the pod already has a volume {sorted(taken)[0]!r}")
     mode = policy.injection_mode or config.mode
     check = check_container(vllm, plan, policy, config, mode, argv=argv, model=model)
-    if in_lws_group(pod) and runs_own_share(vllm):
+    if in_lws_group(pod) and (runs_own_share(vllm) or (ray_group and ray_role(vllm))):
         check["env"] += group_env(pod, vllm, config.group_port)
     init = [install_container(config), check]
     init += [copy.deepcopy(c) for c in spec.get("initContainers") or []]

@@ -16,11 +16,24 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from preflight_operator.admission import ALLOW, AdmissionDecision, decide, spec_changed, unchecked
-from preflight_operator.analysis import Analyser, analyse_off_loop, target_off_loop
+from preflight_operator.analysis import (
+    Analyser,
+    analyse_off_loop,
+    ray_worker_target,
+    target_off_loop,
+)
 from preflight_operator.config import OperatorConfig
 from preflight_operator.events import denied_event
 from preflight_operator.eventsink import EventSink
-from preflight_operator.injection import Injection, Skip, opted_out, plan_injection
+from preflight_operator.injection import (
+    Injection,
+    Skip,
+    in_lws_group,
+    opted_out,
+    plan_injection,
+    ray_group_ready,
+    ray_role,
+)
 from preflight_operator.policy import PolicyBook, ResolvedPolicy
 from preflight_operator.rulesworker import BudgetExceeded
 from preflight_operator.static import StaticResult
@@ -39,6 +52,8 @@ from preflight_operator.workloads import (
 logger = logging.getLogger(__name__)
 
 OwnerLabels = Callable[[WorkloadRef], Awaitable[Mapping[str, str] | None]]
+# the workload object itself (a LeaderWorkerSet, to see its other template)
+OwnerBody = Callable[[WorkloadRef], Awaitable[Mapping[str, Any] | None]]
 OWNER_CACHE_SECONDS = 30.0
 OWNER_LOOKUP_TIMEOUT = 2.0
 
@@ -58,6 +73,7 @@ class AdmissionService:
         *,
         events: EventSink | None,
         owner_labels: OwnerLabels | None = None,
+        owner_body: OwnerBody | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._config = config
@@ -67,6 +83,8 @@ class AdmissionService:
         self._owner_labels = owner_labels
         self._clock = clock
         self._owner_cache: dict[tuple[str, str, str], tuple[float, Mapping[str, str]]] = {}
+        self._owner_body = owner_body
+        self._ray_groups: dict[tuple[str, str, str], tuple[float, bool]] = {}
 
     def use_analyser(self, analyser: Analyser) -> None:
         """Swaps the rules (the operator's start puts them in their budgeted worker)."""
@@ -187,6 +205,29 @@ class AdmissionService:
         self._owner_cache[ref.key] = (now, labels)
         return labels
 
+    async def _ray_group(self, pod: Mapping[str, Any]) -> bool:
+        """Does every pod of this pod's Ray-pattern LeaderWorkerSet get the check, so that
+        the group may meet (injection.ray_group_ready)? Read from the LeaderWorkerSet,
+        cached like the owner's labels; unreadable: no group phase (never a wait for
+        members that may not come)."""
+        ref = workload_of_pod(pod)
+        if self._owner_body is None or ref.kind != "LeaderWorkerSet":
+            return False
+        now = self._clock()
+        cached = self._ray_groups.get(ref.key)
+        if cached is not None and now - cached[0] < OWNER_CACHE_SECONDS:
+            return cached[1]
+        try:
+            body = await asyncio.wait_for(self._owner_body(ref), OWNER_LOOKUP_TIMEOUT)
+        except Exception as exc:
+            logger.warning("group phase for %s: unreadable (%s); not used", ref.display, exc)
+            return False
+        ready = body is not None and ray_group_ready(body)
+        if len(self._ray_groups) > 10_000:
+            self._ray_groups.clear()
+        self._ray_groups[ref.key] = (now, ready)
+        return ready
+
     async def mutate_pod(self, pod: Mapping[str, Any]) -> Injection | Skip:
         meta = pod.get("metadata") or {}
         namespace = str(meta.get("namespace", ""))
@@ -203,6 +244,17 @@ class AdmissionService:
             # Its workload (or, for a bare pod, the pod itself) went through /validate,
             # which answered by the policy: the injection webhook fails open, as ever.
             return Skip("over-budget", exc.reason)
+        ray_group = False
+        if in_lws_group(pod):
+            if target.container is None and target.reason == "no-vllm-container":
+                target = ray_worker_target(pod) or target  # a Ray worker: its own GPUs
+            container = next(
+                (c for c in (pod.get("spec") or {}).get("containers") or []
+                 if isinstance(c, Mapping) and c.get("name") == target.container),
+                None,
+            )  # fmt: skip
+            if container is not None and target.plan is not None and ray_role(container):
+                ray_group = await self._ray_group(pod)
         if target.container is None or target.plan is None:
             return Skip(target.reason or "undecided")
         return plan_injection(
@@ -214,4 +266,5 @@ class AdmissionService:
             workload_label=workload_label_value(workload_of_pod(pod)),
             argv=target.argv,
             model=target.model,
+            ray_group=ray_group,
         )
