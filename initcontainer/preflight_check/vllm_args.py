@@ -457,6 +457,28 @@ def parse_vllm_args(
         )
 
 
+@dataclass
+class _LayoutFlags:
+    """The plan-sizing flags as read, before vLLM's cross-checks and inference."""
+
+    tp: int
+    pp: int
+    dp: int
+    dcp: int
+    pcp: int
+    nnodes: int
+    node_rank: int
+    dpl: Optional[int]
+    dp_rank: Optional[int]
+    start_rank: Optional[int]
+    external: bool
+    hybrid: bool
+    multi_port: bool
+    headless: bool
+    dp_backend: str
+    executor: Optional[str]
+
+
 class _Parser:
     def __init__(self, argv: List[str], load_config: Optional[LoadConfig]) -> None:
         self.argv = argv
@@ -611,23 +633,8 @@ class _Parser:
             if not isinstance(key, str):
                 self.problem("--config", path, f"config key {key!r} is not a string", "config")
                 continue
-            flag = "--" + key
-            if isinstance(value, bool):
-                if value:
-                    add(flag, key)
-                elif _no_form_exists(flag):
-                    add("--no-" + key, key)
-            elif isinstance(value, list):
-                if value:
-                    add(flag, key)
-                    for item in value:
-                        add(_safe_str(item), key)
-            elif isinstance(value, dict):
-                add(flag, key)
-                add(json.dumps(value, default=str), key)
-            else:
-                add(flag, key)
-                add(_safe_str(value), key)
+            for text in _config_entry_texts(key, value):
+                add(text, key)
         return out
 
     # -- FlexibleArgumentParser's rewriting ---------------------------------------------
@@ -750,65 +757,82 @@ class _Parser:
                     doubt = True
                 i += 1
                 continue
-            name, eq, explicit = text.partition("=")
-            if eq and not name.startswith("--") and name not in _BY_NAME:
-                # argparse splits `-x=v` only for a registered short option; `-t=2` is
-                # looked up whole (and matches nothing)
-                name, eq, explicit = text, "", ""
-            value: Optional[str] = explicit if eq else None
-            resolved, known = self.resolve(name, tok.spelling)
-            attached = None
-            short = name[:2]
-            if (
-                resolved is None
-                and not known
-                and not name.startswith("--")
-                and len(name) > 2
-                and (short in _BY_NAME or short in _OTHER_SHORT_WITH_VALUE)
-            ):
-                # `-n2`: a two-character option with its value attached
-                resolved, attached = short, text[2:]
-            if attached is not None:
-                value = attached
-            elif resolved is None and not known and not name.startswith("--"):
-                self.check_glued_value(tok)
+            resolved, value, known = self.read_option(tok)
             nxt = toks[i + 1] if i + 1 < len(toks) else None
-            next_is_value = nxt is not None and not self.is_option(nxt.text)
             doubt = resolved is None and not known
-            if resolved in _BY_NAME:
-                opt, negated = _BY_NAME[resolved]
-                origin = Origin(tok.spelling, tok.index, tok.from_config)
-                if opt.kind in (_BOOL, _FLAG):
-                    if value is not None:
-                        self.problem(
-                            tok.spelling,
-                            value,
-                            f"{opt.names[0]} takes no value (argparse: ignored explicit argument)",
-                            opt.dest,
-                        )
-                    else:
-                        self.raw[opt.dest] = (not negated, origin)
-                    i += 1
-                    continue
-                if value is None:
-                    if not next_is_value or nxt is None:
-                        self.problem(tok.spelling, "", "expects one value", opt.dest)
-                        i += 1
-                        continue
-                    value = nxt.text
-                    i += 1
-                self.raw[opt.dest] = (value, origin)
+            if resolved is not None and resolved in _BY_NAME:
+                i += self.take_tracked(tok, resolved, value, nxt)
+            else:
+                next_is_value = nxt is not None and not self.is_option(nxt.text)
+                i = self.skip_untracked(toks, i + 1, resolved, value, next_is_value)
+
+    def read_option(self, tok: _Tok) -> Tuple[Optional[str], Optional[str], bool]:
+        """An option token as argparse splits it: (option string, its value, known?).
+
+        The option string is None when it matches nothing; `known` says it is a vLLM
+        option all the same (one we do not track, or one already reported).
+        """
+        text = tok.text
+        name, eq, explicit = text.partition("=")
+        if eq and not name.startswith("--") and name not in _BY_NAME:
+            # argparse splits `-x=v` only for a registered short option; `-t=2` is
+            # looked up whole (and matches nothing)
+            name, eq, explicit = text, "", ""
+        value: Optional[str] = explicit if eq else None
+        resolved, known = self.resolve(name, tok.spelling)
+        if resolved is not None or known or name.startswith("--"):
+            return resolved, value, known
+        short = name[:2]
+        if len(name) > 2 and (short in _BY_NAME or short in _OTHER_SHORT_WITH_VALUE):
+            # `-n2`: a two-character option with its value attached
+            return short, text[2:], known
+        self.check_glued_value(tok)
+        return resolved, value, known
+
+    def take_tracked(
+        self, tok: _Tok, resolved: str, value: Optional[str], nxt: Optional[_Tok]
+    ) -> int:
+        """Record a tracked option's value; returns the tokens it used (1 or 2)."""
+        opt, negated = _BY_NAME[resolved]
+        origin = Origin(tok.spelling, tok.index, tok.from_config)
+        if opt.kind in (_BOOL, _FLAG):
+            if value is not None:
+                self.problem(
+                    tok.spelling,
+                    value,
+                    f"{opt.names[0]} takes no value (argparse: ignored explicit argument)",
+                    opt.dest,
+                )
+            else:
+                self.raw[opt.dest] = (not negated, origin)
+            return 1
+        used = 1
+        if value is None:
+            if nxt is None or self.is_option(nxt.text):
+                self.problem(tok.spelling, "", "expects one value", opt.dest)
+                return 1
+            value = nxt.text
+            used = 2
+        self.raw[opt.dest] = (value, origin)
+        return used
+
+    def skip_untracked(
+        self,
+        toks: List[_Tok],
+        i: int,
+        resolved: Optional[str],
+        value: Optional[str],
+        next_is_value: bool,
+    ) -> int:
+        """Index past the values of an option we do not track (`i`: the token after it)."""
+        if value is not None or resolved in _OTHER_NO_VALUE:
+            return i
+        if resolved in _OTHER_MANY_VALUES:
+            while i < len(toks) and toks[i].text != "--" and not self.is_option(toks[i].text):
                 i += 1
-                continue
-            i += 1
-            if value is not None or resolved in _OTHER_NO_VALUE:
-                continue
-            if resolved in _OTHER_MANY_VALUES:
-                while i < len(toks) and toks[i].text != "--" and not self.is_option(toks[i].text):
-                    i += 1
-            elif next_is_value:
-                # an option we do not track, taking one value (the common case)
-                i += 1
+            return i
+        # an option we do not track, taking one value (the common case)
+        return i + 1 if next_is_value else i
 
     # -- values and the plan ------------------------------------------------------------
     def get_int(self, dest: str, default: Optional[int], minimum: int) -> Optional[int]:
@@ -851,22 +875,65 @@ class _Parser:
 
     def finish(self, entry: str) -> None:
         r = self.result
-        tp = self.get_int("tensor_parallel_size", 1, 1) or 1
-        pp = self.get_int("pipeline_parallel_size", 1, 1) or 1
-        dp = self.get_int("data_parallel_size", 1, 1) or 1
-        dcp = self.get_int("decode_context_parallel_size", 1, 1) or 1
-        pcp = self.get_int("prefill_context_parallel_size", 1, 1) or 1
-        nnodes = self.get_int("nnodes", 1, 1) or 1
-        node_rank = self.get_int("node_rank", 0, 0) or 0
-        dpl = self.get_int("data_parallel_size_local", None, 0)
-        dp_rank = self.get_int("data_parallel_rank", None, 0)
-        start_rank = self.get_int("data_parallel_start_rank", None, 0)
-        external = self.get_bool("data_parallel_external_lb")
-        hybrid = self.get_bool("data_parallel_hybrid_lb")
-        multi_port = self.get_bool("data_parallel_multi_port_external_lb")
-        headless = self.get_bool("headless")
-        dp_backend = self.get_str("data_parallel_backend") or "mp"
-        executor = self.get_str("distributed_executor_backend")
+        flags = self.read_layout_flags()
+        self.read_server_flags()
+        self.read_gpu_memory_utilization()
+        self.read_model(entry)
+        if any(p.dest in PLAN_DESTS for p in r.problems):
+            # argparse stops at the first size it cannot convert, before any cross-check
+            # below; comparing a default (DP=1) with a real value would invent an error
+            r.plan = ParallelPlan(
+                tp=flags.tp,
+                pp=flags.pp,
+                dp=flags.dp,
+                dp_local=flags.dpl or flags.dp,
+                nnodes=flags.nnodes,
+            )
+            return
+        self.check_layout(flags)
+        dp_local = self.derive_dp_local(flags)
+        r.plan = ParallelPlan(
+            tp=flags.tp,
+            pp=flags.pp,
+            dp=flags.dp,
+            dp_local=dp_local,
+            dcp=flags.dcp,
+            pcp=flags.pcp,
+            nnodes=flags.nnodes,
+            node_rank=flags.node_rank,
+            data_parallel_rank=flags.dp_rank,
+            external_lb=flags.external,
+            hybrid_lb=flags.hybrid,
+            multi_port_lb=flags.multi_port,
+            headless=flags.headless,
+            distributed_executor_backend=flags.executor,
+            data_parallel_backend=flags.dp_backend,
+        )
+
+    def read_layout_flags(self) -> _LayoutFlags:
+        """The flags that size the plan, converted (problems recorded) in vLLM's order."""
+        return _LayoutFlags(
+            tp=self.get_int("tensor_parallel_size", 1, 1) or 1,
+            pp=self.get_int("pipeline_parallel_size", 1, 1) or 1,
+            dp=self.get_int("data_parallel_size", 1, 1) or 1,
+            dcp=self.get_int("decode_context_parallel_size", 1, 1) or 1,
+            pcp=self.get_int("prefill_context_parallel_size", 1, 1) or 1,
+            nnodes=self.get_int("nnodes", 1, 1) or 1,
+            node_rank=self.get_int("node_rank", 0, 0) or 0,
+            dpl=self.get_int("data_parallel_size_local", None, 0),
+            dp_rank=self.get_int("data_parallel_rank", None, 0),
+            start_rank=self.get_int("data_parallel_start_rank", None, 0),
+            external=self.get_bool("data_parallel_external_lb"),
+            hybrid=self.get_bool("data_parallel_hybrid_lb"),
+            multi_port=self.get_bool("data_parallel_multi_port_external_lb"),
+            headless=self.get_bool("headless"),
+            dp_backend=self.get_str("data_parallel_backend") or "mp",
+            executor=self.get_str("distributed_executor_backend"),
+        )
+
+    def read_server_flags(self) -> None:
+        """The facts the rules need besides the plan: model length, dtype, host and port."""
+        r = self.result
         r.enable_expert_parallel = self.get_bool("enable_expert_parallel")
         r.max_model_len = self.get_str("max_model_len")
         r.dtype = self.get_str("dtype")
@@ -878,129 +945,123 @@ class _Parser:
             self.problem(r.origins["port"].spelling, str(port), "not a TCP port", "port")
             port = None
         r.port = port
-        self.read_gpu_memory_utilization()
-        self.read_model(entry)
-        if any(p.dest in PLAN_DESTS for p in r.problems):
-            # argparse stops at the first size it cannot convert, before any cross-check
-            # below; comparing a default (DP=1) with a real value would invent an error
-            r.plan = ParallelPlan(tp=tp, pp=pp, dp=dp, dp_local=dpl or dp, nnodes=nnodes)
-            return
 
-        def bad(dest: str, message: str, value: str = "") -> None:
-            origin = r.origins.get(dest)
-            self.problem(origin.spelling if origin else dest, value, message, dest)
+    def bad(self, dest: str, message: str, value: str = "") -> None:
+        """A problem with `dest`, named by the spelling the user wrote (else the dest)."""
+        origin = self.result.origins.get(dest)
+        self.problem(origin.spelling if origin else dest, value, message, dest)
 
-        if dp_backend not in ("mp", "ray"):
-            bad("data_parallel_backend", "must be 'mp' or 'ray'", dp_backend)
-        if pcp == 1 and tp % dcp != 0:
+    def check_layout(self, f: _LayoutFlags) -> None:
+        """ParallelConfig's cross-checks of the sizes and the load-balancing flags."""
+        bad = self.bad
+        if f.dp_backend not in ("mp", "ray"):
+            bad("data_parallel_backend", "must be 'mp' or 'ray'", f.dp_backend)
+        if f.pcp == 1 and f.tp % f.dcp != 0:
             bad(
                 "decode_context_parallel_size",
-                f"tensor parallel size {tp} must be divisible by decode context parallel "
-                f"size {dcp}",
-                str(dcp),
+                f"tensor parallel size {f.tp} must be divisible by decode context parallel "
+                f"size {f.dcp}",
+                str(f.dcp),
             )
-        elif pcp > 1 and dcp not in (1, pcp, tp * pcp):
+        elif f.pcp > 1 and f.dcp not in (1, f.pcp, f.tp * f.pcp):
             bad(
                 "decode_context_parallel_size",
-                f"with prefill context parallel {pcp}, decode context parallel must be "
-                f"1, {pcp} or {tp * pcp}",
-                str(dcp),
+                f"with prefill context parallel {f.pcp}, decode context parallel must be "
+                f"1, {f.pcp} or {f.tp * f.pcp}",
+                str(f.dcp),
             )
-        if pcp > 1 and dp > 1:
+        if f.pcp > 1 and f.dp > 1:
             bad("prefill_context_parallel_size", "PCP does not support data parallelism")
-        if nnodes > 1:
-            if dp_backend != "mp":
+        if f.nnodes > 1:
+            if f.dp_backend != "mp":
                 bad("nnodes", "nnodes > 1 is only supported with data_parallel_backend=mp")
-            if (dp * pp * tp) % nnodes != 0:
+            if (f.dp * f.pp * f.tp) % f.nnodes != 0:
                 bad(
                     "nnodes",
-                    f"world size DP x PP x TP = {dp * pp * tp} must be divisible by nnodes "
-                    f"= {nnodes}",
-                    str(nnodes),
+                    f"world size DP x PP x TP = {f.dp * f.pp * f.tp} must be divisible by "
+                    f"nnodes = {f.nnodes}",
+                    str(f.nnodes),
                 )
-        if node_rank >= nnodes and "node_rank" in self.raw:
-            bad("node_rank", f"node rank {node_rank} must be less than nnodes {nnodes}")
-        if headless and hybrid:
+        if f.node_rank >= f.nnodes and "node_rank" in self.raw:
+            bad("node_rank", f"node rank {f.node_rank} must be less than nnodes {f.nnodes}")
+        if f.headless and f.hybrid:
             bad("data_parallel_hybrid_lb", "hybrid load balancing is not applicable headless")
-        if hybrid and external:
+        if f.hybrid and f.external:
             bad("data_parallel_hybrid_lb", "hybrid and external load balancing exclude each other")
 
-        # data_parallel_size_local, following create_engine_config
-        if nnodes > 1 and not (dp > 1 and external) and dpl is None:
-            per_node = dp * pp * tp // nnodes
-            dpl = max(per_node // (pp * tp), 1)
-        if multi_port:
-            if external or hybrid or dp_rank is not None:
-                bad(
-                    "data_parallel_multi_port_external_lb",
-                    "cannot be combined with --data-parallel-external-lb, "
-                    "--data-parallel-hybrid-lb or --data-parallel-rank",
-                )
-            if dp < 2:
-                bad("data_parallel_multi_port_external_lb", "requires --data-parallel-size > 1")
-            if dpl is None or dpl < 2:
-                bad(
-                    "data_parallel_multi_port_external_lb",
-                    "requires --data-parallel-size-local >= 2",
-                )
-            elif dp % dpl != 0:
-                bad("data_parallel_size_local", "data parallel size must be divisible by it")
-            dp_local = dpl if dpl is not None else dp
-        elif external or dp_rank is not None:
-            external = True
-            if dp <= 1:
-                bad(
-                    "data_parallel_rank" if dp_rank is not None else "data_parallel_external_lb",
-                    "external data-parallel load balancing needs --data-parallel-size > 1",
-                )
-            if dpl not in (None, 1):
-                bad(
-                    "data_parallel_size_local",
-                    "must be 1 (or unset) when --data-parallel-rank / external LB is used",
-                    str(dpl),
-                )
-            if dp_rank is not None and dp_rank >= dp:
-                bad("data_parallel_rank", f"must be in [0, {dp})", str(dp_rank))
-            dp_local = 1
+    def derive_dp_local(self, f: _LayoutFlags) -> int:
+        """data_parallel_size_local, following create_engine_config.
+
+        Settles `f.external` and `f.hybrid` the way vLLM does on the way (a DP rank implies
+        external LB; a start rank implies hybrid LB).
+        """
+        dpl = f.dpl
+        if f.nnodes > 1 and not (f.dp > 1 and f.external) and dpl is None:
+            per_node = f.dp * f.pp * f.tp // f.nnodes
+            dpl = max(per_node // (f.pp * f.tp), 1)
+        if f.multi_port:
+            dp_local = self.multi_port_dp_local(f, dpl)
+        elif f.external or f.dp_rank is not None:
+            f.external = True
+            dp_local = self.external_lb_dp_local(f, dpl)
         elif dpl is not None:
-            if start_rank and not headless:
-                hybrid = True
-            if hybrid and dpl == 1:
-                hybrid, external = False, True
-            if dpl == dp:
-                hybrid = False
+            if f.start_rank and not f.headless:
+                f.hybrid = True
+            if f.hybrid and dpl == 1:
+                f.hybrid, f.external = False, True
+            if dpl == f.dp:
+                f.hybrid = False
             dp_local = dpl
         else:
-            if hybrid:
-                bad("data_parallel_hybrid_lb", "requires --data-parallel-size-local")
-            dp_local = dp
-        if dp_local > dp:
-            bad(
+            if f.hybrid:
+                self.bad("data_parallel_hybrid_lb", "requires --data-parallel-size-local")
+            dp_local = f.dp
+        if dp_local > f.dp:
+            self.bad(
                 "data_parallel_size_local",
-                f"data parallel size local ({dp_local}) must be <= data parallel size ({dp})",
+                f"data parallel size local ({dp_local}) must be <= data parallel size ({f.dp})",
                 str(dp_local),
             )
-            dp_local = dp
-        if headless and dp_local <= 0:
-            bad("data_parallel_size_local", "must be > 0 in headless mode", str(dp_local))
+            dp_local = f.dp
+        if f.headless and dp_local <= 0:
+            self.bad("data_parallel_size_local", "must be > 0 in headless mode", str(dp_local))
+        return dp_local
 
-        r.plan = ParallelPlan(
-            tp=tp,
-            pp=pp,
-            dp=dp,
-            dp_local=dp_local,
-            dcp=dcp,
-            pcp=pcp,
-            nnodes=nnodes,
-            node_rank=node_rank,
-            data_parallel_rank=dp_rank,
-            external_lb=external,
-            hybrid_lb=hybrid,
-            multi_port_lb=multi_port,
-            headless=headless,
-            distributed_executor_backend=executor,
-            data_parallel_backend=dp_backend,
-        )
+    def multi_port_dp_local(self, f: _LayoutFlags, dpl: Optional[int]) -> int:
+        """--data-parallel-multi-port-external-lb: several DP ranks per pod, one port each."""
+        if f.external or f.hybrid or f.dp_rank is not None:
+            self.bad(
+                "data_parallel_multi_port_external_lb",
+                "cannot be combined with --data-parallel-external-lb, "
+                "--data-parallel-hybrid-lb or --data-parallel-rank",
+            )
+        if f.dp < 2:
+            self.bad("data_parallel_multi_port_external_lb", "requires --data-parallel-size > 1")
+        if dpl is None or dpl < 2:
+            self.bad(
+                "data_parallel_multi_port_external_lb",
+                "requires --data-parallel-size-local >= 2",
+            )
+        elif f.dp % dpl != 0:
+            self.bad("data_parallel_size_local", "data parallel size must be divisible by it")
+        return dpl if dpl is not None else f.dp
+
+    def external_lb_dp_local(self, f: _LayoutFlags, dpl: Optional[int]) -> int:
+        """External load balancing (or --data-parallel-rank): one DP rank per pod."""
+        if f.dp <= 1:
+            self.bad(
+                "data_parallel_rank" if f.dp_rank is not None else "data_parallel_external_lb",
+                "external data-parallel load balancing needs --data-parallel-size > 1",
+            )
+        if dpl not in (None, 1):
+            self.bad(
+                "data_parallel_size_local",
+                "must be 1 (or unset) when --data-parallel-rank / external LB is used",
+                str(dpl),
+            )
+        if f.dp_rank is not None and f.dp_rank >= f.dp:
+            self.bad("data_parallel_rank", f"must be in [0, {f.dp})", str(f.dp_rank))
+        return 1
 
     def read_gpu_memory_utilization(self) -> None:
         text = self.get_str("gpu_memory_utilization")
@@ -1050,6 +1111,20 @@ class _Parser:
                 "positional",
             )
             self.result.origins["positional"] = Origin(first.spelling, first.index)
+
+
+def _config_entry_texts(key: str, value: object) -> List[str]:
+    """The command-line tokens vLLM makes of one `key: value` of a --config file."""
+    flag = "--" + key
+    if isinstance(value, bool):
+        if value:
+            return [flag]
+        return ["--no-" + key] if _no_form_exists(flag) else []
+    if isinstance(value, list):
+        return [flag, *(_safe_str(item) for item in value)] if value else []
+    if isinstance(value, dict):
+        return [flag, json.dumps(value, default=str)]
+    return [flag, _safe_str(value)]
 
 
 def _no_form_exists(flag: str) -> bool:
