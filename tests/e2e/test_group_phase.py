@@ -22,9 +22,10 @@ from typing import Any
 
 import pytest
 
-from preflight_operator import constants, fakekubelet, localoperator, localsetup
-from preflight_operator.localoperator import OperatorProcess
-from preflight_operator.testing import Cluster, wait_for
+from preflight_dev import fakekubelet, localoperator, localsetup
+from preflight_dev.localoperator import OperatorProcess
+from preflight_dev.testing import Cluster, wait_for
+from preflight_operator import constants
 
 pytestmark = pytest.mark.e2e
 
@@ -178,7 +179,7 @@ def kubelet_env(pod: dict[str, Any], port: int) -> dict[str, str]:
 def start_check(pod: dict[str, Any], port: int, workdir: Path) -> subprocess.Popen[str]:
     log = workdir / f"{pod['metadata']['name']}.termination-log"
     return subprocess.Popen(
-        [sys.executable, "-m", "preflight_operator.demo.fakecheck",
+        [sys.executable, "-m", "preflight_dev.demo.fakecheck",
          "--gpus", str(fakekubelet.check_gpus(pod)),
          "--shm-bytes", str(fakekubelet.check_shm_bytes(pod)),
          "--", "--termination-log", str(log)],
@@ -280,3 +281,83 @@ def test_mismatched_args_and_a_member_that_never_starts_fail_the_group(
     group = groups[0]
     assert (group["verdict"], group["membersJoined"], group["missing"]) == ("fail", 2, [2])
     assert group["podsReported"] == 2
+
+
+def ray_leaderworkerset(name: str) -> dict[str, Any]:
+    """The Ray pattern of the LWS vLLM example: the leader starts the Ray head and vLLM,
+    the workers join with `ray start --address`; TP=2 x PP=3 over 3 pods of 2 GPUs."""
+
+    def pod(command: str) -> dict[str, Any]:
+        return {
+            "containers": [
+                {
+                    "name": "vllm",
+                    "image": "vllm/vllm-openai:v0.11.0",
+                    "command": ["sh", "-c", command],
+                    "resources": {"limits": {"nvidia.com/gpu": 2}},
+                    "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
+                }
+            ],
+            "volumes": [SHM],
+        }
+
+    leader = (
+        "ray start --head --port=6379 && vllm serve m -tp 2 -pp 3"
+        " --distributed-executor-backend ray"
+    )
+    worker = "ray start --address=$(LWS_LEADER_ADDRESS):6379 --block"
+    return {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": 1,
+            "leaderWorkerTemplate": {
+                "size": 3,
+                "leaderTemplate": {"spec": pod(leader)},
+                "workerTemplate": {"spec": pod(worker)},
+            },
+        },
+    }
+
+
+def test_a_ray_group_meets_with_its_workers_checked_on_their_own_gpus(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    lws = ray_leaderworkerset("ray")
+    cluster.apply({**lws, "metadata": {"name": "ray", "namespace": namespace}})
+    # LWS pods are owned by its StatefulSets (not bare pods, which admission judges
+    # alone): a StatefulSet of 0 replicas stands in as their owner
+    cluster.apply({
+        "apiVersion": "apps/v1", "kind": "StatefulSet",
+        "metadata": {"name": "ray", "namespace": namespace},
+        "spec": {
+            "replicas": 0, "serviceName": "ray", "selector": {"matchLabels": {"app": "owner"}},
+            "template": {"metadata": {"labels": {"app": "owner"}},
+                         "spec": {"containers": [{"name": "c", "image": "busybox"}]}},
+        },
+    })  # fmt: skip
+    owner = json.loads(
+        cluster.kubectl("get", "statefulset", "ray", "-n", namespace, "-o", "json").stdout
+    )
+    reference = {
+        "apiVersion": "apps/v1", "kind": "StatefulSet", "name": "ray",
+        "uid": owner["metadata"]["uid"], "controller": True,
+    }  # fmt: skip
+    pods = []
+    for i in range(3):
+        pod = group_pod(lws, namespace, i)
+        pod["metadata"]["ownerReferences"] = [reference]
+        pods.append(injected(cluster, pod))
+    for pod in pods:
+        env = {e["name"]: e.get("value") for e in pod["spec"]["initContainers"][1]["env"]}
+        assert env["PREFLIGHT_TP"] == "2", pod["metadata"]["name"]  # the pod's own GPUs
+        assert "PREFLIGHT_GROUP_PORT" in env, pod["metadata"]["name"]
+    reports = play_kubelet(cluster, pods, tmp_path)
+    for name, (code, report) in reports.items():
+        failed = [c for c in report["checks"] if c["status"] == "fail"]
+        assert code == 0, (name, failed)
+        assert report["group"]["status"] == "pass", (name, report["group"])
+        assert report["group"]["joined"] == 3
+    groups = wait_for(lambda: groups_of(cluster, namespace, "LeaderWorkerSet/ray"))
+    assert (groups[0]["verdict"], groups[0]["membersJoined"]) == ("pass", 3)

@@ -83,6 +83,44 @@ def _at(*keys: str) -> Extractor:
     return extract
 
 
+# -- a Pod that LeaderWorkerSet made ---------------------------------------------------------
+#
+# The mutating webhook sees one pod of a group at a time. LWS labels it with its set's name
+# and worker index and annotates the group size (leaderworkerset.sigs.k8s.io/size), so the
+# pod is judged as a member of a group of that size, not as a lone pod: the leader of a
+# Ray-pattern group (`ray start --head && vllm serve -tp 2 -pp 3` over 3 pods) needs its
+# share, 2 GPUs, not the engine's 6. The other template is not in the pod: it is assumed
+# like this one (the LeaderWorkerSet itself was judged whole at its admission).
+_LWS_NAME = "leaderworkerset.sigs.k8s.io/name"
+_LWS_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
+_LWS_SIZE = "leaderworkerset.sigs.k8s.io/size"
+
+
+def _pod(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[PodTemplate]:
+    spec = obj.get("spec")
+    if not isinstance(spec, Mapping):
+        return []
+    found = obj.get("metadata")
+    labels = found.get("labels") if isinstance(found, Mapping) else None
+    annotations = found.get("annotations") if isinstance(found, Mapping) else None
+    lws = labels.get(_LWS_NAME) if isinstance(labels, Mapping) else None
+    size = num(annotations.get(_LWS_SIZE), 0) if isinstance(annotations, Mapping) else 0
+    if not lws or size <= 1 or not isinstance(labels, Mapping):
+        return [PodTemplate("Pod", name, namespace, spec, "spec")]
+    index = str(labels.get(_LWS_INDEX, "0"))
+    members = (
+        GroupMember(spec, "spec", 1, f"metadata.annotations[{_LWS_SIZE!r}]"),
+        GroupMember(spec, "spec", size - 1, f"metadata.annotations[{_LWS_SIZE!r}]"),
+    )
+    group = Group(
+        size, spec, "spec", spec, "spec", f"metadata.annotations[{_LWS_SIZE!r}]", LWS, members
+    )
+    env = {"LWS_GROUP_SIZE": str(size), "LWS_NAME": str(lws), "LWS_WORKER_INDEX": index}
+    # no role: the container keeps its own name, and the group-wide rules (which need the
+    # other template) stay with the LeaderWorkerSet's own admission
+    return [PodTemplate("Pod", name, namespace, spec, "spec", None, group, env)]
+
+
 # -- LeaderWorkerSet -----------------------------------------------------------------------
 
 
@@ -313,7 +351,7 @@ def _storm_service(obj: Mapping[str, Any], name: str, namespace: str | None) -> 
 # -- the registry ---------------------------------------------------------------------------
 
 KINDS: tuple[KindSpec, ...] = (
-    KindSpec("", "Pod", CORE, _at(), "spec"),
+    KindSpec("", "Pod", CORE, _pod, "spec (a pod LeaderWorkerSet made: a member of its group)"),
     KindSpec("apps", "Deployment", CORE, _at("spec", "template"), "spec.template.spec"),
     KindSpec("apps", "StatefulSet", CORE, _at("spec", "template"), "spec.template.spec"),
     KindSpec("apps", "ReplicaSet", CORE, _at("spec", "template"), "spec.template.spec"),
