@@ -64,6 +64,29 @@ def _exclusive_uuids(nvml: Optional[NvmlView]) -> Set[str]:
     }
 
 
+class _Clock:
+    """Time since the start of gathering: the --deadline budget and the timings marks."""
+
+    def __init__(
+        self, started: float, deadline_s: Optional[float], timings: Dict[str, float]
+    ) -> None:
+        self.started = started
+        self.deadline_s = deadline_s
+        self.timings = timings
+
+    def within(self, limit_s: float) -> float:
+        """``limit_s``, cut to what is left of --deadline (never below zero)."""
+        if self.deadline_s is None:
+            return limit_s
+        left = self.deadline_s - (time.perf_counter() - self.started)
+        return max(0.0, min(limit_s, left))
+
+    def mark(self, name: str, at: Optional[float] = None) -> None:
+        """Record ``name`` at ``at`` (a perf_counter reading; default: now), in ms."""
+        when = time.perf_counter() if at is None else at
+        self.timings[name] = round((when - self.started) * 1000.0, 1)
+
+
 def gather(
     options: Options,
     host: Host,
@@ -74,26 +97,15 @@ def gather(
     imports the checks then)."""
     started = time.perf_counter()
     plan = options.plan
-
-    def within(limit_s: float) -> float:
-        """``limit_s``, cut to what is left of --deadline (never below zero)."""
-        if options.deadline_s is None:
-            return limit_s
-        left = options.deadline_s - (time.perf_counter() - started)
-        return max(0.0, min(limit_s, left))
-
     facts = Facts(
         plan=plan, environ={k: host.environ[k] for k in RELEVANT_ENV if k in host.environ}
     )
-    timings: Dict[str, float] = facts.timings_ms
-
-    def mark(name: str) -> None:
-        timings[name] = round((time.perf_counter() - started) * 1000.0, 1)
+    clock = _Clock(started, options.deadline_s, facts.timings_ms)
 
     launched = launched or launch(options, host)
     probes, workers = launched.probes, launched.workers
     facts.ranks_not_probed = launched.ranks_not_probed
-    timings["children_started"] = round((launched.started - started) * 1000.0, 1)
+    clock.mark("children_started", launched.started)
 
     # 2. What the GPUs are, from NVML, meanwhile (its usage is read later, see below).
     nvml_box: List[NvmlSession] = []
@@ -106,7 +118,7 @@ def gather(
     model_box: List[FoundModel] = []
     model_thread = threading.Thread(
         target=lambda: model_box.append(
-            collect_model(model, host.environ, within(DEFAULT_TIMEOUT_S))
+            collect_model(model, host.environ, clock.within(DEFAULT_TIMEOUT_S))
         ),
         daemon=True,
     )
@@ -117,18 +129,44 @@ def gather(
     facts.preload = host.preload(host.environ)
     facts.runtime = host.runtime(host.environ)
 
-    # 3. What CUDA shows: rank 0's probe reports it (this process then never runs
-    #    cuInit: five processes initialising the driver at once are slower than four);
-    #    without probes, or if rank 0 could not say, this process asks the driver.
+    driver = _cuda_view(facts, launched, options, host, clock)
+
+    nvml_thread.join()
+    session = nvml_box[0] if nvml_box else None
+    clock.mark("nvml")
+    _bind_in_process(facts, launched, options, session=session, driver=driver, clock=clock)
+
+    if while_waiting is not None:
+        while_waiting()
+    _collect_children(facts, launched, options, clock)
+    _read_nvml(facts, session, children_ran=bool(probes or workers))
+    if model:
+        model_thread.join(clock.within(DEFAULT_TIMEOUT_S))
+        facts.model = model_box[0] if model_box else FoundModel(model, None, "timed out")
+    clock.mark("total")
+    return facts
+
+
+def _cuda_view(
+    facts: Facts, launched: Launched, options: Options, host: Host, clock: _Clock
+) -> Optional[CudaDriver]:
+    """3. What CUDA shows, into ``facts.cuda``; then the deep workers are let go or stopped.
+
+    Rank 0's probe reports it (this process then never runs cuInit: five processes
+    initialising the driver at once are slower than four); without probes, or if rank 0
+    could not say, this process asks the driver, and the driver it opened is returned.
+    """
+    plan = options.plan
+    probes, workers = launched.probes, launched.workers
     driver: Optional[CudaDriver] = None
     view: Optional[CudaView] = None
     if probes:
-        probes[0].wait_note("view", within(options.timeout_s))
+        probes[0].wait_note("view", clock.within(options.timeout_s))
         view = cuda_view_from_probe(probes[0].outcome)
     if view is None:
         view, driver = collect_cuda(host.load_cuda, plan)
     facts.cuda = view
-    mark("cuda_view")
+    clock.mark("cuda_view")
     if launched.deferred:  # the probe cap: only ranks CUDA has a GPU for (launch.py)
         launch_deferred(launched, options, host, view.count if view.initialised else 0)
         facts.ranks_not_probed = launched.ranks_not_probed
@@ -141,42 +179,55 @@ def gather(
         )
     for worker in workers:
         worker.release("go" if enough else "stop")
+    return driver
 
-    nvml_thread.join()
-    session = nvml_box[0] if nvml_box else None
-    mark("nvml")
-    # Without rank processes this process binds every GPU from its own threads, after
-    # reading NVML's usage (no context of ours exists yet).
+
+def _bind_in_process(
+    facts: Facts,
+    launched: Launched,
+    options: Options,
+    *,
+    session: Optional[NvmlSession],
+    driver: Optional[CudaDriver],
+    clock: _Clock,
+) -> None:
+    """Without rank processes this process binds every GPU from its own threads, after
+    reading NVML's usage (no context of ours exists yet)."""
+    probes, workers = launched.probes, launched.workers
     in_process = not probes and options.enabled("context-threads")
     if session is not None and not (probes or workers):
         session.read_usage()
     if in_process and driver is not None and facts.cuda.initialised:
         exclusive = _exclusive_uuids(session.view if session else None)
         ordinals = [g.ordinal for g in facts.cuda.gpus if uuid_key(g.uuid) not in exclusive]
-        facts.thread_bindings = bind_all_from_threads(driver, ordinals, within(options.timeout_s))
-        mark("thread_bindings")
-
-    if while_waiting is not None:
-        while_waiting()
-    facts.ranks = collect(probes, within(options.timeout_s))
-    mark("rank_probes")
-    if workers:
-        facts.deep = collect(
-            workers, within(options.deep_timeout_s), grace_after_failure_s=DEEP_GRACE_S
+        facts.thread_bindings = bind_all_from_threads(
+            driver, ordinals, clock.within(options.timeout_s)
         )
-        mark("deep_workers")
+        clock.mark("thread_bindings")
+
+
+def _collect_children(facts: Facts, launched: Launched, options: Options, clock: _Clock) -> None:
+    """Wait for the rank probes and deep workers (bounded), then drop their shared store."""
+    facts.ranks = collect(launched.probes, clock.within(options.timeout_s))
+    clock.mark("rank_probes")
+    if launched.workers:
+        facts.deep = collect(
+            launched.workers,
+            clock.within(options.deep_timeout_s),
+            grace_after_failure_s=DEEP_GRACE_S,
+        )
+        clock.mark("deep_workers")
     if launched.store_dir is not None:
         shutil.rmtree(launched.store_dir, ignore_errors=True)
-    if session is not None:
-        if probes or workers:
-            # Every child has exited, and with it every context this checker made.
-            session.read_usage()
-        session.close()
-        facts.nvml = session.view
-    else:
+
+
+def _read_nvml(facts: Facts, session: Optional[NvmlSession], children_ran: bool) -> None:
+    """NVML's view into ``facts.nvml``; its usage is read once no context of ours is left."""
+    if session is None:
         facts.nvml = NvmlView(error="NVML did not answer")
-    if model:
-        model_thread.join(within(DEFAULT_TIMEOUT_S))
-        facts.model = model_box[0] if model_box else FoundModel(model, None, "timed out")
-    mark("total")
-    return facts
+        return
+    if children_ran:
+        # Every child has exited, and with it every context this checker made.
+        session.read_usage()
+    session.close()
+    facts.nvml = session.view
