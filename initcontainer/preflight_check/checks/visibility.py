@@ -69,6 +69,31 @@ def _label_base(base: Optional[List[BaseGpu]], index: int) -> str:
     return base[index].label(index)
 
 
+def _duplicate_why(explanation: Explanation, base: Optional[List[BaseGpu]]) -> str:
+    """Why cuInit said CUDA_ERROR_INVALID_DEVICE: the two entries naming one GPU."""
+    dup = explanation.duplicate
+    if dup is None or dup.gpu is None:
+        return "it names a GPU twice (the rules could not tell which entries)"
+    first = next(e for e in explanation.entries if e.gpu == dup.gpu)
+    return (
+        f"entries {first.position} ({first.text!r}) and {dup.position} ({dup.text!r}) both "
+        f"name {_label_base(base, dup.gpu)}"
+    )
+
+
+def _no_device_why(value: str, explanation: Explanation) -> str:
+    """Why cuInit said CUDA_ERROR_NO_DEVICE, in terms of the entries the user wrote."""
+    stop = explanation.stopped_at
+    if value.strip() == "":
+        return "it is set but empty, which hides every GPU"
+    if stop is not None and stop.position == 1:
+        return (
+            f"entry 1 {stop.text!r} names no GPU ({stop.reason}); CUDA ignores it and "
+            "every entry after it"
+        )
+    return "no entry names a GPU CUDA can use"
+
+
 @check("cuda-visible-devices")
 def cuda_visible_devices(facts: Facts, options: Options) -> List[CheckResult]:
     value = facts.env("CUDA_VISIBLE_DEVICES")
@@ -96,15 +121,7 @@ def cuda_visible_devices(facts: Facts, options: Options) -> List[CheckResult]:
         )
     code = cuda.init_code
     if code == CUDA_ERROR_INVALID_DEVICE:
-        dup = explanation.duplicate
-        if dup is not None and dup.gpu is not None:
-            first = next(e for e in explanation.entries if e.gpu == dup.gpu)
-            why = (
-                f"entries {first.position} ({first.text!r}) and {dup.position} ({dup.text!r}) both "
-                f"name {_label_base(base, dup.gpu)}"
-            )
-        else:
-            why = "it names a GPU twice (the rules could not tell which entries)"
+        why = _duplicate_why(explanation, base)
         return result(
             "cuda-visible-devices",
             FAIL,
@@ -114,16 +131,7 @@ def cuda_visible_devices(facts: Facts, options: Options) -> List[CheckResult]:
             **evidence,
         )
     if code == CUDA_ERROR_NO_DEVICE:
-        stop = explanation.stopped_at
-        if value.strip() == "":
-            why = "it is set but empty, which hides every GPU"
-        elif stop is not None and stop.position == 1:
-            why = (
-                f"entry 1 {stop.text!r} names no GPU ({stop.reason}); CUDA ignores it and "
-                "every entry after it"
-            )
-        else:
-            why = "no entry names a GPU CUDA can use"
+        why = _no_device_why(value, explanation)
         return result(
             "cuda-visible-devices",
             FAIL,
