@@ -399,21 +399,44 @@ def plan_from_vllm_args(text: str, where: str) -> Tuple[Dict[str, int], Dict[str
 def parse_options(argv: Sequence[str], environ: Mapping[str, str]) -> Options:
     args = build_parser().parse_args(list(argv))
     options = Options()
-    sources = options.sources
     options.list_checks = bool(args.list_checks)
     # The action first: under Warn/Audit a PREFLIGHT_* value the check cannot read must not
     # block the pod (issue 19): its default is used and the 'settings' check reports it.
+    _read_action(args, environ, options)
+    env = _EnvReader(environ, options)
+    vllm_text, vllm_where = _pick(args.vllm_args, "--vllm-args", environ, "PREFLIGHT_VLLM_ARGS")
+    from_vllm, extra = _read_vllm_args(vllm_text, vllm_where, env, options)
+    options.plan = _read_plan(args, environ, env, vllm_where, from_vllm)
+    _read_tier(args, environ, env, options)
+    _read_shm_min(args, environ, env, options)
+    _read_gpu_memory_utilization(args, environ, env, options, (vllm_where, extra))
+    options.skip = _read_skip(args, environ, env)
+    _read_timeouts(args, environ, env, options)
+    vllm_argv = shlex.split(vllm_text) if vllm_text is not None else []
+    try:
+        options.group = group_config(environ, vllm_argv)
+    except GroupError as exc:
+        raise UsageError(f"group settings: {exc}") from None
+    options.json_path = args.json
+    if args.termination_log is not None:
+        options.termination_log, options.termination_log_given = args.termination_log, True
+    return options
+
+
+def _read_action(args: argparse.Namespace, environ: Mapping[str, str], options: Options) -> None:
+    """--action / PREFLIGHT_ACTION: always strict, it decides how the rest is read."""
     value, where = _pick(args.action, "--action", environ, "PREFLIGHT_ACTION")
     if value is not None:
         try:
-            options.action, sources["action"] = parse_action(value, where), where
+            options.action, options.sources["action"] = parse_action(value, where), where
         except UsageError as exc:
             raise UsageError(_with_fix(exc, where)) from None
-    env = _EnvReader(environ, options)
 
-    numbers: Dict[str, int] = {"tp": 1, "pp": 1, "dp_local": 1, "dcp": 1, "pcp": 1, "nodes": 1}
-    plan_sources: List[str] = []
-    vllm_text, vllm_where = _pick(args.vllm_args, "--vllm-args", environ, "PREFLIGHT_VLLM_ARGS")
+
+def _read_vllm_args(
+    vllm_text: Optional[str], vllm_where: str, env: _EnvReader, options: Options
+) -> Tuple[Dict[str, int], Dict[str, Any]]:
+    """The plan numbers and the extra facts (model, notes) of --vllm-args, if given."""
     from_vllm: Dict[str, int] = {}
     extra: Dict[str, Any] = {}
     if vllm_text is not None and vllm_where == "PREFLIGHT_VLLM_ARGS":
@@ -425,6 +448,19 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str]) -> Options:
     if vllm_text is not None:
         options.plan_notes = list(extra.get("notes", []))
         options.model_args = dict(extra.get("model_args", {}))
+    return from_vllm, extra
+
+
+def _read_plan(
+    args: argparse.Namespace,
+    environ: Mapping[str, str],
+    env: _EnvReader,
+    vllm_where: str,
+    from_vllm: Dict[str, int],
+) -> Plan:
+    """TP, PP and DP-local from their flag, else --vllm-args, else PREFLIGHT_*."""
+    numbers: Dict[str, int] = {"tp": 1, "pp": 1, "dp_local": 1, "dcp": 1, "pcp": 1, "nodes": 1}
+    plan_sources: List[str] = []
     for key, flag, env_name in (
         ("tp", "--tp", "PREFLIGHT_TP"),
         ("pp", "--pp", "PREFLIGHT_PP"),
@@ -451,7 +487,7 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str]) -> Options:
             f"TP {numbers['tp']} x PP {numbers['pp']} x DP-local {numbers['dp_local']} = {total} "
             f"GPUs is more than {MAX_GPUS_PER_POD} per pod (a typo?)"
         )
-    options.plan = Plan(
+    return Plan(
         tp=numbers["tp"],
         pp=numbers["pp"],
         dp_local=numbers["dp_local"],
@@ -461,7 +497,12 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str]) -> Options:
         source=" + ".join(plan_sources) if plan_sources else "default (no plan given: 1 GPU)",
     )
 
+
+def _read_tier(
+    args: argparse.Namespace, environ: Mapping[str, str], env: _EnvReader, options: Options
+) -> None:
     tier_env = environ.get("PREFLIGHT_TIER")
+    sources = options.sources
     if args.deep:
         options.tier, sources["tier"] = DEEP, "--deep"
     elif args.tier:
@@ -470,13 +511,29 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str]) -> Options:
         tier = env.read("PREFLIGHT_TIER", _parse_tier, None)
         if tier is not None:
             options.tier, sources["tier"] = tier, "PREFLIGHT_TIER"
+
+
+def _read_shm_min(
+    args: argparse.Namespace, environ: Mapping[str, str], env: _EnvReader, options: Options
+) -> None:
     value, where = _pick(args.shm_min, "--shm-min", environ, "PREFLIGHT_SHM_MIN")
     if value is not None:
         size = env.read(where, parse_size, None) if where in environ else None
         if where not in environ:
             size = parse_size(value, where)
         if size is not None:
-            options.shm_min, sources["shm_min"] = size, where
+            options.shm_min, options.sources["shm_min"] = size, where
+
+
+def _read_gpu_memory_utilization(
+    args: argparse.Namespace,
+    environ: Mapping[str, str],
+    env: _EnvReader,
+    options: Options,
+    vllm: Tuple[str, Dict[str, Any]],
+) -> None:
+    """The flag or PREFLIGHT_* first, else the value in --vllm-args (`vllm`: where, extra)."""
+    vllm_where, extra = vllm
     value, where = _pick(
         args.gpu_memory_utilization,
         "--gpu-memory-utilization",
@@ -490,12 +547,18 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str]) -> Options:
         fraction = parse_fraction(value, where)
     if fraction is not None:
         options.gpu_memory_utilization = fraction
-        sources["gpu_memory_utilization"] = where
+        options.sources["gpu_memory_utilization"] = where
     elif "gpu_memory_utilization" in extra:
         options.gpu_memory_utilization = parse_fraction(
             str(extra["gpu_memory_utilization"]), f"{vllm_where} (--gpu-memory-utilization)"
         )
-        sources["gpu_memory_utilization"] = vllm_where
+        options.sources["gpu_memory_utilization"] = vllm_where
+
+
+def _read_skip(
+    args: argparse.Namespace, environ: Mapping[str, str], env: _EnvReader
+) -> FrozenSet[str]:
+    """--skip (strict) or PREFLIGHT_SKIP (an unknown name is dropped under Warn/Audit)."""
     skip_texts = list(args.skip) or (
         [environ["PREFLIGHT_SKIP"]] if environ.get("PREFLIGHT_SKIP") else []
     )
@@ -512,7 +575,12 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str]) -> Options:
             ),
         )
         skipped -= set(unknown)
-    options.skip = frozenset(skipped)
+    return frozenset(skipped)
+
+
+def _read_timeouts(
+    args: argparse.Namespace, environ: Mapping[str, str], env: _EnvReader, options: Options
+) -> None:
     if args.timeout is not None:
         options.timeout_s = parse_seconds(args.timeout, "--timeout")
     if args.deep_timeout is not None:
@@ -522,15 +590,6 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str]) -> Options:
         options.deadline_s = env.read(where, parse_seconds, None)
     elif deadline is not None:
         options.deadline_s = parse_seconds(deadline, where)
-    vllm_argv = shlex.split(vllm_text) if vllm_text is not None else []
-    try:
-        options.group = group_config(environ, vllm_argv)
-    except GroupError as exc:
-        raise UsageError(f"group settings: {exc}") from None
-    options.json_path = args.json
-    if args.termination_log is not None:
-        options.termination_log, options.termination_log_given = args.termination_log, True
-    return options
 
 
 def _parse_tier(text: str, where: str) -> str:
