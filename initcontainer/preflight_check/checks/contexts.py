@@ -272,71 +272,80 @@ def judge_probe(outcome: ChildOutcome, gpu_count: int, timeout_s: float) -> List
     """
     problems: List[str] = []
     for record in outcome.calls_on("fresh"):
-        where = (
-            "a fresh thread without a context"
-            if record.thread.endswith("unbound")
-            else "the same thread after binding"
-        )
-        if not record.finished:
-            if outcome.signal is not None:
-                problems.append(
-                    f"{record.call} in {where} crashed the process ({signal_name(outcome.signal)})"
-                )
-            else:
-                after = outcome.notes.get("hang_after_s", timeout_s)
-                problems.append(
-                    f"{record.call} in {where} did not return within {after:g} s (hang)"
-                )
-            continue
-        code, value, call = record.code, record.value, record.call
-        unbound = record.thread.endswith("unbound")
-        if call in ("cuCtxGetCurrent", "cuCtxSetCurrent"):
-            if code != 0:
-                problems.append(f"{call} in {where} returned {record.name}")
-        elif call == "cuCtxGetDevice":
-            if unbound:
-                if code == CUDA_ERROR_INVALID_CONTEXT:
-                    continue
-                if code == 0 and isinstance(value, int) and 0 <= value < gpu_count:
-                    continue
-                if code == 0:
-                    problems.append(
-                        f"cuCtxGetDevice in {where} returned device id {value}, but only "
-                        f"ordinals 0-{gpu_count - 1} exist (NVIDIA's driver returns "
-                        "CUDA_ERROR_INVALID_CONTEXT)"
-                    )
-                else:
-                    problems.append(
-                        f"cuCtxGetDevice in {where} returned {record.name} instead of "
-                        "CUDA_ERROR_INVALID_CONTEXT"
-                    )
-            elif code != 0 or value != outcome.rank:
-                problems.append(
-                    f"cuCtxGetDevice in {where} returned {record.name}, device {value} "
-                    f"(expected {outcome.rank})"
-                )
-        elif call == "cuDeviceGetCount":
-            if code != 0 or value != gpu_count:
-                problems.append(
-                    f"cuDeviceGetCount in {where} returned {record.name}, count {value} "
-                    f"(the process's own cuInit saw {gpu_count})"
-                )
-        elif call == "cuMemGetInfo":
-            sane_numbers = (
-                isinstance(value, list)
-                and len(value) == 2
-                and value[1] > 0
-                and 0 <= value[0] <= value[1]
-            )
-            if unbound and code == CUDA_ERROR_INVALID_CONTEXT:
-                continue
-            if code != 0 or not sane_numbers:
-                problems.append(f"cuMemGetInfo in {where} returned {record.name}, {value}")
+        problem = _judge_call(record, outcome, gpu_count, timeout_s)
+        if problem is not None:
+            problems.append(problem)
     if not problems and outcome.crashed:
         problem = _child_problem(outcome, timeout_s)
         if problem and any(r.thread.startswith("fresh") for r in outcome.calls):
             problems.append(problem)
     return problems
+
+
+def _judge_call(
+    record: CallRecord, outcome: ChildOutcome, gpu_count: int, timeout_s: float
+) -> Optional[str]:
+    """What is insane about one call of the probe's fresh threads (None: it is sane)."""
+    where = (
+        "a fresh thread without a context"
+        if record.thread.endswith("unbound")
+        else "the same thread after binding"
+    )
+    if not record.finished:
+        if outcome.signal is not None:
+            return f"{record.call} in {where} crashed the process ({signal_name(outcome.signal)})"
+        after = outcome.notes.get("hang_after_s", timeout_s)
+        return f"{record.call} in {where} did not return within {after:g} s (hang)"
+    code, value, call = record.code, record.value, record.call
+    unbound = record.thread.endswith("unbound")
+    if call in ("cuCtxGetCurrent", "cuCtxSetCurrent"):
+        if code != 0:
+            return f"{call} in {where} returned {record.name}"
+    elif call == "cuCtxGetDevice":
+        return _judge_ctx_get_device(record, where, gpu_count, outcome.rank)
+    elif call == "cuDeviceGetCount":
+        if code != 0 or value != gpu_count:
+            return (
+                f"cuDeviceGetCount in {where} returned {record.name}, count {value} "
+                f"(the process's own cuInit saw {gpu_count})"
+            )
+    elif call == "cuMemGetInfo":
+        sane_numbers = (
+            isinstance(value, list)
+            and len(value) == 2
+            and value[1] > 0
+            and 0 <= value[0] <= value[1]
+        )
+        if unbound and code == CUDA_ERROR_INVALID_CONTEXT:
+            return None
+        if code != 0 or not sane_numbers:
+            return f"cuMemGetInfo in {where} returned {record.name}, {value}"
+    return None
+
+
+def _judge_ctx_get_device(
+    record: CallRecord, where: str, gpu_count: int, rank: int
+) -> Optional[str]:
+    """cuCtxGetDevice: no context gives INVALID_CONTEXT (or a real ordinal); bound, its own."""
+    code, value = record.code, record.value
+    if not record.thread.endswith("unbound"):
+        if code != 0 or value != rank:
+            return (
+                f"cuCtxGetDevice in {where} returned {record.name}, device {value} "
+                f"(expected {rank})"
+            )
+        return None
+    if code == CUDA_ERROR_INVALID_CONTEXT:
+        return None
+    if code == 0 and isinstance(value, int) and 0 <= value < gpu_count:
+        return None
+    if code == 0:
+        return (
+            f"cuCtxGetDevice in {where} returned device id {value}, but only "
+            f"ordinals 0-{gpu_count - 1} exist (NVIDIA's driver returns "
+            "CUDA_ERROR_INVALID_CONTEXT)"
+        )
+    return f"cuCtxGetDevice in {where} returned {record.name} instead of CUDA_ERROR_INVALID_CONTEXT"
 
 
 def _rank_gpu_count(outcome: ChildOutcome, fallback: int) -> int:
