@@ -151,24 +151,9 @@ def group_config(
         kind, source = KIND_LWS, "LWS_LEADER_ADDRESS, LWS_GROUP_SIZE, LWS_WORKER_INDEX"
     argv = list(vllm_argv or [])
     if not address and argv:
-        nnodes = _option(argv, ["--nnodes", "-n"])
-        master = _option(argv, ["--master-addr"])
-        dp_address = _option(argv, ["--data-parallel-address"])
-        if nnodes and master and nnodes.isdigit() and int(nnodes) > 1:
-            rank = _option(argv, ["--node-rank", "-r"]) or "0"
-            if not rank.isdigit():
-                raise GroupError(f"--node-rank {rank!r} is not a whole number")
-            address, size, index = master, int(nnodes), int(rank)
-            kind, source = KIND_NNODES, "--nnodes, --node-rank, --master-addr"
-        elif dp_address:
-            dp = _option(argv, ["--data-parallel-size", "-dp"]) or ""
-            local = _option(argv, ["--data-parallel-size-local", "-dpl"]) or ""
-            start = _option(argv, ["--data-parallel-start-rank", "-dpr"]) or "0"
-            numbers = dp.isdigit() and local.isdigit() and start.isdigit()
-            if numbers and 0 < int(local) < int(dp) and int(dp) % int(local) == 0:
-                address, size = dp_address, int(dp) // int(local)
-                index = int(start) // int(local)
-                kind, source = KIND_DP, "--data-parallel-address, -dp, -dpl, start rank"
+        found = _group_from_vllm_argv(argv)
+        if found is not None:
+            address, size, index, kind, source = found
     if not address:
         if size is not None or index is not None:
             raise GroupError(
@@ -200,6 +185,37 @@ def group_config(
         backend,
         args,
     )
+
+
+def _group_from_vllm_argv(argv: List[str]) -> Optional[Tuple[str, int, int, str, str]]:
+    """(address, size, index, kind, source) that vLLM's own flags give, or None.
+
+    ``--nnodes N --node-rank R --master-addr A``, else multi-node DP's ``-dp N -dpl M
+    --data-parallel-address A --data-parallel-start-rank S`` (index S / M).
+    """
+    nnodes = _option(argv, ["--nnodes", "-n"])
+    master = _option(argv, ["--master-addr"])
+    dp_address = _option(argv, ["--data-parallel-address"])
+    if nnodes and master and nnodes.isdigit() and int(nnodes) > 1:
+        rank = _option(argv, ["--node-rank", "-r"]) or "0"
+        if not rank.isdigit():
+            raise GroupError(f"--node-rank {rank!r} is not a whole number")
+        return master, int(nnodes), int(rank), KIND_NNODES, "--nnodes, --node-rank, --master-addr"
+    if not dp_address:
+        return None
+    dp = _option(argv, ["--data-parallel-size", "-dp"]) or ""
+    local = _option(argv, ["--data-parallel-size-local", "-dpl"]) or ""
+    start = _option(argv, ["--data-parallel-start-rank", "-dpr"]) or "0"
+    numbers = dp.isdigit() and local.isdigit() and start.isdigit()
+    if numbers and 0 < int(local) < int(dp) and int(dp) % int(local) == 0:
+        return (
+            dp_address,
+            int(dp) // int(local),
+            int(start) // int(local),
+            KIND_DP,
+            "--data-parallel-address, -dp, -dpl, start rank",
+        )
+    return None
 
 
 def engine_args(argv: Sequence[str]) -> Dict[str, str]:
@@ -507,69 +523,18 @@ def judge(
             f"{config.port} between the group's pods"
         )
     problems.extend(duplicates)
-    members.get(0, {})
-    for index in joined:
-        facts = members[index]
-        if facts.get("verdict") == "fail":
-            failed = ", ".join(facts.get("failed") or []) or "see its own report"
-            problems.append(f"{member_name(index, facts)} failed its own checks: {failed}")
-            fixes.append(f"fix what {member_name(index, facts)}'s own report names")
-    base_index = next((i for i in joined if members[i].get("args")), None)
-    if base_index is not None:
-        base = members[base_index]
-        for index in joined:
-            facts = members[index]
-            if not facts.get("args") or facts.get("args_hash") == base.get("args_hash"):
-                continue
-            diff = _diff(base.get("args", {}), facts.get("args", {}))
-            problems.append(
-                f"{member_name(index, facts)} runs vLLM with other engine arguments than "
-                f"{member_name(base_index, base)}: {diff}"
-            )
+    failed, failed_fixes = _failed_members(members, joined)
+    problems += failed
+    fixes += failed_fixes
+    mismatches = _args_mismatches(members, joined)
+    if mismatches is not None:
+        problems += mismatches
         if any(p for p in problems if "engine arguments" in p):
             fixes.append("give every pod of the group the same vLLM engine arguments")
-    owners: Dict[Tuple[str, str], int] = {}
-    for index in joined:
-        where = str(members[index].get("node") or members[index].get("host") or "")
-        for uuid in members[index].get("gpu_uuids") or []:
-            # NCCL's duplicate test is per host (host hash and bus id): two pods on
-            # one node handed the same GPU (time-slicing, a shared GPU)
-            key = (where, uuid)
-            if key in owners and owners[key] != index:
-                problems.append(
-                    f"GPU {uuid} is seen by both {member_name(owners[key], members[owners[key]])}"
-                    f" and {member_name(index, members[index])}: NCCL fails with 'Duplicate GPU "
-                    "detected'"
-                )
-                fixes.append(
-                    "give each pod of the group its own GPUs (no shared or "
-                    "time-sliced GPUs across the group)"
-                )
-            owners.setdefault(key, index)
-    for name, label in (
-        ("driver", "NVIDIA driver"),
-        ("cuda_driver", "CUDA driver version"),
-        ("nccl", "NCCL"),
-        ("vllm", "vLLM"),
-        ("torch", "torch"),
-    ):
-        seen = {str(members[i][name]): i for i in joined if members[i].get(name) not in (None, "")}
-        if len(seen) > 1:
-            parts = ", ".join(
-                f"{member_name(i, members[i])} {value}" for value, i in sorted(seen.items())
-            )
-            warnings.append(f"{label} differs across the group: {parts}")
-    models: Dict[str, int] = {
-        "/".join(sorted(set(members[i].get("gpu_names") or []))): i
-        for i in joined
-        if members[i].get("gpu_names")
-    }
-    if len(models) > 1:
-        warnings.append(
-            "GPU models differ across the group: "
-            + ", ".join(f"{member_name(i, members[i])} {n}" for n, i in sorted(models.items()))
-            + " (every rank waits for the slowest)"
-        )
+    shared, shared_fixes = _shared_gpus(members, joined)
+    problems += shared
+    fixes += shared_fixes
+    warnings += _differences(members, joined)
     if warnings and not fixes:
         fixes.append("run the group on nodes with the same driver and the same image")
     slowest = _slowest(members)
@@ -599,6 +564,96 @@ def judge(
             f" (slowest: {slowest['member']}, {slowest['local_ms']:.0f} ms)" if slowest else ""
         )
     return GroupVerdict(status, message[:3000], "; ".join(dict.fromkeys(fixes)), evidence)
+
+
+_Members = Mapping[int, Mapping[str, Any]]
+
+
+def _failed_members(members: _Members, joined: List[int]) -> Tuple[List[str], List[str]]:
+    """(problems, fixes) for the members whose own checks failed."""
+    problems: List[str] = []
+    fixes: List[str] = []
+    for index in joined:
+        facts = members[index]
+        if facts.get("verdict") == "fail":
+            failed = ", ".join(facts.get("failed") or []) or "see its own report"
+            problems.append(f"{member_name(index, facts)} failed its own checks: {failed}")
+            fixes.append(f"fix what {member_name(index, facts)}'s own report names")
+    return problems, fixes
+
+
+def _args_mismatches(members: _Members, joined: List[int]) -> Optional[List[str]]:
+    """_Members whose engine arguments differ from the first that sent any (None: none did)."""
+    base_index = next((i for i in joined if members[i].get("args")), None)
+    if base_index is None:
+        return None
+    base = members[base_index]
+    problems: List[str] = []
+    for index in joined:
+        facts = members[index]
+        if not facts.get("args") or facts.get("args_hash") == base.get("args_hash"):
+            continue
+        diff = _diff(base.get("args", {}), facts.get("args", {}))
+        problems.append(
+            f"{member_name(index, facts)} runs vLLM with other engine arguments than "
+            f"{member_name(base_index, base)}: {diff}"
+        )
+    return problems
+
+
+def _shared_gpus(members: _Members, joined: List[int]) -> Tuple[List[str], List[str]]:
+    """(problems, fixes) for a GPU two members on one node both see."""
+    problems: List[str] = []
+    fixes: List[str] = []
+    owners: Dict[Tuple[str, str], int] = {}
+    for index in joined:
+        where = str(members[index].get("node") or members[index].get("host") or "")
+        for uuid in members[index].get("gpu_uuids") or []:
+            # NCCL's duplicate test is per host (host hash and bus id): two pods on
+            # one node handed the same GPU (time-slicing, a shared GPU)
+            key = (where, uuid)
+            if key in owners and owners[key] != index:
+                problems.append(
+                    f"GPU {uuid} is seen by both {member_name(owners[key], members[owners[key]])}"
+                    f" and {member_name(index, members[index])}: NCCL fails with 'Duplicate GPU "
+                    "detected'"
+                )
+                fixes.append(
+                    "give each pod of the group its own GPUs (no shared or "
+                    "time-sliced GPUs across the group)"
+                )
+            owners.setdefault(key, index)
+    return problems, fixes
+
+
+def _differences(members: _Members, joined: List[int]) -> List[str]:
+    """Warnings: driver, library or GPU model versions that differ across the group."""
+    warnings: List[str] = []
+    for name, label in (
+        ("driver", "NVIDIA driver"),
+        ("cuda_driver", "CUDA driver version"),
+        ("nccl", "NCCL"),
+        ("vllm", "vLLM"),
+        ("torch", "torch"),
+    ):
+        seen = {str(members[i][name]): i for i in joined if members[i].get(name) not in (None, "")}
+        if len(seen) > 1:
+            parts = ", ".join(
+                f"{member_name(i, members[i])} {value}" for value, i in sorted(seen.items())
+            )
+            warnings.append(f"{label} differs across the group: {parts}")
+    models: Dict[str, int] = {
+        "/".join(sorted(set(members[i].get("gpu_names") or []))): i
+        for i in joined
+        if members[i].get("gpu_names")
+    }
+    if len(models) > 1:
+        warnings.append(
+            "GPU models differ across the group: "
+            + ", ".join(f"{member_name(i, members[i])} {n}" for n, i in sorted(models.items()))
+            + " (every rank waits for the slowest)"
+        )
+    return warnings
 
 
 def _diff(base: Mapping[str, str], other: Mapping[str, str]) -> str:
