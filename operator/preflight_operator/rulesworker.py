@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import ctypes
 import dataclasses
+import json
 import logging
 import os
 import pickle
@@ -335,9 +336,16 @@ class RulesPool:
     finds none free within the budget is answered as over budget, not left to the API
     server's timeout (which would admit it silently under failurePolicy Ignore)."""
 
-    def __init__(self, workers: list[RulesWorker], budget: float) -> None:
+    def __init__(
+        self,
+        workers: list[RulesWorker],
+        budget: float,
+        local: RulesAnalyser | None = None,
+    ) -> None:
         self.workers = workers
         self.budget = budget
+        # plain objects are judged here, without the round trip (see plain())
+        self.local = local
         self._free: queue.Queue[RulesWorker] = queue.Queue()
         for worker in workers:
             self._free.put(worker)
@@ -397,14 +405,37 @@ class RulesPool:
             self._afree.put_nowait(worker)
 
     async def analyse_async(self, body: Mapping[str, Any], policy: PolicySpec) -> StaticResult:
+        if self.local is not None and plain(body):
+            return self.local.analyse(body, policy)
         result: StaticResult = await self._acall("analyse", body, policy)
         return result
 
     async def injection_target_async(
         self, pod: Mapping[str, Any], policy: PolicySpec
     ) -> InjectionTarget:
+        if self.local is not None and plain(pod):
+            return self.local.injection_target(pod, policy)
         result: InjectionTarget = await self._acall("target", pod, policy)
         return result
+
+
+# What the rules may judge in the operator's own process: a small object with few variable
+# references. The expansion budgets (rules.kubeenv/shell: 256 KiB a value, 4 MiB a
+# container) already bound what any object can cost; with at most PLAIN_REFS references in
+# at most PLAIN_BYTES of JSON an object costs well under a millisecond of rules work
+# (docs/PERFORMANCE.md, "Webhook"), so the child's round trip (a pickle each way, a
+# context switch) would cost more than it guards. Everything else goes to the workers.
+PLAIN_BYTES = 32 * 1024
+PLAIN_REFS = 32
+
+
+def plain(body: Mapping[str, Any]) -> bool:
+    """Small and with few `$` references: safe to judge in-process."""
+    try:
+        text = json.dumps(body, separators=(",", ":"), default=str)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return len(text) <= PLAIN_BYTES and text.count("$") <= PLAIN_REFS
 
 
 def isolate(analyser: object, config: OperatorConfig) -> RulesPool | None:
@@ -423,7 +454,8 @@ def isolate(analyser: object, config: OperatorConfig) -> RulesPool | None:
         )
         for _ in range(config.rules_workers)
     ]
-    return RulesPool(workers, config.rules_budget_seconds)
+    # the e2e seam's child spins on purpose: it must see every call
+    return RulesPool(workers, config.rules_budget_seconds, None if entry else analyser)
 
 
 # -- the child ---------------------------------------------------------------------------

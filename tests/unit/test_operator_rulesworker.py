@@ -328,3 +328,37 @@ def test_the_async_path_answers_lookups_and_keeps_the_memory_budget() -> None:
     assert "vllm-port-service" in {f.id for f in got.findings}
     assert grown == "over its 256 MiB memory budget"
     assert after.verdict == "fail"
+
+
+def test_plain_objects_are_judged_in_process_and_the_rest_in_a_worker() -> None:
+    """The fast path: a small object with few `$` references skips the round trip; the
+    hostile doubling Deployment (48 references) always goes to the budgeted child."""
+    import asyncio
+
+    from preflight_operator.rulesworker import plain
+
+    doubling = deployment()
+    container = doubling["spec"]["template"]["spec"]["containers"][0]
+    container["env"] = [{"name": "V0", "value": "x"}] + [
+        {"name": f"V{i}", "value": f"$(V{i - 1})$(V{i - 1})"} for i in range(1, 25)
+    ]
+    assert plain(deployment())
+    assert not plain(doubling)
+    huge = deployment()
+    huge["metadata"]["annotations"] = {"note": "x" * 40_000}
+    assert not plain(huge)
+    pool = isolate(RulesAnalyser(), OperatorConfig())
+    assert pool is not None
+    calls: list[str] = []
+
+    async def counted(op: str, body: Any, policy: Any) -> Any:
+        calls.append(op)
+        raise BudgetExceeded("the worker was asked")
+
+    pool._acall = counted  # type: ignore[method-assign]
+    static = asyncio.run(pool.analyse_async(deployment(), PolicySpec()))
+    assert static.verdict == "fail"  # judged, and here
+    assert calls == []
+    with pytest.raises(BudgetExceeded):
+        asyncio.run(pool.analyse_async(doubling, PolicySpec()))
+    assert calls == ["analyse"]
