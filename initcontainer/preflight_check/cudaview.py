@@ -37,25 +37,7 @@ def read_view(driver: CudaDriver, groups: List[List[int]]) -> Dict[str, Any]:
             errors.append(f"cuDeviceGet({ordinal}): {driver.error_name(code)}")
             continue
         handles.append(device)
-        gpu: Dict[str, Any] = {"ordinal": ordinal, "uuid": "", "pci_bus_id": "", "name": ""}
-        code, raw = driver.device_uuid(device)
-        if code == CUDA_SUCCESS and len(raw) == 16:
-            gpu["uuid"] = format_uuid(raw)
-        elif code == CUDA_SUCCESS:
-            # A short UUID would join to no NVML GPU and read as a different GPU.
-            errors.append(f"cuDeviceGetUuid({ordinal}): {len(raw)} bytes instead of 16")
-        else:
-            errors.append(f"cuDeviceGetUuid({ordinal}): {driver.error_name(code)}")
-        code, bus = driver.device_pci_bus_id(device)
-        if code == CUDA_SUCCESS:
-            gpu["pci_bus_id"] = bus.lower()
-        code, name = driver.device_name(device)
-        if code == CUDA_SUCCESS:
-            gpu["name"] = name
-        code, total = driver.device_total_mem(device)
-        if code == CUDA_SUCCESS:
-            gpu["total_memory"] = total
-        view["gpus"].append(gpu)
+        view["gpus"].append(_read_gpu(driver, ordinal, device, errors))
     for group in groups:
         members = [o for o in group if o < len(handles)]
         for a in members:
@@ -64,6 +46,29 @@ def read_view(driver: CudaDriver, groups: List[List[int]]) -> Dict[str, Any]:
                     code, ok = driver.can_access_peer(handles[a], handles[b])
                     view["peer"].append([a, b, bool(ok) and code == CUDA_SUCCESS])
     return view
+
+
+def _read_gpu(driver: CudaDriver, ordinal: int, device: int, errors: List[str]) -> Dict[str, Any]:
+    """One ordinal's UUID, PCI bus id, name and memory (what the driver would not say: empty)."""
+    gpu: Dict[str, Any] = {"ordinal": ordinal, "uuid": "", "pci_bus_id": "", "name": ""}
+    code, raw = driver.device_uuid(device)
+    if code == CUDA_SUCCESS and len(raw) == 16:
+        gpu["uuid"] = format_uuid(raw)
+    elif code == CUDA_SUCCESS:
+        # A short UUID would join to no NVML GPU and read as a different GPU.
+        errors.append(f"cuDeviceGetUuid({ordinal}): {len(raw)} bytes instead of 16")
+    else:
+        errors.append(f"cuDeviceGetUuid({ordinal}): {driver.error_name(code)}")
+    code, bus = driver.device_pci_bus_id(device)
+    if code == CUDA_SUCCESS:
+        gpu["pci_bus_id"] = bus.lower()
+    code, name = driver.device_name(device)
+    if code == CUDA_SUCCESS:
+        gpu["name"] = name
+    code, total = driver.device_total_mem(device)
+    if code == CUDA_SUCCESS:
+        gpu["total_memory"] = total
+    return gpu
 
 
 def library_note(driver: CudaDriver) -> Dict[str, Any]:

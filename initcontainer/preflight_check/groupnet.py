@@ -80,34 +80,21 @@ def lead(
             now = clock()
             if now >= deadline:
                 break
-            for sock, (_, peer, since) in list(pending.items()):
-                if now - since > HELLO_S:
-                    rejected.append(f"{peer}: said nothing this protocol knows in {HELLO_S:g} s")
-                    _drop(selector, pending, sock)
+            _expire_silent(selector, pending, rejected, now)
             for key, _ in selector.select(timeout=min(0.5, max(0.0, deadline - now))):
                 if key.fileobj is server:
                     _accept(server, selector, pending, rejected, clock())
-                    continue
-                conn = key.fileobj
-                if not isinstance(conn, socket.socket):
-                    continue
-                sock = conn
-                got = _read_hello(sock, pending, config)
-                if got is None:
-                    continue
-                if isinstance(got, str):
-                    rejected.append(got)
-                    _drop(selector, pending, sock)
-                    continue
-                index, facts = got
-                selector.unregister(sock)
-                pending.pop(sock, None)
-                if index in members:
-                    duplicates.append(_duplicate(index, members[index], facts))
-                    _send(sock, {"proto": PROTOCOL, "type": "reject", "reason": duplicates[-1]})
-                    sock.close()
-                    continue
-                members[index], conns[index] = facts, sock
+                elif isinstance(key.fileobj, socket.socket):
+                    _take_hello(
+                        key.fileobj,
+                        config,
+                        selector=selector,
+                        pending=pending,
+                        members=members,
+                        conns=conns,
+                        rejected=rejected,
+                        duplicates=duplicates,
+                    )
         verdict = judge(
             config,
             members,
@@ -142,6 +129,50 @@ def _listen(config: GroupConfig) -> socket.socket:
         server.close()
         raise
     return server
+
+
+def _expire_silent(
+    selector: selectors.BaseSelector,
+    pending: Dict[socket.socket, Tuple[FrameReader, str, float]],
+    rejected: List[str],
+    now: float,
+) -> None:
+    """Drop the connections that sent no hello this protocol knows within HELLO_S."""
+    for sock, (_, peer, since) in list(pending.items()):
+        if now - since > HELLO_S:
+            rejected.append(f"{peer}: said nothing this protocol knows in {HELLO_S:g} s")
+            _drop(selector, pending, sock)
+
+
+def _take_hello(
+    sock: socket.socket,
+    config: GroupConfig,
+    *,
+    selector: selectors.BaseSelector,
+    pending: Dict[socket.socket, Tuple[FrameReader, str, float]],
+    members: Dict[int, Dict[str, Any]],
+    conns: Dict[int, socket.socket],
+    rejected: List[str],
+    duplicates: List[str],
+) -> None:
+    """Read what a pending connection sent; a whole hello makes it a member (or a duplicate,
+    which is told so and closed), a bad one is rejected."""
+    got = _read_hello(sock, pending, config)
+    if got is None:
+        return
+    if isinstance(got, str):
+        rejected.append(got)
+        _drop(selector, pending, sock)
+        return
+    index, facts = got
+    selector.unregister(sock)
+    pending.pop(sock, None)
+    if index in members:
+        duplicates.append(_duplicate(index, members[index], facts))
+        _send(sock, {"proto": PROTOCOL, "type": "reject", "reason": duplicates[-1]})
+        sock.close()
+        return
+    members[index], conns[index] = facts, sock
 
 
 def _accept(
