@@ -202,29 +202,9 @@ def explain_view(
 ) -> str:
     """Everything about one workload in one place, in the order one reads it: verdicts,
     static findings, pods (scheduling and runtime report), Events, and the fixes."""
-    out: list[str] = []
     status = (gpuval or {}).get("status") or {}
     static_v = str(status.get("staticVerdict") or "unknown")
     runtime_v = str(status.get("runtimeVerdict") or "unknown")
-    out.append(f"Workload:   {status.get('workload') or workload}")
-    if gpuval is None:
-        out.append(
-            "GPUValidation: none (the workload is not in an opted-in namespace, is not a vLLM"
-            " workload, or the operator has not seen it yet)"
-        )
-    else:
-        meta = gpuval.get("metadata") or {}
-        plan = status.get("plan") or {}
-        plan_text = ", ".join(f"{k}={v}" for k, v in plan.items()) or "unknown"
-        out.append(f"GPUValidation: {meta.get('namespace')}/{meta.get('name')}")
-        policy, action = status.get("policy") or "default", status.get("action") or "?"
-        out.append(f"Policy:     {policy} (action {action})")
-        out.append(f"Plan:       {plan_text}; GPUs per pod {status.get('gpus') or '?'}")
-        out.append(
-            f"Verdict:    static {paint(static_v, static_v, colour)}, runtime "
-            f"{paint(runtime_v, runtime_v, colour)}"
-            + (f" ({status['reason']})" if status.get("reason") else "")
-        )
     fixes: list[str] = []
 
     def add_fix(text: object) -> None:
@@ -232,10 +212,66 @@ def explain_view(
         if fix and fix not in fixes:
             fixes.append(fix)
 
-    findings = ((status.get("static") or {}).get("findings")) or []
+    out = _explain_header(gpuval, status, workload=workload, colour=colour)
     out += ["", "Static findings (admission rules):"]
+    out += _explain_findings(status, gpuval is not None, colour, add_fix)
+    reported = {str(p.get("pod")): p for p in (status.get("runtime") or {}).get("pods") or []}
+    out += ["", "Pods:"]
+    if not pods and not reported:
+        out.append("  none")
+    for pod in pods:
+        out += _explain_pod(pod, colour, add_fix)
+    shown = {str((pod.get("metadata") or {}).get("name", "")) for pod in pods}
+    for name, entry in reported.items():  # results of pods that are gone
+        if name not in shown:
+            out += _explain_gone_pod(name, entry, colour, add_fix)
+    out += ["", "Events:"]
+    if not events:
+        out.append("  none")
+    out += [_explain_event(event) for event in sorted(events, key=_when)]
+    out += ["", "Fixes:"]
+    out += [f"  {i}. {fix}" for i, fix in enumerate(fixes, 1)] or [
+        "  none needed" if static_v == runtime_v == "pass" else "  none known"
+    ]
+    return "\n".join(out)
+
+
+def _explain_header(
+    gpuval: Mapping[str, Any] | None, status: Mapping[str, Any], *, workload: str, colour: bool
+) -> list[str]:
+    """The workload, its GPUValidation, policy, plan and both verdicts."""
+    static_v = str(status.get("staticVerdict") or "unknown")
+    runtime_v = str(status.get("runtimeVerdict") or "unknown")
+    out = [f"Workload:   {status.get('workload') or workload}"]
+    if gpuval is None:
+        out.append(
+            "GPUValidation: none (the workload is not in an opted-in namespace, is not a vLLM"
+            " workload, or the operator has not seen it yet)"
+        )
+        return out
+    meta = gpuval.get("metadata") or {}
+    plan = status.get("plan") or {}
+    plan_text = ", ".join(f"{k}={v}" for k, v in plan.items()) or "unknown"
+    out.append(f"GPUValidation: {meta.get('namespace')}/{meta.get('name')}")
+    policy, action = status.get("policy") or "default", status.get("action") or "?"
+    out.append(f"Policy:     {policy} (action {action})")
+    out.append(f"Plan:       {plan_text}; GPUs per pod {status.get('gpus') or '?'}")
+    out.append(
+        f"Verdict:    static {paint(static_v, static_v, colour)}, runtime "
+        f"{paint(runtime_v, runtime_v, colour)}"
+        + (f" ({status['reason']})" if status.get("reason") else "")
+    )
+    return out
+
+
+def _explain_findings(
+    status: Mapping[str, Any], known: bool, colour: bool, add_fix: Callable[[object], None]
+) -> list[str]:
+    """The static findings, one per line with its fix (`known`: a GPUValidation exists)."""
+    findings = ((status.get("static") or {}).get("findings")) or []
+    out: list[str] = []
     if not findings:
-        out.append("  none" if gpuval is not None else "  unknown")
+        out.append("  none" if known else "  unknown")
     for f in findings:
         sev = str(f.get("severity", ""))
         field = f" [{f['field']}]" if f.get("field") else ""
@@ -244,73 +280,65 @@ def explain_view(
         if f.get("fix"):
             out.append(f"      fix: {f['fix']}")
         add_fix(f.get("fix"))
+    return out
 
-    reported = {str(p.get("pod")): p for p in (status.get("runtime") or {}).get("pods") or []}
-    out += ["", "Pods:"]
-    if not pods and not reported:
-        out.append("  none")
-    shown: set[str] = set()
-    for pod in pods:
-        meta = pod.get("metadata") or {}
-        name = str(meta.get("name", ""))
-        shown.add(name)
-        phase = str((pod.get("status") or {}).get("phase") or "Unknown")
-        node = str((pod.get("spec") or {}).get("nodeName") or "")
-        out.append(f"  {name}: {phase}" + (f" on {node}" if node else " (no node)"))
-        why = _scheduling(pod)
-        if why:
-            out.append(f"    not scheduled: {why}")
-        result = pod_result(pod)
-        if result is None:
-            out.append(
-                "    preflight-check: not finished yet"
-                if not why
-                else "    preflight-check: not run"
-            )
-            continue
-        out.append(
-            f"    preflight-check: {paint(result.verdict, result.verdict, colour)} (exit"
-            f" {result.exit_code}, restarts {result.restarts}, at {result.checked_at or '?'})"
-        )
-        for failure in result.failures:
-            out.append(f"      {failure.status.upper()} {failure.id}: {failure.message}")
-            if failure.remediation:
-                out.append(f"        fix: {failure.remediation}")
-            add_fix(failure.remediation)
-        if not result.failures and result.message and result.verdict != "pass":
-            out.append(f"      {result.message}")
-        add_fix(result.remediation)
-    for name, entry in reported.items():  # results of pods that are gone
-        if name in shown:
-            continue
-        verdict = str(entry.get("verdict", ""))
-        out.append(
-            f"  {name} (deleted): {paint(verdict, verdict, colour)} on {entry.get('node') or '?'}"
-        )
-        for failure in entry.get("failures") or []:
-            state = str(failure.get("status", "")).upper()
-            out.append(f"      {state} {failure.get('id')}: {failure.get('message')}")
-            add_fix(failure.get("remediation"))
-        add_fix(entry.get("remediation"))
 
-    out += ["", "Events:"]
-    if not events:
-        out.append("  none")
-    for event in sorted(events, key=_when):
-        involved = event.get("involvedObject") or event.get("regarding") or {}
-        count = event.get("count") or (event.get("series") or {}).get("count") or 1
-        times = f" (x{count})" if count and int(count) > 1 else ""
+def _explain_pod(
+    pod: Mapping[str, Any], colour: bool, add_fix: Callable[[object], None]
+) -> list[str]:
+    """A live pod: phase and node, why it is not scheduled, its preflight-check result."""
+    meta = pod.get("metadata") or {}
+    name = str(meta.get("name", ""))
+    phase = str((pod.get("status") or {}).get("phase") or "Unknown")
+    node = str((pod.get("spec") or {}).get("nodeName") or "")
+    out = [f"  {name}: {phase}" + (f" on {node}" if node else " (no node)")]
+    why = _scheduling(pod)
+    if why:
+        out.append(f"    not scheduled: {why}")
+    result = pod_result(pod)
+    if result is None:
         out.append(
-            f"  {_when(event)}  {event.get('type', '')}  {event.get('reason', '')}  "
-            f"{involved.get('kind', '')}/{involved.get('name', '')}{times}: "
-            f"{str(event.get('message') or event.get('note') or '').strip()}"
+            "    preflight-check: not finished yet" if not why else "    preflight-check: not run"
         )
+        return out
+    out.append(
+        f"    preflight-check: {paint(result.verdict, result.verdict, colour)} (exit"
+        f" {result.exit_code}, restarts {result.restarts}, at {result.checked_at or '?'})"
+    )
+    for failure in result.failures:
+        out.append(f"      {failure.status.upper()} {failure.id}: {failure.message}")
+        if failure.remediation:
+            out.append(f"        fix: {failure.remediation}")
+        add_fix(failure.remediation)
+    if not result.failures and result.message and result.verdict != "pass":
+        out.append(f"      {result.message}")
+    add_fix(result.remediation)
+    return out
 
-    out += ["", "Fixes:"]
-    out += [f"  {i}. {fix}" for i, fix in enumerate(fixes, 1)] or [
-        "  none needed" if static_v == runtime_v == "pass" else "  none known"
-    ]
-    return "\n".join(out)
+
+def _explain_gone_pod(
+    name: str, entry: Mapping[str, Any], colour: bool, add_fix: Callable[[object], None]
+) -> list[str]:
+    """A pod that is gone, from the result the GPUValidation kept for it."""
+    verdict = str(entry.get("verdict", ""))
+    out = [f"  {name} (deleted): {paint(verdict, verdict, colour)} on {entry.get('node') or '?'}"]
+    for failure in entry.get("failures") or []:
+        state = str(failure.get("status", "")).upper()
+        out.append(f"      {state} {failure.get('id')}: {failure.get('message')}")
+        add_fix(failure.get("remediation"))
+    add_fix(entry.get("remediation"))
+    return out
+
+
+def _explain_event(event: Mapping[str, Any]) -> str:
+    involved = event.get("involvedObject") or event.get("regarding") or {}
+    count = event.get("count") or (event.get("series") or {}).get("count") or 1
+    times = f" (x{count})" if count and int(count) > 1 else ""
+    return (
+        f"  {_when(event)}  {event.get('type', '')}  {event.get('reason', '')}  "
+        f"{involved.get('kind', '')}/{involved.get('name', '')}{times}: "
+        f"{str(event.get('message') or event.get('note') or '').strip()}"
+    )
 
 
 # -- check-node ------------------------------------------------------------------------------
