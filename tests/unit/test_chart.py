@@ -20,7 +20,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from preflight_operator.testing import BinariesNotFound, find_bin_dir
+from preflight_dev.testing import BinariesNotFound, find_bin_dir
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "vllm-preflight"
@@ -722,6 +722,7 @@ class TestOperatorConfig:
             "namespaceLabel": OPT_IN,
             "excludedNamespaces": ["kube-system", "kube-public", "kube-node-lease", NAMESPACE],
             "history": {"podsPerWorkload": 10},
+            "rules": {"budgetSeconds": 3, "memoryMiB": 160, "workers": 2},
         }
 
     def test_values_reach_the_config(self) -> None:
@@ -746,6 +747,15 @@ class TestOperatorConfig:
         config = config_module.parse_config(rendered_config(*([values] if values else [])))
         assert NAMESPACE in config.excluded_namespaces
         assert config.namespace_label == OPT_IN
+
+    def test_the_rules_budget_is_set_from_values(self) -> None:
+        config_module = pytest.importorskip("preflight_operator.config")
+        objs = render(sets=["rules.budgetSeconds=2", "rules.workers=4"])
+        config = config_module.parse_config(
+            yaml.safe_load(one(objs, "ConfigMap", FULLNAME)["data"]["config.yaml"])
+        )
+        assert (config.rules_budget_seconds, config.rules_workers) == (2.0, 4)
+        assert "rules.budgetSeconds" in render_error(sets=["rules.budgetSeconds=60"])
 
     def test_config_is_mounted_at_the_contract_path(self) -> None:
         objs = render()

@@ -20,6 +20,10 @@
   "namespaceLabel" .Values.webhook.optInLabel
   "excludedNamespaces" (include "vllm-preflight.excludedNamespaces" . | fromJsonArray)
   "history" (dict "podsPerWorkload" (int .Values.history.podsPerWorkload))
+  "rules" (dict
+    "budgetSeconds" (.Values.rules.budgetSeconds | float64)
+    "memoryMiB" (int .Values.rules.memoryMiB)
+    "workers" (int .Values.rules.workers))
 }}
 {{- /* models: only when a source is on (modelcache.py; no model rule at admission else) */}}
 {{- $m := .Values.models | default dict }}
