@@ -755,7 +755,7 @@ class TestOperatorConfig:
             yaml.safe_load(one(objs, "ConfigMap", FULLNAME)["data"]["config.yaml"])
         )
         assert (config.rules_budget_seconds, config.rules_workers) == (2.0, 4)
-        assert "rules.budgetSeconds" in render_error(sets=["rules.budgetSeconds=60"])
+        assert "/rules/budgetSeconds" in render_error(sets=["rules.budgetSeconds=60"])
 
     def test_config_is_mounted_at_the_contract_path(self) -> None:
         objs = render()
