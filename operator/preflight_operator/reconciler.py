@@ -18,7 +18,7 @@ from preflight_operator import metrics
 from preflight_operator.api import API_ERRORS, Conflict, Forbidden, KubeApi, NotFound
 from preflight_operator.eventsink import EventSink
 from preflight_operator.gpuvalidation import NOT_INJECTED, NOT_INJECTED_REASON, desired_object
-from preflight_operator.planning import plan_reconcile, without_nulls
+from preflight_operator.planning import ReconcilePlan, plan_reconcile, without_nulls
 from preflight_operator.store import (
     Key,
     Store,
@@ -61,33 +61,76 @@ class Reconciler:
 
     async def reconcile(self, key: Key) -> None:
         store = self._store
+        workload = await self._workload(key)
+        if workload is None:
+            return
+        stored = store.validations.get(key)
+        if stored is None or stored.owner_uid != workload.uid:
+            stored = await self._ensure_validation(workload)
+        not_injected = await self._not_injected(key, workload)
+        plan = self._plan(key, workload, stored, not_injected)
+        if plan.note:
+            logger.info("%s: %s", workload.ref.display, plan.note)
+        if plan.remediation_patch is not None and not await self._remediated(
+            workload, plan.remediation_patch
+        ):
+            plan = self._plan(key, _unremedied(workload), stored, not_injected)
+        if plan.remediation_metric is not None:
+            remedy, action = plan.remediation_metric
+            metrics.REMEDIATIONS.labels(type=remedy, action=action).inc()
+        await self._write_status(workload, stored, plan)
+        arrived = store.result_arrivals.pop(key, None)
+        if arrived is not None:
+            metrics.RESULT_LATENCY.observe(self._clock() - arrived)
+        if plan.annotation_patch is not None:
+            await self._write_annotations(workload, plan.annotation_patch)
+        for event in plan.events:
+            if event.reason == NOT_INJECTED:
+                metrics.INJECTIONS.labels(result="missed", reason=NOT_INJECTED_REASON).inc(
+                    len(not_injected)
+                )
+            self._events.post(event)
+
+    async def _workload(self, key: Key) -> WorkloadState | None:
+        """The workload to reconcile, or None when there is nothing to do for `key`."""
+        store = self._store
         workload = store.workloads.get(key)
         if workload is None:
             if not store.pods.get(key):
-                return
+                return None
             # Pods report for a workload we have not seen (it is outside the workload
             # watch: a pod-level opt-in, or a custom owner kind): read it once.
             workload = await self._load_workload(key)
             if workload is None:
                 store.forget_workload(key)
-                return
+                return None
         if not workload.static.has_vllm and not store.pods.get(key):
-            return
-        stored = store.validations.get(key)
-        if stored is None or stored.owner_uid != workload.uid:
-            stored = await self._ensure_validation(workload)
+            return None
+        return workload
 
-        not_injected: Sequence[str] = ()
+    async def _not_injected(self, key: Key, workload: WorkloadState) -> Sequence[str]:
+        """Pods of a workload that should have the check and run without it (best effort)."""
         if (
-            self._uninjected is not None
-            and not store.pods.get(key)
-            and _expects_injection(workload)
+            self._uninjected is None
+            or self._store.pods.get(key)
+            or not _expects_injection(workload)
         ):
-            try:
-                not_injected = await self._uninjected(workload)
-            except API_ERRORS as exc:  # best effort: the next reconcile asks again
-                logger.warning("%s: pods not listed: %s", workload.ref.display, exc)
-        plan = plan_reconcile(
+            return ()
+        try:
+            return await self._uninjected(workload)
+        except API_ERRORS as exc:  # best effort: the next reconcile asks again
+            logger.warning("%s: pods not listed: %s", workload.ref.display, exc)
+            return ()
+
+    def _plan(
+        self,
+        key: Key,
+        workload: WorkloadState,
+        stored: StoredValidation,
+        not_injected: Sequence[str],
+    ) -> ReconcilePlan:
+        store = self._store
+        return plan_reconcile(
             workload,
             store.live_results(key),
             store.pending_pods(key),
@@ -97,65 +140,44 @@ class Reconciler:
             not_injected=not_injected,
             unschedulable=store.unschedulable_pods(key),
         )
-        if plan.note:
-            logger.info("%s: %s", workload.ref.display, plan.note)
-        if plan.remediation_patch is not None:
-            try:
-                await self._remediate(workload, plan.remediation_patch)
-            except Forbidden as exc:
-                # No patch on this namespace's workloads (rbac.workloadPatch): record
-                # nothing as done, say what to grant, and carry on with the status.
-                self._forbidden(workload, "remediation", exc)
-                unremedied = dataclasses.replace(
-                    workload,
-                    policy=dataclasses.replace(
-                        workload.policy,
-                        spec=dataclasses.replace(workload.policy.spec, on_runtime_failure="None"),
-                    ),
-                )
-                plan = plan_reconcile(
-                    unremedied,
-                    store.live_results(key),
-                    store.pending_pods(key),
-                    stored.status,
-                    history_limit=self._history_limit,
-                    now=self._now(),
-                    not_injected=not_injected,
-                    unschedulable=store.unschedulable_pods(key),
-                )
-        if plan.remediation_metric is not None:
-            remedy, action = plan.remediation_metric
-            metrics.REMEDIATIONS.labels(type=remedy, action=action).inc()
-        if plan.status_write is not None:
-            logger.debug(
-                "%s: status write (%s)",
-                workload.ref.display,
-                ", ".join(sorted(k for k, v in plan.status.items() if stored.status.get(k) != v)),
+
+    async def _remediated(self, workload: WorkloadState, patch: dict[str, Any]) -> bool:
+        """Patch the workload as the plan says; False when this namespace forbids it."""
+        try:
+            await self._remediate(workload, patch)
+        except Forbidden as exc:
+            # No patch on this namespace's workloads (rbac.workloadPatch): record
+            # nothing as done, say what to grant, and carry on with the status.
+            self._forbidden(workload, "remediation", exc)
+            return False
+        return True
+
+    async def _write_status(
+        self, workload: WorkloadState, stored: StoredValidation, plan: ReconcilePlan
+    ) -> None:
+        if plan.status_write is None:
+            return
+        logger.debug(
+            "%s: status write (%s)",
+            workload.ref.display,
+            ", ".join(sorted(k for k, v in plan.status.items() if stored.status.get(k) != v)),
+        )
+        written = await self._api.patch_gpuvalidation_status(
+            workload.ref.namespace, stored.name, plan.status_write
+        )
+        metrics.STATUS_WRITES.inc()
+        stored.status = plan.status
+        stored.resource_version = resource_version_of(written)
+
+    async def _write_annotations(self, workload: WorkloadState, patch: dict[str, Any]) -> None:
+        try:
+            await self._api.patch_workload(workload.ref, patch)
+        except Forbidden as exc:  # the GPUValidation is the record; annotations a copy
+            self._forbidden(workload, "annotations", exc)
+        else:
+            workload.annotations = _ours(
+                {**workload.annotations, **patch["metadata"]["annotations"]}
             )
-            written = await self._api.patch_gpuvalidation_status(
-                workload.ref.namespace, stored.name, plan.status_write
-            )
-            metrics.STATUS_WRITES.inc()
-            stored.status = plan.status
-            stored.resource_version = resource_version_of(written)
-        arrived = store.result_arrivals.pop(key, None)
-        if arrived is not None:
-            metrics.RESULT_LATENCY.observe(self._clock() - arrived)
-        if plan.annotation_patch is not None:
-            try:
-                await self._api.patch_workload(workload.ref, plan.annotation_patch)
-            except Forbidden as exc:  # the GPUValidation is the record; annotations a copy
-                self._forbidden(workload, "annotations", exc)
-            else:
-                workload.annotations = _ours(
-                    {**workload.annotations, **plan.annotation_patch["metadata"]["annotations"]}
-                )
-        for event in plan.events:
-            if event.reason == NOT_INJECTED:
-                metrics.INJECTIONS.labels(result="missed", reason=NOT_INJECTED_REASON).inc(
-                    len(not_injected)
-                )
-            self._events.post(event)
 
     def _forbidden(self, workload: WorkloadState, what: str, exc: Exception) -> None:
         metrics.RECONCILE_ERRORS.labels(stage="forbidden").inc()
@@ -210,6 +232,17 @@ class Reconciler:
             raise RuntimeError(f"could not create GPUValidation {ref.namespace}/{name}")
         self._store.put_validation(ref.key, stored)
         return stored
+
+
+def _unremedied(workload: WorkloadState) -> WorkloadState:
+    """The workload as if its policy asked for no runtime remediation."""
+    return dataclasses.replace(
+        workload,
+        policy=dataclasses.replace(
+            workload.policy,
+            spec=dataclasses.replace(workload.policy.spec, on_runtime_failure="None"),
+        ),
+    )
 
 
 def _expects_injection(workload: WorkloadState) -> bool:
