@@ -373,65 +373,20 @@ def rank_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
         if not wparsed.plan_valid:
             return
         if mp_nodes:
-            origin = wparsed.origins.get("node_rank")
-            got = wparsed.plan.node_rank
-            path = _path_of(winv, origin.index if origin else None, worker.path)
-            if got != index:
-                yield RULE_INFO["lws-rank-mismatch"].finding(
-                    f"worker {index} of the group runs --node-rank {got} ({path}"
-                    f"{'' if origin else ', vLLM default'}), so two nodes claim rank {got} "
-                    f"and node {index} never joins: start-up hangs",
-                    path,
-                    "pass --node-rank $(LWS_WORKER_INDEX) in the worker template",
-                )
-                return
-            addr, addr_at = untracked_option(winv.argv, "--master-addr")
-            mine, mine_at = untracked_option(ctx.invocation.argv, "--master-addr")
-            if addr is None and mine is not None:
-                # the leader names the master; a worker left at vLLM's default 127.0.0.1
-                # dials itself. (Neither naming it is not judged: a --config may.)
-                yield RULE_INFO["lws-rank-mismatch"].finding(
-                    f"the leader passes --master-addr but the workers run --nnodes "
-                    f"{plan.nnodes} without it ({worker.path}): vLLM's default 127.0.0.1 is "
-                    "the worker itself, so it never reaches the leader",
-                    worker.path,
-                    "pass --master-addr $(LWS_LEADER_ADDRESS) in the worker template",
-                )
-                return
-            if (
-                addr is not None
-                and mine is not None
-                and mine != addr
-                and _known(mine)
-                and _known(addr)
-            ):
-                yield MASTER_ADDR.finding(
-                    f"--master-addr is {display(mine)!r} on the leader but {display(addr)!r} on "
-                    f"the workers ({_path_of(winv, addr_at, worker.path)}): they meet only if "
-                    "both name the leader",
-                    _path_of(ctx.invocation, mine_at, ctx.command_path),
-                    "use $(LWS_LEADER_ADDRESS) for --master-addr in both templates",
-                )
-        else:
-            origin = wparsed.origins.get("data_parallel_start_rank")
-            expected = index * plan.dp_local
-            if origin is None:
-                got_text = "no --data-parallel-start-rank"
-            else:
-                start = _start_rank(wparsed, winv.argv)
-                if start is None or start == expected:
-                    continue
-                got_text = f"--data-parallel-start-rank {start}"
-            path = _path_of(winv, origin.index if origin else None, worker.path)
-            yield RULE_INFO["lws-rank-mismatch"].finding(
-                f"worker {index} of the group starts its DP ranks with {got_text} ({path}), "
-                f"but with -dpl {plan.dp_local} per pod its ranks are {expected}.."
-                f"{expected + plan.dp_local - 1}: two pods claim the same ranks and the "
-                "engines wait for the missing ones",
-                path,
-                f"pass --data-parallel-start-rank $((LWS_WORKER_INDEX*{plan.dp_local})) "
-                "(in sh -c) in the worker template",
+            stop = _node_rank_finding(index, worker, wparsed, winv) or _master_addr_missing(
+                ctx, worker, winv
             )
+            if stop is not None:
+                yield stop
+                return
+            mismatch = _master_addr_mismatch(ctx, worker, winv)
+            if mismatch is not None:
+                yield mismatch
+        else:
+            wrong = _start_rank_finding(index, plan.dp_local, worker, wparsed, winv)
+            if wrong is None:
+                continue
+            yield wrong
             return
         if not wparsed.plan.headless and not (plan.hybrid_lb or wparsed.plan.hybrid_lb):
             yield NOT_HEADLESS.finding(
@@ -442,6 +397,84 @@ def rank_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
                 "add --headless to the worker template's vLLM command",
             )
             return
+
+
+def _node_rank_finding(
+    index: int, worker: WorkerView, wparsed: ParsedArgs, winv: Invocation
+) -> Finding | None:
+    """``--nnodes``: worker ``index`` must run ``--node-rank index``."""
+    origin = wparsed.origins.get("node_rank")
+    got = wparsed.plan.node_rank
+    if got == index:
+        return None
+    path = _path_of(winv, origin.index if origin else None, worker.path)
+    return RULE_INFO["lws-rank-mismatch"].finding(
+        f"worker {index} of the group runs --node-rank {got} ({path}"
+        f"{'' if origin else ', vLLM default'}), so two nodes claim rank {got} "
+        f"and node {index} never joins: start-up hangs",
+        path,
+        "pass --node-rank $(LWS_WORKER_INDEX) in the worker template",
+    )
+
+
+def _master_addr_missing(
+    ctx: ContainerContext, worker: WorkerView, winv: Invocation
+) -> Finding | None:
+    """The leader names the master; a worker left at vLLM's default 127.0.0.1 dials
+    itself. (Neither naming it is not judged: a --config may.)"""
+    addr, _ = untracked_option(winv.argv, "--master-addr")
+    mine, _ = untracked_option(ctx.invocation.argv, "--master-addr")
+    if addr is not None or mine is None:
+        return None
+    return RULE_INFO["lws-rank-mismatch"].finding(
+        f"the leader passes --master-addr but the workers run --nnodes "
+        f"{ctx.parsed.plan.nnodes} without it ({worker.path}): vLLM's default 127.0.0.1 is "
+        "the worker itself, so it never reaches the leader",
+        worker.path,
+        "pass --master-addr $(LWS_LEADER_ADDRESS) in the worker template",
+    )
+
+
+def _master_addr_mismatch(
+    ctx: ContainerContext, worker: WorkerView, winv: Invocation
+) -> Finding | None:
+    """Leader and workers both name a --master-addr, and not the same one."""
+    addr, addr_at = untracked_option(winv.argv, "--master-addr")
+    mine, mine_at = untracked_option(ctx.invocation.argv, "--master-addr")
+    if addr is None or mine is None or mine == addr or not (_known(mine) and _known(addr)):
+        return None
+    return MASTER_ADDR.finding(
+        f"--master-addr is {display(mine)!r} on the leader but {display(addr)!r} on "
+        f"the workers ({_path_of(winv, addr_at, worker.path)}): they meet only if "
+        "both name the leader",
+        _path_of(ctx.invocation, mine_at, ctx.command_path),
+        "use $(LWS_LEADER_ADDRESS) for --master-addr in both templates",
+    )
+
+
+def _start_rank_finding(
+    index: int, dp_local: int, worker: WorkerView, wparsed: ParsedArgs, winv: Invocation
+) -> Finding | None:
+    """Multi-node DP: worker ``index`` starts its DP ranks at ``index x dp_local``."""
+    origin = wparsed.origins.get("data_parallel_start_rank")
+    expected = index * dp_local
+    if origin is None:
+        got_text = "no --data-parallel-start-rank"
+    else:
+        start = _start_rank(wparsed, winv.argv)
+        if start is None or start == expected:
+            return None
+        got_text = f"--data-parallel-start-rank {start}"
+    path = _path_of(winv, origin.index if origin else None, worker.path)
+    return RULE_INFO["lws-rank-mismatch"].finding(
+        f"worker {index} of the group starts its DP ranks with {got_text} ({path}), "
+        f"but with -dpl {dp_local} per pod its ranks are {expected}.."
+        f"{expected + dp_local - 1}: two pods claim the same ranks and the "
+        "engines wait for the missing ones",
+        path,
+        f"pass --data-parallel-start-rank $((LWS_WORKER_INDEX*{dp_local})) "
+        "(in sh -c) in the worker template",
+    )
 
 
 def _start_rank(parsed: ParsedArgs, argv: tuple[str, ...]) -> int | None:
