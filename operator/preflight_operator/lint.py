@@ -33,6 +33,7 @@ from preflight_operator.rules import (
     results_document,
 )
 from preflight_operator.rules.embedded import embedded_pod_specs, runs_vllm, vllm_mentions
+from preflight_operator.rules.kinds import kind_spec
 from preflight_operator.rules.model import NO_LOOKUP, ClusterLookup
 from preflight_operator.rules.quantity import parse_quantity
 
@@ -738,6 +739,15 @@ def _text_report(
         meta = source.obj.get("metadata")
         name = meta.get("name") if isinstance(meta, Mapping) else None
         lines.append(f"\n{kind}/{name or '<unnamed>'}  namespace {ns}  [{source.where}]")
+        if kind_spec(source.obj) is not None:
+            # a kind of the registry whose vLLM command line is not readable here (a
+            # custom Ray Serve app, an InferenceService whose ServingRuntime is elsewhere)
+            lines.append(
+                f"  not judged: {kind} {why}, but its vLLM command line cannot be read from "
+                "these manifests (docs/RULES.md, 'Workload kinds', says where it is read); "
+                "include what it refers to, or lint the workload its controller creates"
+            )
+            continue
         lines.append(
             f"  kind not checked: {kind} {why}; vllm-preflight does not judge this kind "
             "(lint the workload its controller creates, e.g. "

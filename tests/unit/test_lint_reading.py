@@ -234,9 +234,8 @@ def test_kinds_not_checked_are_listed(
     code, out, _ = run(capsys, str(path))
     assert code == lint.EXIT_OK
     assert "InferenceService/qwen  namespace ml" in out
-    assert (
-        "kind not checked: InferenceService embeds a pod spec running vLLM at spec.predictor" in out
-    )
+    # InferenceService is a kind of the registry: "not judged" says why, not "not checked"
+    assert "not judged: InferenceService embeds a pod spec running vLLM at spec.predictor" in out
     assert "RayService/rs" in out
     assert "spec.rayClusterConfig.workerGroupSpecs[0].template.spec" in out
     assert "Other" not in out
