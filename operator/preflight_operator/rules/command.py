@@ -10,7 +10,7 @@ only sets ``args`` on the vLLM image (whose entrypoint is ``vllm serve``). Every
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -140,6 +140,53 @@ def _analyze_shell(
 ) -> Invocation | Unparsed | None:
     if depth >= _MAX_DEPTH:
         return None
+    script_at = _script_index(words)
+    if script_at is None:
+        return None
+    script, script_path = words[script_at], paths[script_at]
+    positional = words[script_at + 1 :]  # $0, $1, ...
+    commands = shell.split_commands(script)
+    if commands is None:
+        return Unparsed(script_path, "the shell script does not tokenize (unbalanced quotes?)")
+    shell_vars: dict[str, str] = {}
+    exported = dict(exports)
+
+    def variable(name: str) -> str | None:
+        # None: not set by the spec. A plain $NAME then stays unknown (the image's ENV
+        # may define it); ${NAME:-default} takes its default.
+        if name in shell_vars:
+            return shell_vars[name]
+        return env.lookup(name)
+
+    def expand(word: str) -> str:
+        return shell.expand_word(word, variable, positional, env.budget)
+
+    for command in commands:
+        start = 0
+        while start < len(command) and command[start] in shell.RESERVED:
+            start += 1
+        raw = command[start:]
+        if not raw:
+            continue
+        if raw[0] == "export" or all(shell.is_assignment(w) for w in raw):
+            _assign(raw, expand, env, shell_vars, exported)
+            continue
+        expanded: list[str] = []
+        for word in raw:
+            if word in ("$@", "${@}", "$*", "${*}"):
+                expanded.extend(positional[1:])
+            else:
+                expanded.append(expand(word))
+        found = _analyze(expanded, [script_path] * len(expanded), env, exported, depth + 1)
+        if isinstance(found, Invocation):
+            return Invocation(found.argv, found.paths, script_path, found.exports)
+        if isinstance(found, Unparsed):
+            return found
+    return None
+
+
+def _script_index(words: list[str]) -> int | None:
+    """Where the script of `sh -c SCRIPT` (any shell, its options before) is, or None."""
     i = 1
     if words[0].rsplit("/", 1)[-1] == "busybox":
         i = 2  # busybox sh -c ...
@@ -159,47 +206,23 @@ def _analyze_shell(
         script_at += 1  # `bash -lc -- "script"`: `--` ends the shell's options
     if script_at is None or script_at >= len(words):
         return None
-    script, script_path = words[script_at], paths[script_at]
-    positional = words[script_at + 1 :]  # $0, $1, ...
-    commands = shell.split_commands(script)
-    if commands is None:
-        return Unparsed(script_path, "the shell script does not tokenize (unbalanced quotes?)")
-    shell_vars: dict[str, str] = {}
-    exported = dict(exports)
+    return script_at
 
-    def variable(name: str) -> str | None:
-        # None: not set by the spec. A plain $NAME then stays unknown (the image's ENV
-        # may define it); ${NAME:-default} takes its default.
-        if name in shell_vars:
-            return shell_vars[name]
-        return env.lookup(name)
 
-    for command in commands:
-        start = 0
-        while start < len(command) and command[start] in shell.RESERVED:
-            start += 1
-        raw = command[start:]
-        if not raw:
-            continue
-        if raw[0] == "export" or all(shell.is_assignment(w) for w in raw):
-            for word in raw[1:] if raw[0] == "export" else raw:
-                name, eq, value = word.partition("=")
-                if eq:
-                    shell_vars[name] = shell.expand_word(value, variable, positional, env.budget)
-                    if raw[0] == "export" or name in env.values:
-                        exported[name] = shell_vars[name]
-                elif name in shell_vars:
-                    exported[name] = shell_vars[name]
-            continue
-        expanded: list[str] = []
-        for word in raw:
-            if word in ("$@", "${@}", "$*", "${*}"):
-                expanded.extend(positional[1:])
-            else:
-                expanded.append(shell.expand_word(word, variable, positional, env.budget))
-        found = _analyze(expanded, [script_path] * len(expanded), env, exported, depth + 1)
-        if isinstance(found, Invocation):
-            return Invocation(found.argv, found.paths, script_path, found.exports)
-        if isinstance(found, Unparsed):
-            return found
-    return None
+def _assign(
+    raw: list[str],
+    expand: Callable[[str], str],
+    env: ContainerEnv,
+    shell_vars: dict[str, str],
+    exported: dict[str, str],
+) -> None:
+    """`A=1 B=2` or `export A=1 B`: set the shell variables, and the exported ones."""
+    export = raw[0] == "export"
+    for word in raw[1:] if export else raw:
+        name, eq, value = word.partition("=")
+        if eq:
+            shell_vars[name] = expand(value)
+            if export or name in env.values:
+                exported[name] = shell_vars[name]
+        elif name in shell_vars:
+            exported[name] = shell_vars[name]
