@@ -200,22 +200,7 @@ def build_env(
         env.paths[name] = path
     env_from = container.get("envFrom")
     if isinstance(env_from, list):
-        for i, source in enumerate(env_from):
-            if not isinstance(source, Mapping):
-                continue
-            prefix = str(source.get("prefix") or "")
-            ref = source.get("configMapRef")
-            data = None
-            if isinstance(ref, Mapping) and isinstance(ref.get("name"), str):
-                data = _configmap_data(config_map(ref["name"]))
-            if data is None:
-                # a Secret, or a ConfigMap we cannot see: any name may come from it
-                env.open_ended = True
-                continue
-            for key, value in data.items():
-                env.values[prefix + key] = value
-                env.paths[prefix + key] = f"{path}.envFrom[{i}]"
-                env.explicit.add(prefix + key)
+        _add_env_from(env, env_from, path, config_map)
     links = service_links or {}
 
     def defined_so_far(name: str) -> str | None:
@@ -228,26 +213,68 @@ def build_env(
     entries = container.get("env")
     if isinstance(entries, list):
         for i, entry in enumerate(entries):
-            if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
-                continue
-            name = entry["name"]
-            env.explicit.add(name)
-            env.paths[name] = f"{path}.env[{i}]"
-            if "valueFrom" not in entry or entry.get("value") is not None:
-                raw = entry.get("value")
-                text = "" if raw is None else str(raw)
-                env.values[name] = expand(text, defined_so_far, env.budget, name)
-                continue
-            found = _value_from(entry.get("valueFrom"), name, namespace, config_map)
-            if found is None:  # an optional key that is absent: the variable is not set
-                env.explicit.discard(name)
-                env.paths.pop(name, None)
-                continue
-            env.values[name] = found
+            if isinstance(entry, Mapping) and isinstance(entry.get("name"), str):
+                _add_env_entry(
+                    env,
+                    entry,
+                    f"{path}.env[{i}]",
+                    defined_so_far=defined_so_far,
+                    namespace=namespace,
+                    config_map=config_map,
+                )
     for name, value in links.items():
         if name not in env.values:
             env.values[name] = value
     return env
+
+
+def _add_env_from(
+    env: ContainerEnv, env_from: list[Any], path: str, config_map: ConfigMapGetter
+) -> None:
+    """``envFrom``: every key of a ConfigMap we can see; anything else makes the env open."""
+    for i, source in enumerate(env_from):
+        if not isinstance(source, Mapping):
+            continue
+        prefix = str(source.get("prefix") or "")
+        ref = source.get("configMapRef")
+        data = None
+        if isinstance(ref, Mapping) and isinstance(ref.get("name"), str):
+            data = _configmap_data(config_map(ref["name"]))
+        if data is None:
+            # a Secret, or a ConfigMap we cannot see: any name may come from it
+            env.open_ended = True
+            continue
+        for key, value in data.items():
+            env.values[prefix + key] = value
+            env.paths[prefix + key] = f"{path}.envFrom[{i}]"
+            env.explicit.add(prefix + key)
+
+
+def _add_env_entry(
+    env: ContainerEnv,
+    entry: Mapping[str, Any],
+    path: str,
+    *,
+    defined_so_far: Callable[[str], str | None],
+    namespace: str | None,
+    config_map: ConfigMapGetter,
+) -> None:
+    """One ``env`` entry: a value ($(VAR) expanded against what is defined so far) or a
+    valueFrom; an optional key that is absent leaves the variable unset."""
+    name = entry["name"]
+    env.explicit.add(name)
+    env.paths[name] = path
+    if "valueFrom" not in entry or entry.get("value") is not None:
+        raw = entry.get("value")
+        text = "" if raw is None else str(raw)
+        env.values[name] = expand(text, defined_so_far, env.budget, name)
+        return
+    found = _value_from(entry.get("valueFrom"), name, namespace, config_map)
+    if found is None:  # an optional key that is absent: the variable is not set
+        env.explicit.discard(name)
+        env.paths.pop(name, None)
+        return
+    env.values[name] = found
 
 
 def _value_from(

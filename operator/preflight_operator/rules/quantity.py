@@ -116,7 +116,11 @@ def parse_quantity(value: object) -> Fraction | None:
         return _stored(Fraction(value), binary=False) if math.isfinite(value) else None
     if not isinstance(value, str):
         return None
-    text = value.strip(_JSON_SPACES)
+    return _parse_quantity_text(value.strip(_JSON_SPACES))
+
+
+def _parse_quantity_text(text: str) -> Fraction | None:
+    """A quantity string (JSON spaces stripped), as apimachinery's ParseQuantity reads it."""
     if not text:
         return None
     parts = _scan(text)
@@ -124,18 +128,10 @@ def parse_quantity(value: object) -> Fraction | None:
         return None
     if len(parts.integer) + len(parts.fraction) > MAX_DIGITS:
         return None
-    suffix = parts.suffix
-    if suffix in _DECIMAL:
-        base, exponent, binary = 10, _DECIMAL[suffix], False
-    elif suffix in _BINARY:
-        base, exponent, binary = 2, _BINARY[suffix], True
-    elif len(suffix) > 1 and suffix[0] in "eE":
-        found = _exponent(suffix)
-        if found is None:
-            return None
-        base, exponent, binary = 10, found, False
-    else:
+    scale = _suffix_scale(parts.suffix)
+    if scale is None:
         return None
+    base, exponent, binary = scale
     if not parts.has_digits and (exponent >= 50 if binary else exponent < -9):
         # without digits ("Pi", "-e-12") apimachinery's exact path is used and parses the
         # empty number text, which fails; its int64 path (the other suffixes) gives zero
@@ -148,6 +144,18 @@ def parse_quantity(value: object) -> Fraction | None:
     amount = Fraction(int(digits), 10 ** len(parts.fraction)) * Fraction(base) ** exponent
     stored = _stored(amount, binary=binary)
     return -stored if parts.negative else stored
+
+
+def _suffix_scale(suffix: str) -> tuple[int, int, bool] | None:
+    """(base, exponent, binary?) of a suffix: decimal (k, M), binary (Ki) or e/E notation."""
+    if suffix in _DECIMAL:
+        return 10, _DECIMAL[suffix], False
+    if suffix in _BINARY:
+        return 2, _BINARY[suffix], True
+    if len(suffix) > 1 and suffix[0] in "eE":
+        found = _exponent(suffix)
+        return None if found is None else (10, found, False)
+    return None
 
 
 def _stored(amount: Fraction, *, binary: bool) -> Fraction:
