@@ -26,7 +26,7 @@ WORKDIR /src
 COPY constraints.txt ./
 RUN python -m venv /opt/venv \
  && /opt/venv/bin/pip install --no-cache-dir -c constraints.txt \
-      kopf kubernetes nvidia-ml-py PyYAML prometheus-client aiohttp
+      kopf nvidia-ml-py PyYAML prometheus-client aiohttp
 COPY pyproject.toml README.md ./
 COPY initcontainer/ initcontainer/
 COPY operator/ operator/

@@ -12,10 +12,13 @@ STAMP := $(VENV)/.installed
 
 all: test
 
-$(STAMP): pyproject.toml constraints.txt
+# The product editable with its dev extra, then the development harness (dev/preflight_dev:
+# control plane, demo, fake driver; never shipped) as a distribution of its own.
+$(STAMP): pyproject.toml dev/pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
+	$(PY) -m pip install -q --no-deps -e ./dev
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -49,10 +52,10 @@ zipapp: venv
 	$(PY) hack/build_zipapp.py --output dist/vllm-preflight.pyz
 
 demo: venv controlplane
-	$(PY) -m preflight_operator.demo
+	$(PY) -m preflight_dev.demo
 
 cluster: venv controlplane
-	$(PY) -m preflight_operator.testing.cluster
+	$(PY) -m preflight_dev.testing.cluster
 
 # Benchmarks against floors measured in the same run (docs/PERFORMANCE.md).
 bench-webhook: venv controlplane

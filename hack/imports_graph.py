@@ -4,7 +4,7 @@
 Why: docs/ARCHITECTURE.md states which part may import which, and import-linter
 (`make lint`, `[tool.importlinter]` in pyproject.toml) enforces the layers; this picture
 shows what the code does today, so a reader sees at a glance that the product and the
-development harness are apart (and where they are not yet). It reads the sources with
+development harness (dev/preflight_dev) are apart. It reads the sources with
 the standard library's `ast` only, so it runs without the venv:
 
     python3 hack/imports_graph.py             # writes docs/imports.mmd and its copy
@@ -34,13 +34,22 @@ END = "<!-- end of imports graph -->"
 SOURCES = [
     (ROOT / "initcontainer", "preflight_check"),
     (ROOT / "operator", "preflight_operator"),
+    (ROOT / "dev", "preflight_dev"),
     (ROOT, "tests"),
 ]
 
 # The checker modules the operator may import (docs/ARCHITECTURE.md, "Packages").
 CHECKER_CONTRACT = {"report", "vllm_args", "check_ids", "modelfacts", "modelsource"}
-# The development harness, still inside the product package (issue 12).
-HARNESS = {"testing", "localsetup", "localoperator", "fakekubelet", "demo"}
+# The development harness: the subpackages and modules of preflight_dev (dev/, never shipped).
+HARNESS = {
+    "testing",
+    "localsetup",
+    "localoperator",
+    "fakekubelet",
+    "demo",
+    "fakedriver",
+    "hubserver",
+}
 # Third-party packages worth showing (the rest are standard library or small helpers).
 EXTERNAL = {"kopf", "kubernetes", "aiohttp", "yaml", "pynvml", "torch", "prometheus_client"}
 
@@ -49,7 +58,7 @@ GROUPS = {
     "checker": "checker (initcontainer/preflight_check)",
     "rules": "rules engine (pure)",
     "core": "operator core (operator/preflight_operator)",
-    "harness": "development harness (ships in the wheel today)",
+    "harness": "development harness (dev/preflight_dev, not shipped)",
     "tests": "tests",
     "external": "third-party",
 }
@@ -72,13 +81,14 @@ def node_of(module: str) -> tuple[str, str] | None:
             if len(parts) > 2 and parts[2] == "checks":
                 return "rules_checks", "rules"
             return "rules", "rules"
-        if sub in HARNESS:
-            return f"harness_{sub}", "harness"
         if sub == "handlers":
             return "op_handlers", "core"
         if sub in {"api", "webhookserver"}:
             return f"op_{sub}", "core"
         return "op_core", "core"
+    if top == "preflight_dev":
+        sub = parts[1] if len(parts) > 1 and parts[1] in HARNESS else ""
+        return (f"harness_{sub}" if sub else "harness_root"), "harness"
     if top == "tests":
         sub = parts[1] if len(parts) > 1 and not parts[1].startswith(("conftest", "hub")) else ""
         return (f"tests_{sub}" if sub else "tests_root"), "tests"
@@ -99,7 +109,8 @@ LABELS = {
     "op_handlers": "handlers (kopf, thin)",
     "op_api": "api.py<br/>the one API module",
     "op_webhookserver": "webhookserver.py",
-    "tests_root": "tests/conftest.py, hubserver.py",
+    "tests_root": "tests/conftest.py",
+    "harness_root": "preflight_dev",
 }
 
 

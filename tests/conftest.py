@@ -1,6 +1,6 @@
 """Session-wide fixtures.
 
-Kubernetes (API in preflight_operator.testing's docstring; docs/CONTROL_PLANE.md):
+Kubernetes (API in preflight_dev.testing's docstring; docs/CONTROL_PLANE.md):
 - `k8s`: one cluster for the whole session, started on first use: a LocalCluster, or the
   cluster named by VLLM_PREFLIGHT_KUBECONFIG (KUBECONFIG itself is never used).
 - `local_k8s`: the same object; skips the test when it is not local (webhooks on 127.0.0.1).
@@ -18,7 +18,7 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import settings as hypothesis_settings
 
-from preflight_operator.testing import (
+from preflight_dev.testing import (
     BinariesNotFound,
     Cluster,
     KubectlError,
@@ -26,7 +26,7 @@ from preflight_operator.testing import (
     find_bin_dir,
     open_cluster,
 )
-from preflight_operator.testing.process import signals_as_keyboard_interrupt
+from preflight_dev.testing.process import signals_as_keyboard_interrupt
 
 # CI (CI=true, as .ci/run is started) runs the property tests derandomized: the same
 # examples every run, so a landing never depends on the draw. Locally they explore.

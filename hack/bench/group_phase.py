@@ -1,7 +1,7 @@
 """What the group phase adds to a group's check, on localhost.
 
 Starts the members of a group as the injected check runs them in the e2e test: the real
-checker (``preflight_operator.demo.fakecheck``: the whole CLI over the fake GPU driver),
+checker (``preflight_dev.demo.fakecheck``: the whole CLI over the fake GPU driver),
 one process per pod, meeting on 127.0.0.1. In each run one member is made the slowest by
 starting it ``--delay`` seconds after the others (the leader in half the runs, a worker in
 the other half). From the reports of that same run:
@@ -42,7 +42,7 @@ def free_port() -> int:
 def member(index: int, size: int, port: int, workdir: Path) -> tuple[list[str], dict[str, str]]:
     env = {
         "PATH": os.environ.get("PATH", ""),
-        "PYTHONPATH": f"{REPO}{os.pathsep}{REPO / 'initcontainer'}{os.pathsep}{REPO / 'operator'}",
+        "PYTHONPATH": os.pathsep.join(str(REPO / d) for d in ("initcontainer", "operator", "dev")),
         "LWS_LEADER_ADDRESS": "127.0.0.1",
         "LWS_GROUP_SIZE": str(size),
         "LWS_WORKER_INDEX": str(index),
@@ -53,7 +53,7 @@ def member(index: int, size: int, port: int, workdir: Path) -> tuple[list[str], 
         "PREFLIGHT_TP": "2",
         "PREFLIGHT_DEADLINE": "30",
     }
-    cmd = [sys.executable, "-m", "preflight_operator.demo.fakecheck", "--gpus", "2", "--"]
+    cmd = [sys.executable, "-m", "preflight_dev.demo.fakecheck", "--gpus", "2", "--"]
     cmd += ["--json", str(workdir / f"{index}.json"), "--termination-log", str(workdir / "t")]
     return cmd, env
 

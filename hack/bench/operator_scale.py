@@ -37,17 +37,18 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(REPO / "operator"), str(REPO / "initcontainer")]
+sys.path[:0] = [str(REPO / "operator"), str(REPO / "initcontainer"), str(REPO / "dev")]
 
 from preflight_check.report import CheckResult, GPUEntry, Report  # noqa: E402
-from preflight_operator import constants, fakekubelet, localsetup  # noqa: E402
+from preflight_dev import fakekubelet, localsetup  # noqa: E402
+from preflight_dev.localoperator import OperatorProcess  # noqa: E402
+from preflight_dev.testing import LocalCluster  # noqa: E402
+from preflight_dev.testing.process import Component  # noqa: E402
+from preflight_operator import constants  # noqa: E402
 from preflight_operator.api import KubeApi, credentials_from_kubeconfig  # noqa: E402
 from preflight_operator.config import InjectionConfig, PolicySpec  # noqa: E402
 from preflight_operator.injection import Injection, plan_injection  # noqa: E402
-from preflight_operator.localoperator import OperatorProcess  # noqa: E402
 from preflight_operator.static import Plan  # noqa: E402
-from preflight_operator.testing import LocalCluster  # noqa: E402
-from preflight_operator.testing.process import Component  # noqa: E402
 
 NAMESPACE = "bench"
 UNRELATED = "unrelated"

@@ -37,12 +37,12 @@ import aiohttp
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(REPO / "operator"), str(REPO / "initcontainer")]
+sys.path[:0] = [str(REPO / "operator"), str(REPO / "initcontainer"), str(REPO / "dev")]
 
-from preflight_operator import localsetup  # noqa: E402
-from preflight_operator.localoperator import OperatorProcess  # noqa: E402
-from preflight_operator.testing import LocalCluster  # noqa: E402
-from preflight_operator.testing.process import Component, free_ports, port_is_listening  # noqa: E402
+from preflight_dev import localsetup  # noqa: E402
+from preflight_dev.localoperator import OperatorProcess  # noqa: E402
+from preflight_dev.testing import LocalCluster  # noqa: E402
+from preflight_dev.testing.process import Component, free_ports, port_is_listening  # noqa: E402
 
 MANIFESTS = REPO / "tests" / "data" / "manifests"
 

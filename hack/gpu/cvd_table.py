@@ -5,7 +5,7 @@
 
 For every value (docs/GPU_FACTS.md's rows, with this machine's UUIDs, plus rows that table
 leaves open) a fresh `python3 -S -I` process runs cuInit and reports the PCI bus ids CUDA
-sees. The same value is given to the fake driver of tests/fakedriver, built from this
+sees. The same value is given to the fake driver of preflight_dev.fakedriver, built from this
 machine's NVML inventory. A mismatch means the fake (and docs/GPU_FACTS.md) must follow the
 measurement; it is printed and the exit code is 1.
 """
@@ -20,12 +20,12 @@ import sys
 from typing import Any, Dict, List, Optional, Tuple
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path[:0] = [os.path.join(REPO, "initcontainer"), REPO]
+sys.path[:0] = [os.path.join(REPO, "initcontainer"), os.path.join(REPO, "dev")]
 
 import pynvml  # noqa: E402
-from tests.fakedriver.fake import FakeGpu, FakeMachine, visible_devices  # noqa: E402
 
 from preflight_check.driver.api import bus_id_key  # noqa: E402
+from preflight_dev.fakedriver.fake import FakeGpu, FakeMachine, visible_devices  # noqa: E402
 
 PROBE = r"""
 import ctypes, json

@@ -3,7 +3,7 @@
 # python3 with torch) on the GPU machine.
 #   1. a one-pod group: the leader alone, fast and deep tier (NCCL all-reduce, 1 rank);
 #   2. a group of three: the leader is the real checker on the real GPU, the two workers
-#      are the checker over the fake driver (tests/fakedriver, no GPU: "workers on the
+#      are the checker over the fake driver (dev/preflight_dev/fakedriver, no GPU: "workers on the
 #      CPU"), each told it runs on its own node; they meet on 127.0.0.1 and exchange their
 #      facts (the leader's are the real driver's, NVML's UUIDs, the image's NCCL, torch);
 #      deep tier forced to gloo so the workers' ranks run on the CPU.
@@ -22,9 +22,9 @@ PORT=${PORT:-29600}
 group() {  # index size: the group env of member <index>
   echo "PREFLIGHT_GROUP_ADDRESS=127.0.0.1 PREFLIGHT_GROUP_BIND=127.0.0.1 PREFLIGHT_GROUP_PORT=$PORT PREFLIGHT_GROUP_ID=gpu-run PREFLIGHT_GROUP_SIZE=$2 PREFLIGHT_GROUP_INDEX=$1 PREFLIGHT_NODE_NAME=node-$1"
 }
-FAKE_WORKER="import sys, os; sys.path[:0] = ['$REPO', '$REPO/initcontainer']
-from tests.fakedriver.fake import h200_machine
-from tests.fakedriver.harness import fake_host
+FAKE_WORKER="import sys, os; sys.path[:0] = ['$REPO/dev', '$REPO/initcontainer']
+from preflight_dev.fakedriver.fake import h200_machine
+from preflight_dev.fakedriver.harness import fake_host
 from preflight_check.cli import main
 sys.exit(main(sys.argv[1:], host=fake_host(h200_machine(2), dict(os.environ))))"
 

@@ -6,7 +6,7 @@
 For every GPU: the raw pynvml answer of each call (or the NVML error it raised), then
 what the checker's binding (preflight_check.driver.nvml) made of it, with the time each
 read took. Then the XID event registration and a drain of its events. The values go into
-docs/GPU_RUNS.md and the defaults of tests/fakedriver/fake.py's FakeGpu.
+docs/GPU_RUNS.md and the defaults of dev/preflight_dev/fakedriver/fake.py's FakeGpu.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ OUT=${OUT:-/tmp/preflight-gpu}
 mkdir -p "$OUT"
 # NVLink multicast stays off on these shared machines (device README).
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD/initcontainer:$PWD"
+export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD/initcontainer:$PWD/dev:$PWD"
 unset CUDA_VISIBLE_DEVICES
 PY=${PY:-python3}
 ZIP=dist/vllm-preflight.pyz

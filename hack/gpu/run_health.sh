@@ -24,7 +24,7 @@ PYTHONPATH="$ZIP/src" timeout 60 "$PY" hack/gpu/nvml_health.py --json "$OUT/nvml
   >"$OUT/nvml_health.txt" 2>&1
 echo "nvml_health exit $?"
 echo "== pytest tests/gpu"
-PYTHONPATH="$PWD/initcontainer:$PWD" PREFLIGHT_GPU_EVIDENCE="$OUT" PREFLIGHT_ZIPAPP="$ZIP" \
+PYTHONPATH="$PWD/initcontainer:$PWD/dev:$PWD" PREFLIGHT_GPU_EVIDENCE="$OUT" PREFLIGHT_ZIPAPP="$ZIP" \
   timeout 330 "$PY" -m pytest -m gpu tests/gpu --noconftest -p no:cacheprovider -v -rA \
   >"$OUT/pytest.log" 2>&1
 echo "pytest exit $?"

@@ -39,13 +39,14 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(REPO / "operator"), str(REPO / "initcontainer")]
+sys.path[:0] = [str(REPO / "operator"), str(REPO / "initcontainer"), str(REPO / "dev")]
 
 from preflight_check.report import CheckResult, Report  # noqa: E402
-from preflight_operator import constants, fakekubelet, localoperator, localsetup  # noqa: E402
-from preflight_operator.localoperator import OperatorProcess  # noqa: E402
-from preflight_operator.testing import LocalCluster  # noqa: E402
-from preflight_operator.testing.base import Cluster  # noqa: E402
+from preflight_dev import fakekubelet, localoperator, localsetup  # noqa: E402
+from preflight_dev.localoperator import OperatorProcess  # noqa: E402
+from preflight_dev.testing import LocalCluster  # noqa: E402
+from preflight_dev.testing.base import Cluster  # noqa: E402
+from preflight_operator import constants  # noqa: E402
 
 PASSED = Report(
     checks=[CheckResult("gpu-count", "pass", "CUDA sees 2 GPUs")]

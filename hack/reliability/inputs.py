@@ -26,7 +26,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "data" / "hostile"))
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "dev"))  # preflight_dev.fakedriver
 import corpus  # noqa: E402
 
 PYTHON = sys.executable
@@ -150,10 +150,9 @@ def check_inputs(workdir: Path) -> list[dict[str, Any]]:
 def _check_child(name: str, outdir: str) -> int:
     import io  # noqa: PLC0415 - in the child only
 
-    from tests.fakedriver.fake import h200_machine  # noqa: PLC0415
-    from tests.fakedriver.harness import fake_host  # noqa: PLC0415
-
     from preflight_check.cli import main  # noqa: PLC0415
+    from preflight_dev.fakedriver.fake import h200_machine  # noqa: PLC0415
+    from preflight_dev.fakedriver.harness import fake_host  # noqa: PLC0415
 
     argv, env = next((a, e) for n, a, e, _ in corpus.check_cases() if n == name)
     os.makedirs(outdir, exist_ok=True)

@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from preflight_operator import constants, localoperator, localsetup
-from preflight_operator.localoperator import OperatorProcess
-from preflight_operator.testing import Cluster, wait_for
+from preflight_dev import localoperator, localsetup
+from preflight_dev.localoperator import OperatorProcess
+from preflight_dev.testing import Cluster, wait_for
+from preflight_operator import constants
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "models"
 QWEN = "Qwen/Qwen2.5-0.5B-Instruct"  # 14 attention heads, 2 KV heads

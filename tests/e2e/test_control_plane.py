@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 import pytest
 from cryptography import x509
 
-from preflight_operator.testing import (
+from preflight_dev.testing import (
     KUBECONFIG_ENV,
     BinariesNotFound,
     CertificateAuthority,
@@ -38,8 +38,8 @@ from preflight_operator.testing import (
     external_kubeconfig,
     wait_for,
 )
-from preflight_operator.testing.binaries import REQUIRED, bin_dir_from_env
-from preflight_operator.testing.process import (
+from preflight_dev.testing.binaries import REQUIRED, bin_dir_from_env
+from preflight_dev.testing.process import (
     OWNER_FILE,
     PIDS_FILE,
     pid_alive,
@@ -455,7 +455,7 @@ def test_external_cluster_api_works_against_an_existing_cluster(local_k8s: Clust
 def _start_harness() -> tuple[subprocess.Popen[str], Path, list[str]]:
     """`make cluster` in a subprocess; returns it, its kubeconfig and its output so far."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "preflight_operator.testing.cluster"],
+        [sys.executable, "-m", "preflight_dev.testing.cluster"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
@@ -581,7 +581,7 @@ def test_serving_certificate_names_loopback_and_chains_to_the_ca() -> None:
 def test_a_crashing_program_still_stops_everything_at_exit(tmp_path: Path) -> None:
     # No `with`, no stop(): an uncaught exception ends the program; atexit must clean up.
     program = (
-        "from preflight_operator.testing import LocalCluster\n"
+        "from preflight_dev.testing import LocalCluster\n"
         "c = LocalCluster().start()\n"
         "print(c.workdir, *c.pids.values(), flush=True)\n"
         "raise RuntimeError('a test crashed')\n"

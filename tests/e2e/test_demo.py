@@ -31,7 +31,7 @@ def processes_mentioning(text: str) -> list[str]:
 @pytest.mark.slow
 def test_make_demo_shows_one_passing_and_one_failing_workload() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "preflight_operator.demo"],
+        [sys.executable, "-m", "preflight_dev.demo"],
         cwd=REPO, capture_output=True, text=True, timeout=240, check=False,
     )  # fmt: skip
     out = result.stdout

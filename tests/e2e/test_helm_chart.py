@@ -36,7 +36,7 @@ import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from preflight_operator.testing import Cluster, KubectlError, wait_for
+from preflight_dev.testing import Cluster, KubectlError, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "vllm-preflight"

@@ -19,8 +19,9 @@ import pytest
 import yaml
 
 from preflight_check.report import CheckResult, GPUEntry, Report
-from preflight_operator import constants, fakekubelet, localoperator, localsetup
-from preflight_operator.testing import Cluster, wait_for
+from preflight_dev import fakekubelet, localoperator, localsetup
+from preflight_dev.testing import Cluster, wait_for
+from preflight_operator import constants
 
 REPO = Path(__file__).resolve().parents[2]
 MANIFESTS = REPO / "tests" / "data" / "manifests"

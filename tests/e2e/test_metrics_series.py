@@ -20,9 +20,10 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from preflight_check.report import CheckResult, Report
-from preflight_operator import constants, fakekubelet, localoperator, localsetup
-from preflight_operator.localoperator import OperatorProcess
-from preflight_operator.testing import Cluster, wait_for
+from preflight_dev import fakekubelet, localoperator, localsetup
+from preflight_dev.localoperator import OperatorProcess
+from preflight_dev.testing import Cluster, wait_for
+from preflight_operator import constants
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "vllm-preflight"

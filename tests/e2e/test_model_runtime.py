@@ -22,11 +22,12 @@ from typing import Any
 
 import pytest
 import yaml
-from tests.hubserver import HubServer
 
-from preflight_operator import constants, fakekubelet, lint, localoperator, localsetup
-from preflight_operator.localoperator import OperatorProcess
-from preflight_operator.testing import Cluster, find_bin_dir, wait_for
+from preflight_dev import fakekubelet, localoperator, localsetup
+from preflight_dev.hubserver import HubServer
+from preflight_dev.localoperator import OperatorProcess
+from preflight_dev.testing import Cluster, find_bin_dir, wait_for
+from preflight_operator import constants, lint
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "models"
 CHART = Path(__file__).resolve().parents[2] / "charts" / "vllm-preflight"
@@ -126,7 +127,7 @@ def run_checker(pod: dict[str, Any], workdir: Path) -> tuple[int, str, dict[str,
     log = workdir / "termination-log"
     report = workdir / "report.json"
     result = subprocess.run(
-        [sys.executable, "-m", "preflight_operator.demo.fakecheck",
+        [sys.executable, "-m", "preflight_dev.demo.fakecheck",
          "--gpus", str(fakekubelet.check_gpus(pod)),
          "--shm-bytes", str(fakekubelet.check_shm_bytes(pod)),
          "--", "--termination-log", str(log), "--json", str(report)],

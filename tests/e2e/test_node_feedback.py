@@ -21,10 +21,11 @@ import pytest
 import yaml
 
 from preflight_check.report import CheckResult, GPUEntry, Report
-from preflight_operator import constants, fakekubelet, localoperator, localsetup
-from preflight_operator.localoperator import OperatorProcess
+from preflight_dev import fakekubelet, localoperator, localsetup
+from preflight_dev.localoperator import OperatorProcess
+from preflight_dev.testing import Cluster, wait_for
+from preflight_operator import constants
 from preflight_operator.nodefeedback import KEY
-from preflight_operator.testing import Cluster, wait_for
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "data" / "manifests"
 GPU0 = "GPU-ea300b2e-0352-789c-6847-ce5195328e81"

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
-from preflight_operator import constants, localoperator, localsetup
-from preflight_operator.testing import Cluster, wait_for
+from preflight_dev import localoperator, localsetup
+from preflight_dev.testing import Cluster, wait_for
+from preflight_operator import constants
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "data" / "manifests"
 

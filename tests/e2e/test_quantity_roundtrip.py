@@ -16,8 +16,8 @@ from fractions import Fraction
 
 import pytest
 
+from preflight_dev.testing import Cluster, KubectlError
 from preflight_operator.rules.quantity import parse_quantity
-from preflight_operator.testing import Cluster, KubectlError
 
 # resource names a quota accepts with any non-negative quantity
 KEYS = (

@@ -22,9 +22,10 @@ import pytest
 import yaml
 
 from preflight_check.report import CheckResult, Report
-from preflight_operator import constants, fakekubelet, localoperator, localsetup
-from preflight_operator.testing import Cluster, wait_for
-from preflight_operator.testing.nodes import DEFAULT_NODES, create_gpu_nodes, delete_gpu_nodes
+from preflight_dev import fakekubelet, localoperator, localsetup
+from preflight_dev.testing import Cluster, wait_for
+from preflight_dev.testing.nodes import DEFAULT_NODES, create_gpu_nodes, delete_gpu_nodes
+from preflight_operator import constants
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "data" / "manifests"
 PASSED = Report(

@@ -18,9 +18,10 @@ import pytest
 import yaml
 
 from preflight_check.report import CheckResult, Report
-from preflight_operator import constants, fakekubelet, localoperator, localsetup
-from preflight_operator.localoperator import OperatorProcess
-from preflight_operator.testing import Cluster, wait_for
+from preflight_dev import fakekubelet, localoperator, localsetup
+from preflight_dev.localoperator import OperatorProcess
+from preflight_dev.testing import Cluster, wait_for
+from preflight_operator import constants
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "realworld"
 INJECT = {constants.LABEL_INJECT: "enabled"}

@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 import yaml
 
-from preflight_operator import localsetup
-from preflight_operator.testing import Cluster
+from preflight_dev import localsetup
+from preflight_dev.testing import Cluster
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "realworld"
 EXPECTED = json.loads((CORPUS / "expected.json").read_text(encoding="utf-8"))["files"]

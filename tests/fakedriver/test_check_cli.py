@@ -10,10 +10,10 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.fakedriver.fake import FakeGpu, h200_machine
-from tests.fakedriver.harness import fake_host, run_check
 
 from preflight_check.report import ERROR, FAIL, PASS, SKIP, WARN
+from preflight_dev.fakedriver.fake import FakeGpu, h200_machine
+from preflight_dev.fakedriver.harness import fake_host, run_check
 
 pytestmark = pytest.mark.timeout(60)
 

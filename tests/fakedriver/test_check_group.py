@@ -42,9 +42,9 @@ def start_member(
         "PREFLIGHT_NODE_NAME": f"node-{index}",
         "PREFLIGHT_TP": "2",
         "PREFLIGHT_DEADLINE": str(deadline),
-        "PYTHONPATH": f"{REPO}{os.pathsep}{REPO / 'initcontainer'}",
+        "PYTHONPATH": os.pathsep.join(str(REPO / d) for d in ("initcontainer", "operator", "dev")),
     }
-    cmd = [sys.executable, "-m", "preflight_operator.demo.fakecheck", "--gpus", "2", "--"]
+    cmd = [sys.executable, "-m", "preflight_dev.demo.fakecheck", "--gpus", "2", "--"]
     cmd += ["--json", str(report), "--termination-log", str(tmp / f"term-{index}")]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     return proc, report

@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.fakedriver.fake import h200_machine
-from tests.fakedriver.harness import fake_host, run_check
 
 from preflight_check.driver.api import NvmlGpuNeedsReset
 from preflight_check.driver.nvml import PynvmlDevice, _Binding
 from preflight_check.report import FAIL, PASS, SKIP, WARN
+from preflight_dev.fakedriver.fake import h200_machine
+from preflight_dev.fakedriver.harness import fake_host, run_check
 
 pytestmark = pytest.mark.timeout(60)
 HARDWARE = ("row-remap", "gpu-reset", "nvlink", "pcie-link", "clock-throttle", "fabric", "xid")

@@ -9,10 +9,10 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.fakedriver.fake import h200_machine
-from tests.fakedriver.harness import fake_host, run_check
 
 from preflight_check.report import ERROR, PASS, WARN
+from preflight_dev.fakedriver.fake import h200_machine
+from preflight_dev.fakedriver.harness import fake_host, run_check
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.fakedriver.fake import GARBAGE_DEVICE_ID, h200_machine
-from tests.fakedriver.harness import fake_host, run_check
 
 from preflight_check.report import FAIL, PASS, WARN
+from preflight_dev.fakedriver.fake import GARBAGE_DEVICE_ID, h200_machine
+from preflight_dev.fakedriver.harness import fake_host, run_check
 
 pytestmark = pytest.mark.timeout(60)
 SHIM = "/opt/vendor/lib/libctxshim.so"

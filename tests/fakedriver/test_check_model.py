@@ -9,11 +9,11 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.fakedriver.fake import FakeGpu, FakeMachine, h200_machine
-from tests.fakedriver.harness import fake_host, run_check
-from tests.hubserver import CORPUS, HubServer
 
 from preflight_check.report import FAIL, PASS, SKIP, WARN
+from preflight_dev.fakedriver.fake import FakeGpu, FakeMachine, h200_machine
+from preflight_dev.fakedriver.harness import fake_host, run_check
+from preflight_dev.hubserver import CORPUS, HubServer
 
 pytestmark = pytest.mark.timeout(60)
 GIB = 1 << 30

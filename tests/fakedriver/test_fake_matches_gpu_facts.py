@@ -12,7 +12,6 @@ import threading
 from typing import List, Optional, Tuple
 
 import pytest
-from tests.fakedriver.fake import FakeCudaDriver, FakeNvml, h200_machine
 
 from preflight_check.cvd import BaseGpu, explain
 from preflight_check.driver.api import (
@@ -21,6 +20,7 @@ from preflight_check.driver.api import (
     CUDA_ERROR_NO_DEVICE,
     CUDA_SUCCESS,
 )
+from preflight_dev.fakedriver.fake import FakeCudaDriver, FakeNvml, h200_machine
 
 MACHINE = h200_machine(2)
 GPU0, GPU1 = (g.uuid for g in MACHINE.gpus)

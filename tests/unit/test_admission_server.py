@@ -10,8 +10,8 @@ from typing import Any
 
 import aiohttp
 
-from preflight_operator.testing.certs import CertificateAuthority
-from preflight_operator.testing.process import free_ports
+from preflight_dev.testing.certs import CertificateAuthority
+from preflight_dev.testing.process import free_ports
 from preflight_operator.webhookserver import PreflightWebhookServer
 
 

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
-from preflight_operator.testing import BinariesNotFound, CertificateAuthority, find_bin_dir
+from preflight_dev.testing import BinariesNotFound, CertificateAuthority, find_bin_dir
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "vllm-preflight"

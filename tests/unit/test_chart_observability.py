@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 import yaml
 
+from preflight_dev.testing import BinariesNotFound, find_bin_dir, find_tools_dir
 from preflight_operator import metrics
-from preflight_operator.testing import BinariesNotFound, find_bin_dir, find_tools_dir
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "vllm-preflight"

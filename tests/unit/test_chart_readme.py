@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from preflight_operator.testing import BinariesNotFound, find_tools_dir
+from preflight_dev.testing import BinariesNotFound, find_tools_dir
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "vllm-preflight"

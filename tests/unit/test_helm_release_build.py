@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from preflight_operator.testing import BinariesNotFound, find_bin_dir
+from preflight_dev.testing import BinariesNotFound, find_bin_dir
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "vllm-preflight"

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.hubserver import CORPUS, HubServer
 
+from preflight_dev.hubserver import CORPUS, HubServer
 from preflight_operator.config import ConfigError
 from preflight_operator.modelcache import (
     ModelCache,

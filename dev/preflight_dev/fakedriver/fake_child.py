@@ -15,15 +15,15 @@ import sys
 import time
 from typing import Dict
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-sys.path[:0] = [os.path.join(REPO, "initcontainer"), REPO]
-
-from tests.fakedriver.fake import FakeCudaDriver, FakeMachine  # noqa: E402
-from tests.fakedriver.harness import NO_DRIVER  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))  # dev/preflight_dev/fakedriver
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+# Run as a script (harness.FAKE_CHILD): the checker and this package from the checkout.
+sys.path[:0] = [os.path.join(REPO, "initcontainer"), os.path.join(REPO, "dev")]
 
 from preflight_check import deep_worker, rank_probe  # noqa: E402
 from preflight_check.driver.basics import DriverUnavailable  # noqa: E402
+from preflight_dev.fakedriver.fake import FakeCudaDriver, FakeMachine  # noqa: E402
+from preflight_dev.fakedriver.harness import NO_DRIVER  # noqa: E402
 
 
 def fake_deep(request: Dict[str, str], log: rank_probe.JsonLinesLog) -> int:

@@ -1,6 +1,6 @@
 """`make cluster`: the local control plane in the foreground.
 
-    python -m preflight_operator.testing.cluster [--keep-workdir]
+    python -m preflight_dev.testing.cluster [--keep-workdir]
 
 prints the kubeconfig path and the start time, then runs until Ctrl-C or SIGTERM (or until
 a component dies) and stops everything it started. It always starts a local cluster;
@@ -15,9 +15,9 @@ import sys
 import time
 from collections.abc import Sequence
 
-from preflight_operator.testing.binaries import BinariesNotFound
-from preflight_operator.testing.local import ComponentError, LocalCluster
-from preflight_operator.testing.process import signals_as_keyboard_interrupt
+from preflight_dev.testing.binaries import BinariesNotFound
+from preflight_dev.testing.local import ComponentError, LocalCluster
+from preflight_dev.testing.process import signals_as_keyboard_interrupt
 
 
 def _say(line: str) -> None:
@@ -26,7 +26,7 @@ def _say(line: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m preflight_operator.testing.cluster",
+        prog="python -m preflight_dev.testing.cluster",
         description="Run the local control plane (etcd, kube-apiserver, "
         "kube-controller-manager) in the foreground until Ctrl-C or SIGTERM.",
     )

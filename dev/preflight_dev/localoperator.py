@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
-from preflight_operator import localsetup
-from preflight_operator.testing.base import Cluster
-from preflight_operator.testing.process import Component, free_ports, port_is_listening
+from preflight_dev import localsetup
+from preflight_dev.testing.base import Cluster
+from preflight_dev.testing.process import Component, free_ports, port_is_listening
 
 
 class OperatorProcess:

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from preflight_operator.testing.base import Cluster
+from preflight_dev.testing.base import Cluster
 
 GPU_RESOURCE = "nvidia.com/gpu"
 NODE_ROLE_LABEL = "vllm-preflight.io/fake-gpu-node"  # what delete_gpu_nodes() selects

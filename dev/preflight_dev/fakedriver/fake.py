@@ -393,7 +393,7 @@ class FakeNvml:
         self.initialised = False
 
     def init(self) -> None:
-        from preflight_check.driver.api import DriverUnavailable
+        from preflight_check.driver.api import DriverUnavailable  # noqa: PLC0415
 
         if not self.machine.nvml_present:
             raise DriverUnavailable("NVML: NVML Shared Library Not Found")

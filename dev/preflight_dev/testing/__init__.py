@@ -12,7 +12,7 @@ marked `e2e` automatically and the cluster starts once, on first use, for the wh
 
 Outside pytest:
 
-    from preflight_operator.testing import LocalCluster, open_cluster
+    from preflight_dev.testing import LocalCluster, open_cluster
     with LocalCluster() as cluster:                 # or open_cluster(), which honours
         ...                                         # VLLM_PREFLIGHT_KUBECONFIG
 
@@ -48,13 +48,13 @@ as a kubelet would (fakekubelet, for pods the scheduler bound).
 
 from __future__ import annotations
 
-from preflight_operator.testing.base import Cluster, KubectlError, ServingCert
-from preflight_operator.testing.binaries import BinariesNotFound, find_bin_dir, find_tools_dir
-from preflight_operator.testing.certs import CertificateAuthority, KeyPair
-from preflight_operator.testing.external import ExternalCluster
-from preflight_operator.testing.local import ClusterStartError, ComponentError, LocalCluster
-from preflight_operator.testing.selection import KUBECONFIG_ENV, external_kubeconfig, open_cluster
-from preflight_operator.testing.wait import wait_for
+from preflight_dev.testing.base import Cluster, KubectlError, ServingCert
+from preflight_dev.testing.binaries import BinariesNotFound, find_bin_dir, find_tools_dir
+from preflight_dev.testing.certs import CertificateAuthority, KeyPair
+from preflight_dev.testing.external import ExternalCluster
+from preflight_dev.testing.local import ClusterStartError, ComponentError, LocalCluster
+from preflight_dev.testing.selection import KUBECONFIG_ENV, external_kubeconfig, open_cluster
+from preflight_dev.testing.wait import wait_for
 
 __all__ = [
     "KUBECONFIG_ENV",

@@ -23,17 +23,17 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from preflight_operator.testing import flags
-from preflight_operator.testing.base import Cluster
-from preflight_operator.testing.binaries import find_bin_dir
-from preflight_operator.testing.certs import new_private_key, private_key_pem
-from preflight_operator.testing.kubeconfig import (
+from preflight_dev.testing import flags
+from preflight_dev.testing.base import Cluster
+from preflight_dev.testing.binaries import find_bin_dir
+from preflight_dev.testing.certs import new_private_key, private_key_pem
+from preflight_dev.testing.kubeconfig import (
     build_kubeconfig,
     client_cert_user,
     cluster_entry,
     write_kubeconfig,
 )
-from preflight_operator.testing.process import (
+from preflight_dev.testing.process import (
     OWNER_FILE,
     Component,
     free_ports,

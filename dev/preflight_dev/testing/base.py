@@ -17,8 +17,8 @@ from typing import Any, NamedTuple, TypeVar
 
 from kubernetes import config as kube_config
 
-from preflight_operator.testing.certs import CertificateAuthority
-from preflight_operator.testing.kubeconfig import build_kubeconfig, token_user, write_kubeconfig
+from preflight_dev.testing.certs import CertificateAuthority
+from preflight_dev.testing.kubeconfig import build_kubeconfig, token_user, write_kubeconfig
 
 _C = TypeVar("_C", bound="Cluster")
 
@@ -43,7 +43,7 @@ class ServingCert(NamedTuple):
 
 
 class Cluster:
-    """Base of LocalCluster and ExternalCluster; see preflight_operator.testing."""
+    """Base of LocalCluster and ExternalCluster; see preflight_dev.testing."""
 
     #: True when the API server runs on this machine and so can call webhooks on
     #: 127.0.0.1; tests that rely on that skip on a real cluster.

@@ -8,8 +8,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from preflight_operator.testing.base import Cluster, KubectlError
-from preflight_operator.testing.binaries import find_bin_dir
+from preflight_dev.testing.base import Cluster, KubectlError
+from preflight_dev.testing.binaries import find_bin_dir
 
 
 class ExternalCluster(Cluster):

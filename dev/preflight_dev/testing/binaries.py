@@ -24,7 +24,7 @@ REQUIRED = (
     "helm",
 )
 
-# operator/preflight_operator/testing/binaries.py -> the repository root.
+# dev/preflight_dev/testing/binaries.py -> the repository root.
 REPO_ROOT = Path(__file__).resolve().parents[3]
 BUILD_SCRIPT = REPO_ROOT / "hack" / "k8s" / "build.sh"
 

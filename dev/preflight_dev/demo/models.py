@@ -3,7 +3,7 @@
 Qwen2.5-0.5B-Instruct has 14 attention heads; with ``--tensor-parallel-size 4`` vLLM would
 fail at start with "Total number of attention heads (14) must be divisible by tensor
 parallel size (4)". The demo's operator fetches model configs from a local stand-in for
-the Hub (tests/hubserver.py serving tests/data/models on 127.0.0.1), so the webhook
+the Hub (dev/preflight_dev/hubserver.py serving tests/data/models on 127.0.0.1), so the webhook
 denies the Deployment before any image is pulled. The first request starts the fetch in
 the background (the webhook never waits on the network); the step dry-runs until the
 webhook knows the model, then applies for real.
@@ -13,17 +13,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from preflight_operator import localsetup
-from preflight_operator.testing.base import Cluster
-
-sys.path.insert(0, str(localsetup.REPO))  # tests/hubserver.py
-from tests.hubserver import HubServer
+from preflight_dev.hubserver import HubServer
+from preflight_dev.testing.base import Cluster
 
 MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
 NAME = "vllm-heads"

@@ -8,7 +8,7 @@ The two URL shapes vllm-preflight (and huggingface_hub) use to read a model's co
 It listens on 127.0.0.1 only. ``token`` makes it answer 401 without ``Authorization:
 Bearer <token>`` (a gated model); ``delay_s`` makes every answer late (timeouts).
 
-    python -m tests.hubserver --port 8765   # then HF_ENDPOINT=http://127.0.0.1:8765
+    python -m preflight_dev.hubserver --port 8765   # then HF_ENDPOINT=http://127.0.0.1:8765
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-CORPUS = Path(__file__).resolve().parent / "data" / "models"
+# dev/preflight_dev/hubserver.py -> the repository root's tests/data/models.
+CORPUS = Path(__file__).resolve().parents[2] / "tests" / "data" / "models"
 
 
 class HubServer:

@@ -1,7 +1,7 @@
 """`make demo`: the whole flow on a local control plane, in about half a minute.
 
 1. a local kube-apiserver + etcd + controller-manager + kube-scheduler
-   (preflight_operator.testing), and two fake GPU Nodes (4 and 2 H200s, testing/nodes.py);
+   (preflight_dev.testing), and two fake GPU Nodes (4 and 2 H200s, testing/nodes.py);
 2. the CRDs, the operator (a child process) and webhook configurations calling it;
 3. a namespace opted in, a good vLLM Deployment (TP=2 on 2 GPUs) admitted, a bad one
    (TP=4 on 2 GPUs, no /dev/shm) DENIED under the default Enforce; a PreflightPolicy with
@@ -30,13 +30,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from preflight_operator import constants, fakekubelet, localsetup
+from preflight_dev import fakekubelet, localsetup
+from preflight_dev.demo import models
+from preflight_dev.localoperator import OperatorProcess
+from preflight_dev.testing import LocalCluster
+from preflight_dev.testing.base import Cluster
+from preflight_dev.testing.nodes import DEFAULT_NODES, create_gpu_nodes
+from preflight_operator import constants
 from preflight_operator.api import KubeApi, credentials_from_kubeconfig
-from preflight_operator.demo import models
-from preflight_operator.localoperator import OperatorProcess
-from preflight_operator.testing import LocalCluster
-from preflight_operator.testing.base import Cluster
-from preflight_operator.testing.nodes import DEFAULT_NODES, create_gpu_nodes
 
 MANIFESTS = localsetup.REPO / "tests" / "data" / "manifests"
 
@@ -101,7 +102,7 @@ def run_check(pod: dict[str, Any], workdir: Path) -> tuple[int, str, str]:
     # tests/e2e/test_model_runtime.py runs them in the check against a Hub stand-in).
     env["HF_HUB_OFFLINE"] = "1"
     result = subprocess.run(
-        [sys.executable, "-m", "preflight_operator.demo.fakecheck", "--gpus", str(gpus),
+        [sys.executable, "-m", "preflight_dev.demo.fakecheck", "--gpus", str(gpus),
          "--shm-bytes", str(shm_bytes), "--", "--termination-log", str(termination_log),
          "--skip", "model-config-unknown"],
         env=env, capture_output=True, text=True, timeout=120, check=False,

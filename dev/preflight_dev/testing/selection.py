@@ -11,9 +11,9 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from preflight_operator.testing.base import Cluster
-from preflight_operator.testing.external import ExternalCluster
-from preflight_operator.testing.local import LocalCluster
+from preflight_dev.testing.base import Cluster
+from preflight_dev.testing.external import ExternalCluster
+from preflight_dev.testing.local import LocalCluster
 
 KUBECONFIG_ENV = "VLLM_PREFLIGHT_KUBECONFIG"
 

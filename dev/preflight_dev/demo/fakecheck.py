@@ -1,15 +1,16 @@
 """Runs the real checker (``preflight_check.cli.main``, as the injected container does)
 over the fake GPU driver of the checker's tests, for the demo's pods.
 
-    python -m preflight_operator.demo.fakecheck --gpus N -- [check options]
+    python -m preflight_dev.demo.fakecheck --gpus N -- [check options]
 
 The environment is the pod's preflight-check container env (PREFLIGHT_TP, ...,
 CUDA_VISIBLE_DEVICES); ``--gpus`` is how many GPUs the device plugin handed the pod.
 
-FAKE GPU VIEW: the fake driver lives in the repository's tests (tests/fakedriver: a
+FAKE GPU VIEW: the fake driver is the checker tests' own (preflight_dev.fakedriver: a
 FakeMachine of H200s behaving as docs/GPU_FACTS.md says) and is plugged in through the
 checker's Host; the checker has no switch (such as an environment variable) that selects
-it from ``python -m preflight_check``, so this runs from a source checkout only.
+it from ``python -m preflight_check``, so this runs where preflight_dev is installed
+(``make venv``), never in the product.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-from preflight_operator.localsetup import REPO
+from preflight_dev.fakedriver.fake import h200_machine
+from preflight_dev.fakedriver.harness import fake_host
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -30,10 +32,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("check_args", nargs="*", help="options of `vllm-preflight check`")
     args = parser.parse_args(argv)
-    sys.path.insert(0, str(REPO))  # tests.fakedriver: the checker's own fake driver
-    from tests.fakedriver.fake import h200_machine  # noqa: PLC0415
-    from tests.fakedriver.harness import fake_host  # noqa: PLC0415
-
     from preflight_check.cli import main as check_main  # noqa: PLC0415
 
     machine = h200_machine(max(0, args.gpus))

@@ -9,12 +9,11 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
-from tests.fakedriver.fake import FakeCudaDriver, FakeMachine, FakeNvml
-
 from preflight_check.cli import main
 from preflight_check.facts import PreloadFacts, RuntimeRequirement, ShmFacts
 from preflight_check.host import Host
 from preflight_check.report import Report
+from preflight_dev.fakedriver.fake import FakeCudaDriver, FakeMachine, FakeNvml
 
 NO_DRIVER = (
     "libcuda.so.1 not found (libcuda.so.1: cannot open shared object file: "
@@ -53,7 +52,7 @@ def fake_host(
 
     def load_cuda() -> FakeCudaDriver:
         if no_driver:
-            from preflight_check.driver.api import DriverUnavailable
+            from preflight_check.driver.api import DriverUnavailable  # noqa: PLC0415
 
             raise DriverUnavailable(NO_DRIVER)
         return FakeCudaDriver(machine, env)

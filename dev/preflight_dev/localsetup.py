@@ -18,8 +18,8 @@ from typing import Any
 
 import yaml
 
+from preflight_dev.testing.base import Cluster
 from preflight_operator import constants
-from preflight_operator.testing.base import Cluster
 from preflight_operator.workloads import TEMPLATE_KINDS, WRAPPER_KINDS
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,0 +1,1 @@
+"""`make demo` (``python -m preflight_dev.demo``): see __main__.py."""

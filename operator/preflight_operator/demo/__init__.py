@@ -1,1 +1,0 @@
-"""`make demo` (``python -m preflight_operator.demo``): see __main__.py."""
