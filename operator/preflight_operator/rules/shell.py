@@ -191,41 +191,37 @@ def _tokens(script: str) -> list[str]:
         elif ch == "#" and not started:
             end = text.find("\n", i)
             i = n if end < 0 else end  # a comment runs to the end of its line
-        elif ch == "'":
-            end = text.find("'", i + 1)
-            if end < 0:
-                raise _Unbalanced
-            word.append(
-                text[i + 1 : end].replace("$", _LITERAL_DOLLAR).replace("`", _LITERAL_BACKQUOTE)
-            )
-            started = True
-            i = end + 1
-        elif ch == '"':
-            content, i = _double_quoted(text, i + 1)
-            word.append(content)
-            started = True
-        elif ch == "\\":
-            if i + 1 >= n:
-                raise _Unbalanced  # no escaped character
-            nxt = text[i + 1]
-            word.append({"$": _LITERAL_DOLLAR, "`": _LITERAL_BACKQUOTE}.get(nxt, nxt))
-            started = True
-            i += 2
-        elif ch == "$":
-            part, i = _dollar_part(text, i)
+        else:
+            part, i = _word_part(text, i)
             word.append(part)
             started = True
-        elif ch == "`":
-            end = _skip_backquote(text, i + 1)
-            word.append(text[i:end])
-            started = True
-            i = end
-        else:
-            word.append(ch)
-            started = True
-            i += 1
     finish()
     return tokens
+
+
+def _word_part(text: str, i: int) -> tuple[str, int]:
+    """The piece of a word that starts at ``text[i]`` (a quoted string, an escape, a
+    ``$``-part, a backquote command or one character), and the index after it."""
+    ch = text[i]
+    if ch == "'":
+        end = text.find("'", i + 1)
+        if end < 0:
+            raise _Unbalanced
+        quoted = text[i + 1 : end]
+        return quoted.replace("$", _LITERAL_DOLLAR).replace("`", _LITERAL_BACKQUOTE), end + 1
+    if ch == '"':
+        return _double_quoted(text, i + 1)
+    if ch == "\\":
+        if i + 1 >= len(text):
+            raise _Unbalanced  # no escaped character
+        nxt = text[i + 1]
+        return {"$": _LITERAL_DOLLAR, "`": _LITERAL_BACKQUOTE}.get(nxt, nxt), i + 2
+    if ch == "$":
+        return _dollar_part(text, i)
+    if ch == "`":
+        end = _skip_backquote(text, i + 1)
+        return text[i:end], end
+    return ch, i + 1
 
 
 def split_commands(script: str) -> list[list[str]] | None:
