@@ -886,7 +886,7 @@ class _Parser:
                 tp=flags.tp,
                 pp=flags.pp,
                 dp=flags.dp,
-                dp_local=flags.dpl or flags.dp,
+                dp_local=min(flags.dpl or flags.dp, flags.dp),  # a plan is never dp_local > dp
                 nnodes=flags.nnodes,
             )
             return
