@@ -114,6 +114,29 @@ def apply_once_the_warn_policy_admits(cluster: Cluster, namespace: str, name: st
     )  # fmt: skip
 
 
+def assert_good_status(good: dict[str, Any], good_pod: dict[str, Any]) -> None:
+    """The good Deployment's GPUValidation: passed, with the pod's GPUs reported."""
+    assert (good["status"]["staticVerdict"], good["status"]["gpus"]) == ("pass", "2/2")
+    assert conditions(good)["Ready"] == ("True", "ChecksPassed")
+    pods = good["status"]["runtime"]["pods"]
+    assert pods[0]["pod"] == good_pod["metadata"]["name"]
+    assert pods[0]["gpus"][1]["pciBusId"] == "0000:07:00.0"
+
+
+def assert_bad_status(cluster: Cluster, namespace: str, bad: dict[str, Any]) -> None:
+    """The bad Deployment's GPUValidation: failed under the Warn policy, conditions current."""
+    assert (bad["status"]["staticVerdict"], bad["status"]["action"]) == ("fail", "Warn")
+    assert bad["status"]["policy"] == "trial"
+    assert bad["status"]["reason"] == "gpu-count"
+    assert conditions(bad)["RuntimeChecksPassed"] == ("False", "CheckFailed")
+    assert conditions(bad)["StaticChecksPassed"] == ("False", "RulesFailed")
+    assert conditions(bad)["Ready"][0] == "False"
+    observed = get_json(cluster, "deployment", "vllm-bad", "-n", namespace)["metadata"]
+    assert all(
+        c["observedGeneration"] == observed["generation"] for c in bad["status"]["conditions"]
+    )
+
+
 def test_good_and_bad_deployments_end_with_the_right_status(
     cluster: Cluster, namespace: str
 ) -> None:
@@ -151,22 +174,8 @@ def test_good_and_bad_deployments_end_with_the_right_status(
     bad = gpuval(cluster, namespace, "deployment-vllm-bad")
     assert good is not None
     assert bad is not None
-    assert (good["status"]["staticVerdict"], good["status"]["gpus"]) == ("pass", "2/2")
-    assert conditions(good)["Ready"] == ("True", "ChecksPassed")
-    pods = good["status"]["runtime"]["pods"]
-    assert pods[0]["pod"] == good_pod["metadata"]["name"]
-    assert pods[0]["gpus"][1]["pciBusId"] == "0000:07:00.0"
-
-    assert (bad["status"]["staticVerdict"], bad["status"]["action"]) == ("fail", "Warn")
-    assert bad["status"]["policy"] == "trial"
-    assert bad["status"]["reason"] == "gpu-count"
-    assert conditions(bad)["RuntimeChecksPassed"] == ("False", "CheckFailed")
-    assert conditions(bad)["StaticChecksPassed"] == ("False", "RulesFailed")
-    assert conditions(bad)["Ready"][0] == "False"
-    observed = get_json(cluster, "deployment", "vllm-bad", "-n", namespace)["metadata"]
-    assert all(
-        c["observedGeneration"] == observed["generation"] for c in bad["status"]["conditions"]
-    )
+    assert_good_status(good, good_pod)
+    assert_bad_status(cluster, namespace, bad)
 
     def annotations(name: str) -> dict[str, str]:
         meta = get_json(cluster, "deployment", name, "-n", namespace)["metadata"]
