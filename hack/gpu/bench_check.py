@@ -81,8 +81,26 @@ def main() -> int:
     if args.deep:
         variants["bare torch+NCCL"] = [python, os.path.join(HERE, "bare_nccl.py"), str(gpus)]
         variants["check --deep"] = check("--deep")
+    runs = run_interleaved(variants, args.reps, env, report)
+    summary: Dict[str, Any] = {"gpus": gpus, "reps": args.reps, "variants": summarise(runs)}
+    summary["runs"] = runs
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump(summary, handle, indent=1)
+    subset = f" (CUDA_VISIBLE_DEVICES={args.visible})" if args.visible else ""
+    print(f"GPUs {gpus}{subset}, {args.reps} repetitions (+1 first run), medians:")
+    print_table(summary["variants"])
+    print_timings(runs)
+    return 0
+
+
+def run_interleaved(
+    variants: Dict[str, List[str]], reps: int, env: Dict[str, str], report: str
+) -> Dict[str, List[Dict[str, Any]]]:
+    """Every variant once per repetition (rep 0 included), the order reversed every other
+    repetition; a checker run also carries what its own report says."""
     runs: Dict[str, List[Dict[str, Any]]] = {name: [] for name in variants}
-    for rep in range(args.reps + 1):
+    for rep in range(reps + 1):
         names = list(variants)
         if rep % 2:
             names.reverse()
@@ -90,20 +108,32 @@ def main() -> int:
             result = timed(variants[name], env)
             result["rep"] = rep
             if name.startswith("check") and os.path.exists(report):
-                with open(report, encoding="utf-8") as handle:
-                    data = json.load(handle)
-                result["verdict"] = data.get("verdict")
-                inventory = data.get("inventory", {})
-                result["checker_maxrss_mb"] = inventory.get("peak_rss_mb", {}).get("checker")
-                result["timings_ms"] = inventory.get("timings_ms")
-                result["deep_step_ms"] = {
-                    c["id"]: c.get("evidence", {}).get("step_ms")
-                    for c in data.get("checks", [])
-                    if c["id"].startswith("deep-")
-                }
+                result.update(read_report(report))
                 os.unlink(report)
             runs[name].append(result)
-    summary: Dict[str, Any] = {"gpus": gpus, "reps": args.reps, "variants": {}}
+    return runs
+
+
+def read_report(report: str) -> Dict[str, Any]:
+    """The verdict, the checker's own peak RSS, its timings and the deep steps of a run."""
+    with open(report, encoding="utf-8") as handle:
+        data = json.load(handle)
+    inventory = data.get("inventory", {})
+    return {
+        "verdict": data.get("verdict"),
+        "checker_maxrss_mb": inventory.get("peak_rss_mb", {}).get("checker"),
+        "timings_ms": inventory.get("timings_ms"),
+        "deep_step_ms": {
+            c["id"]: c.get("evidence", {}).get("step_ms")
+            for c in data.get("checks", [])
+            if c["id"].startswith("deep-")
+        },
+    }
+
+
+def summarise(runs: Dict[str, List[Dict[str, Any]]]) -> Dict[str, Any]:
+    """Per variant: medians over the repetitions after the first, and the ratio to its floor."""
+    out: Dict[str, Any] = {}
     floor_median = statistics.median(r["wall_ms"] for r in runs["floor"][1:])
     bare = runs.get("bare torch+NCCL")
     bare_median = statistics.median(r["wall_ms"] for r in bare[1:]) if bare else None
@@ -111,7 +141,7 @@ def main() -> int:
         walls = [r["wall_ms"] for r in items[1:]]
         median = statistics.median(walls)
         base = bare_median if name in ("check --deep",) else floor_median
-        summary["variants"][name] = {
+        out[name] = {
             "median_ms": round(median, 1),
             "min_ms": min(walls),
             "max_ms": max(walls),
@@ -124,19 +154,17 @@ def main() -> int:
             "verdicts": sorted({str(r.get("verdict")) for r in items if "verdict" in r}),
             "exits": sorted({r["exit"] for r in items}),
         }
-    summary["runs"] = runs
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump(summary, handle, indent=1)
-    subset = f" (CUDA_VISIBLE_DEVICES={args.visible})" if args.visible else ""
-    print(f"GPUs {gpus}{subset}, {args.reps} repetitions (+1 first run), medians:")
+    return out
+
+
+def print_table(variants: Dict[str, Any]) -> None:
     header = ("variant", "median", "min", "max", "first", "ratio", "RSS MB")
     print(
         f"{header[0]:<46} "
         + " ".join(f"{h:>8}" for h in header[1:5])
         + f" {header[5]:>6} {header[6]:>14}"
     )
-    for name, row in summary["variants"].items():
+    for name, row in variants.items():
         ratio = f"{row['ratio']:.2f}x" if row["ratio"] else "-"
         rss = f"{row['checker_maxrss_mb'] or '-'}/{row['tree_maxrss_mb']}"
         print(
@@ -144,6 +172,10 @@ def main() -> int:
             f"{row['first_run_ms']:>8.0f} {ratio:>6} {rss:>14}"
         )
     print("ratio: median / median floor (deep: / median bare torch+NCCL); RSS: checker/tree max")
+
+
+def print_timings(runs: Dict[str, List[Dict[str, Any]]]) -> None:
+    """The checker's collection timings and the deep workers' steps, as medians."""
     for name in ("check", "check --deep"):
         timings = [r.get("timings_ms") or {} for r in runs.get(name, [])[1:]]
         keys = sorted(
@@ -164,7 +196,6 @@ def main() -> int:
     if steps:
         shown = ", ".join(f"{k} {statistics.median(v):.0f}" for k, v in steps.items())
         print(f"deep worker steps, median ms over ranks and runs: {shown}")
-    return 0
 
 
 if __name__ == "__main__":
