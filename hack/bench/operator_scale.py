@@ -278,6 +278,84 @@ async def results_phase(api: KubeApi, pods: list[dict[str, Any]], rate: float,
     }
 
 
+def say(text: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
+
+
+async def scenario(
+    kubeconfig: Path, args: argparse.Namespace, report: dict[str, Any], pids: dict[str, int]
+) -> None:
+    """Create the workloads, wait until they settle, play the results, then add noise."""
+    async with KubeApi(credentials_from_kubeconfig(kubeconfig), max_connections=32) as api:
+        pods = await create_workloads(api, args.deployments, args.pods_per)
+        t1 = time.monotonic()
+        while await count_settled(api, args.deployments) < args.deployments:
+            await asyncio.sleep(1)
+        report["settle_s"] = round(time.monotonic() - t1, 1)
+        say(f"{args.deployments} GPUValidations pending after {report['settle_s']} s")
+        report["rss_loaded_mib"] = {k: memory_kib(p)[0] // 1024 for k, p in pids.items()}
+        cpu_before = {k: cpu_seconds(p) for k, p in pids.items()}
+        report["latency"] = await results_phase(api, pods, args.rate, timeout=120)
+        report["cpu_s_during_results"] = {
+            k: round(cpu_seconds(p) - cpu_before[k], 1) for k, p in pids.items()
+        }
+        say(f"results: {report['latency']}")
+        report["rss_after_results_mib"] = {k: memory_kib(p)[0] // 1024 for k, p in pids.items()}
+        if args.unrelated:
+            t2 = time.monotonic()
+            await create_all(
+                api,
+                f"/api/v1/namespaces/{UNRELATED}/pods",
+                [unrelated_pod(i) for i in range(args.unrelated)],
+            )
+            say(f"created {args.unrelated} unrelated pods in {time.monotonic() - t2:.0f} s")
+            await asyncio.sleep(10)
+            report["rss_with_unrelated_mib"] = {
+                k: memory_kib(p)[0] // 1024 for k, p in pids.items()
+            }
+
+
+async def create_workloads(api: KubeApi, deployments: int, pods_per: int) -> list[dict[str, Any]]:
+    """Deployments, their ReplicaSets and injected pods, as the controllers would make them."""
+    t0 = time.monotonic()
+    deploys = [deployment(i) for i in range(deployments)]
+    made = await create_all(api, f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments", deploys)
+    sets = [replicaset(d, m["metadata"]["uid"]) for d, m in zip(deploys, made)]
+    made_sets = await create_all(api, f"/apis/apps/v1/namespaces/{NAMESPACE}/replicasets", sets)
+    pods = [
+        injected_pod(rs, m["metadata"]["uid"], j)
+        for rs, m in zip(sets, made_sets)
+        for j in range(pods_per)
+    ]
+    await create_all(api, f"/api/v1/namespaces/{NAMESPACE}/pods", pods)
+    say(
+        f"created {len(deploys)} Deployments, {len(sets)} ReplicaSets, "
+        f"{len(pods)} pods in {time.monotonic() - t0:.0f} s"
+    )
+    return pods
+
+
+def operator_figures(operator: OperatorProcess) -> dict[str, Any]:
+    """The operator's counters and its own view (cumulative buckets): pod event received
+    -> status written; one reconcile; its API calls."""
+    figures: dict[str, Any] = {
+        "operator_status_writes": operator.metric("vllm_preflight_status_writes_total"),
+        "operator_reconcile_errors": operator.metric("vllm_preflight_reconcile_errors_total"),
+    }
+    text = operator.metrics()
+    for metric in (
+        "result_to_status_seconds",
+        "reconcile_duration_seconds",
+        "api_request_duration_seconds",
+    ):
+        figures[f"operator_{metric}"] = {
+            line.split("{", 1)[1].split("}")[0]: float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines()
+            if line.startswith(f"vllm_preflight_{metric}_bucket")
+        }
+    return figures
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--deployments", type=int, default=1000)
@@ -290,9 +368,6 @@ def main() -> int:
     report: dict[str, Any] = {"cpus": os.cpu_count(), "deployments": args.deployments,
                               "pods": args.deployments * args.pods_per,
                               "workers": args.workers}  # fmt: skip
-
-    def say(text: str) -> None:
-        print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
 
     with tempfile.TemporaryDirectory() as tmp, LocalCluster() as cluster:
         localsetup.install_crds(cluster, lws=False)
@@ -323,78 +398,14 @@ def main() -> int:
             sampler = Sampler(pids)
             sampler.start()
 
-            async def scenario() -> None:
-                async with KubeApi(credentials_from_kubeconfig(cluster.kubeconfig),
-                                   max_connections=32) as api:  # fmt: skip
-                    t0 = time.monotonic()
-                    deploys = [deployment(i) for i in range(args.deployments)]
-                    made = await create_all(
-                        api, f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments", deploys
-                    )
-                    sets = [replicaset(d, m["metadata"]["uid"]) for d, m in zip(deploys, made)]
-                    made_sets = await create_all(
-                        api, f"/apis/apps/v1/namespaces/{NAMESPACE}/replicasets", sets
-                    )
-                    pods = [
-                        injected_pod(rs, m["metadata"]["uid"], j)
-                        for rs, m in zip(sets, made_sets)
-                        for j in range(args.pods_per)
-                    ]
-                    await create_all(api, f"/api/v1/namespaces/{NAMESPACE}/pods", pods)
-                    say(f"created {len(deploys)} Deployments, {len(sets)} ReplicaSets, "
-                        f"{len(pods)} pods in {time.monotonic() - t0:.0f} s")  # fmt: skip
-                    t1 = time.monotonic()
-                    while await count_settled(api, len(deploys)) < len(deploys):
-                        await asyncio.sleep(1)
-                    report["settle_s"] = round(time.monotonic() - t1, 1)
-                    say(f"{len(deploys)} GPUValidations pending after {report['settle_s']} s")
-                    report["rss_loaded_mib"] = {
-                        k: memory_kib(p)[0] // 1024 for k, p in pids.items()
-                    }
-                    cpu_before = {k: cpu_seconds(p) for k, p in pids.items()}
-                    report["latency"] = await results_phase(api, pods, args.rate, timeout=120)
-                    report["cpu_s_during_results"] = {
-                        k: round(cpu_seconds(p) - cpu_before[k], 1) for k, p in pids.items()
-                    }
-                    say(f"results: {report['latency']}")
-                    report["rss_after_results_mib"] = {
-                        k: memory_kib(p)[0] // 1024 for k, p in pids.items()
-                    }
-                    if args.unrelated:
-                        t2 = time.monotonic()
-                        await create_all(
-                            api,
-                            f"/api/v1/namespaces/{UNRELATED}/pods",
-                            [unrelated_pod(i) for i in range(args.unrelated)],
-                        )
-                        say(f"created {args.unrelated} unrelated pods in "
-                            f"{time.monotonic() - t2:.0f} s")  # fmt: skip
-                        await asyncio.sleep(10)
-                        report["rss_with_unrelated_mib"] = {
-                            k: memory_kib(p)[0] // 1024 for k, p in pids.items()
-                        }
-
-            asyncio.run(scenario())
+            asyncio.run(scenario(cluster.kubeconfig, args, report, pids))
             sampler.stop_flag.set()
             sampler.join()
             report["peak_rss_mib"] = {k: memory_kib(p)[1] // 1024 for k, p in pids.items()}
             report["peak_ratio"] = round(
                 report["peak_rss_mib"]["operator"] / report["peak_rss_mib"]["floor"], 2
             )
-            report["operator_status_writes"] = operator.metric("vllm_preflight_status_writes_total")
-            report["operator_reconcile_errors"] = operator.metric(
-                "vllm_preflight_reconcile_errors_total"
-            )
-            # The operator's own view (cumulative buckets): pod event received -> status
-            # written; one reconcile; its API calls.
-            text = operator.metrics()
-            for metric in ("result_to_status_seconds", "reconcile_duration_seconds",
-                           "api_request_duration_seconds"):  # fmt: skip
-                report[f"operator_{metric}"] = {
-                    line.split("{", 1)[1].split("}")[0]: float(line.rsplit(" ", 1)[1])
-                    for line in text.splitlines()
-                    if line.startswith(f"vllm_preflight_{metric}_bucket")
-                }
+            report.update(operator_figures(operator))
             floor.stop()
     print(json.dumps(report, indent=2))
     if args.json:
