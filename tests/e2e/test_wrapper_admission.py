@@ -224,3 +224,81 @@ def test_an_inference_service_owns_the_results_of_what_kserve_creates(
     assert "deployment-llm-predictor" not in names
     table = k8s.kubectl("get", "gpuval", "-n", namespace).stdout
     assert "InferenceService/llm" in table
+
+
+def _ray_service() -> dict[str, Any]:
+    """Ray Serve LLM at TP 8 x PP 2 (16 GPUs) on a cluster of one 8-GPU worker."""
+    service = corpus("kuberay/rayservice-deepseek.yaml", "RayService")
+    service["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]["replicas"] = 1
+    for key in ("minReplicas", "maxReplicas"):
+        service["spec"]["rayClusterConfig"]["workerGroupSpecs"][0].pop(key, None)
+    return service
+
+
+def _ray_cluster() -> dict[str, Any]:
+    fleet = corpus("aibrix/raycluster-fleet.yaml", "RayClusterFleet")
+    head = fleet["spec"]["template"]["spec"]["headGroupSpec"]["template"]["spec"]
+    head["containers"][0]["args"][0] = head["containers"][0]["args"][0].replace(
+        "--tensor-parallel-size 2", "--tensor-parallel-size 4"
+    )
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": "rc"},
+        "spec": fleet["spec"]["template"]["spec"],
+    }
+
+
+def _fleet() -> dict[str, Any]:
+    fleet = corpus("aibrix/raycluster-fleet.yaml", "RayClusterFleet")
+    head = fleet["spec"]["template"]["spec"]["headGroupSpec"]["template"]["spec"]
+    head["containers"][0]["args"][0] = head["containers"][0]["args"][0].replace(
+        "--tensor-parallel-size 2", "--tensor-parallel-size 4"
+    )
+    return fleet
+
+
+def _vllm_runtime() -> dict[str, Any]:
+    runtime = corpus("production-stack/vllmruntime-sample.yaml", "VLLMRuntime")
+    runtime["spec"]["vllmConfig"]["tensorParallelSize"] = 2
+    return runtime
+
+
+def _llm_inference_service() -> dict[str, Any]:
+    service = corpus("kserve/llmisvc-pd-qwen2-7b-gpu.yaml", "LLMInferenceService")
+    service["spec"]["parallelism"] = {"tensor": 4}
+    return service
+
+
+def _dynamo() -> dict[str, Any]:
+    """v1beta1 (the stored version; v1alpha1 needs Dynamo's conversion webhook)."""
+    graph = corpus("dynamo/dgd-vllm-tpu-dra.yaml", "DynamoGraphDeployment")
+    worker = graph["spec"]["components"][1]["podTemplate"]["spec"]
+    worker.pop("resourceClaims", None)
+    main = worker["containers"][0]
+    main["image"] = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:my-tag"
+    main["resources"] = {"limits": {"nvidia.com/gpu": 1}}
+    main["args"] += ["--tensor-parallel-size", "2"]
+    return graph
+
+
+BROKEN = {
+    "RayService": (_ray_service, "ray-gpu-total"),
+    "RayCluster": (_ray_cluster, "ray-gpu-total"),
+    "RayClusterFleet": (_fleet, "ray-gpu-total"),
+    "VLLMRuntime": (_vllm_runtime, "gpu-count-too-low"),
+    "LLMInferenceService": (_llm_inference_service, "gpu-count-too-low"),
+    "DynamoGraphDeployment": (_dynamo, "gpu-count-too-low"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BROKEN))
+def test_every_serving_stack_kind_is_denied_at_its_own_admission(
+    k8s: Cluster, namespace: str, kind: str
+) -> None:
+    build, rule = BROKEN[kind]
+    obj = build()
+    denied = apply(k8s, obj, namespace)
+    assert denied.returncode != 0, f"{kind} admitted: {denied.stdout}"
+    assert f"{kind}/{obj['metadata']['name']} cannot run" in denied.stderr, denied.stderr
+    assert rule in denied.stderr, denied.stderr
