@@ -652,7 +652,8 @@ def _plan_line(result: ContainerResult) -> str:
         text += f" PCP={plan.pcp}"
     if plan.dcp > 1:
         text += f" DCP={plan.dcp}"
-    return f"{text} -> needs {result.gpus_needed} GPU(s)"
+    unit = "GPU(s)" if result.platform in (None, "cuda", "rocm") else f"{result.platform} device(s)"
+    return f"{text} -> needs {result.gpus_needed} {unit}"
 
 
 def _is_builtin(obj: Mapping[str, Any]) -> bool:

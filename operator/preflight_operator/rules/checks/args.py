@@ -50,6 +50,13 @@ def args_invalid(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
         fix = _FIXES.get(problem.dest, _GENERIC_FIX)
         if problem.dest == "positional" and ctx.parsed.model == "serve":
             fix = _SERVE_TWICE_FIX
+        if problem.dest == "positional":
+            yield info.finding(
+                f"argument {display(problem.value)!r}: {problem.message}",
+                ctx.arg_path(problem.dest),
+                fix,
+            )
+            continue
         yield info.finding(
             f"{display(problem.flag)}{value}: {problem.message}{_literal_reference(problem)}",
             ctx.arg_path(problem.dest) if problem.dest else ctx.command_path,
@@ -121,6 +128,23 @@ def plan_unresolved(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
                 else ""
             ),
             ctx.gpu_path,
-            "include the ResourceClaim or ResourceClaimTemplate in the checked manifests (the "
-            "webhook reads them from the cluster), or request a fixed count",
+            _unknown_count_fix(unknown),
         )
+
+
+def _unknown_count_fix(reason: str) -> str:
+    """The fix for a device count that cannot be known, by what made it unknown."""
+    if "NeuronCores" in reason:
+        return (
+            "request aws.amazon.com/neuroncore (cores, what vLLM's TP counts) instead of "
+            "Neuron devices, so the count can be compared"
+        )
+    if "resourceProfile" in reason:
+        return (
+            "nothing to fix if the profile gives the GPUs the plan needs; the pods KubeAI "
+            "creates are judged at their own admission"
+        )
+    return (
+        "include the ResourceClaim or ResourceClaimTemplate in the checked manifests (the "
+        "webhook reads them from the cluster), or request a fixed count"
+    )
