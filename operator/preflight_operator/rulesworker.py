@@ -149,6 +149,57 @@ class RulesWorker:
 
     # -- calls ------------------------------------------------------------------------
 
+    def _in_process(self, op: str, body: Mapping[str, Any], policy: PolicySpec) -> Any:
+        """A worker that cannot start at all is our fault, not the manifest's: the rules run
+        here, unbudgeted, rather than admission failing."""
+        logger.error("the rules worker did not start; running the rules in-process")
+        local = RulesAnalyser(self.lookup)
+        if op == "analyse":
+            return local.analyse(body, policy)
+        return local.injection_target(body, policy)
+
+    def _request(self, op: str, body: Mapping[str, Any], policy: PolicySpec) -> bytes:
+        available = tuple(f for f in LOOKUP_FIELDS if getattr(self.lookup, f) is not None)
+        return pickle.dumps((op, dict(body), policy, available))
+
+    def _reply(self, message: Any) -> tuple[bool, Any]:
+        """One message from the child: (True, the answer), or (False, the bytes to send
+        back: a cluster lookup's value). A budget or an error in the child raises."""
+        kind = message[0]
+        if kind == "lookup":
+            value = self._lookup(message[1], message[2])
+            try:
+                return False, pickle.dumps(("value", value))
+            except (TypeError, AttributeError, pickle.PicklingError):
+                logger.exception("rules lookup %s: answer not picklable", message[1])
+                return False, pickle.dumps(("value", None))
+        if kind == "memory":
+            self._restart()
+            raise BudgetExceeded(f"over its {self.memory_mib} MiB memory budget")
+        if kind == "error":
+            raise RuntimeError(message[1])
+        return True, message[1]
+
+    def _started(self, conn: Connection) -> bool:
+        """Imports are not the manifest's fault: they get their own allowance."""
+        try:
+            return bool(conn.poll(self.start_timeout) and conn.recv() == ("ready",))
+        except (EOFError, OSError):
+            return False
+
+    def _exchange(self, conn: Connection, request: bytes, budget: float) -> Any:
+        deadline = time.monotonic() + budget
+        conn.send_bytes(request)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not conn.poll(left):
+                self._restart()
+                raise BudgetExceeded(f"not done within {self.budget:g} s")
+            done, value = self._reply(conn.recv())
+            if done:
+                return value
+            conn.send_bytes(value)
+
     def _call(
         self, op: str, body: Mapping[str, Any], policy: PolicySpec, budget: float | None = None
     ) -> Any:
@@ -158,45 +209,12 @@ class RulesWorker:
             conn = self._conn
             assert conn is not None
             if not self._ready:
-                # Imports are not the manifest's fault: they get their own allowance.
-                try:
-                    ready = conn.poll(self.start_timeout) and conn.recv() == ("ready",)
-                except (EOFError, OSError):
-                    ready = False
-                if not ready:
-                    # A worker that cannot start at all is our fault, not the manifest's:
-                    # the rules run here, unbudgeted, rather than admission failing.
+                if not self._started(conn):
                     self._kill()
-                    logger.error("the rules worker did not start; running the rules in-process")
-                    local = RulesAnalyser(self.lookup)
-                    if op == "analyse":
-                        return local.analyse(body, policy)
-                    return local.injection_target(body, policy)
+                    return self._in_process(op, body, policy)
                 self._ready = True
-            available = tuple(f for f in LOOKUP_FIELDS if getattr(self.lookup, f) is not None)
-            deadline = time.monotonic() + budget
             try:
-                conn.send((op, dict(body), policy, available))
-                while True:
-                    left = deadline - time.monotonic()
-                    if left <= 0 or not conn.poll(left):
-                        self._restart()
-                        raise BudgetExceeded(f"not done within {self.budget:g} s")
-                    message = conn.recv()
-                    if message[0] == "lookup":
-                        value = self._lookup(message[1], message[2])
-                        try:
-                            conn.send(("value", value))
-                        except (TypeError, AttributeError, pickle.PicklingError):
-                            logger.exception("rules lookup %s: answer not picklable", message[1])
-                            conn.send(("value", None))
-                        continue
-                    if message[0] == "memory":
-                        self._restart()
-                        raise BudgetExceeded(f"over its {self.memory_mib} MiB memory budget")
-                    if message[0] == "error":
-                        raise RuntimeError(message[1])
-                    return message[1]
+                return self._exchange(conn, self._request(op, body, policy), budget)
             except (EOFError, OSError, pickle.PickleError) as exc:
                 self._restart()
                 raise BudgetExceeded(f"the rules worker died ({type(exc).__name__})") from exc
@@ -259,6 +277,26 @@ class RulesWorker:
             self._ready = True
         return self._streams
 
+    async def _aexchange(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        request: bytes,
+        deadline: float,
+    ) -> Any:
+        loop = asyncio.get_running_loop()
+        _write_frame(writer, request)
+        while True:
+            left = deadline - loop.time()
+            if left <= 0:
+                raise asyncio.TimeoutError
+            done, value = self._reply(
+                pickle.loads(await asyncio.wait_for(_read_frame(reader), left))
+            )
+            if done:
+                return value
+            _write_frame(writer, value)
+
     async def acall(
         self, op: str, body: Mapping[str, Any], policy: PolicySpec, budget: float | None = None
     ) -> Any:
@@ -270,36 +308,13 @@ class RulesWorker:
             try:
                 reader, writer = await self._astreams()
             except RuntimeError:
-                logger.error("the rules worker did not start; running the rules in-process")
-                local = RulesAnalyser(self.lookup)
-                if op == "analyse":
-                    return local.analyse(body, policy)
-                return local.injection_target(body, policy)
+                return self._in_process(op, body, policy)
             # from here: a worker that had to start again is not the manifest's fault
             deadline = loop.time() + (self.budget if budget is None else budget)
-            available = tuple(f for f in LOOKUP_FIELDS if getattr(self.lookup, f) is not None)
             try:
-                _write_frame(writer, pickle.dumps((op, dict(body), policy, available)))
-                while True:
-                    left = deadline - loop.time()
-                    if left <= 0:
-                        raise asyncio.TimeoutError
-                    message = pickle.loads(await asyncio.wait_for(_read_frame(reader), left))
-                    if message[0] == "lookup":
-                        value = self._lookup(message[1], message[2])
-                        try:
-                            data = pickle.dumps(("value", value))
-                        except (TypeError, AttributeError, pickle.PicklingError):
-                            logger.exception("rules lookup %s: answer not picklable", message[1])
-                            data = pickle.dumps(("value", None))
-                        _write_frame(writer, data)
-                        continue
-                    if message[0] == "memory":
-                        self._restart()
-                        raise BudgetExceeded(f"over its {self.memory_mib} MiB memory budget")
-                    if message[0] == "error":
-                        raise RuntimeError(message[1])
-                    return message[1]
+                return await self._aexchange(
+                    reader, writer, self._request(op, body, policy), deadline
+                )
             except asyncio.TimeoutError:
                 self._restart()
                 raise BudgetExceeded(f"not done within {self.budget:g} s") from None

@@ -160,6 +160,107 @@ def runtime_verdicts(cluster: Cluster) -> bool:
 CHECKED = ("deployment-vllm-good", "deployment-vllm-bad")
 
 
+def _namespace_and_nodes(cluster: Cluster, operator: OperatorProcess, ca_pem: bytes) -> None:
+    cluster.apply(*localsetup.webhook_configurations(operator.webhook_port, ca_pem))
+    cluster.kubectl("create", "namespace", NAMESPACE)
+    cluster.kubectl("label", "namespace", NAMESPACE, f"{constants.LABEL_INJECT}=enabled")
+    cluster.wait_namespace_ready(NAMESPACE)
+    shapes = ", ".join(f"{n.name} ({n.gpus} x {n.product})" for n in DEFAULT_NODES)
+    say(f"GPU Nodes for kube-scheduler: {shapes}")
+    create_gpu_nodes(cluster)
+    show(
+        cluster.kubectl(
+            "get", "nodes", "-o", "custom-columns=NODE:.metadata.name,"
+            "GPUS:.status.allocatable.nvidia\\.com/gpu,"
+            "PRODUCT:.metadata.labels.nvidia\\.com/gpu\\.product",
+        )
+    )  # fmt: skip
+
+
+def _admissions(cluster: Cluster) -> None:
+    """The good, the bad (Enforce, then Warn), the big and the model that cannot split."""
+    say("kubectl apply: the good vLLM Deployment (TP=2 on 2 GPUs, /dev/shm in memory)")
+    show(cluster.kubectl("apply", "-n", NAMESPACE, "-f", str(GOOD)))
+    say("kubectl apply: the bad one (TP=4 on 2 GPUs, no /dev/shm); default policy Enforce")
+    denied = cluster.kubectl("apply", "-n", NAMESPACE, "-f", str(BAD), check=False)
+    show(denied)
+    if denied.returncode == 0:
+        raise RuntimeError("the bad Deployment was admitted under Enforce")
+
+    say("a PreflightPolicy with action Warn for it, then kubectl apply again")
+    cluster.apply(TRIAL_POLICY)
+
+    def apply_bad() -> subprocess.CompletedProcess[str] | None:
+        result = cluster.kubectl("apply", "-n", NAMESPACE, "-f", str(BAD), check=False)
+        return result if result.returncode == 0 else None
+
+    # The webhooks learn policies from a watch: retry until this one has arrived.
+    admitted = wait_for("the policy to reach the webhook", apply_bad, timeout=30)
+    show(admitted)
+
+    say("kubectl apply: a right but big one (TP=8 on 8 GPUs): no node has 8")
+    show(cluster.kubectl("apply", "-n", NAMESPACE, "-f", str(BIG)))
+
+    say(
+        f"kubectl apply: {models.MODEL} (14 attention heads) with TP=4; the operator"
+        " fetches its config.json from a local Hub stand-in"
+    )
+    models.deny_model_that_cannot_split(cluster, NAMESPACE, show)
+
+
+def _checks(cluster: Cluster, workdir: Path) -> None:
+    say("kube-scheduler binds the pods that fit; the kubelet's part: run the real checker")
+    pods = wait_for(
+        "kube-scheduler to bind 2 injected pods",
+        lambda: (p := injected_pods(cluster)) and all(fakekubelet.bound_node(x) for x in p)
+        and len(p) == 2 and p,
+    )  # fmt: skip
+    for pod in pods:
+        inits = [c["name"] for c in pod["spec"].get("initContainers", [])]
+        print(f"-- {pod['metadata']['name']}: init containers {inits}")
+    asyncio.run(play_kubelet(cluster.kubeconfig, pods, workdir))
+
+
+def _big_pending(cluster: Cluster) -> None:
+    say("the big one: Pending, and why (kubectl vllm-preflight explain deploy/vllm-big)")
+
+    def big_pending() -> dict[str, Any] | None:
+        pods = injected_pods(cluster, ("vllm-big",))
+        return next((p for p in pods if unschedulable_message(p)), None)
+
+    big = wait_for("kube-scheduler to give up on the big pod", big_pending)
+    print(f"{big['metadata']['name']}: {unschedulable_message(big)}")
+    plugin_env = {**cluster.env()}
+    plugin_env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{plugin_env['PATH']}"
+    show(
+        subprocess.run(
+            ["kubectl", "vllm-preflight", "explain", "deploy/vllm-big", "-n", NAMESPACE],
+            capture_output=True, text=True, env=plugin_env, timeout=60, check=False,
+        )
+    )  # fmt: skip
+
+
+def _results(cluster: Cluster) -> None:
+    wait_for("runtime verdicts on both GPUValidations", lambda: runtime_verdicts(cluster))
+    say("kubectl get gpuval -n vllm-demo")
+    show(cluster.kubectl("get", "gpuval", "-n", NAMESPACE))
+    say("the operator's annotations on the Deployments")
+    for name in ("vllm-good", "vllm-bad"):
+        annotations = json.loads(
+            cluster.kubectl("get", "deployment", name, "-n", NAMESPACE, "-o", "json").stdout
+        )["metadata"].get("annotations", {})
+        ours = {k: v for k, v in annotations.items() if k.startswith(constants.PREFIX)}
+        print(f"{name}: {ours}")
+    say("kubectl get events -n vllm-demo --field-selector type=Warning")
+    show(
+        cluster.kubectl(
+            "get", "events", "-n", NAMESPACE, "--field-selector", "type=Warning",
+            "-o", "custom-columns=OBJECT:.involvedObject.name,REASON:.reason,"
+            "MESSAGE:.message",
+        )
+    )  # fmt: skip
+
+
 def demo(cluster: Cluster, workdir: Path, hub_url: str) -> None:
     say("installing the CRDs (chart), kopf's ClusterKopfPeering CRD")
     localsetup.install_crds(cluster, lws=False)
@@ -178,95 +279,11 @@ def demo(cluster: Cluster, workdir: Path, hub_url: str) -> None:
     operator.start()
     try:
         print(f"operator ready; log: {operator.log_path}")
-        cluster.apply(*localsetup.webhook_configurations(operator.webhook_port, cert.ca_pem))
-        cluster.kubectl("create", "namespace", NAMESPACE)
-        cluster.kubectl("label", "namespace", NAMESPACE, f"{constants.LABEL_INJECT}=enabled")
-        cluster.wait_namespace_ready(NAMESPACE)
-        shapes = ", ".join(f"{n.name} ({n.gpus} x {n.product})" for n in DEFAULT_NODES)
-        say(f"GPU Nodes for kube-scheduler: {shapes}")
-        create_gpu_nodes(cluster)
-        show(
-            cluster.kubectl(
-                "get", "nodes", "-o", "custom-columns=NODE:.metadata.name,"
-                "GPUS:.status.allocatable.nvidia\\.com/gpu,"
-                "PRODUCT:.metadata.labels.nvidia\\.com/gpu\\.product",
-            )
-        )  # fmt: skip
-
-        say("kubectl apply: the good vLLM Deployment (TP=2 on 2 GPUs, /dev/shm in memory)")
-        show(cluster.kubectl("apply", "-n", NAMESPACE, "-f", str(GOOD)))
-        say("kubectl apply: the bad one (TP=4 on 2 GPUs, no /dev/shm); default policy Enforce")
-        denied = cluster.kubectl("apply", "-n", NAMESPACE, "-f", str(BAD), check=False)
-        show(denied)
-        if denied.returncode == 0:
-            raise RuntimeError("the bad Deployment was admitted under Enforce")
-
-        say("a PreflightPolicy with action Warn for it, then kubectl apply again")
-        cluster.apply(TRIAL_POLICY)
-
-        def apply_bad() -> subprocess.CompletedProcess[str] | None:
-            result = cluster.kubectl("apply", "-n", NAMESPACE, "-f", str(BAD), check=False)
-            return result if result.returncode == 0 else None
-
-        # The webhooks learn policies from a watch: retry until this one has arrived.
-        admitted = wait_for("the policy to reach the webhook", apply_bad, timeout=30)
-        show(admitted)
-
-        say("kubectl apply: a right but big one (TP=8 on 8 GPUs): no node has 8")
-        show(cluster.kubectl("apply", "-n", NAMESPACE, "-f", str(BIG)))
-
-        say(
-            f"kubectl apply: {models.MODEL} (14 attention heads) with TP=4; the operator"
-            " fetches its config.json from a local Hub stand-in"
-        )
-        models.deny_model_that_cannot_split(cluster, NAMESPACE, show)
-
-        say("kube-scheduler binds the pods that fit; the kubelet's part: run the real checker")
-        pods = wait_for(
-            "kube-scheduler to bind 2 injected pods",
-            lambda: (p := injected_pods(cluster)) and all(fakekubelet.bound_node(x) for x in p)
-            and len(p) == 2 and p,
-        )  # fmt: skip
-        for pod in pods:
-            inits = [c["name"] for c in pod["spec"].get("initContainers", [])]
-            print(f"-- {pod['metadata']['name']}: init containers {inits}")
-        asyncio.run(play_kubelet(cluster.kubeconfig, pods, workdir))
-
-        say("the big one: Pending, and why (kubectl vllm-preflight explain deploy/vllm-big)")
-
-        def big_pending() -> dict[str, Any] | None:
-            pods = injected_pods(cluster, ("vllm-big",))
-            return next((p for p in pods if unschedulable_message(p)), None)
-
-        big = wait_for("kube-scheduler to give up on the big pod", big_pending)
-        print(f"{big['metadata']['name']}: {unschedulable_message(big)}")
-        plugin_env = {**cluster.env()}
-        plugin_env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{plugin_env['PATH']}"
-        show(
-            subprocess.run(
-                ["kubectl", "vllm-preflight", "explain", "deploy/vllm-big", "-n", NAMESPACE],
-                capture_output=True, text=True, env=plugin_env, timeout=60, check=False,
-            )
-        )  # fmt: skip
-
-        wait_for("runtime verdicts on both GPUValidations", lambda: runtime_verdicts(cluster))
-        say("kubectl get gpuval -n vllm-demo")
-        show(cluster.kubectl("get", "gpuval", "-n", NAMESPACE))
-        say("the operator's annotations on the Deployments")
-        for name in ("vllm-good", "vllm-bad"):
-            annotations = json.loads(
-                cluster.kubectl("get", "deployment", name, "-n", NAMESPACE, "-o", "json").stdout
-            )["metadata"].get("annotations", {})
-            ours = {k: v for k, v in annotations.items() if k.startswith(constants.PREFIX)}
-            print(f"{name}: {ours}")
-        say("kubectl get events -n vllm-demo --field-selector type=Warning")
-        show(
-            cluster.kubectl(
-                "get", "events", "-n", NAMESPACE, "--field-selector", "type=Warning",
-                "-o", "custom-columns=OBJECT:.involvedObject.name,REASON:.reason,"
-                "MESSAGE:.message",
-            )
-        )  # fmt: skip
+        _namespace_and_nodes(cluster, operator, cert.ca_pem)
+        _admissions(cluster)
+        _checks(cluster, workdir)
+        _big_pending(cluster)
+        _results(cluster)
     finally:
         operator.stop()
 
