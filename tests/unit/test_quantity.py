@@ -154,7 +154,7 @@ settings_ = settings(max_examples=400, deadline=None, suppress_health_check=[Hea
 def _beyond_our_bounds(text: str) -> bool:
     """Inputs the parser refuses on purpose (quantity.MAX_EXPONENT, MAX_DIGITS: bounded work
     for hostile input), which apimachinery would still evaluate: documented divergence."""
-    found = re.search(r"[eE]([+-]?[0-9]+)\s*$", text.strip())
+    found = re.search(r"[0-9]\.?[eE]([+-]?[0-9]+)\s*$", text.strip())  # an exponent of a number
     if found and len(found.group(1)) < 12 and abs(int(found.group(1))) > MAX_EXPONENT:
         return True
     return sum(c.isdigit() for c in text) > MAX_DIGITS
