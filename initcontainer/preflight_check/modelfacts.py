@@ -10,7 +10,8 @@ say "unknown" (never "fail").
 Semantics mirrored (vLLM 0.33.0, the version ``hack/vllm/record_verdicts.py`` records):
 
 * the text config: ``text_config`` (or ``thinker_config.text_config``) of multimodal
-  models, as ``get_hf_text_config`` picks it;
+  models, as ``get_hf_text_config`` picks it, with the transformers class defaults for
+  keys it leaves out (Gemma 3);
 * attention heads, KV heads, layers and experts: ``ModelArchConfigConvertorBase`` in
   ``vllm/transformers_utils/model_arch_config_convertor.py`` with the key aliases of
   ``CONFIG_FIELD_ALIASES`` (``vllm/transformers_utils/config.py``); MLA models
@@ -23,7 +24,9 @@ Semantics mirrored (vLLM 0.33.0, the version ``hack/vllm/record_verdicts.py`` re
   down; bfloat16 needs compute capability 8.0: ``CudaPlatform.supported_dtypes`` and
   ``check_if_supports_dtype`` in ``vllm/platforms/cuda.py``);
 * quantization: ``_normalize_quantization_config`` (``quantization_config``, then
-  ``compression_config``, then ModelOpt's ``hf_quant_config.json``) and the minimum
+  ``compression_config``, then ModelOpt's ``hf_quant_config.json``), the AutoAWQ/AutoGPTQ
+  overrides of ``_verify_quantization`` (``awq`` -> ``auto_awq``, ``gptq`` ->
+  ``auto_gptq``), and the minimum
   capability each method's ``get_min_capability`` declares, checked in
   ``VllmConfig._get_quantization_config`` (``vllm/config/vllm.py``);
 * TP over heads: ``ModelConfig.verify_with_parallel_config``; TP over KV heads:
@@ -120,6 +123,27 @@ QUANT_MIN_CAPABILITY: Dict[str, int] = {
     "int8_per_channel_weight_only": 75,
     "nvfp4_per_token": 75,
 }
+
+# The transformers class defaults vLLM sees for keys a Hub text_config leaves out: Google's
+# gemma-3-4b-it/-12b-it configs state no heads, KV heads or length (Gemma3TextConfig's
+# defaults, transformers/models/gemma3/configuration_gemma3.py, fill them in).
+_TEXT_CONFIG_DEFAULTS: Dict[str, Dict[str, Any]] = {
+    "gemma3_text": {
+        "vocab_size": 262208,
+        "hidden_size": 2304,
+        "intermediate_size": 9216,
+        "num_hidden_layers": 26,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+        "head_dim": 256,
+        "max_position_embeddings": 131072,
+    },
+}
+
+# The method vLLM picks for a checkpoint's quant_method on a GPU node: ModelConfig.
+# _verify_quantization lets AutoAWQConfig/AutoGPTQConfig.override_quantization_method
+# claim every "awq"/"gptq" config (same minimum capability as awq/gptq).
+_QUANT_OVERRIDES = {"awq": "auto_awq", "gptq": "auto_gptq"}
 
 # vLLM's own text of the failures, so users can match what they have seen in logs.
 _LENGTH_KEYS = (
@@ -270,8 +294,12 @@ def text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
         inner: Mapping[str, Any] = thinker["text_config"]
         return inner
     text = config.get("text_config")
-    if isinstance(text, Mapping) and "num_attention_heads" in text:
-        return text
+    if isinstance(text, Mapping):
+        defaults = _TEXT_CONFIG_DEFAULTS.get(str(text.get("model_type") or ""))
+        if defaults:
+            text = {**defaults, **text}
+        if "num_attention_heads" in text:
+            return text
     return config
 
 
@@ -362,7 +390,8 @@ def quant_method_of(files: Mapping[str, Any]) -> Optional[str]:
                 return "modelopt_mixed"
         method = quant.get("quant_method")
         if isinstance(method, str) and method:
-            return method.lower().replace("compressed_tensors", "compressed-tensors")
+            name = method.lower().replace("compressed_tensors", "compressed-tensors")
+            return _QUANT_OVERRIDES.get(name, name)
     return None
 
 

@@ -28,6 +28,8 @@ def test_corpus_has_the_families_the_issue_names() -> None:
     assert len(MODELS) >= 25
     for family in ("Llama-3", "Qwen3-", "Qwen2.5", "DeepSeek-V3", "DeepSeek-R1", "Mixtral"):
         assert any(family in m for m in MODELS), family
+    for family in ("gemma-2-", "gemma-3-", "Mistral-7B", "-AWQ", "-GPTQ"):
+        assert any(family in m for m in MODELS), family
     assert any("gpt-oss" in m for m in MODELS)
     assert any(facts(m).quant_method == "fp8" for m in MODELS)
 
@@ -144,6 +146,19 @@ def test_quantization_methods_as_vllm_normalises_them() -> None:
     # ModelOpt keeps its config in hf_quant_config.json
     assert facts("nvidia/Llama-3.1-70B-Instruct-FP8").quant_method == "modelopt"
     assert facts("meta-llama/Meta-Llama-3.1-70B").quant_method is None
+    # vLLM's AutoAWQ/AutoGPTQ overrides claim the quant_method "awq"/"gptq" checkpoints
+    assert facts("Qwen/Qwen2.5-14B-Instruct-AWQ").quant_method == "auto_awq"
+    assert facts("Qwen/Qwen2.5-14B-Instruct-AWQ").quant_min_capability == 75
+    assert facts("Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4").quant_method == "auto_gptq"
+
+
+def test_gemma3_text_config_defaults_as_transformers_fills_them() -> None:
+    # gemma-3-4b-it's text_config states no heads, KV heads or length
+    got = facts("google/gemma-3-4b-it")
+    assert (got.num_attention_heads, got.num_kv_heads, got.head_dim) == (8, 4, 256)
+    assert (got.num_layers, got.max_model_len) == (34, 131072)  # stated layers win
+    # a stated value is never replaced by a default
+    assert facts("google/gemma-3-27b-it").num_kv_heads == 16
 
 
 def test_capability_table_matches_vllm_fixture() -> None:
@@ -385,9 +400,9 @@ def test_max_len_verdict_agrees_with_vllm(model: str) -> None:
     [
         # the quantization_config blocks AutoAWQ and AutoGPTQ write into config.json
         ({"quant_method": "awq", "bits": 4, "group_size": 128, "version": "gemm",
-          "zero_point": True}, "awq", 75),
+          "zero_point": True}, "auto_awq", 75),
         ({"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False,
-          "sym": True}, "gptq", 60),
+          "sym": True}, "auto_gptq", 60),
         ({"quant_method": "compressed-tensors", "format": "float-quantized"},
          "compressed-tensors", 70),
         ({"quant_method": "bitsandbytes_unknown"}, "bitsandbytes_unknown", None),
@@ -400,7 +415,7 @@ def test_awq_gptq_and_compressed_tensors(quant: dict[str, Any], method: str, min
     assert got is not None
     assert got.quant_method == method
     assert got.quant_min_capability == minimum
-    if method in ("awq", "gptq"):
+    if method in ("auto_awq", "auto_gptq"):
         dense = facts("meta-llama/Meta-Llama-3.1-8B").weight_bytes
         assert dense is not None
         assert got.weight_bytes is not None
