@@ -302,3 +302,20 @@ def test_every_serving_stack_kind_is_denied_at_its_own_admission(
     assert denied.returncode != 0, f"{kind} admitted: {denied.stdout}"
     assert f"{kind}/{obj['metadata']['name']} cannot run" in denied.stderr, denied.stderr
     assert rule in denied.stderr, denied.stderr
+
+
+def test_every_serving_stack_kind_is_warned_about_under_warn(k8s: Cluster, namespace: str) -> None:
+    k8s.apply({
+        "apiVersion": constants.API_VERSION, "kind": constants.POLICY_KIND,
+        "metadata": {"name": "trial", "namespace": namespace}, "spec": {"action": "Warn"},
+    })  # fmt: skip
+    first = next(iter(sorted(BROKEN)))
+    wait_for(
+        lambda: apply(k8s, BROKEN[first][0](), namespace, "--dry-run=server").returncode == 0,
+        what="the Warn policy to reach the webhook",
+    )
+    for kind in sorted(BROKEN):
+        build, rule = BROKEN[kind]
+        admitted = apply(k8s, build(), namespace)
+        assert admitted.returncode == 0, (kind, admitted.stderr)
+        assert f"Warning: vllm-preflight fail: {rule}" in admitted.stderr, (kind, admitted.stderr)
