@@ -206,10 +206,15 @@ def test_pods_created_while_no_operator_ran_get_not_injected_after_a_restart(
         condition = wait_for(runtime, what="the NotInjected condition")
         assert "2 pod(s) run without the preflight check" in condition["message"]
         assert "kubectl rollout restart deployment/vllm-good" in condition["message"]
-        events = json.loads(cluster.kubectl(
-            "get", "events", "-n", namespace, "-o", "json",
-            "--field-selector", "involvedObject.name=vllm-good",
-        ).stdout)["items"]  # fmt: skip
-        assert "NotInjected" in {e["reason"] for e in events}
+
+        def reasons() -> set[str] | None:
+            # the Event is posted after the status write (the event sink's own queue)
+            found = {e["reason"] for e in json.loads(cluster.kubectl(
+                "get", "events", "-n", namespace, "-o", "json",
+                "--field-selector", "involvedObject.name=vllm-good",
+            ).stdout)["items"]}  # fmt: skip
+            return found if "NotInjected" in found else None
+
+        assert "NotInjected" in wait_for(reasons, what="the NotInjected Event")
         missed = 'vllm_preflight_injections_total{reason="not-injected",result="missed"}'
         assert second.metric(missed) == 2
