@@ -193,12 +193,23 @@ def test_good_and_bad_deployments_end_with_the_right_status(
         reason == "PreflightCheckFailed" and "Fix: request 4 GPUs" in message
         for reason, message in pod_events
     )
-    workload_events = dict(events_for(cluster, namespace, "vllm-bad"))
+    # Events go out through the event sink's queue, after the status: wait for each
+    workload_events = wait_for(
+        lambda: (
+            (e := dict(events_for(cluster, namespace, "vllm-bad")))
+            and {"PreflightCheckFailed", "StaticCheckFailed"} <= set(e)
+            and e
+        ),
+        what="the workload's Events",
+    )
     assert "Fix: request 4 GPUs" in workload_events["PreflightCheckFailed"]
     assert "gpu-count-too-low" in workload_events["StaticCheckFailed"]
-    assert dict(events_for(cluster, namespace, good_pod["metadata"]["name"]))[
-        "PreflightCheckPassed"
-    ]
+    assert wait_for(
+        lambda: dict(events_for(cluster, namespace, good_pod["metadata"]["name"])).get(
+            "PreflightCheckPassed"
+        ),
+        what="the good pod's Event",
+    )
 
     table = cluster.kubectl("get", "gpuval", "-n", namespace).stdout
     header, *rows = table.splitlines()
