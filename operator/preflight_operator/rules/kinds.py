@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from preflight_operator.rules import yamltext
 from preflight_operator.rules.embedded import embedded_pod_specs, runs_vllm
 from preflight_operator.rules.template import (
     AIBRIX,
@@ -257,12 +258,10 @@ _NOT_ARGS = frozenset(("model", "served_model_name"))
 
 def _serve_llm_configs(text: str, base: str) -> Iterator[tuple[Mapping[str, Any], str]]:
     """(llm_config, its path) of every Ray Serve LLM application in serveConfigV2."""
-    if len(text) > 1 << 20:
-        return
     try:
-        config = yaml.safe_load(text)
+        config = yamltext.load(text)
     except yaml.YAMLError:
-        return
+        return  # not readable here (an alias, too large, not YAML): nothing judged
     apps = config.get("applications") if isinstance(config, Mapping) else None
     for a, app in enumerate(apps if isinstance(apps, list) else []):
         if not isinstance(app, Mapping) or _SERVE_LLM not in str(app.get("import_path", "")):
