@@ -26,6 +26,7 @@ from typing import Any, TextIO
 from preflight_check.modelsource import directory_lookup
 from preflight_operator.rules import (
     FAIL,
+    RULE_ALIASES,
     RULE_INFO,
     ContainerResult,
     Policy,
@@ -182,7 +183,7 @@ def _policy(args: argparse.Namespace) -> Policy:
     if args.allow_extra_gpus < 0:
         raise InputError("--allow-extra-gpus must be >= 0")
     disabled = {r.strip() for item in args.disable for r in item.split(",") if r.strip()}
-    unknown = sorted(disabled - set(RULE_INFO))
+    unknown = sorted(disabled - set(RULE_INFO) - set(RULE_ALIASES))
     if unknown:
         raise InputError(f"--disable: unknown rule id(s) {', '.join(unknown)} (see --list-rules)")
     return Policy(int(shm), args.allow_extra_gpus, frozenset(disabled))

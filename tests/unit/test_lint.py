@@ -175,6 +175,18 @@ def test_thresholds_and_disable(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert code == lint.EXIT_OK
 
 
+def test_a_former_rule_id_is_accepted_by_disable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env = [{"name": "TP", "valueFrom": {"secretKeyRef": {"name": "s", "key": "tp"}}}]
+    path = write(
+        tmp_path, "d.yaml", deployment(pod_spec(vllm("m", "-tp", "$(TP)", gpus=2, env=env)))
+    )
+    code, out, _ = run(capsys, "--disable", "vllm-env-unresolved", "--format", "json", str(path))
+    assert code == lint.EXIT_OK
+    assert json.loads(out)["results"][0]["findings"] == []  # plan-unresolved, by its old id
+
+
 @pytest.mark.parametrize(
     "argv",
     [

@@ -19,9 +19,9 @@ PASS = "pass"
 SEVERITIES = (FAIL, WARN, INFO)
 _RANK = {INFO: 0, WARN: 1, FAIL: 2}
 
-# Former rule ids and their successors (kept in sync with registry.RULE_ALIASES, which
-# imports this module and so cannot be imported here).
-_ALIASES = {"vllm-env-unresolved": "plan-unresolved"}
+# Former rule ids and their successors: still accepted wherever rules are switched off
+# (lint --disable, a PreflightPolicy's checks list).
+RULE_ALIASES: dict[str, str] = {"vllm-env-unresolved": "plan-unresolved"}
 
 GiB = 1024**3
 DEFAULT_SHM_MIN_BYTES = 1 * GiB
@@ -47,8 +47,8 @@ class Policy:
     def enabled(self, rule_id: str) -> bool:
         if rule_id in self.disabled:
             return False
-        # a former id (registry.RULE_ALIASES) switches its successor off too
-        return not any(_ALIASES.get(d) == rule_id for d in self.disabled)
+        # a former id (RULE_ALIASES) switches its successor off too
+        return not any(RULE_ALIASES.get(d) == rule_id for d in self.disabled)
 
 
 DEFAULT_POLICY = Policy()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from preflight_operator.rules.model import _ALIASES, Finding, Policy, RuleInfo
+from preflight_operator.rules.model import Finding, Policy, RuleInfo
 
 if TYPE_CHECKING:
     from preflight_operator.rules.context import ContainerContext
@@ -14,13 +14,6 @@ Rule = Callable[["ContainerContext", Policy], Iterable[Finding]]
 
 REGISTRY: list[tuple[RuleInfo, Rule]] = []
 RULE_INFO: dict[str, RuleInfo] = {}
-# Former ids, still accepted wherever rules are switched off (lint --disable, a
-# PreflightPolicy's checks list): old id -> current id.
-RULE_ALIASES: dict[str, str] = dict(_ALIASES)
-
-
-def canonical(rule_id: str) -> str:
-    return RULE_ALIASES.get(rule_id, rule_id)
 
 
 def register(rule_id: str, severity: str, summary: str) -> Callable[[Rule], Rule]:
