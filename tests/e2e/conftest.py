@@ -4,9 +4,14 @@ the `k8s` fixture itself (some start their own throwaway control plane), so
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from preflight_dev import localoperator, localsetup
+from preflight_dev.localoperator import OperatorProcess
+from preflight_dev.testing import Cluster
 
 E2E_DIR = Path(__file__).parent
 
@@ -17,3 +22,25 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if E2E_DIR in item.path.parents:
             item.add_marker(pytest.mark.e2e)
+
+
+@pytest.fixture(scope="module")
+def cluster(k8s: Cluster) -> Cluster:
+    """The local control plane with the project's CRDs; a file that needs other CRDs or an
+    external cluster defines its own `cluster` (a module's fixture overrides this one)."""
+    if not k8s.is_local:
+        pytest.skip("needs the local control plane: the API server calls webhooks on 127.0.0.1")
+    localsetup.install_crds(k8s)
+    return k8s
+
+
+@pytest.fixture(scope="module")
+def operator(
+    cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[OperatorProcess]:
+    """One operator with its webhooks per test file (module scope): a file's tests share it,
+    and the next file starts from no webhook configuration."""
+    op = localoperator.start_with_webhooks(cluster, tmp_path_factory.mktemp("operator"))
+    yield op
+    localoperator.remove_webhooks(cluster)
+    op.stop()

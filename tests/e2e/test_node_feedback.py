@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from preflight_check.report import CheckResult, GPUEntry, Report
-from preflight_dev import fakekubelet, localoperator, localsetup
+from preflight_dev import fakekubelet
 from preflight_dev.localoperator import OperatorProcess
 from preflight_dev.testing import Cluster, wait_for
 from preflight_operator import constants
@@ -54,24 +54,6 @@ PASSED = Report(
     checks=[CheckResult("row-remap", "pass", "no pending or failed row remapping on 2 GPUs")],
     gpus=GPUS,
 ).to_termination_message()
-
-
-@pytest.fixture(scope="module")
-def cluster(k8s: Cluster) -> Cluster:
-    if not k8s.is_local:
-        pytest.skip("needs the local control plane: the API server calls webhooks on 127.0.0.1")
-    localsetup.install_crds(k8s)
-    return k8s
-
-
-@pytest.fixture(scope="module")
-def operator(
-    cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[OperatorProcess]:
-    op = localoperator.start_with_webhooks(cluster, tmp_path_factory.mktemp("operator"))
-    yield op
-    localoperator.remove_webhooks(cluster)
-    op.stop()
 
 
 @pytest.fixture
