@@ -13,7 +13,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from preflight_operator.admission import ALLOW, AdmissionDecision, decide, spec_changed, unchecked
 from preflight_operator.analysis import (
@@ -56,6 +56,29 @@ OwnerLabels = Callable[[WorkloadRef], Awaitable[Mapping[str, str] | None]]
 OwnerBody = Callable[[WorkloadRef], Awaitable[Mapping[str, Any] | None]]
 OWNER_CACHE_SECONDS = 30.0
 OWNER_LOOKUP_TIMEOUT = 2.0
+OWNER_CACHE_ENTRIES = 10_000
+
+V = TypeVar("V")
+
+
+class _RecentReads(Generic[V]):
+    """What was read of a workload for its pods' admission, kept OWNER_CACHE_SECONDS so a
+    burst of one workload's pods reads it once. Bounded: past OWNER_CACHE_ENTRIES it
+    forgets everything and refills on demand."""
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[str, str, str], tuple[float, V]] = {}
+
+    def get(self, key: tuple[str, str, str], now: float) -> V | None:
+        cached = self._entries.get(key)
+        if cached is not None and now - cached[0] < OWNER_CACHE_SECONDS:
+            return cached[1]
+        return None
+
+    def put(self, key: tuple[str, str, str], now: float, value: V) -> None:
+        if len(self._entries) > OWNER_CACHE_ENTRIES:
+            self._entries.clear()
+        self._entries[key] = (now, value)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,9 +105,9 @@ class AdmissionService:
         self._events = events
         self._owner_labels = owner_labels
         self._clock = clock
-        self._owner_cache: dict[tuple[str, str, str], tuple[float, Mapping[str, str]]] = {}
+        self._owner_cache: _RecentReads[Mapping[str, str]] = _RecentReads()
         self._owner_body = owner_body
-        self._ray_groups: dict[tuple[str, str, str], tuple[float, bool]] = {}
+        self._ray_groups: _RecentReads[bool] = _RecentReads()
 
     def use_analyser(self, analyser: Analyser) -> None:
         """Swaps the rules (the operator's start puts them in their budgeted worker)."""
@@ -186,9 +209,9 @@ class AdmissionService:
         if ref.kind == POD.kind or self._owner_labels is None:
             return own
         now = self._clock()
-        cached = self._owner_cache.get(ref.key)
-        if cached is not None and now - cached[0] < OWNER_CACHE_SECONDS:
-            return cached[1]
+        cached = self._owner_cache.get(ref.key, now)
+        if cached is not None:
+            return cached
         try:
             labels = await asyncio.wait_for(self._owner_labels(ref), OWNER_LOOKUP_TIMEOUT)
         except Exception as exc:
@@ -200,9 +223,7 @@ class AdmissionService:
             return own
         if labels is None:
             return own
-        if len(self._owner_cache) > 10_000:  # bounded: forget everything, refill on demand
-            self._owner_cache.clear()
-        self._owner_cache[ref.key] = (now, labels)
+        self._owner_cache.put(ref.key, now, labels)
         return labels
 
     async def _ray_group(self, pod: Mapping[str, Any]) -> bool:
@@ -214,18 +235,16 @@ class AdmissionService:
         if self._owner_body is None or ref.kind != "LeaderWorkerSet":
             return False
         now = self._clock()
-        cached = self._ray_groups.get(ref.key)
-        if cached is not None and now - cached[0] < OWNER_CACHE_SECONDS:
-            return cached[1]
+        cached = self._ray_groups.get(ref.key, now)
+        if cached is not None:
+            return cached
         try:
             body = await asyncio.wait_for(self._owner_body(ref), OWNER_LOOKUP_TIMEOUT)
         except Exception as exc:
             logger.warning("group phase for %s: unreadable (%s); not used", ref.display, exc)
             return False
         ready = body is not None and ray_group_ready(body)
-        if len(self._ray_groups) > 10_000:
-            self._ray_groups.clear()
-        self._ray_groups[ref.key] = (now, ready)
+        self._ray_groups.put(ref.key, now, ready)
         return ready
 
     async def mutate_pod(self, pod: Mapping[str, Any]) -> Injection | Skip:
