@@ -106,6 +106,20 @@ def cuda_view_from_probe(outcome: ChildOutcome) -> Optional[CudaView]:
     return view
 
 
+def _read_into(
+    gpu: NvmlGpu, attribute: str, read: Callable[[], Any], label: Optional[str] = None
+) -> None:
+    """``gpu.<attribute> = read()``; a refusal is noted under ``label`` (the attribute's
+    name by default): a GPU that needs a reset in ``needs_reset`` (the finding of
+    ``gpu-reset``), any other NVML error in ``errors``."""
+    try:
+        setattr(gpu, attribute, read())
+    except NvmlGpuNeedsReset as exc:
+        gpu.needs_reset.append(f"{label or attribute}: {exc}")
+    except NvmlError as exc:
+        gpu.errors.append(f"{label or attribute}: {exc}")
+
+
 class NvmlSession:
     """The NVML inventory in two reads: what the GPUs are (early, concurrently with the
     probes), and what is in use on them (memory, processes).
@@ -160,12 +174,7 @@ class NvmlSession:
                 ("ecc_uncorrectable", device.ecc_volatile_uncorrectable),
                 *self._health_reads(device),
             ):
-                try:
-                    setattr(gpu, attribute, read())
-                except NvmlGpuNeedsReset as exc:
-                    gpu.needs_reset.append(f"{attribute}: {exc}")
-                except NvmlError as exc:
-                    gpu.errors.append(f"{attribute}: {exc}")
+                _read_into(gpu, attribute, read)
             view.gpus.append(gpu)
         self._watch_xids(nvml)
 
@@ -204,12 +213,7 @@ class NvmlSession:
                 gpu.processes = device.compute_processes()
             except NvmlError as exc:
                 gpu.errors.append(f"processes: {exc}")
-            try:
-                gpu.clock_events_end = device.clock_event_reasons()
-            except NvmlGpuNeedsReset as exc:
-                gpu.needs_reset.append(f"clock_events: {exc}")
-            except NvmlError as exc:
-                gpu.errors.append(f"clock_events: {exc}")
+            _read_into(gpu, "clock_events_end", device.clock_event_reasons, "clock_events")
         self.view.ms += (time.perf_counter() - started) * 1000.0
 
     def _read_xids(self) -> None:
