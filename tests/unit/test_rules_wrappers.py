@@ -122,3 +122,16 @@ def test_llm_inference_service_parallelism() -> None:
     main = next(r for r in check(service) if r.container == "main/main")
     f = finding(main, "gpu-count-too-low")
     assert "spec.parallelism" in f.fix
+
+
+def test_the_serving_runtime_is_found_in_the_default_namespace() -> None:
+    """`lint -n team`: neither object names a namespace; both are in `team`."""
+    from preflight_operator.rules import check_objects
+
+    runtime = corpus(*RUNTIME)
+    runtime["kind"] = "ServingRuntime"  # namespaced: found only in the same namespace
+    service = isvc(["--tensor-parallel-size=4"], 2)
+    del service["metadata"]["namespace"]
+    results = check_objects([service, runtime], default_namespace="team")
+    judged = next(r for r in results if r.kind == "InferenceService")
+    assert "gpu-count-too-low" in ids(judged)

@@ -34,6 +34,7 @@ from preflight_operator.rules.model import (
 )
 from preflight_operator.rules.registry import REGISTRY, declare
 from preflight_operator.rules.resources import gpu_resources
+from preflight_operator.rules.template import meta
 
 COMMAND_UNPARSED = declare(
     "vllm-command-unparsed", WARN, "a shell script that mentions vLLM could not be read"
@@ -86,7 +87,8 @@ def _check_object(
     default_namespace: str | None,
 ) -> list[ContainerResult]:
     try:
-        templates = pod_templates(obj, default_namespace, _resolver(obj, manifests, lookup))
+        namespace = meta(obj, default_namespace)[1]
+        templates = pod_templates(obj, default_namespace, _resolver(namespace, manifests, lookup))
     except Exception as exc:  # a rules bug must never take the webhook or lint down
         return [_crashed(str(obj.get("kind")), "?", None, "?", exc)]
     results: list[ContainerResult] = []
@@ -116,13 +118,11 @@ def _check_object(
 
 
 def _resolver(
-    obj: Mapping[str, Any], manifests: ManifestSet, lookup: ClusterLookup
+    namespace: str | None, manifests: ManifestSet, lookup: ClusterLookup
 ) -> Callable[[str, str], Mapping[str, Any] | None]:
-    """(kind, name) -> an object a workload refers to (a KServe ServingRuntime), from the
-    manifest set, else the cluster; name "*" lists what the manifest set holds."""
-    meta = obj.get("metadata")
-    namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
-    namespace = namespace if isinstance(namespace, str) else None
+    """(kind, name) -> an object a workload refers to (a DRA claim, a KServe
+    ServingRuntime) in ``namespace`` (cluster-scoped kinds: anywhere), from the manifest
+    set, else the cluster; name "*" lists every one of that kind."""
 
     def resolve(kind: str, name: str) -> Mapping[str, Any] | None:
         scope = None if kind in CLUSTER_SCOPED else namespace
@@ -130,7 +130,7 @@ def _resolver(
             items = [
                 o for (ns, k, _), o in manifests.referenced.items() if k == kind and ns == scope
             ]
-            if lookup.object is not None:
+            if lookup.object is not None and (scope is not None or kind in CLUSTER_SCOPED):
                 try:
                     listed = lookup.object(scope or "", kind, "*")
                 except Exception:
@@ -143,7 +143,11 @@ def _resolver(
                     ]
             return {"items": items}
         found = manifests.referenced.get((scope, kind, name))
-        if found is None and lookup.object is not None:
+        if (
+            found is None
+            and lookup.object is not None
+            and (scope is not None or kind in CLUSTER_SCOPED)
+        ):
             try:
                 found = lookup.object(scope or "", kind, name)
             except Exception:
@@ -187,15 +191,7 @@ def _getters(
                 found = None  # unknown, never fatal
         return found
 
-    def referenced(kind: str, name: str) -> Mapping[str, Any] | None:
-        found = manifests.referenced.get((namespace, kind, name))
-        if found is None and lookup.object is not None and namespace is not None:
-            try:
-                found = lookup.object(namespace, kind, name)
-            except Exception:
-                found = None  # unknown, never fatal
-        return found
-
+    referenced = _resolver(namespace, manifests, lookup)
     services = list(manifests.services.get(namespace, []))
     if lookup.services is not None and namespace is not None:
         names = {link_prefix(s) for s in services}
