@@ -10,18 +10,14 @@ from typing import Any
 from preflight_check.vllm_args import ParsedArgs
 from preflight_operator.rules.command import Invocation
 from preflight_operator.rules.discovery import PodTemplate
-from preflight_operator.rules.dra import Resolve
 from preflight_operator.rules.kubeenv import ContainerEnv
 from preflight_operator.rules.model import NO_LOOKUP, ClusterLookup
 from preflight_operator.rules.resources import GpuResources
+from preflight_operator.rules.template import Resolve, resolve_nothing
 
 # Options by which a pod runs its own share of data-parallel ranks (vLLM's multi-node
 # data parallelism with the mp backend): with them the pod is not a Ray worker slot.
 _OWN_DP_RANKS = ("data_parallel_size_local", "data_parallel_start_rank", "data_parallel_rank")
-
-
-def _unresolved(kind: str, name: str) -> Mapping[str, Any] | None:
-    return None
 
 
 @dataclass(frozen=True)
@@ -37,7 +33,7 @@ class ContainerContext:
     services: tuple[Mapping[str, Any], ...]
     config_source: str | None  # 'ConfigMap/x data["k"]' when --config was read
     lookup: ClusterLookup = NO_LOOKUP  # the cluster (or lint's extra inputs), for rules
-    resolve: Resolve = _unresolved  # (kind, name) -> ResourceClaim(Template) of the pod's ns
+    resolve: Resolve = resolve_nothing  # (kind, name) -> ResourceClaim(Template) of the pod's ns
 
     @property
     def spec(self) -> Mapping[str, Any]:

@@ -19,14 +19,12 @@ injected check still verifies at run time what CUDA really sees.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from preflight_operator.rules.accelerators import DEVICE_CLASSES
-
-# (kind, name) -> the object in the pod's namespace, or None when absent/unknown
-Resolve = Callable[[str, str], Mapping[str, Any] | None]
+from preflight_operator.rules.template import Resolve
 
 
 @dataclass(frozen=True)

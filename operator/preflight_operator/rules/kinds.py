@@ -37,9 +37,11 @@ from preflight_operator.rules.template import (
     Group,
     GroupMember,
     PodTemplate,
+    Resolve,
     dig,
     meta,
     num,
+    resolve_nothing,
 )
 from preflight_operator.rules.wrappers import (
     dynamo_graph,
@@ -51,13 +53,6 @@ from preflight_operator.rules.wrappers import (
 )
 
 Extractor = Callable[[Mapping[str, Any], str, "str | None"], list[PodTemplate]]
-# (kind, name) -> the object in the workload's namespace (or cluster-scoped); name "*"
-# asks for {"items": [...]} of every such object known
-Resolve = Callable[[str, str], "Mapping[str, Any] | None"]
-
-
-def _none(kind: str, name: str) -> Mapping[str, Any] | None:
-    return None
 
 
 @dataclass(frozen=True)
@@ -491,7 +486,7 @@ def _generic(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[P
 
 
 def pod_templates(
-    obj: Mapping[str, Any], default_namespace: str | None, resolve: Resolve = _none
+    obj: Mapping[str, Any], default_namespace: str | None, resolve: Resolve = resolve_nothing
 ) -> list[PodTemplate]:
     """The pod templates of any object: a registered kind's, else every embedded pod spec
     that runs vLLM (judged generically); [] for everything else. ``resolve`` reads the

@@ -17,8 +17,9 @@ from preflight_operator.rules.accelerators import (
     node_platform,
 )
 from preflight_operator.rules.discovery import MIG_PREFIX
-from preflight_operator.rules.dra import ClaimDevices, Resolve, container_claims
+from preflight_operator.rules.dra import ClaimDevices, container_claims
 from preflight_operator.rules.quantity import parse_quantity
+from preflight_operator.rules.template import Resolve, resolve_nothing
 
 _MISSING = object()
 
@@ -175,15 +176,11 @@ class GpuResources:
         return f'{container_path}.resources.limits["{self.fix_resource}"]'
 
 
-def _no_resolve(kind: str, name: str) -> Mapping[str, Any] | None:
-    return None
-
-
 def gpu_resources(
     container: Mapping[str, Any],
     path: str,
     spec: Mapping[str, Any] | None = None,
-    resolve: Resolve = _no_resolve,
+    resolve: Resolve = resolve_nothing,
 ) -> GpuResources:
     """The container's accelerators; ``spec`` (its PodSpec) and ``resolve`` let DRA
     claims be counted from the pod's resourceClaims and their claims or templates."""
@@ -226,7 +223,7 @@ def gpu_resources(
     return GpuResources(entries, tuple(malformed), claims, **platforms)
 
 
-def pod_gpus(spec: Mapping[str, Any], path: str, resolve: Resolve = _no_resolve) -> int | None:
+def pod_gpus(spec: Mapping[str, Any], path: str, resolve: Resolve = resolve_nothing) -> int | None:
     """Accelerator devices of all app containers of a pod (what the pod takes from its
     node); None when a count is unknown (a DRA claim that cannot be counted here)."""
     containers = spec.get("containers")

@@ -3,7 +3,7 @@ pods one vLLM engine spreads over (a LeaderWorkerSet group, a Ray cluster)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +17,16 @@ KUBEAI = "kubeai"
 PRODUCTION_STACK = "production-stack"
 DYNAMO = "dynamo"
 GENERIC = "generic"
+
+
+# (kind, name) -> an object a workload refers to (a DRA claim, a ServingRuntime), or None
+# when absent or unknown; name "*" asks for {"items": [...]} of every such object
+Resolve = Callable[[str, str], "Mapping[str, Any] | None"]
+
+
+def resolve_nothing(kind: str, name: str) -> Mapping[str, Any] | None:
+    """The resolver of a caller that has no other objects to offer."""
+    return None
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ its source (paths cited there and below).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from preflight_operator.rules.template import (
@@ -16,12 +16,11 @@ from preflight_operator.rules.template import (
     KUBEAI,
     PRODUCTION_STACK,
     PodTemplate,
+    Resolve,
     dig,
     meta,
     num,
 )
-
-Resolve = Callable[[str, str], "Mapping[str, Any] | None"]
 
 # -- KServe ----------------------------------------------------------------------------------
 #
