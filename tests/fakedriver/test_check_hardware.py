@@ -246,3 +246,18 @@ def test_the_binding_reads_nvlink_until_the_first_refused_link() -> None:
 
     device = PynvmlDevice(_Binding(_pynvml(nvmlDeviceGetNvLinkState=state)), handle=object())
     assert device.nvlink_states() == [True, True, False, True]
+
+
+def test_the_fake_hands_out_each_xid_event_once_like_nvml_event_set_wait() -> None:
+    from preflight_dev.fakedriver.fake import FakeNvml
+
+    machine = h200_machine(2)
+    machine.gpus[1].xids = [79]
+    nvml = FakeNvml(machine)
+    nvml.init()
+    assert nvml.xid_events() == []  # nothing watched yet
+    assert nvml.watch_xids([0, 1]) == [0, 1]
+    assert nvml.xid_events() == [(1, 79)]
+    assert nvml.xid_events() == []  # drained, as nvmlEventSetWait drains its set
+    machine.gpus[1].xids.append(48)
+    assert nvml.xid_events() == [(1, 48)]

@@ -391,6 +391,8 @@ class FakeNvml:
     def __init__(self, machine: FakeMachine) -> None:
         self.machine = machine
         self.initialised = False
+        self.watched: List[int] = []
+        self._delivered: Dict[int, int] = {}  # XIDs already handed out, per GPU
 
     def init(self) -> None:
         from preflight_check.driver.api import DriverUnavailable  # noqa: PLC0415
@@ -436,5 +438,11 @@ class FakeNvml:
         return watched or None
 
     def xid_events(self) -> List[Tuple[int, int]]:
+        """Like nvmlEventSetWait: each event is handed out once."""
         ordered = self._ordered()
-        return [(i, xid) for i in getattr(self, "watched", []) for xid in ordered[i].xids]
+        found = []
+        for i in self.watched:
+            xids = ordered[i].xids
+            found += [(i, xid) for xid in xids[self._delivered.get(i, 0) :]]
+            self._delivered[i] = len(xids)
+        return found
