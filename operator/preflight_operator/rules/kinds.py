@@ -108,9 +108,7 @@ def _pod(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[PodTe
         GroupMember(spec, "spec", 1, f"metadata.annotations[{_LWS_SIZE!r}]"),
         GroupMember(spec, "spec", size - 1, f"metadata.annotations[{_LWS_SIZE!r}]"),
     )
-    group = Group(
-        size, spec, "spec", spec, "spec", f"metadata.annotations[{_LWS_SIZE!r}]", LWS, members
-    )
+    group = Group(f"metadata.annotations[{_LWS_SIZE!r}]", LWS, members)
     env = {"LWS_GROUP_SIZE": str(size), "LWS_NAME": str(lws), "LWS_WORKER_INDEX": index}
     # no role: the container keeps its own name, and the group-wide rules (which need the
     # other template) stay with the LeaderWorkerSet's own admission
@@ -141,7 +139,7 @@ def _lws(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[PodTe
         GroupMember(leader, leader_path, 1, f"{base}.size"),
         GroupMember(worker, worker_path, size - 1, f"{base}.size"),
     )
-    group = Group(size, leader, leader_path, worker, worker_path, f"{base}.size", LWS, members)
+    group = Group(f"{base}.size", LWS, members)
     # LWS (>= 0.6) injects these into every container of the group
     common = {"LWS_GROUP_SIZE": str(size), "LWS_NAME": name}
     kind = "LeaderWorkerSet"
@@ -218,12 +216,7 @@ def _ray_cluster(
                 members.append(found)
     if not members:
         return None, []
-    first, rest = members[0], members[1:] or members[:1]
-    size = sum(m.replicas for m in members)
-    group = Group(
-        size, first.spec, first.path, rest[0].spec, rest[0].path,
-        f"{base}.workerGroupSpecs[*].replicas", "ray", tuple(members),
-    )  # fmt: skip
+    group = Group(f"{base}.workerGroupSpecs[*].replicas", "ray", tuple(members))
     templates = [
         PodTemplate(
             kind, name, namespace, m.spec, m.path, "head" if i == 0 else f"worker{i - 1}",

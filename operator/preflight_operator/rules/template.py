@@ -45,18 +45,39 @@ class GroupMember:
 
 @dataclass(frozen=True)
 class Group:
-    """The pods one engine spreads over. A LeaderWorkerSet group (``family`` "lws"):
-    ``size`` pods, one leader and ``size - 1`` workers. A Ray cluster ("ray"): the head
-    and every worker group, in ``members`` (for LWS too: leader, then workers)."""
+    """The pods one engine spreads over, in ``members``: a LeaderWorkerSet group
+    (``family`` "lws") is the leader and the ``size - 1`` workers; a Ray cluster ("ray")
+    is the head and every worker group. ``size_path`` says where the pod count is
+    written. The leader is the first member, the worker the second (the leader again
+    when there is only one); ``size`` is every member's replicas together."""
 
-    size: int
-    leader_spec: Mapping[str, Any]
-    leader_path: str
-    worker_spec: Mapping[str, Any]
-    worker_path: str
     size_path: str
-    family: str = "lws"
-    members: tuple[GroupMember, ...] = ()
+    family: str
+    members: tuple[GroupMember, ...]
+
+    @property
+    def size(self) -> int:
+        return sum(m.replicas for m in self.members)
+
+    @property
+    def _worker(self) -> GroupMember:
+        return self.members[1] if len(self.members) > 1 else self.members[0]
+
+    @property
+    def leader_spec(self) -> Mapping[str, Any]:
+        return self.members[0].spec
+
+    @property
+    def leader_path(self) -> str:
+        return self.members[0].path
+
+    @property
+    def worker_spec(self) -> Mapping[str, Any]:
+        return self._worker.spec
+
+    @property
+    def worker_path(self) -> str:
+        return self._worker.path
 
 
 @dataclass(frozen=True)
