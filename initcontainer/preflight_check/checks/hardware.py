@@ -387,16 +387,15 @@ def fabric(facts: Facts, options: Options) -> List[CheckResult]:
             "no NVSwitch fabric on these GPUs (nvmlDeviceGetGpuFabricInfo unsupported or "
             "state 'not supported')",
         )
-    bad, limited = [], []
+    bad: List[Tuple[CudaGpu, str]] = []
+    limited = []
     for gpu, _, info in offered:
         if info.state != FABRIC_STATE_COMPLETED:
-            bad.append(
-                f"{gpu_label(gpu)}: registration {FABRIC_STATE_NAMES.get(info.state, info.state)}"
-            )
+            bad.append((gpu, f"registration {FABRIC_STATE_NAMES.get(info.state, info.state)}"))
         elif info.status != NVML_SUCCESS:
-            bad.append(f"{gpu_label(gpu)}: registration failed (NVML status {info.status})")
+            bad.append((gpu, f"registration failed (NVML status {info.status})"))
         elif info.health == FABRIC_HEALTH_UNHEALTHY:
-            bad.append(f"{gpu_label(gpu)}: fabric health unhealthy")
+            bad.append((gpu, "fabric health unhealthy"))
         elif info.health == FABRIC_HEALTH_LIMITED:
             limited.append(f"{gpu_label(gpu)}: fabric health limited capacity")
     evidence = {
@@ -410,19 +409,13 @@ def fabric(facts: Facts, options: Options) -> List[CheckResult]:
             "fabric",
             FAIL,
             "NVSwitch fabric not ready: "
-            + "; ".join(bad)
+            + "; ".join(f"{gpu_label(g)}: {why}" for g, why in bad)
             + ": until the fabric manager has registered a GPU, CUDA on it fails "
             "(cuInit: CUDA_ERROR_SYSTEM_NOT_READY, 'system not yet initialized') and NCCL "
             "cannot use NVLink",
             "start or restart nvidia-fabricmanager on the node (its version must match the "
             "driver's), then wait for registration to complete",
-            gpus=[
-                g.uuid
-                for g, _, f in offered
-                if f.state != FABRIC_STATE_COMPLETED
-                or f.status != NVML_SUCCESS
-                or f.health == FABRIC_HEALTH_UNHEALTHY
-            ],
+            gpus=[g.uuid for g, _ in bad],
             **evidence,
         )
     if limited:
