@@ -141,6 +141,7 @@ def test_fabric_not_registered_fails(tmp_path: Path) -> None:
     assert check.status == FAIL
     assert "registration in progress" in check.message
     assert "nvidia-fabricmanager" in check.remediation
+    assert check.evidence["gpus"] == [machine.gpus[1].uuid]
 
 
 def test_xid_during_the_check_fails_and_application_xids_warn(tmp_path: Path) -> None:
