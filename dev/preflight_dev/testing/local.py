@@ -26,7 +26,7 @@ from pathlib import Path
 from preflight_dev.testing import flags
 from preflight_dev.testing.base import Cluster
 from preflight_dev.testing.binaries import find_bin_dir
-from preflight_dev.testing.certs import new_private_key, private_key_pem
+from preflight_dev.testing.certs import KeyPair, new_private_key, private_key_pem
 from preflight_dev.testing.kubeconfig import (
     build_kubeconfig,
     client_cert_user,
@@ -245,38 +245,23 @@ class LocalCluster(Cluster):
         _write_private(layout.apiserver_key, serving.key_pem)
         # One ECDSA key both signs service account tokens and verifies them.
         _write_private(layout.sa_key, private_key_pem(new_private_key()))
-        admin = ca.client("vllm-preflight-admin", groups=["system:masters"])
+        cluster = cluster_entry(self.server, ca.cert_pem)
+
+        def client_kubeconfig(path: Path, user: str) -> KeyPair:
+            # Each client its own identity (visible in audit and logs), with the admin
+            # group's rights so no RBAC bootstrap detail can starve a controller.
+            cert = ca.client(user, groups=["system:masters"])
+            user_entry = client_cert_user(cert.cert_pem, cert.key_pem)
+            write_kubeconfig(
+                path, build_kubeconfig(name=CONTEXT_NAME, cluster=cluster, user=user_entry)
+            )
+            return cert
+
+        admin = client_kubeconfig(layout.admin_kubeconfig, "vllm-preflight-admin")
         layout.admin_cert.write_bytes(admin.cert_pem)
         _write_private(layout.admin_key, admin.key_pem)
-        cluster = cluster_entry(self.server, ca.cert_pem)
-        write_kubeconfig(
-            layout.admin_kubeconfig,
-            build_kubeconfig(
-                name=CONTEXT_NAME,
-                cluster=cluster,
-                user=client_cert_user(admin.cert_pem, admin.key_pem),
-            ),
-        )
-        # Its own identity (visible in audit and logs), with the admin group's rights so
-        # no RBAC bootstrap detail can starve a controller.
-        kcm = ca.client("system:kube-controller-manager", groups=["system:masters"])
-        write_kubeconfig(
-            layout.controller_manager_kubeconfig,
-            build_kubeconfig(
-                name=CONTEXT_NAME,
-                cluster=cluster,
-                user=client_cert_user(kcm.cert_pem, kcm.key_pem),
-            ),
-        )
-        scheduler = ca.client("system:kube-scheduler", groups=["system:masters"])
-        write_kubeconfig(
-            layout.scheduler_kubeconfig,
-            build_kubeconfig(
-                name=CONTEXT_NAME,
-                cluster=cluster,
-                user=client_cert_user(scheduler.cert_pem, scheduler.key_pem),
-            ),
-        )
+        client_kubeconfig(layout.controller_manager_kubeconfig, "system:kube-controller-manager")
+        client_kubeconfig(layout.scheduler_kubeconfig, "system:kube-scheduler")
 
     def _launch(self, name: str, argv: list[str]) -> Component:
         component = Component(name, argv, self.logs_dir / f"{name}.log")
