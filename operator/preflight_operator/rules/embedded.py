@@ -8,13 +8,13 @@ list of mappings that have an ``image`` or a ``command``. ``lint`` lists such ob
 "kind not checked"; the rules engine can use the same finder to judge unknown kinds.
 
 Pure and bounded: at most MAX_DEPTH levels deep and MAX_NODES mappings and lists visited,
-so a hostile object costs the same as an ordinary one.
+so a hostile object costs the same as an ordinary one (one walk, _walk, serves both searches).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from preflight_operator.rules.command import Invocation, find_invocation
@@ -37,6 +37,32 @@ def is_pod_spec(value: object) -> bool:
     return any("image" in c or "command" in c for c in containers)
 
 
+def _walk(
+    root: object, path: str, depth: int, leaf: Callable[[object], bool], skip: str = ""
+) -> Iterator[tuple[str, object]]:
+    """(path, value) of every ``leaf`` value under ``root``, in document order, not
+    descending into a leaf nor into keys named ``skip``; bounded by MAX_DEPTH and
+    MAX_NODES (leaves, mappings and lists visited)."""
+    stack: list[tuple[str, object, int]] = [(path, root, depth)]
+    visited = 0
+    while stack and visited < MAX_NODES:
+        path, value, depth = stack.pop()
+        visited += 1
+        if leaf(value):
+            yield path, value
+            continue
+        if depth >= MAX_DEPTH:
+            continue
+        if isinstance(value, Mapping):
+            items = [(f"{path}.{k}" if path else str(k), c) for k, c in value.items() if k != skip]
+        elif isinstance(value, list):
+            items = [(f"{path}[{i}]", c) for i, c in enumerate(value)]
+        else:
+            continue
+        kept = [(p, c, depth + 1) for p, c in items if isinstance(c, (Mapping, list)) or leaf(c)]
+        stack.extend(reversed(kept))
+
+
 def embedded_pod_specs(obj: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     """(path, pod spec) of every PodSpec-shaped mapping in ``obj``, in document order.
 
@@ -44,29 +70,11 @@ def embedded_pod_specs(obj: Mapping[str, Any]) -> list[tuple[str, Mapping[str, A
     into a pod spec it found. Paths read like the rules' fields: ``spec.predictor``,
     ``spec.workerGroupSpecs[0].template.spec``.
     """
-    found: list[tuple[str, Mapping[str, Any]]] = []
-    stack: list[tuple[str, object, int]] = [("", obj, 0)]
-    visited = 0
-    while stack and visited < MAX_NODES:
-        path, value, depth = stack.pop()
-        visited += 1
-        if is_pod_spec(value):
-            assert isinstance(value, Mapping)
-            found.append((path, value))
-            continue
-        if depth >= MAX_DEPTH:
-            continue
-        children: list[tuple[str, object, int]] = []
-        if isinstance(value, Mapping):
-            for key, child in value.items():
-                if isinstance(child, (Mapping, list)) and key != "metadata":
-                    children.append((f"{path}.{key}" if path else str(key), child, depth + 1))
-        elif isinstance(value, list):
-            for i, child in enumerate(value):
-                if isinstance(child, (Mapping, list)):
-                    children.append((f"{path}[{i}]", child, depth + 1))
-        stack.extend(reversed(children))
-    return found
+    return [
+        (path, value)
+        for path, value in _walk(obj, "", 0, is_pod_spec, skip="metadata")
+        if isinstance(value, Mapping)
+    ]
 
 
 def runs_vllm(spec: Mapping[str, Any], path: str = "spec") -> bool:
@@ -94,22 +102,9 @@ def vllm_mentions(obj: Mapping[str, Any], limit: int = 3) -> list[str]:
     (KubeAI's Model, KAITO's Workspace, KServe's LLMInferenceService): what says they run
     vLLM when no pod spec in them does. Bounded like embedded_pod_specs."""
     found: list[str] = []
-    stack: list[tuple[str, object, int]] = [("spec", obj.get("spec"), 1)]
-    visited = 0
-    while stack and visited < MAX_NODES and len(found) < limit:
-        path, value, depth = stack.pop()
-        visited += 1
-        if isinstance(value, str):
-            if _VLLM.search(value):
-                found.append(path)
-            continue
-        if depth >= MAX_DEPTH:
-            continue
-        children: list[tuple[str, object, int]] = []
-        if isinstance(value, Mapping):
-            for key, child in value.items():
-                children.append((f"{path}.{key}", child, depth + 1))
-        elif isinstance(value, list):
-            children.extend((f"{path}[{i}]", c, depth + 1) for i, c in enumerate(value))
-        stack.extend(reversed(children))
+    for path, value in _walk(obj.get("spec"), "spec", 1, lambda v: isinstance(v, str)):
+        if isinstance(value, str) and _VLLM.search(value):
+            found.append(path)
+            if len(found) >= limit:
+                break
     return found
