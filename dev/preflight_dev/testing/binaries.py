@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 BIN_ENV = "VLLM_PREFLIGHT_K8S_BIN"
@@ -51,16 +51,11 @@ def bin_dir_from_env(environ: Mapping[str, str]) -> Path | None:
     return bin_dir
 
 
-def build_bin_dir(build_script: Path = BUILD_SCRIPT) -> Path:
-    """Runs build.sh: progress (only on a first build) goes straight to our stderr so a
-    long build is visibly alive; the last stdout line is the bin directory."""
-    if not build_script.is_file():
-        raise BinariesNotFound(
-            f"{build_script} does not exist (is vllm-preflight installed from a checkout?); "
-            f"set {BIN_ENV} to a directory with {', '.join(REQUIRED)}"
-        )
+def _run_build(argv: list[str], shown: str, env_name: str, needed: Sequence[str]) -> Path:
+    """Runs build.sh as `argv` (shown as `shown` in the failure); the directory it printed
+    last. One place for both builds, the control plane's and the chart tools'."""
     result = subprocess.run(
-        [str(build_script)],
+        argv,
         stdout=subprocess.PIPE,
         text=True,
         check=False,
@@ -69,11 +64,22 @@ def build_bin_dir(build_script: Path = BUILD_SCRIPT) -> Path:
     lines = result.stdout.strip().splitlines()
     if result.returncode != 0 or not lines:
         raise BinariesNotFound(
-            f"{build_script} failed (exit {result.returncode}); its messages are above. "
-            f"Fix the build (it needs Go) or set {BIN_ENV} to a directory with "
-            f"{', '.join(REQUIRED)}"
+            f"{shown} failed (exit {result.returncode}); its messages are above. "
+            f"Fix the build (it needs Go) or set {env_name} to a directory with "
+            f"{', '.join(needed)}"
         )
-    bin_dir = Path(lines[-1])
+    return Path(lines[-1])
+
+
+def build_bin_dir(build_script: Path = BUILD_SCRIPT) -> Path:
+    """Runs build.sh: progress (only on a first build) goes straight to our stderr so a
+    long build is visibly alive; the last stdout line is the bin directory."""
+    if not build_script.is_file():
+        raise BinariesNotFound(
+            f"{build_script} does not exist (is vllm-preflight installed from a checkout?); "
+            f"set {BIN_ENV} to a directory with {', '.join(REQUIRED)}"
+        )
+    bin_dir = _run_build([str(build_script)], str(build_script), BIN_ENV, REQUIRED)
     missing = missing_binaries(bin_dir)
     if missing:
         raise BinariesNotFound(f"{build_script} printed {bin_dir}, which lacks {missing}")
@@ -118,19 +124,5 @@ def find_tools_dir(environ: Mapping[str, str] | None = None) -> Path:
             )
         _tools = tools_dir
         return tools_dir
-    result = subprocess.run(
-        [str(BUILD_SCRIPT), "tools"],
-        stdout=subprocess.PIPE,
-        text=True,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
-    lines = result.stdout.strip().splitlines()
-    if result.returncode != 0 or not lines:
-        raise BinariesNotFound(
-            f"`{BUILD_SCRIPT} tools` failed (exit {result.returncode}); its messages are "
-            f"above. Fix the build (it needs Go) or set {TOOLS_ENV} to a directory with "
-            f"{', '.join(TOOLS)}"
-        )
-    _tools = Path(lines[-1])
+    _tools = _run_build([str(BUILD_SCRIPT), "tools"], f"`{BUILD_SCRIPT} tools`", TOOLS_ENV, TOOLS)
     return _tools
