@@ -335,9 +335,9 @@ def clock_throttle(facts: Facts, options: Options) -> List[CheckResult]:
         return _not_available("clock-throttle", "NVML offers no clock event reasons for these GPUs")
     held, flashed = [], []
     for gpu, nvml_gpu, first in reads:
-        both = set(_hw_reasons(first)) & set(_hw_reasons(nvml_gpu.clock_events_end))
-        once = set(_hw_reasons(first)) | set(_hw_reasons(nvml_gpu.clock_events_end))
-        if both and nvml_gpu.clock_events_end is not None:
+        start, end = set(_hw_reasons(first)), set(_hw_reasons(nvml_gpu.clock_events_end))
+        both, once = start & end, start | end  # no end read: no reason held to the end
+        if both:
             held.append((gpu, sorted(both)))
         elif once:
             flashed.append((gpu, sorted(once)))
