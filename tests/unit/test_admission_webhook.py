@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from collections.abc import Sequence
 from pathlib import Path
@@ -165,7 +166,9 @@ def review(body: dict[str, Any], service: Any, **request: Any) -> dict[str, Any]
         "kind": "AdmissionReview",
         "request": {"uid": "u-1", "operation": "CREATE", "object": body, **request},
     }
-    response: dict[str, Any] = handlers.review_validation(service, data)["response"]
+    response: dict[str, Any] = asyncio.run(handlers.review_validation_async(service, data))[
+        "response"
+    ]
     return response
 
 

@@ -1,4 +1,4 @@
-"""The two webhooks: /validate (``review_validation``, served directly by
+"""The two webhooks: /validate (``review_validation_async``, served directly by
 webhookserver.py) and /mutate-pods (``mutate_pod``, a ``@kopf.on.mutate`` handler).
 
 Neither may block a cluster by crashing: in kopf any exception from an admission handler
@@ -25,24 +25,6 @@ logger = logging.getLogger(__name__)
 def _service(memo: Any) -> AdmissionService:
     service: AdmissionService = memo.admission
     return service
-
-
-def review_validation(service: AdmissionService, review: Mapping[str, Any]) -> dict[str, Any]:
-    """The AdmissionReview response of /validate, the rules run in this thread."""
-    started = time.perf_counter()
-    request = review.get("request") or {}
-    try:
-        body = request.get("object") or request.get("oldObject") or {}
-        result: Validation | None = service.validate(
-            body,
-            old=request.get("oldObject"),
-            operation=str(request.get("operation", "")),
-            dry_run=bool(request.get("dryRun")),
-        )
-    except Exception:
-        logger.exception("validating webhook failed; admitting the object")
-        result = None
-    return _validation_response(review, result, started)
 
 
 async def review_validation_async(
@@ -125,7 +107,7 @@ async def mutate_pod(*, body: kopf.Body, patch: kopf.Patch, memo: Any, **_: Any)
 
 
 def register(registry: kopf.OperatorRegistry) -> None:
-    # /validate is answered by webhookserver.PreflightWebhookServer with review_validation.
+    # /validate is answered by webhookserver.PreflightWebhookServer with review_validation_async.
     kopf.on.mutate(
         "v1",
         "pods",
