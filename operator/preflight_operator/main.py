@@ -130,17 +130,13 @@ def build(options: RunOptions) -> tuple[kopf.OperatorRegistry, kopf.Memo, Contro
         body = await api.get_workload(ref)
         return dict((body.get("metadata") or {}).get("labels") or {})
 
-    async def owner_body(ref: WorkloadRef) -> dict[str, Any] | None:
-        found: dict[str, Any] = await api.get_workload(ref)
-        return found
-
     admission = AdmissionService(
         config,
         analyser,
         controller.policies,
         events=controller.events,
         owner_labels=owner_labels,
-        owner_body=owner_body,
+        owner_body=api.get_workload,
     )
     registry = register(kopf.OperatorRegistry(), options)
     memo = kopf.Memo(controller=controller, admission=admission)
