@@ -247,7 +247,7 @@ class Run:
         assert self.operator is not None
         self.hwm_kib = max(self.hwm_kib, family_kib(self.operator.pid, "VmHWM"))
         self.sampler.stop_flag.set()
-        localsetup_remove(self.cluster)
+        localoperator.remove_webhooks(self.cluster)
         self.operator.stop()
         report.update(self.counts)
         report["policy"] = self.policy
@@ -300,10 +300,6 @@ class Run:
             "examples": examples[:10] if final else [],
             "without_check": without if final else [],
         }
-
-
-def localsetup_remove(cluster: Cluster) -> None:
-    localoperator.remove_webhooks(cluster)
 
 
 def main() -> None:
