@@ -6,7 +6,7 @@ from typing import Any
 
 from test_rules_support import finding, ids, pod_spec, vllm
 
-from preflight_operator.rules import check_object
+from preflight_operator.rules import check_object, check_objects
 from preflight_operator.rules.checks.consistency import nccl_env_name, untracked_option
 from preflight_operator.rules.model import ContainerResult
 
@@ -227,3 +227,40 @@ def test_different_master_addr_warns() -> None:
     found = finding(result, "lws-master-addr-mismatch")
     assert "10.0.0.9" in found.message
     assert "$(LWS_LEADER_ADDRESS)" in found.message
+
+
+def _config_pod() -> dict[str, Any]:
+    """Both templates read TP and PP from one --config ConfigMap (vLLM's documented YAML)."""
+    container = vllm("m", "--config", "/etc/vllm/config.yaml", gpus=8)
+    container["volumeMounts"] = [{"name": "cfg", "mountPath": "/etc/vllm"}]
+    spec = pod_spec(container)
+    spec["volumes"] = [{"name": "cfg", "configMap": {"name": "vllm-cfg"}}]
+    return spec
+
+
+CONFIG_MAP = {
+    "apiVersion": "v1",
+    "kind": "ConfigMap",
+    "metadata": {"name": "vllm-cfg", "namespace": "ns"},
+    "data": {"config.yaml": "tensor-parallel-size: 8\npipeline-parallel-size: 2\n"},
+}
+
+
+def test_config_from_a_configmap_in_the_set_is_read_for_the_workers_too() -> None:
+    """The worker reads the ConfigMap as the leader does: equal configs, no mismatch (the
+    worker once read the cluster only, saw vLLM's defaults and failed a healthy group)."""
+    obj = lws(_config_pod(), _config_pod(), size=2)
+    results = check_objects([CONFIG_MAP, obj])
+    (leader,) = [r for r in results if r.container.startswith("leader/")]
+    assert leader.plan is not None
+    assert leader.plan.tp == 8
+    assert "lws-args-mismatch" not in ids(leader), leader.findings
+
+
+def test_config_read_on_one_side_only_is_unknown_not_a_mismatch() -> None:
+    """The leader's ConfigMap is in the set, the worker's is not: its TP is unknown."""
+    worker = _config_pod()
+    worker["volumes"] = [{"name": "cfg", "configMap": {"name": "elsewhere"}}]
+    results = check_objects([CONFIG_MAP, lws(_config_pod(), worker, size=2)])
+    (leader,) = [r for r in results if r.container.startswith("leader/")]
+    assert "lws-args-mismatch" not in ids(leader), leader.findings

@@ -9,12 +9,11 @@ into the image, a PVC, a Secret) is "not available here", never a guess.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from preflight_check.vllm_args import ConfigUnavailable
-
-ConfigMapGetter = Callable[[str], Mapping[str, Any] | None]
+from preflight_operator.rules.kubeenv import ConfigMapGetter
 
 
 class ConfigResolver:

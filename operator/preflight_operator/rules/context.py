@@ -10,7 +10,7 @@ from typing import Any
 from preflight_check.vllm_args import ParsedArgs
 from preflight_operator.rules.command import Invocation
 from preflight_operator.rules.discovery import PodTemplate
-from preflight_operator.rules.kubeenv import ContainerEnv
+from preflight_operator.rules.kubeenv import ConfigMapGetter, ContainerEnv, no_config_map
 from preflight_operator.rules.model import NO_LOOKUP, ClusterLookup
 from preflight_operator.rules.resources import GpuResources
 from preflight_operator.rules.template import Resolve, resolve_nothing
@@ -34,6 +34,8 @@ class ContainerContext:
     config_source: str | None  # 'ConfigMap/x data["k"]' when --config was read
     lookup: ClusterLookup = NO_LOOKUP  # the cluster (or lint's extra inputs), for rules
     resolve: Resolve = resolve_nothing  # (kind, name) -> ResourceClaim(Template) of the pod's ns
+    # name -> ConfigMap of the pod's namespace: the manifest set's, else the cluster's
+    config_map: ConfigMapGetter = no_config_map
 
     @property
     def spec(self) -> Mapping[str, Any]:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from preflight_operator.rules.command import Invocation, find_invocation
-from preflight_operator.rules.kubeenv import build_env
+from preflight_operator.rules.kubeenv import build_env, no_config_map
 
 MAX_DEPTH = 12
 MAX_NODES = 20_000
@@ -90,7 +90,7 @@ def runs_vllm(spec: Mapping[str, Any], path: str = "spec") -> bool:
         if not isinstance(container, Mapping):
             continue
         where = f"{path}.containers[{i}]"
-        env = build_env(container, where, namespace=None, config_map=lambda _name: None)
+        env = build_env(container, where, namespace=None, config_map=no_config_map)
         if isinstance(find_invocation(container, where, env), Invocation):
             return True
     return False

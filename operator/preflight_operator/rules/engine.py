@@ -261,6 +261,7 @@ def _check_container(
         resolver.source,
         lookup,
         referenced,
+        config_map,
     )
     findings = [
         MANIFEST_INVALID.finding(

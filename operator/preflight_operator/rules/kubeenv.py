@@ -163,7 +163,12 @@ class ContainerEnv:
         return unknown_marker(name) if self.open_ended else None
 
 
-ConfigMapGetter = Callable[[str], Mapping[str, Any] | None]
+ConfigMapGetter = Callable[[str], Mapping[str, Any] | None]  # name -> ConfigMap, or None
+
+
+def no_config_map(name: str) -> Mapping[str, Any] | None:
+    """The getter of a caller that reads no ConfigMaps (the manifest alone)."""
+    return None
 
 
 def _configmap_data(cm: Mapping[str, Any] | None) -> dict[str, str] | None:

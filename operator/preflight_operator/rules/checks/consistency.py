@@ -145,7 +145,7 @@ def read_worker(ctx: ContainerContext, index: int) -> WorkerView | None:
         return None
     chosen = None
     containers = group.worker_spec.get("containers")
-    config_map = _config_map_getter(ctx)
+    config_map = ctx.config_map
     if isinstance(containers, list):
         for i, container in enumerate(containers):
             if not isinstance(container, Mapping):
@@ -163,21 +163,6 @@ def read_worker(ctx: ContainerContext, index: int) -> WorkerView | None:
     container, cpath = chosen
     env = _worker_env(ctx, container, cpath, index, config_map)
     return WorkerView(container, cpath, env, None, None)
-
-
-def _config_map_getter(ctx: ContainerContext) -> Any:
-    namespace = ctx.template.namespace
-    getter = ctx.lookup.config_map
-
-    def config_map(name: str) -> Mapping[str, Any] | None:
-        if getter is None or namespace is None:
-            return None
-        try:
-            return getter(namespace, name)
-        except Exception:
-            return None  # unknown, never fatal
-
-    return config_map
 
 
 def _worker_env(
@@ -282,6 +267,8 @@ def args_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
         return  # Ray workers: the leader hands them its arguments
     if not worker.parsed.plan_valid:
         return  # vllm-args-invalid is reported on the worker's own container
+    if any(p.config_path and not p.config_loaded for p in (ctx.parsed, worker.parsed)):
+        return  # a --config not read here: its values are unknown, never a mismatch
     wparsed, winv = worker.parsed, worker.invocation
     where_worker = f"{group.worker_path} (worker)"
     for dest, flag in _INT_OPTIONS:
