@@ -202,7 +202,7 @@ POLICIES = WorkloadKind(
     constants.POLICY_KIND, constants.GROUP, constants.VERSION, constants.POLICY_PLURAL
 )
 EVENTS = WorkloadKind("Event", "", "v1", "events")
-CLUSTER_PEERINGS = WorkloadKind("ClusterKopfPeering", "kopf.dev", "v1", "clusterkopfpeerings")
+LEASES = WorkloadKind("Lease", "coordination.k8s.io", "v1", "leases")
 
 
 class KubeApi:
@@ -397,20 +397,23 @@ class KubeApi:
         namespace = event["metadata"]["namespace"]
         return await self.request("POST", collection_path(EVENTS, namespace), body=event)
 
-    async def ensure_cluster_peering(self, name: str) -> bool:
-        """Creates kopf's ClusterKopfPeering object if absent; False when the CRD is missing."""
-        body = {
-            "apiVersion": "kopf.dev/v1",
-            "kind": "ClusterKopfPeering",
-            "metadata": {"name": name},
-        }
-        try:
-            await self.request("POST", collection_path(CLUSTER_PEERINGS, None), body=body)
-        except Conflict:
-            return True
-        except NotFound:
-            return False
-        return True
+    # -- leader election (writegate.py, elector.py) -------------------------------------
+
+    async def get_lease(self, namespace: str, name: str) -> dict[str, Any]:
+        return await self.request("GET", object_path(LEASES, namespace, name))
+
+    async def create_lease(self, lease: Mapping[str, Any]) -> dict[str, Any]:
+        """Creates the Lease; Conflict when another replica created it first."""
+        namespace = lease["metadata"]["namespace"]
+        return await self.request("POST", collection_path(LEASES, namespace), body=lease)
+
+    async def replace_lease(self, lease: Mapping[str, Any]) -> dict[str, Any]:
+        """PUT with the resourceVersion in the body: Conflict when the Lease moved since it
+        was read (another replica took or renewed it): the API server's optimistic
+        concurrency is what makes exactly one replica win."""
+        meta = lease["metadata"]
+        path = object_path(LEASES, meta["namespace"], meta["name"])
+        return await self.request("PUT", path, body=lease)
 
 
 def _kind_from_ref(ref: WorkloadRef) -> WorkloadKind:

@@ -41,7 +41,8 @@ INSTALL_COMMAND: Final = "vllm-preflight-install"
 
 # Identity of the operator towards the API: field manager, Event source.
 COMPONENT: Final = "vllm-preflight"
-PEERING_NAME: Final = "vllm-preflight"
+# The coordination.k8s.io Lease the replicas elect their leader with (writegate.py).
+LEASE_NAME: Final = "vllm-preflight"
 
 # Webhook paths: kopf serves each admission handler at /<handler id>.
 VALIDATE_WEBHOOK_ID: Final = "validate"

@@ -18,7 +18,6 @@ from preflight_operator import constants, metrics
 from preflight_operator.analysis import Analyser, analyse_off_loop
 from preflight_operator.api import (
     API_ERRORS,
-    CLUSTER_PEERINGS,
     POLICIES,
     KubeApi,
     NotFound,
@@ -94,7 +93,6 @@ class Controller:
         now: Callable[[], str] = now_rfc3339,
         clock: Callable[[], float] = time.monotonic,
         gate: WriteGate | None = None,
-        peering_name: str = constants.PEERING_NAME,
     ) -> None:
         self.config = config
         self.api = api
@@ -148,9 +146,9 @@ class Controller:
         self._owners: dict[Key, Key] = {}
         for reflector in self.context_reflectors:
             reflector.subscribe(self.context_changed)
-        # Reconciles write only while kopf's peering would let this replica run
-        # (writegate.py); keys met while closed wait in `_deferred` until it opens.
-        self.gate = gate or WriteGate(identity, priority=None)
+        # Reconciles write only while this replica holds the Lease (writegate.py,
+        # elector.py); keys met while following wait in `_deferred` until it leads.
+        self.gate = gate or WriteGate(identity, standalone=True)
         self._deferred: set[Key] = set()
         # Per workload, the newest observation: an analysis answered late by a rules worker
         # is dropped when a newer one was made meanwhile.
@@ -160,15 +158,6 @@ class Controller:
         self._policy_status_pending: set[str] = set()
         self._policy_status_lock = asyncio.Lock()
         self._started = False
-        self.peering_reflector: Reflector | None = None
-        if not self.gate.standalone:
-            self.peering_reflector = Reflector(
-                api,
-                collection_path(CLUSTER_PEERINGS, None),
-                name="peering",
-                params={"fieldSelector": f"metadata.name={peering_name}"},
-                on_object=self._observe_peering,
-            )
 
     # -- scope ------------------------------------------------------------------------
 
@@ -585,19 +574,22 @@ class Controller:
         for reflector in self.context_reflectors:
             await reflector.sync()
 
-    def _observe_peering(self, body: Mapping[str, Any], deleted: bool) -> None:
-        self.gate.observe(body, deleted)
+    def leadership_changed(self, leading: bool) -> None:
+        """The elector's callback. A replica that starts to lead catches up: every key it
+        met while following is reconciled (against the GPUValidations as the cluster has
+        them, so what the previous leader wrote is not written again), and the policy
+        statuses it held back are written."""
+        metrics.LEADER_TRANSITIONS.labels(to="leader" if leading else "follower").inc()
+        if not leading:
+            return
         self._sync_policy_statuses(set())
-        if self._deferred and self.gate.allows():
-            deferred, self._deferred = self._deferred, set()
-            for key in sorted(deferred):
-                self.enqueue(key)
+        deferred, self._deferred = self._deferred, set()
+        for key in sorted(deferred):
+            self.enqueue(key)
 
     async def start(self, workers: int = 4) -> None:
         self.events.start()
         self.node_feedback.start()
-        if self.peering_reflector is not None:
-            self._spawn(self.peering_reflector.run())
         self._spawn(self.policy_reflector.run())
         self._spawn(self.validation_reflector.run())
         for reflector in self.context_reflectors:
@@ -627,8 +619,8 @@ class Controller:
         while True:
             key = await self.queue.get()
             if not self.gate.allows():
-                # A paused peer: another replica writes. Remember the key, in case this
-                # one takes over before kopf's watches bring the key again.
+                # A follower: the leader writes. Remember the key, in case this replica
+                # takes over (leadership_changed) before a watch brings the key again.
                 self._deferred.add(key)
                 self.queue.done(key, failed=False)
                 continue

@@ -75,6 +75,35 @@ class Injection:
     container: str
 
 
+def json_patch(pod: Mapping[str, Any], injection: Injection) -> list[dict[str, Any]]:
+    """The JSON patch (RFC 6902) the mutating webhook answers with, only what changes (a
+    pod injected already gets no op). ``add`` replaces a member that exists and creates one
+    that does not, so it applies whether the pod had init containers, volumes or labels or
+    not; label keys are escaped (``/`` is ``~1``)."""
+    spec = pod.get("spec")
+    spec = spec if isinstance(spec, Mapping) else {}
+    ops: list[dict[str, Any]] = [
+        {"op": "add", "path": f"/spec/{field}", "value": value}
+        for field, value in (
+            ("initContainers", injection.init_containers),
+            ("volumes", injection.volumes),
+        )
+        if spec.get(field) != value
+    ]
+    meta = pod.get("metadata")
+    labels = meta.get("labels") if isinstance(meta, Mapping) else None
+    if not isinstance(meta, Mapping):
+        ops.append({"op": "add", "path": "/metadata", "value": {"labels": dict(injection.labels)}})
+    elif not isinstance(labels, Mapping):
+        ops.append({"op": "add", "path": "/metadata/labels", "value": dict(injection.labels)})
+    else:
+        for key, value in injection.labels.items():
+            if labels.get(key) != value:
+                escaped = key.replace("~", "~0").replace("/", "~1")
+                ops.append({"op": "add", "path": f"/metadata/labels/{escaped}", "value": value})
+    return ops
+
+
 def is_gpu_resource(name: str) -> bool:
     return name == constants.GPU_RESOURCE or name.startswith(constants.MIG_RESOURCE_PREFIX)
 

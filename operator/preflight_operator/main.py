@@ -1,8 +1,10 @@
 """`vllm-preflight operator`: builds the operator from options and runs kopf.
 
-kopf runs cluster-wide (workloads and injected pods live in any opted-in namespace) with
-ClusterKopfPeering named ``vllm-preflight``: of several replicas exactly one processes
-events (a random priority per replica breaks ties), all of them serve the webhooks.
+kopf runs cluster-wide (workloads and injected pods live in any opted-in namespace) in
+its standalone mode on every replica: every replica watches, keeps its store warm and
+serves both webhooks; the holder of the ``coordination.k8s.io`` Lease named
+``vllm-preflight`` in the release namespace is the one that writes (writegate.py,
+elector.py). ``--standalone``: a single replica, no election.
 """
 
 from __future__ import annotations
@@ -10,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import random
 import socket
 import sys
 from collections.abc import Sequence
@@ -112,10 +113,7 @@ def build(options: RunOptions) -> tuple[kopf.OperatorRegistry, kopf.Memo, Contro
         )
     )
     identity = options.identity or f"{socket.gethostname()}-{os.getpid()}"
-    # One priority for kopf's peering and for our own write gate (writegate.py), so both
-    # agree on which replica runs.
-    priority = options.priority if options.priority is not None else random.randint(1, 2**31)
-    gate = WriteGate(identity, priority=None if options.standalone else priority)
+    gate = WriteGate(identity, standalone=options.standalone)
     controller = Controller(
         config,
         api,
@@ -123,7 +121,6 @@ def build(options: RunOptions) -> tuple[kopf.OperatorRegistry, kopf.Memo, Contro
         identity=identity,
         context_reflectors=[vllm_services, *claims.values(), *model_configs],
         gate=gate,
-        peering_name=options.peering_name,
     )
 
     async def owner_labels(ref: WorkloadRef) -> dict[str, str] | None:
@@ -151,10 +148,7 @@ async def run(options: RunOptions) -> None:
         registry=registry,
         memo=memo,
         clusterwide=True,
-        standalone=options.standalone,
-        peering_name=None if options.standalone else options.peering_name,
-        priority=controller.gate.priority,
-        identity=controller.identity,  # type: ignore[arg-type]
+        standalone=True,  # no kopf peering: the Lease decides who writes (writegate.py)
         liveness_endpoint=f"http://{options.health_addr}:{options.health_port}/healthz",
     )
 

@@ -106,7 +106,13 @@ QUEUE_DEPTH = Gauge(
 )
 WORKLOADS = Gauge(
     "vllm_preflight_workloads",
-    "vLLM workloads this replica tracks (zero on a paused peer).",
+    "vLLM workloads this replica tracks (every replica tracks them; only the leader writes).",
+    registry=REGISTRY,
+)
+LEADER_TRANSITIONS = Counter(
+    "vllm_preflight_leader_transitions_total",
+    "Times this replica started (to=leader) or stopped (to=follower) holding the Lease.",
+    ["to"],
     registry=REGISTRY,
 )
 EVENTS_DROPPED = Counter(
@@ -122,13 +128,15 @@ for _stage in ("rules", "api", "bug"):
     RECONCILE_ERRORS.labels(stage=_stage)
 for _webhook in (constants.VALIDATE_WEBHOOK_ID, constants.MUTATE_PODS_WEBHOOK_ID):
     ADMISSIONS.labels(webhook=_webhook, outcome="error")
+for _to in ("leader", "follower"):
+    LEADER_TRANSITIONS.labels(to=_to)
 for _remedy in ("PauseRollout", "ScaleToZero"):  # remediation.ACTIVE
     for _action in ("applied", "reverted"):
         REMEDIATIONS.labels(type=_remedy, action=_action)
 
 _LEADER_HELP = (
-    "1 while this replica processes events (the kopf peering leader, or standalone), 0 while"
-    " it is a paused peer that only serves the webhooks."
+    "1 while this replica holds the leader-election Lease and writes (or runs standalone),"
+    " 0 while it follows: it serves the webhooks and keeps its caches, and writes nothing."
 )
 _CERT_HELP = (
     "notAfter of the webhook serving certificate (--webhook-cert-dir/tls.crt) in Unix"
@@ -178,8 +186,8 @@ REGISTRY.register(_STATE)
 
 
 def track(*, leader: Callable[[], bool] | None, cert_file: Path | None) -> None:
-    """Where the scrape-time series come from: the write gate's verdict (the same rule as
-    kopf's peering) and the webhook certificate file (re-read, so a rotation shows)."""
+    """Where the scrape-time series come from: the write gate's verdict (writegate.py) and
+    the webhook certificate file (re-read, so a rotation shows)."""
     _STATE.set(leader, cert_file)
 
 

@@ -10,6 +10,12 @@ from pathlib import Path
 
 from preflight_operator import constants
 from preflight_operator.workloads import FAMILIES
+from preflight_operator.writegate import (
+    DEFAULT_LEASE_DURATION_S,
+    DEFAULT_RENEW_DEADLINE_S,
+    DEFAULT_RETRY_PERIOD_S,
+    validate_timing,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -23,10 +29,12 @@ class RunOptions:
     metrics_port: int = 8080
     health_addr: str = "0.0.0.0"
     health_port: int = 8081
-    standalone: bool = False
-    peering_name: str = constants.PEERING_NAME
-    peering_lifetime: int = 60
-    priority: int | None = None  # None: random per replica
+    standalone: bool = False  # no leader election: one replica, always writing
+    lease_name: str = constants.LEASE_NAME
+    lease_namespace: str = ""  # "": the release namespace, else "default"
+    lease_duration: int = DEFAULT_LEASE_DURATION_S
+    renew_deadline: float = DEFAULT_RENEW_DEADLINE_S
+    retry_period: float = DEFAULT_RETRY_PERIOD_S
     identity: str = ""
     namespace: str = ""  # the release namespace (excluded like the system ones)
     kubeconfig: str | None = None
@@ -35,6 +43,11 @@ class RunOptions:
     # serving stacks whose kinds are watched (workloads.FAMILIES); the chart passes the
     # enabled ones, so the operator watches only what its RBAC allows
     kind_families: tuple[str, ...] = FAMILIES
+
+    @property
+    def lease_where(self) -> str:
+        """The Lease's namespace: --lease-namespace, else the release namespace."""
+        return self.lease_namespace or self.namespace or "default"
 
     @property
     def cert_file(self) -> Path:
@@ -71,18 +84,41 @@ def build_parser() -> argparse.ArgumentParser:
     add("--health-addr", default="0.0.0.0", help="address of the /healthz endpoint")
     add("--health-port", type=int, default=8081, help="liveness port (GET /healthz)")
     add(
-        "--peering",
-        default=constants.PEERING_NAME,
-        help="name of the ClusterKopfPeering object shared by the replicas",
+        "--lease-name",
+        default=constants.LEASE_NAME,
+        help="the coordination.k8s.io Lease the replicas elect a leader with "
+        f"({constants.LEASE_NAME})",
     )
     add(
-        "--peering-lifetime",
-        type=int,
-        default=60,
-        help="seconds a replica's keep-alive counts before peers take over (60)",
+        "--lease-namespace",
+        default="",
+        help="namespace of the Lease (default: the release namespace, POD_NAMESPACE)",
     )
-    add("--priority", type=int, default=None, help="peering priority (default: random per replica)")
-    add("--standalone", action="store_true", help="no peering: for a single replica")
+    add(
+        "--lease-duration",
+        type=int,
+        default=DEFAULT_LEASE_DURATION_S,
+        help="seconds a follower waits after the leader's last renewal before taking over "
+        f"({DEFAULT_LEASE_DURATION_S})",
+    )
+    add(
+        "--renew-deadline",
+        type=float,
+        default=DEFAULT_RENEW_DEADLINE_S,
+        help="seconds the leader keeps writing without a successful renewal "
+        f"({DEFAULT_RENEW_DEADLINE_S:g}; shorter than --lease-duration)",
+    )
+    add(
+        "--retry-period",
+        type=float,
+        default=DEFAULT_RETRY_PERIOD_S,
+        help=f"seconds between two tries to take or renew the Lease ({DEFAULT_RETRY_PERIOD_S:g})",
+    )
+    add(
+        "--standalone",
+        action="store_true",
+        help="no leader election: for a single replica (it always writes)",
+    )
     add("--kubeconfig", default=None, help="kubeconfig (default: in-cluster, else KUBECONFIG)")
     add("--workers", type=int, default=4, help="concurrent reconciles (4)")
     add(
@@ -97,7 +133,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def parse_options(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> RunOptions:
     env = os.environ if environ is None else environ
-    args = build_parser().parse_args(list(argv))
+    parser = build_parser()
+    args = parser.parse_args(list(argv))
+    problem = validate_timing(args.lease_duration, args.renew_deadline, args.retry_period)
+    if problem and not args.standalone:
+        parser.error(
+            f"{problem} (given: --lease-duration {args.lease_duration}, --renew-deadline "
+            f"{args.renew_deadline:g}, --retry-period {args.retry_period:g})"
+        )
     config = args.config or (Path(env["PREFLIGHT_CONFIG"]) if env.get("PREFLIGHT_CONFIG") else None)
     return RunOptions(
         config_path=config,
@@ -109,9 +152,11 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str] | None = None)
         health_addr=args.health_addr,
         health_port=args.health_port,
         standalone=args.standalone,
-        peering_name=args.peering,
-        peering_lifetime=args.peering_lifetime,
-        priority=args.priority,
+        lease_name=args.lease_name,
+        lease_namespace=args.lease_namespace,
+        lease_duration=args.lease_duration,
+        renew_deadline=args.renew_deadline,
+        retry_period=args.retry_period,
         identity=env.get("POD_NAME", ""),
         namespace=env.get("POD_NAMESPACE", ""),
         kubeconfig=args.kubeconfig,

@@ -1,87 +1,207 @@
-"""Which replica may write: kopf's peering rule, applied where our writes happen.
+"""Which replica may write: one ``coordination.k8s.io/v1`` Lease, Kubernetes' own leader
+election (the rules of client-go's ``leaderelection`` package), decided here as pure
+functions; ``elector.py`` carries them out against the API.
 
-kopf's peering pauses a replica's *kopf* watches when a live peer has a higher priority
-(or the same one: then everybody pauses). But the operator's reconciles are not kopf
-handlers: they run from our own work queue, which GPUValidation echoes and policy changes
-feed on every replica, paused or not (reflector.py says why those watches run
-everywhere). Without this gate a paused replica would still reconcile from its stale
-store and write, and two replicas would fight over the same status.
+Why a Lease and not kopf's peering: every replica serves both webhooks and keeps its
+caches warm (kopf's watches run on every replica, in kopf's standalone mode; our own
+reflectors too), and only the holder of the Lease reconciles and writes. kopf's peering
+pauses *all* of a replica's kopf watches and says nothing about it through a public API,
+so a second runtime had to re-implement its rule to know who writes (issue 12). A Lease
+is one object every Kubernetes user knows (``kubectl get lease -n <release ns>``), with
+optimistic concurrency from the API server: of two replicas that try to take it at once,
+exactly one update carries the current ``resourceVersion``; the other gets 409.
 
-The gate reads the same ClusterKopfPeering object kopf keeps and applies the rule of
-``kopf._core.engines.peering.process_peering_event``: a replica may write only when no
-live peer (``lastseen + lifetime`` in the future) other than itself has a priority at
-least its own. Until the object has been seen, nobody writes. Liveness is re-evaluated at
-each call, so a peer that dies without a word stops blocking once its lifetime runs out.
+The rules, in the holder's and the followers' terms:
+- A follower counts a holder's term from when *it* saw the record change (its own
+  monotonic clock, never the holder's timestamps: clocks of two nodes may disagree), and
+  may take the Lease once ``leaseDurationSeconds`` have passed without a change, or at once
+  when the holder is empty (released).
+- The holder writes only until ``renew_deadline`` after the start of its last successful
+  renewal. ``renew_deadline`` < ``lease_duration``, so a holder that can no longer renew
+  (partitioned, stalled) stops writing before any follower may take over: there is no
+  moment with two writers, short of a clock running 1.5x fast (the defaults 15 s / 10 s
+  leave 5 s; client-go's defaults, and the same caveat).
+- A malformed record counts as held by somebody else (never as free, which could make two
+  writers).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+import math
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
-DEFAULT_LIFETIME_S = 60  # kopf's assumption for peers that do not say
+# client-go's defaults (leaderelection.LeaderElectionConfig, kube-controller-manager).
+DEFAULT_LEASE_DURATION_S = 15
+DEFAULT_RENEW_DEADLINE_S = 10.0
+DEFAULT_RETRY_PERIOD_S = 2.0
+
+CREATE, RENEW, TAKE, WAIT = "create", "renew", "take", "wait"
 
 
-@dataclass(frozen=True)
-class PeerRecord:
-    identity: str
-    priority: int
-    deadline: datetime.datetime
+@dataclasses.dataclass(frozen=True)
+class LeaseRecord:
+    """What a Lease says (``spec``), plus its ``metadata.resourceVersion``."""
 
-
-def parse_peers(status: Mapping[str, Any], now: datetime.datetime) -> list[PeerRecord]:
-    """The peers of a (Cluster)KopfPeering's status: ``{identity: {priority, lifetime,
-    lastseen}}``; malformed entries count as live with priority 0 (never as absent, which
-    could let two replicas write)."""
-    peers = []
-    for identity, raw in status.items():
-        info: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
-        priority = _int(info.get("priority"), 0)
-        lifetime = _int(info.get("lifetime"), DEFAULT_LIFETIME_S)
-        lastseen = _time(info.get("lastseen")) or now
-        peers.append(
-            PeerRecord(str(identity), priority, lastseen + datetime.timedelta(seconds=lifetime))
-        )
-    return peers
-
-
-def may_write(
-    peers: list[PeerRecord], identity: str, priority: int, now: datetime.datetime
-) -> bool:
-    live_rivals = [p for p in peers if p.identity != identity and p.deadline > now]
-    return not any(p.priority >= priority for p in live_rivals)
-
-
-@dataclass
-class WriteGate:
-    """``allows()`` is True when this replica may reconcile and write.
-
-    ``priority=None`` is standalone mode (no peering): always allowed.
-    """
-
-    identity: str
-    priority: int | None
-    _status: Mapping[str, Any] | None = field(default=None, repr=False)
+    holder: str
+    duration_s: int
+    acquire_time: str
+    renew_time: str
+    transitions: int
+    resource_version: str
 
     @property
-    def standalone(self) -> bool:
-        return self.priority is None
+    def fingerprint(self) -> tuple[str, str, str]:
+        """A change of any of these restarts a follower's count (a renewal changes the
+        renew time, and every write changes the resourceVersion)."""
+        return (self.holder, self.renew_time, self.resource_version)
 
-    def observe(self, body: Mapping[str, Any], deleted: bool = False) -> None:
-        status = body.get("status")
-        # A deleted peering object: kopf falls back to its own mode detection; stay closed
-        # until it is re-created (the operator creates it at start when absent).
-        self._status = None if deleted else (status if isinstance(status, Mapping) else {})
 
-    def allows(self, now: datetime.datetime | None = None) -> bool:
-        if self.priority is None:
-            return True
-        if self._status is None:
-            return False
-        now = now or datetime.datetime.now(datetime.timezone.utc)
-        return may_write(parse_peers(self._status, now), self.identity, self.priority, now)
+def parse_lease(body: Mapping[str, Any]) -> LeaseRecord:
+    spec = body.get("spec")
+    spec = spec if isinstance(spec, Mapping) else {}
+    meta = body.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    holder = spec.get("holderIdentity")
+    if holder is None:
+        holder = ""
+    elif not isinstance(holder, str):
+        holder = "<malformed holderIdentity>"  # somebody, never nobody
+    return LeaseRecord(
+        holder=holder,
+        duration_s=max(1, _int(spec.get("leaseDurationSeconds"), DEFAULT_LEASE_DURATION_S)),
+        acquire_time=str(spec.get("acquireTime") or ""),
+        renew_time=str(spec.get("renewTime") or ""),
+        transitions=max(0, _int(spec.get("leaseTransitions"), 0)),
+        resource_version=str(meta.get("resourceVersion") or ""),
+    )
+
+
+def decide(record: LeaseRecord | None, identity: str, expired: bool) -> str:
+    """CREATE (no Lease yet), RENEW (ours), TAKE (free or expired) or WAIT."""
+    if record is None:
+        return CREATE
+    if record.holder == identity:
+        return RENEW
+    if not record.holder or expired:
+        return TAKE
+    return WAIT
+
+
+def claimed_spec(
+    record: LeaseRecord | None, identity: str, duration_s: int, now: str
+) -> dict[str, Any]:
+    """The Lease's spec after this replica creates, takes or renews it."""
+    if record is None:
+        return {
+            "holderIdentity": identity,
+            "leaseDurationSeconds": duration_s,
+            "acquireTime": now,
+            "renewTime": now,
+            "leaseTransitions": 0,
+        }
+    renewing = record.holder == identity
+    transitions = record.transitions + (0 if renewing else 1)
+    return {
+        "holderIdentity": identity,
+        "leaseDurationSeconds": duration_s,
+        "acquireTime": record.acquire_time if renewing and record.acquire_time else now,
+        "renewTime": now,
+        "leaseTransitions": transitions,
+    }
+
+
+def released_spec(record: LeaseRecord, now: str) -> dict[str, Any]:
+    """What the holder writes when it stops (client-go's ReleaseOnCancel): nobody holds
+    it, so a follower takes over at its next try instead of a whole lease duration later."""
+    return {
+        "holderIdentity": "",
+        "leaseDurationSeconds": 1,
+        "acquireTime": record.acquire_time or now,
+        "renewTime": now,
+        "leaseTransitions": record.transitions,
+    }
+
+
+def lease_object(
+    namespace: str, name: str, spec: Mapping[str, Any], resource_version: str = ""
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": namespace,
+        "labels": {"app.kubernetes.io/managed-by": "vllm-preflight"},
+    }
+    if resource_version:
+        meta["resourceVersion"] = resource_version  # the update fails (409) if it moved
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": meta,
+        "spec": dict(spec),
+    }
+
+
+def microtime(moment: datetime.datetime | None = None) -> str:
+    """A ``metav1.MicroTime`` (RFC 3339 with microseconds, UTC), as the Lease fields want."""
+    moment = moment or datetime.datetime.now(datetime.timezone.utc)
+    return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclasses.dataclass
+class Observation:
+    """A follower's view of the holder's term: when the record last changed, by its own
+    clock."""
+
+    fingerprint: tuple[str, str, str] | None = None
+    changed_at: float = 0.0
+    duration_s: int = DEFAULT_LEASE_DURATION_S
+
+    def see(self, record: LeaseRecord, now: float) -> None:
+        if record.fingerprint != self.fingerprint:
+            self.fingerprint = record.fingerprint
+            self.changed_at = now
+        self.duration_s = record.duration_s
+
+    def expired(self, now: float) -> bool:
+        return self.fingerprint is not None and now >= self.changed_at + self.duration_s
+
+
+@dataclasses.dataclass
+class WriteGate:
+    """``allows()`` is True while this replica holds the Lease and its last renewal is
+    younger than the renew deadline. ``standalone`` (one replica, no election): always."""
+
+    identity: str
+    standalone: bool = False
+    clock: Callable[[], float] = time.monotonic
+    _held_until: float = dataclasses.field(default=-math.inf, repr=False)
+
+    def allows(self) -> bool:
+        return self.standalone or self.clock() < self._held_until
+
+    def held(self, renewal_started: float, renew_deadline: float) -> None:
+        """A create, take or renewal that started at ``renewal_started`` succeeded."""
+        self._held_until = renewal_started + renew_deadline
+
+    def lost(self) -> None:
+        self._held_until = -math.inf
+
+
+def validate_timing(lease_duration: float, renew_deadline: float, retry_period: float) -> str:
+    """ "" when the three durations make sense together, else what is wrong and the fix."""
+    if lease_duration < 1 or int(lease_duration) != lease_duration:
+        return "--lease-duration must be a whole number of seconds >= 1"
+    if not 0 < retry_period < renew_deadline:
+        return "--retry-period must be > 0 and shorter than --renew-deadline"
+    if renew_deadline >= lease_duration:
+        return (
+            "--renew-deadline must be shorter than --lease-duration (a holder that cannot "
+            "renew must stop writing before another replica may take the Lease)"
+        )
+    return ""
 
 
 def _int(value: object, default: int) -> int:
@@ -93,13 +213,3 @@ def _int(value: object, default: int) -> int:
         return int(str(value))
     except ValueError:
         return default
-
-
-def _time(value: object) -> datetime.datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        parsed = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.timezone.utc)

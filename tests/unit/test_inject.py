@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import copy
-from types import SimpleNamespace
+import json
 from typing import Any
 
 import jsonpatch
-import kopf
 import pytest
 
 from preflight_operator import constants
@@ -221,12 +221,24 @@ def service(
     )
 
 
-def mutate(pod: dict[str, Any], svc: AdmissionService) -> list[dict[str, Any]]:
-    patch = kopf.Patch(body=kopf.Body(pod))
-    asyncio.run(
-        handlers.mutate_pod(body=kopf.Body(pod), patch=patch, memo=SimpleNamespace(admission=svc))
-    )
-    return patch.as_json_patch() if patch else []
+def review(pod: Any, svc: Any) -> dict[str, Any]:
+    """The /mutate-pods answer to a Pod CREATE review of ``pod``."""
+    request = {"uid": "u-1", "operation": "CREATE", "object": pod}
+    answer = asyncio.run(handlers.review_mutation_async(svc, {"request": request}))
+    response: dict[str, Any] = answer["response"]
+    assert response["uid"] == "u-1"
+    assert response["allowed"] is True  # the mutating webhook never denies
+    return response
+
+
+def mutate(pod: Any, svc: Any) -> list[dict[str, Any]]:
+    response = review(pod, svc)
+    if "patch" not in response:
+        return []
+    assert response["patchType"] == "JSONPatch"
+    ops: list[dict[str, Any]] = json.loads(base64.b64decode(response["patch"]))
+    assert ops  # an empty patch is left out
+    return ops
 
 
 def test_the_webhook_injects_once_and_a_second_pass_changes_nothing() -> None:
@@ -288,13 +300,7 @@ def test_a_crash_admits_the_pod_unchanged() -> None:
         async def mutate_pod(self, pod: Any) -> Any:
             raise RuntimeError("boom")
 
-    patch = kopf.Patch(body=kopf.Body(vllm_pod()))
-    asyncio.run(
-        handlers.mutate_pod(
-            body=kopf.Body(vllm_pod()), patch=patch, memo=SimpleNamespace(admission=Broken())
-        )
-    )
-    assert not patch
+    assert mutate(vllm_pod(), Broken()) == []
 
 
 def test_a_bad_policy_value_never_reaches_the_pod_and_never_disables_injection() -> None:
@@ -327,16 +333,8 @@ def test_a_bad_policy_value_never_reaches_the_pod_and_never_disables_injection()
     ],
 )
 def test_a_malformed_pod_is_admitted_unchanged_by_the_handler(pod: Any) -> None:
-    """kopf answers 500 when an admission handler raises: the handler never does."""
-    patch = kopf.Patch()
-    asyncio.run(
-        handlers.mutate_pod(
-            body=kopf.Body(pod) if isinstance(pod, dict) else pod,  # type: ignore[arg-type]
-            patch=patch,
-            memo=SimpleNamespace(admission=service()),
-        )
-    )
-    assert not patch
+    """The review function never raises (the server would answer 500): it admits."""
+    assert mutate(pod, service()) == []
 
 
 def test_tpu_pods_are_not_injected_the_check_is_nvidia_only() -> None:
@@ -458,3 +456,22 @@ def test_a_share_of_a_multi_node_engine_gets_no_command_line() -> None:
     env = env_of(injected["spec"]["initContainers"][1])
     assert env["PREFLIGHT_TP"] == "8"
     assert "PREFLIGHT_VLLM_ARGS" not in env
+
+
+def test_the_patch_applies_to_a_pod_without_labels_init_containers_or_volumes() -> None:
+    """``add`` creates the members: the same pod as with them (label keys escaped)."""
+    bare = vllm_pod()
+    del bare["metadata"]["labels"]
+    bare["spec"].pop("initContainers", None)
+    bare["spec"].pop("volumes", None)
+    ops = mutate(bare, service())
+    injected = jsonpatch.apply_patch(bare, ops)
+    assert injected["metadata"]["labels"]["vllm-preflight.io/injected"] == "true"
+    assert [c["name"] for c in injected["spec"]["initContainers"]][:2] == [
+        "preflight-install",
+        "preflight-check",
+    ]
+    assert injected["spec"]["volumes"]
+    labelled = vllm_pod()
+    ops = mutate(labelled, service())
+    assert any(op["path"] == "/metadata/labels/vllm-preflight.io~1injected" for op in ops)

@@ -407,16 +407,13 @@ def test_a_workload_from_a_list_without_kind_is_still_analysed() -> None:
     assert api.gpuvals[NS, "deployment-vllm-good"]["status"]["staticVerdict"] == "pass"
 
 
-def test_a_paused_peer_writes_nothing_until_it_takes_over() -> None:
-    # Two replicas share the cluster: the one outranked in kopf's peering object must not
-    # reconcile from its own (stale) store, whatever feeds its queue.
-    import datetime
-
+def test_a_follower_writes_nothing_until_it_leads_then_catches_up() -> None:
+    # Two replicas share the cluster: the one without the Lease must not reconcile from
+    # its own store, whatever feeds its queue; once it leads, it catches up.
     from preflight_operator.writegate import WriteGate
 
-    seen = datetime.datetime.now(datetime.timezone.utc).isoformat()
-    rival = {"priority": 200, "lifetime": 60, "lastseen": seen}
-    me = {"priority": 100, "lifetime": 60, "lastseen": seen}
+    clock = [100.0]
+    gate = WriteGate("follower", clock=lambda: clock[0])
 
     async def scenario() -> tuple[FakeApi, list[tuple[str, str]]]:
         api = FakeApi()
@@ -424,21 +421,21 @@ def test_a_paused_peer_writes_nothing_until_it_takes_over() -> None:
             OperatorConfig(),
             api,  # type: ignore[arg-type]
             RulesAnalyser(),
-            identity="low",
-            gate=WriteGate("low", priority=100),
+            identity="follower",
+            gate=gate,
         )
         ctl.observe_namespace(NS, opted_in=True)
-        ctl._observe_peering({"status": {"low": me, "high": rival}}, deleted=False)
         ctl.observe_workload(DEPLOYMENT, deployment(), deleted=False)
         await settle(ctl)
-        while_paused = list(api.writes)
-        ctl._observe_peering({"status": {"low": me}}, deleted=False)  # the rival left
+        while_following = list(api.writes)
+        gate.held(renewal_started=clock[0], renew_deadline=10.0)  # the elector took it
+        ctl.leadership_changed(True)
         await settle(ctl)
         await ctl.stop()
-        return api, while_paused
+        return api, while_following
 
-    api, while_paused = run(scenario())
-    assert while_paused == []
+    api, while_following = run(scenario())
+    assert while_following == []
     assert ("create", "deployment-vllm-good") in api.writes
 
 

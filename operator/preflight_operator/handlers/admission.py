@@ -1,37 +1,34 @@
-"""The two webhooks: /validate (``review_validation_async``, served directly by
-webhookserver.py) and /mutate-pods (``mutate_pod``, a ``@kopf.on.mutate`` handler).
+"""The two webhooks, AdmissionReview in, AdmissionReview out: /validate
+(``review_validation_async``) and /mutate-pods (``review_mutation_async``), served by
+webhookserver.py (not kopf: it says why).
 
-Neither may block a cluster by crashing: in kopf any exception from an admission handler
-denies the request, so everything is caught here, logged, counted, and the request
-admitted unchanged. Only a deliberate denial (Enforce) says no.
+Neither may block a cluster by crashing: everything is caught here, logged, counted, and
+the request admitted unchanged. Only a deliberate denial (Enforce) says no.
 """
 
 from __future__ import annotations
 
+import base64
+import functools
+import json
 import logging
 import time
 from collections.abc import Mapping
 from typing import Any
 
-import kopf
-
 from preflight_operator import constants, metrics
-from preflight_operator.injection import Injection
+from preflight_operator.injection import Injection, json_patch
 from preflight_operator.webhooks import AdmissionService, Validation
+from preflight_operator.webhookserver import ReviewFn
 
 logger = logging.getLogger(__name__)
-
-
-def _service(memo: Any) -> AdmissionService:
-    service: AdmissionService = memo.admission
-    return service
 
 
 async def review_validation_async(
     service: AdmissionService, review: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """The AdmissionReview response of /validate (served by webhookserver.py, not kopf),
-    the rules run off the event loop so that one slow manifest holds up no other request."""
+    """The AdmissionReview response of /validate; the rules run off the event loop, so
+    that one slow manifest holds up no other request."""
     started = time.perf_counter()
     request = review.get("request") or {}
     try:
@@ -72,17 +69,26 @@ def _validation_response(
     }
 
 
-async def mutate_pod(*, body: kopf.Body, patch: kopf.Patch, memo: Any, **_: Any) -> None:
+async def review_mutation_async(
+    service: AdmissionService, review: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The AdmissionReview response of /mutate-pods: the injection as a JSON patch, or the
+    pod admitted unchanged (skipped, or anything failed)."""
     started = time.perf_counter()
     webhook = constants.MUTATE_PODS_WEBHOOK_ID
-    pod = dict(body)
+    request = review.get("request") or {}
+    response: dict[str, Any] = {"uid": request.get("uid", ""), "allowed": True}
     try:
-        outcome = await _service(memo).mutate_pod(pod)
+        pod = request.get("object")
+        if not isinstance(pod, Mapping) or request.get("operation", "CREATE") != "CREATE":
+            raise ValueError("not a Pod CREATE")  # the configuration sends only those
+        outcome = await service.mutate_pod(dict(pod))
         if isinstance(outcome, Injection):
-            patch.spec["initContainers"] = outcome.init_containers
-            patch.spec["volumes"] = outcome.volumes
-            for key, value in outcome.labels.items():
-                patch.metadata.labels[key] = value
+            ops = json_patch(pod, outcome)
+            if ops:  # none when the pod carries the injection already
+                patch = json.dumps(ops, separators=(",", ":")).encode()
+                response["patchType"] = "JSONPatch"
+                response["patch"] = base64.b64encode(patch).decode("ascii")
             metrics.INJECTIONS.labels(result="injected", reason="").inc()
             result = "injected"
         else:
@@ -97,21 +103,23 @@ async def mutate_pod(*, body: kopf.Body, patch: kopf.Patch, memo: Any, **_: Any)
                 )
             result = "skipped"
     except Exception:
-        patch.clear()
+        response = {"uid": request.get("uid", ""), "allowed": True}
         logger.exception("injection failed; admitting the pod unchanged")
         metrics.INJECTIONS.labels(result="error", reason="internal-error").inc()
         result = "error"
     finally:
         metrics.WEBHOOK_LATENCY.labels(webhook=webhook).observe(time.perf_counter() - started)
     metrics.ADMISSIONS.labels(webhook=webhook, outcome=result).inc()
+    return {
+        "apiVersion": review.get("apiVersion", "admission.k8s.io/v1"),
+        "kind": "AdmissionReview",
+        "response": response,
+    }
 
 
-def register(registry: kopf.OperatorRegistry) -> None:
-    # /validate is answered by webhookserver.PreflightWebhookServer with review_validation_async.
-    kopf.on.mutate(
-        "v1",
-        "pods",
-        id=constants.MUTATE_PODS_WEBHOOK_ID,
-        operations=["CREATE"],
-        registry=registry,
-    )(mutate_pod)
+def routes(service: AdmissionService) -> dict[str, ReviewFn]:
+    """The webhook server's routes: webhook id (URL path) -> review function."""
+    return {
+        constants.VALIDATE_WEBHOOK_ID: functools.partial(review_validation_async, service),
+        constants.MUTATE_PODS_WEBHOOK_ID: functools.partial(review_mutation_async, service),
+    }

@@ -1,10 +1,14 @@
-"""Start-up, clean-up and probes: kopf settings, then the controller primed and started.
+"""Start-up, clean-up and probes: kopf settings, then the controller primed and started,
+the webhook server and the leader election with it.
 
 Settings that matter (and why):
-- admission server on the configured port with the chart's certificate (kopf's server,
-  with /validate answered directly: webhookserver.py says why), and
-  ``admission.managed = None``: the chart ships the webhook configurations (kopf's own
-  have no namespaceSelector and could deny pods cluster-wide);
+- no kopf admission server: the webhooks are a plain aiohttp app of ours
+  (webhookserver.py says why), started once the controller is primed, so the first
+  review already sees the policies; ``admission.managed = None``: the chart ships the
+  webhook configurations (kopf's own have no namespaceSelector and could deny pods
+  cluster-wide);
+- kopf in standalone mode on every replica (main.py): no kopf peering, every replica's
+  watches run and its store stays warm; only the holder of the Lease writes (elector.py);
 - server-side label selectors for pods (``vllm-preflight.io/injected=true``), namespaces
   (the opt-in label) and GPUValidations (ours): kopf never lists what we do not handle;
 - kopf's own Events off: its handler-failure Events would land on users' pods.
@@ -12,7 +16,8 @@ Settings that matter (and why):
 
 from __future__ import annotations
 
-import functools
+import asyncio
+import contextlib
 import gc
 import logging
 from typing import Any
@@ -20,42 +25,22 @@ from typing import Any
 import kopf
 
 from preflight_operator import constants
-from preflight_operator.api import ApiError
 from preflight_operator.controller import Controller
+from preflight_operator.elector import LeaderElector
 from preflight_operator.handlers import admission as handlers_admission
 from preflight_operator.options import RunOptions
 from preflight_operator.rulesworker import RulesPool, isolate
-from preflight_operator.webhooks import AdmissionService
-from preflight_operator.webhookserver import PreflightWebhookServer
+from preflight_operator.webhookserver import WebhookServer
 
 logger = logging.getLogger(__name__)
 
 
-def configure(
-    settings: kopf.OperatorSettings,
-    options: RunOptions,
-    namespace_label: str,
-    admission: AdmissionService,
-) -> None:
-    settings.admission.server = PreflightWebhookServer(
-        direct={
-            constants.VALIDATE_WEBHOOK_ID: functools.partial(
-                handlers_admission.review_validation_async, admission
-            )
-        },
-        addr=options.webhook_addr,
-        port=options.webhook_port,
-        host=options.webhook_host,
-        certfile=str(options.cert_file),
-        pkeyfile=str(options.key_file),
-    )
+def configure(settings: kopf.OperatorSettings, namespace_label: str) -> None:
     settings.admission.managed = None
     selectors = settings.watching.label_selectors
     selectors["v1", "pods"] = constants.INJECTED_POD_SELECTOR
     selectors["v1", "namespaces"] = f"{namespace_label}={constants.INJECT_ENABLED}"
     settings.posting.enabled = False
-    settings.peering.lifetime = options.peering_lifetime
-    settings.peering.stealth = True
     # kopf re-lists after a watch error; keep its back-off short so a restart of the
     # API server (or a resumed peer) catches up quickly.
     settings.watching.reconnect_backoff = 0.5
@@ -82,16 +67,7 @@ def register(registry: kopf.OperatorRegistry, options: RunOptions) -> None:
     @kopf.on.startup(registry=registry)
     async def start(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
         controller: Controller = memo.controller
-        configure(settings, options, controller.config.namespace_label, memo.admission)
-        if not options.standalone:
-            try:
-                present = await controller.api.ensure_cluster_peering(options.peering_name)
-            except ApiError as exc:  # e.g. no RBAC to create it: it may exist all the same
-                logger.warning("could not create ClusterKopfPeering %s: %s",
-                               options.peering_name, exc)  # fmt: skip
-            else:
-                if not present:
-                    logger.warning("the ClusterKopfPeering CRD is missing: peering cannot work")
+        configure(settings, controller.config.namespace_label)
         # The rules run in a child process with a time and memory budget (rulesworker.py),
         # for the webhooks and the reconciles alike; started now, before any request.
         worker = isolate(controller.analyser, controller.config)
@@ -101,6 +77,28 @@ def register(registry: kopf.OperatorRegistry, options: RunOptions) -> None:
             memo.admission.use_analyser(worker)
         await controller.prime()
         await controller.start(workers=options.workers)
+        server = WebhookServer(
+            handlers_admission.routes(memo.admission),
+            addr=options.webhook_addr,
+            port=options.webhook_port,
+            certfile=options.cert_file,
+            keyfile=options.key_file,
+        )
+        await server.start()
+        memo.webhook_server = server
+        memo.tasks = [asyncio.get_running_loop().create_task(server.watch_certificates())]
+        if not options.standalone:
+            memo.elector = LeaderElector(
+                controller.api,
+                controller.gate,
+                namespace=options.lease_where,
+                name=options.lease_name,
+                lease_duration=options.lease_duration,
+                renew_deadline=options.renew_deadline,
+                retry_period=options.retry_period,
+                on_change=controller.leadership_changed,
+            )
+            memo.tasks.append(asyncio.get_running_loop().create_task(memo.elector.run()))
         # Everything loaded so far (kopf, the rules, the primed state) lives as long as the
         # process: move it out of the collector's reach, so a full collection walks only
         # what requests allocate (measured: it halves the webhook's p99, docs/PERFORMANCE.md).
@@ -117,6 +115,16 @@ def register(registry: kopf.OperatorRegistry, options: RunOptions) -> None:
     @kopf.on.cleanup(registry=registry)
     async def stop(memo: Any, **_: Any) -> None:
         controller: Controller = memo.controller
+        for task in getattr(memo, "tasks", []):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        elector: LeaderElector | None = getattr(memo, "elector", None)
+        if elector is not None:
+            await elector.release()  # a follower takes over at its next round
+        server: WebhookServer | None = getattr(memo, "webhook_server", None)
+        if server is not None:
+            await server.stop()
         await controller.stop()
         if isinstance(controller.analyser, RulesPool):
             controller.analyser.close()
