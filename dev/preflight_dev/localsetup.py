@@ -3,7 +3,7 @@
 The CRDs are read from the chart (one source of truth); the webhook configurations mirror
 the chart's (two entries per webhook: opted-in namespaces, and opted-in objects elsewhere)
 but point at ``https://127.0.0.1:PORT`` with a test CA, because a local API server has no
-Service routing. kopf's ClusterKopfPeering CRD is kopf's own, as kopf documents it.
+Service routing.
 LeaderWorkerSet and the wrapper kinds (InferenceService, RayService, ...) use the upstream
 CRDs kept verbatim under tests/data/crds, so the API server validates and prunes
 objects as a real cluster with those projects installed would.
@@ -35,11 +35,11 @@ def chart_crds() -> list[dict[str, Any]]:
 
 
 def install_crds(cluster: Cluster, *, lws: bool = True, wrappers: bool = False) -> None:
-    """The chart's CRDs, kopf's ClusterKopfPeering and, for tests, upstream CRDs verbatim
+    """The chart's CRDs and, for tests, upstream CRDs verbatim
     from tests/data/crds: LeaderWorkerSet (``lws``) and the wrapper kinds (``wrappers``:
     KServe, KubeRay, AIBrix, production-stack, KubeAI, Dynamo, KAITO), applied and waited
     for until the API server serves them (Established)."""
-    crds = [*chart_crds(), CLUSTER_PEERING_CRD]
+    crds = chart_crds()
     cluster.apply(*crds)
     names = [f"crd/{crd['metadata']['name']}" for crd in crds]
     upstream = upstream_crd_files(lws=lws, wrappers=wrappers)
@@ -70,41 +70,6 @@ def upstream_crd_files(*, lws: bool = True, wrappers: bool = False) -> list[Path
         for project in WRAPPER_CRD_PROJECTS:
             files += sorted((UPSTREAM_CRD_DIR / project).glob("*.yaml"))
     return files
-
-
-def _preserving_crd(
-    group: str, kind: str, plural: str, scope: str, versions: Iterable[str], **extra: Any
-) -> dict[str, Any]:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{group}"},
-        "spec": {
-            "group": group,
-            "scope": scope,
-            "names": {"kind": kind, "plural": plural, "singular": kind.lower(), **extra},
-            "versions": [
-                {
-                    "name": version,
-                    "served": True,
-                    "storage": i == 0,
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "x-kubernetes-preserve-unknown-fields": True,
-                        }
-                    },
-                }
-                for i, version in enumerate(versions)
-            ],
-        },
-    }
-
-
-# kopf's cluster-scoped peering resource (kopf.dev/v1, as in kopf's docs).
-CLUSTER_PEERING_CRD = _preserving_crd(
-    "kopf.dev", "ClusterKopfPeering", "clusterkopfpeerings", "Cluster", ["v1"]
-)
 
 
 def _selectors(scope: str, label: str, excluded: list[str]) -> tuple[dict[str, Any], ...]:

@@ -45,7 +45,6 @@ SCOPE_LABEL = "e2e.vllm-preflight.io/chart-scope"
 CHART_CRDS = (
     "gpuvalidations.vllm-preflight.io",
     "preflightpolicies.vllm-preflight.io",
-    "clusterkopfpeerings.kopf.dev",
 )
 
 
@@ -170,16 +169,6 @@ def release(k8s: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         for crd in CHART_CRDS
         if not k8s.kubectl("get", "crd", crd, "--ignore-not-found", "-o", "name").stdout.strip()
     ]
-    # An operator started by another test of this session creates the ClusterKopfPeering
-    # `vllm-preflight` itself when absent; Helm would refuse to take over that object.
-    leftover = k8s.kubectl(
-        "get", "clusterkopfpeering", "vllm-preflight", "--ignore-not-found", "-o", "json",
-        check=False,
-    )  # fmt: skip
-    if leftover.returncode == 0 and leftover.stdout.strip():
-        annotations = json.loads(leftover.stdout)["metadata"].get("annotations") or {}
-        if "meta.helm.sh/release-name" not in annotations:
-            k8s.kubectl("delete", "clusterkopfpeering", "vllm-preflight")
     try:
         yield rel
     finally:
@@ -200,7 +189,7 @@ def scoped_namespaces(k8s: Cluster, release: Release) -> dict[str, str]:
     }
 
 
-APPS, CRD_GROUP, PEERING_GROUP = "apps", "vllm-preflight.io", "kopf.dev"
+APPS, CRD_GROUP, LEASE_GROUP = "apps", "vllm-preflight.io", "coordination.k8s.io"
 LWS = "leaderworkerset.x-k8s.io"
 OPERATOR_MAY = [
     Access("list", "namespaces", ns=None),
@@ -222,10 +211,10 @@ OPERATOR_MAY = [
     Access("patch", "gpuvalidations", CRD_GROUP, subresource="status"),
     Access("watch", "preflightpolicies", CRD_GROUP, ns=None),
     Access("patch", "preflightpolicies", CRD_GROUP, subresource="status"),
-    Access("list", "clusterkopfpeerings", PEERING_GROUP, ns=None),
-    Access("watch", "clusterkopfpeerings", PEERING_GROUP, ns=None),
-    Access("create", "clusterkopfpeerings", PEERING_GROUP, ns=None),
-    Access("patch", "clusterkopfpeerings", PEERING_GROUP, name="vllm-preflight", ns=None),
+    # leader election: the one Lease, in the release namespace
+    Access("create", "leases", LEASE_GROUP, ns="{ns}"),
+    Access("get", "leases", LEASE_GROUP, name="vllm-preflight", ns="{ns}"),
+    Access("update", "leases", LEASE_GROUP, name="vllm-preflight", ns="{ns}"),
     Access("list", "customresourcedefinitions", "apiextensions.k8s.io", ns=None),
 ]
 OPERATOR_MAY_NOT = [
@@ -258,8 +247,10 @@ OPERATOR_MAY_NOT = [
     Access("patch", "events"),
     Access("get", "configmaps"),
     Access("get", "configmaps", name="{fullname}", ns="{ns}"),
-    Access("patch", "clusterkopfpeerings", PEERING_GROUP, name="other", ns=None),
-    Access("delete", "clusterkopfpeerings", PEERING_GROUP, name="vllm-preflight", ns=None),
+    Access("update", "leases", LEASE_GROUP, name="other", ns="{ns}"),
+    Access("get", "leases", LEASE_GROUP, name="kube-scheduler", ns="kube-system"),
+    Access("create", "leases", LEASE_GROUP, ns="kube-system"),
+    Access("delete", "leases", LEASE_GROUP, name="vllm-preflight", ns="{ns}"),
     Access("patch", "mutatingwebhookconfigurations", "admissionregistration.k8s.io", ns=None),
     Access("create", "validatingwebhookconfigurations", "admissionregistration.k8s.io", ns=None),
     Access("delete", "namespaces", ns=None),
@@ -267,7 +258,6 @@ OPERATOR_MAY_NOT = [
     Access("create", "serviceaccounts", subresource="token"),
     Access("impersonate", "users", ns=None),
     Access("bind", "clusterroles", "rbac.authorization.k8s.io", ns=None),
-    Access("create", "leases", "coordination.k8s.io", ns="{ns}"),
     Access("create", "customresourcedefinitions", "apiextensions.k8s.io", ns=None),
 ]
 
@@ -284,12 +274,19 @@ class TestHelmLifecycle:
     def test_crds_are_served(self, k8s: Cluster, release: Release) -> None:
         assert k8s.kubectl("get", "gpuval", "-A").returncode == 0
         assert k8s.kubectl("get", "preflight", "-A").returncode == 0  # category: both kinds
-        explained = k8s.kubectl("explain", "gpuvalidation.status").stdout
+
+        def explain(field: str) -> str | None:
+            # the API server publishes a new CRD's schema (OpenAPI) a moment after it is
+            # served: kubectl explain says "couldn't find resource" until then
+            result = k8s.kubectl("explain", field, check=False)
+            return result.stdout if result.returncode == 0 else None
+
+        explained = wait_for(lambda: explain("gpuvalidation.status"), what="the CRD's schema")
         assert "staticVerdict" in explained
         assert "runtimeVerdict" in explained
-        assert "action" in k8s.kubectl("explain", "preflightpolicy.spec").stdout
-        peering = get_json(k8s, "clusterkopfpeering", "vllm-preflight")
-        assert peering["apiVersion"] == "kopf.dev/v1"
+        assert "action" in (wait_for(lambda: explain("preflightpolicy.spec")) or "")
+        assert not k8s.kubectl("get", "crd", "clusterkopfpeerings.kopf.dev",
+                               "--ignore-not-found", "-o", "name").stdout.strip()  # fmt: skip
 
     def test_operator_pods_are_created_and_selected_by_the_service(
         self, k8s: Cluster, release: Release
@@ -322,11 +319,10 @@ class TestHelmLifecycle:
     ) -> None:
         user = f"system:serviceaccount:{release.namespace}:{release.fullname}-test"
         ns = release.namespace
-        peering = Access(
-            "get", "clusterkopfpeerings", PEERING_GROUP, name="vllm-preflight", ns=None
-        )
+        lease = Access("get", "leases", LEASE_GROUP, name="vllm-preflight", ns="{ns}")
         assert can_i(k8s, user, Access("list", "gpuvalidations", CRD_GROUP, ns="{ns}"), ns)
-        assert can_i(k8s, user, peering, ns)
+        assert can_i(k8s, user, lease, ns)
+        assert not can_i(k8s, user, Access("update", "leases", LEASE_GROUP, ns="{ns}"), ns)
         assert not can_i(k8s, user, Access("list", "gpuvalidations", CRD_GROUP), ns)
         assert not can_i(k8s, user, Access("get", "secrets", ns="{ns}"), ns)
 
@@ -364,7 +360,7 @@ class TestHelmLifecycle:
         """Plays kubelet and kube-proxy: runs the operator here as the chart's ServiceAccount
         with the release's ConfigMap and webhook Secret, then the release's `helm test`
         script as the test ServiceAccount against it. Proves the RBAC is enough for a real
-        start (peering, watches, priming) and that the serving certificate works."""
+        start (leader election, watches, priming) and that the serving certificate works."""
         ns = release.namespace
         config = tmp_path / "config.yaml"
         config.write_text(
@@ -388,7 +384,7 @@ class TestHelmLifecycle:
                  f"--kubeconfig={operator_kubeconfig}", f"--config={config}",
                  f"--webhook-cert-dir={certs}", f"--webhook-port={webhook}",
                  f"--metrics-port={metrics}", f"--health-port={health}",
-                 "--peering=vllm-preflight"],
+                 "--lease-name=vllm-preflight"],
                 env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             )  # fmt: skip
         try:
@@ -444,7 +440,7 @@ class TestHelmLifecycle:
             "WEBHOOK_ADDR": f"127.0.0.1:{webhook}",
             "WEBHOOK_SERVER_NAME": release.service_dns,
             "CA_FILE": str(tmp / "certs" / "ca.crt"),
-            "PEERING_NAME": "vllm-preflight",
+            "LEASE_NAME": "vllm-preflight",
             "KUBERNETES_SERVICE_HOST": host,
             "KUBERNETES_SERVICE_PORT": port,
             "SA_DIR": str(sa_dir),
@@ -537,8 +533,6 @@ class TestHelmLifecycle:
             for name in (release.fullname, f"{release.fullname}-test"):
                 found = k8s.kubectl("get", kind, name, "--ignore-not-found", "-o", "name")
                 assert not found.stdout.strip(), f"{kind} {name} left behind"
-        found = k8s.kubectl("get", "clusterkopfpeering", "vllm-preflight", "--ignore-not-found")
-        assert not found.stdout.strip(), "the ClusterKopfPeering was left behind"
         left = k8s.kubectl(
             "get", "deployments,services,secrets,configmaps,serviceaccounts,roles,rolebindings,"
             "poddisruptionbudgets", "-n", release.namespace,

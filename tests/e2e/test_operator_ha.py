@@ -1,5 +1,6 @@
 """Operator restarts and replicas, with real processes: SIGKILL mid-way loses no result;
-two replicas under kopf peering never both write; the survivor takes over."""
+two replicas on one Lease never both write; the survivor takes over during churn and
+writes nothing twice; a clean stop hands over at once."""
 
 from __future__ import annotations
 
@@ -112,56 +113,179 @@ def test_killing_the_operator_mid_way_and_restarting_loses_no_result(
         assert status["runtimeVerdict"] == "pass"
 
 
-def is_paused(operator: OperatorProcess) -> bool:
-    lines = operator.log_path.read_text(errors="replace").splitlines()
-    pauses = [i for i, line in enumerate(lines) if "Pausing operations" in line]
-    resumes = [i for i, line in enumerate(lines) if "Resuming operations" in line]
-    return bool(pauses) and max(pauses) > max(resumes, default=-1)
+LEADER = "vllm_preflight_leader"
 
 
-def test_two_replicas_do_not_double_write_and_the_survivor_takes_over(
+def lease_args(namespace: str, name: str) -> list[str]:
+    """Short timings, so that a takeover takes seconds: a follower waits 4 s after the last
+    renewal it saw; a leader that cannot renew stops writing after 3 s."""
+    return [
+        "--lease-namespace", namespace, "--lease-name", name,
+        "--lease-duration", "4", "--renew-deadline", "3", "--retry-period", "0.5",
+    ]  # fmt: skip
+
+
+class Watch:
+    """``kubectl get <resource> -A --watch``: every change of every object, with the time it
+    arrived here. A status patch that changes nothing emits no event (the API server keeps
+    the resourceVersion), so events count the writes that changed something."""
+
+    def __init__(self, cluster: Cluster, resource: str) -> None:
+        import subprocess
+        import threading
+        import time
+
+        self._time = time.monotonic
+        kubectl = [str(cluster.bin_dir / "kubectl"), "get", resource, "-A", "--watch",
+                   "--output-watch-events", "-o", "json"]  # fmt: skip
+        self._proc = subprocess.Popen(
+            kubectl, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            env=cluster.env(),
+        )  # fmt: skip
+        self.events: list[tuple[float, str, dict[str, Any]]] = []
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        decoder = json.JSONDecoder()
+        buffer = ""
+        assert self._proc.stdout is not None
+        for line in self._proc.stdout:
+            buffer += line
+            while buffer.strip():
+                try:
+                    event, end = decoder.raw_decode(buffer.lstrip())
+                except ValueError:
+                    break
+                buffer = buffer.lstrip()[end:]
+                self.events.append((self._time(), event["type"], event["object"]))
+
+    def changes_since(self, since: float) -> list[dict[str, Any]]:
+        return [obj for at, kind, obj in self.events if at >= since and kind == "MODIFIED"]
+
+    def close(self) -> None:
+        self._proc.kill()
+        self._proc.wait()
+
+
+def settled_workload(cluster: Cluster) -> str:
+    """A namespace with a workload whose two results are written: its namespace."""
+    settled = cluster.create_namespace("ha-settled", labels={constants.LABEL_INJECT: "enabled"})
+    cluster.apply(deployment(settled, replicas=2))
+    done = wait_for(lambda: len(p := injected_pods(cluster, settled)) == 2 and p)
+    for pod in done:
+        report_result(cluster, pod)
+    wait_for(lambda: len(recorded_pods(cluster, settled)) == 2, what="the settled results")
+    return settled
+
+
+def hand_over_on_a_clean_stop(
+    cluster: Cluster, tmp_path: Path, namespace: str, leader: OperatorProcess, args: list[str]
+) -> OperatorProcess:
+    """The leader stops (SIGTERM): it releases the Lease, and a follower leads at its next
+    round, not a lease duration later."""
+    import time
+
+    follower = localoperator.start_with_webhooks(
+        cluster, tmp_path, identity="replica-c", standalone=False, extra_args=args,
+        webhooks=False,
+    )  # fmt: skip
+    assert follower.metric(LEADER) == 0
+    stopped_at = time.monotonic()
+    leader.stop()
+    wait_for(lambda: follower.metric(LEADER) == 1, timeout=30, what="replica-c to lead")
+    handed_over_s = time.monotonic() - stopped_at
+    spec = json.loads(cluster.kubectl(
+        "get", "lease", "ha-churn", "-n", namespace, "-o", "json"
+    ).stdout)["spec"]  # fmt: skip
+    assert spec["holderIdentity"] == "replica-c"
+    assert spec["leaseTransitions"] == 2
+    assert f"released by {leader.identity}" in leader.log_path.read_text()
+    print(f"hand-over after a clean stop: {handed_over_s:.1f} s")
+    return follower
+
+
+def test_killing_the_leader_during_churn_loses_no_status_and_writes_none_twice(
     cluster: Cluster, namespace: str, tmp_path: Path
 ) -> None:
-    peering = ["--peering-lifetime", "8"]
-    low = localoperator.start_with_webhooks(
-        cluster, tmp_path, identity="replica-low", standalone=False,
-        extra_args=[*peering, "--priority", "100"],
+    """Two replicas on one Lease, results arriving all the time; the leader is killed
+    (SIGKILL) mid-way. The follower wrote nothing while the leader lived, takes over after
+    the lease duration, and every write it makes changes something (none repeats what the
+    dead leader had written); at the end every result is on the GPUValidation. Then a
+    clean stop hands the Lease over at once."""
+    import time
+
+    args = lease_args(namespace, "ha-churn")
+    first = localoperator.start_with_webhooks(
+        cluster, tmp_path, identity="replica-a", standalone=False, extra_args=args,
+        webhooks=False,
     )  # fmt: skip
-    high = localoperator.start_with_webhooks(
-        cluster, tmp_path, identity="replica-high", standalone=False,
-        extra_args=[*peering, "--priority", "200"], webhooks=False,
-    )  # fmt: skip
+    watches: list[Watch] = []
+    second = third = None
+    settled = ""
     try:
-        wait_for(lambda: is_paused(low), what="the lower-priority replica to pause")
-        assert not is_paused(high)
-        # Alone at first, the low replica was active and may have written (for objects left
-        # by earlier tests): only what happens while both run counts.
-        low_writes = low.metric(STATUS_WRITES)
-
-        # Pods are injected by the paused replica: webhooks are served by every replica.
-        cluster.apply(deployment(namespace, replicas=4))
-        pods = wait_for(lambda: len(p := injected_pods(cluster, namespace)) == 4 and p)
-        for pod in pods:
-            report_result(cluster, pod)
-        names = {p["metadata"]["name"] for p in pods}
-        wait_for(lambda: recorded_pods(cluster, namespace) == names, what="4 results")
-        assert high.metric(STATUS_WRITES) > 0
-        assert low.metric(STATUS_WRITES) == low_writes
-
-        high.kill()
-        wait_for(lambda: not is_paused(low), timeout=40, what="the survivor to resume")
-        cluster.kubectl("scale", "deployment", "vllm-good", "-n", namespace, "--replicas=5")
-        pods = wait_for(lambda: len(p := injected_pods(cluster, namespace)) == 5 and p)
-        new = [p for p in pods if p["metadata"]["name"] not in names]
-        report_result(cluster, new[0])
-        wait_for(
-            lambda: new[0]["metadata"]["name"] in recorded_pods(cluster, namespace),
-            what="the survivor to record the new result",
+        wait_for(lambda: first.metric(LEADER) == 1, what="replica-a to lead")
+        # The survivor serves the webhooks (pods keep coming while the leader is dead).
+        second = localoperator.start_with_webhooks(
+            cluster, tmp_path, identity="replica-b", standalone=False, extra_args=args
         )
-        assert low.metric(STATUS_WRITES) > low_writes
+        assert second.metric(LEADER) == 0
+        holder = json.loads(cluster.kubectl(
+            "get", "lease", "ha-churn", "-n", namespace, "-o", "json"
+        ).stdout)["spec"]["holderIdentity"]  # fmt: skip
+        assert holder == "replica-a"
+        # A workload the leader has finished with before it dies: nothing to write for it
+        # after the takeover, though the new leader reconciles it.
+        settled = settled_workload(cluster)
+        watches = [Watch(cluster, "gpuvalidations"), Watch(cluster, "preflightpolicies")]
+
+        cluster.apply(deployment(namespace, replicas=8))
+        pods = wait_for(lambda: len(p := injected_pods(cluster, namespace)) == 8 and p)
+        for pod in pods[:4]:
+            report_result(cluster, pod)
+        wait_for(lambda: len(recorded_pods(cluster, namespace)) >= 2, what="a first result")
+        assert second.metric(STATUS_WRITES) == 0  # a follower writes nothing
+        first.kill()  # mid-way: results still being written
+        killed_at = time.monotonic()
+        for pod in pods[4:]:
+            report_result(cluster, pod)  # while nobody leads
+        cluster.kubectl("scale", "deployment", "vllm-good", "-n", namespace, "--replicas=10")
+        pods = wait_for(lambda: len(p := injected_pods(cluster, namespace)) == 10 and p)
+        names = {p["metadata"]["name"] for p in pods}
+        for pod in pods:
+            if pod["metadata"]["name"] not in recorded_pods(cluster, namespace):
+                report_result(cluster, pod)
+        wait_for(lambda: second.metric(LEADER) == 1, timeout=30, what="replica-b to lead")
+        took_over_s = time.monotonic() - killed_at
+        wait_for(lambda: recorded_pods(cluster, namespace) == names, what="all 10 results")
+        status = json.loads(cluster.kubectl(
+            "get", "gpuval", "deployment-vllm-good", "-n", namespace, "-o", "json"
+        ).stdout)["status"]  # fmt: skip
+        assert status["runtime"]["podsChecked"] == 10
+        assert status["runtimeVerdict"] == "pass"
+
+        time.sleep(1.5)  # the last status events reach the watches
+        # A's in-flight writes land within milliseconds of the kill; B leads >= 3 s later.
+        changed = sum(len(w.changes_since(killed_at + 1.0)) for w in watches)
+        writes = second.metric(STATUS_WRITES)
+        assert writes > 0
+        assert writes == changed, (
+            f"replica-b sent {writes:g} status writes but {changed} changed something: "
+            "it wrote again what the dead leader had written"
+        )
+        print(f"takeover after SIGKILL: {took_over_s:.1f} s (lease duration 4 s)")
+
+        # A clean stop releases the Lease: the next follower leads at its next round.
+        third = hand_over_on_a_clean_stop(cluster, tmp_path, namespace, second, args)
     finally:
-        high.kill()
-        low.stop()
+        for watch in watches:
+            watch.close()
+        if settled:
+            cluster.delete_namespace(settled)
+        first.kill()
+        for replica in (second, third):
+            if replica is not None:
+                replica.kill()
 
 
 def test_pods_created_while_no_operator_ran_get_not_injected_after_a_restart(

@@ -181,9 +181,15 @@ class TestLintAndSchema:
         assert "action" in err
         assert "Enforce" in err  # the message lists the allowed values
 
-    def test_ha_without_peering_is_refused_with_the_reason(self) -> None:
-        err = render_error("invalid-ha-without-peering.yaml")
-        assert "peering.enabled=true" in err
+    def test_ha_without_leader_election_is_refused_with_the_reason(self) -> None:
+        err = render_error("invalid-ha-without-leader-election.yaml")
+        assert "leaderElection.enabled=true" in err
+
+    def test_lease_timings_that_could_make_two_writers_are_refused(self) -> None:
+        err = render_error(sets=["leaderElection.renewDeadlineSeconds=15"])
+        assert "renewDeadlineSeconds must be shorter than" in err
+        err = render_error(sets=["leaderElection.retryPeriodSeconds=10"])
+        assert "retryPeriodSeconds must be shorter than" in err
 
     def test_every_documented_value_is_in_the_schema(self) -> None:
         """Each key of values.yaml is typed in values.schema.json (and nothing more)."""
@@ -483,7 +489,10 @@ class TestOperatorDeployment:
             "--metrics-port=8080",
             "--health-port=8081",
             "--kind-families=kserve,kuberay,aibrix,kubeai,production-stack,dynamo",
-            "--peering=vllm-preflight",
+            "--lease-name=vllm-preflight",
+            "--lease-duration=15",
+            "--renew-deadline=10",
+            "--retry-period=2",
         ]
 
     def test_scheduling_values_reach_the_pod(self) -> None:
@@ -525,29 +534,24 @@ class TestOperatorDeployment:
         assert not all(test_pod["metadata"]["labels"].get(k) == v for k, v in selector.items())
 
 
-class TestReplicasAndPeering:
-    def test_two_replicas_with_peering_object_and_crd_by_default(self) -> None:
+class TestReplicasAndLeaderElection:
+    def test_two_replicas_elect_a_leader_on_a_lease_by_default(self) -> None:
         objs = render()
         assert one(objs, "Deployment")["spec"]["replicas"] == 2
-        # kopf runs cluster-wide, so it peers through the cluster-scoped kind
-        peering = one(objs, "ClusterKopfPeering")
-        assert peering["apiVersion"] == "kopf.dev/v1"
-        assert peering["metadata"]["name"] == "vllm-preflight"
-        assert "namespace" not in peering["metadata"]
-        crd = one(objs, "CustomResourceDefinition", "clusterkopfpeerings.kopf.dev")
-        assert crd["spec"]["scope"] == "Cluster"
         args = operator_container(objs)["args"]
-        assert "--peering=vllm-preflight" in args
+        assert "--lease-name=vllm-preflight" in args
         assert "--standalone" not in args
+        # no kopf peering any more: neither its CRD nor its object
+        assert not find(objs, "ClusterKopfPeering")
+        assert not find(objs, "CustomResourceDefinition", "clusterkopfpeerings.kopf.dev")
         assert one(objs, "PodDisruptionBudget")["spec"]["minAvailable"] == 1
 
-    def test_single_replica_runs_standalone_without_peering_objects(self) -> None:
+    def test_single_replica_runs_standalone_without_a_lease(self) -> None:
         objs = render("single-replica.yaml")
         assert one(objs, "Deployment")["spec"]["replicas"] == 1
         assert "--standalone" in operator_container(objs)["args"]
-        assert not find(objs, "ClusterKopfPeering")
-        assert not find(objs, "CustomResourceDefinition", "clusterkopfpeerings.kopf.dev")
-        assert not [a for a in operator_container(objs)["args"] if a.startswith("--peering")]
+        assert not [a for a in operator_container(objs)["args"] if a.startswith("--lease")]
+        assert not find(objs, "Role", f"{FULLNAME}-leader-election")
         assert not find(objs, "PodDisruptionBudget")  # minAvailable 1 of 1 would block drains
 
     def test_product_crds_ship_with_the_chart(self) -> None:
@@ -582,12 +586,10 @@ OPERATOR_CLUSTER_RULES = {
     ("apiextensions.k8s.io", "customresourcedefinitions", "list"),
     ("apiextensions.k8s.io", "customresourcedefinitions", "watch"),
 }  # fmt: skip
-PEERING_RULES = {
-    ("kopf.dev", "clusterkopfpeerings", "list"),
-    ("kopf.dev", "clusterkopfpeerings", "watch"),
-    ("kopf.dev", "clusterkopfpeerings", "create"),  # the operator creates it when absent
-    ("kopf.dev", "clusterkopfpeerings/vllm-preflight", "get"),
-    ("kopf.dev", "clusterkopfpeerings/vllm-preflight", "patch"),
+LEASE_RULES = {
+    ("coordination.k8s.io", "leases", "create"),  # create cannot be limited by name
+    ("coordination.k8s.io", "leases/vllm-preflight", "get"),
+    ("coordination.k8s.io", "leases/vllm-preflight", "update"),
 }
 
 
@@ -621,9 +623,20 @@ class TestServingStacks:
 class TestRBAC:
     def test_cluster_role_is_exactly_what_the_operator_uses(self) -> None:
         role = one(render(), "ClusterRole", FULLNAME)
-        assert rule_set(role["rules"]) == OPERATOR_CLUSTER_RULES | PEERING_RULES
+        assert rule_set(role["rules"]) == OPERATOR_CLUSTER_RULES
         standalone = one(render("single-replica.yaml"), "ClusterRole", FULLNAME)
         assert rule_set(standalone["rules"]) == OPERATOR_CLUSTER_RULES
+
+    def test_the_lease_is_the_one_namespaced_grant_and_only_by_name(self) -> None:
+        objs = render()
+        role = one(objs, "Role", f"{FULLNAME}-leader-election")
+        assert role["metadata"]["namespace"] == NAMESPACE
+        assert rule_set(role["rules"]) == LEASE_RULES
+        binding = one(objs, "RoleBinding", f"{FULLNAME}-leader-election")
+        assert binding["roleRef"]["name"] == f"{FULLNAME}-leader-election"
+        assert binding["subjects"] == [
+            {"kind": "ServiceAccount", "name": FULLNAME, "namespace": NAMESPACE}
+        ]
 
     def test_workloads_are_patched_only_where_granted(self) -> None:
         """By default no cluster-wide patch on workloads: kube-system's pod templates are
@@ -666,10 +679,12 @@ class TestRBAC:
                 if resource in {"pods", "deployments", "statefulsets", "jobs"}:
                     assert verb not in {"create", "delete", "update"}
 
-    def test_operator_has_no_namespaced_role(self) -> None:
-        """Its configuration is a mounted file and its peering object cluster-scoped: nothing
-        in its own namespace needs a Role (so none can drift into Secrets there)."""
-        assert not [r for r in find(render(), "Role") if r["metadata"]["name"] == FULLNAME]
+    def test_operator_has_no_namespaced_role_but_the_lease(self) -> None:
+        """Its configuration is a mounted file: in its own namespace it needs only the Lease
+        (so no Role can drift into Secrets there)."""
+        roles = [r["metadata"]["name"] for r in find(render(), "Role")]
+        assert FULLNAME not in roles
+        assert [r for r in roles if not r.endswith("-test")] == [f"{FULLNAME}-leader-election"]
 
     def test_bindings_grant_the_roles_to_the_operator_service_account_only(self) -> None:
         objs = render()
@@ -795,7 +810,7 @@ class TestHelmTest:
         assert env["HEALTH_URL"] == f"http://{SERVICE_DNS}:8081/healthz"
         assert env["WEBHOOK_ADDR"] == f"{SERVICE_DNS}:443"
         assert env["WEBHOOK_SERVER_NAME"] == SERVICE_DNS
-        assert env["PEERING_NAME"] == "vllm-preflight"
+        assert env["LEASE_NAME"] == "vllm-preflight"
         assert pod["spec"]["containers"][0]["securityContext"]["readOnlyRootFilesystem"] is True
 
     def test_test_identity_may_only_read(self) -> None:
@@ -804,11 +819,9 @@ class TestHelmTest:
         assert rule_set(role["rules"]) == {
             ("vllm-preflight.io", "gpuvalidations", "list"),
             ("vllm-preflight.io", "preflightpolicies", "list"),
+            ("coordination.k8s.io", "leases/vllm-preflight", "get"),
         }
-        cluster_role = one(objs, "ClusterRole", f"{FULLNAME}-test")
-        assert rule_set(cluster_role["rules"]) == {
-            ("kopf.dev", "clusterkopfpeerings/vllm-preflight", "get")
-        }
+        assert not find(objs, "ClusterRole", f"{FULLNAME}-test")
 
     def test_no_test_objects_when_disabled(self) -> None:
         objs = render("single-replica.yaml")

@@ -128,7 +128,7 @@ class Stand:
     """Everything the script talks to, and the environment that points it there."""
 
     def __init__(self, tmp: Path) -> None:
-        self.peers: dict[str, Any] = {}
+        self.lease: dict[str, Any] = {}
         self.tmp = tmp
         cert, key, self.ca_file = rendered_webhook_secret(tmp)
         self.webhook = TLSServer(cert, key)
@@ -153,17 +153,21 @@ class Stand:
             "WEBHOOK_ADDR": f"127.0.0.1:{self.webhook.port}",
             "WEBHOOK_SERVER_NAME": SERVICE_DNS,
             "CA_FILE": str(self.ca_file),
-            "PEERING_NAME": "vllm-preflight",
+            "LEASE_NAME": "vllm-preflight",
             "KUBERNETES_SERVICE_HOST": "127.0.0.1",
             "KUBERNETES_SERVICE_PORT": str(self.api.port),
             "SA_DIR": str(sa_dir),
             "TEST_TIMEOUT": "5",
         }
-        self.live_peer("operator-0")
+        self.held_by("operator-0")
 
-    def live_peer(self, name: str, age_s: float = 1.0) -> None:
+    def held_by(self, name: str, age_s: float = 1.0) -> None:
         seen = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=age_s)
-        self.peers[name] = {"priority": 7, "lifetime": 60, "lastseen": seen.isoformat()}
+        self.lease = {
+            "holderIdentity": name,
+            "leaseDurationSeconds": 15,
+            "renewTime": seen.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        }
 
     def _operator(self, path: str, headers: Any) -> tuple[int, bytes]:
         if path == "/healthz":
@@ -178,8 +182,8 @@ class Stand:
         group = f"/apis/vllm-preflight.io/v1alpha1/namespaces/{NAMESPACE}/"
         if path in (group + "gpuvalidations", group + "preflightpolicies"):
             return 200, json.dumps({"items": [{}]}).encode()
-        if path == "/apis/kopf.dev/v1/clusterkopfpeerings/vllm-preflight":
-            return 200, json.dumps({"status": self.peers}).encode()
+        if path == f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/vllm-preflight":
+            return 200, json.dumps({"spec": self.lease}).encode()
         return 404, b'{"kind":"Status","code":404}'
 
     def run(self, **overrides: str) -> subprocess.CompletedProcess[str]:
@@ -224,7 +228,7 @@ class TestHelmTestScript:
             for line in result.stdout.splitlines()
             if line.startswith("ok")
         ]
-        assert oks == ["health", "metrics", "webhook-tls", "api", "peering"]
+        assert oks == ["health", "metrics", "webhook-tls", "api", "leader"]
         assert "5 passed, 0 failed" in result.stdout
 
     def test_chart_certificate_is_refused_for_another_name(self, stand: Stand) -> None:
@@ -247,34 +251,30 @@ class TestHelmTestScript:
         sa_dir = Path(stand.env["SA_DIR"])
         (sa_dir / "token").write_text("wrong")
         result = stand.run()
-        assert set(failed_checks(result)) == {"api", "peering"}
+        assert set(failed_checks(result)) == {"api", "leader"}
 
-    def test_no_live_operator_in_the_peering_object_fails(self, stand: Stand) -> None:
-        stand.peers.clear()
-        stand.live_peer("operator-gone", age_s=120)
+    def test_a_lease_nobody_renews_fails(self, stand: Stand) -> None:
+        stand.held_by("operator-gone", age_s=120)
         result = stand.run()
-        assert failed_checks(result) == ["peering"]
+        assert failed_checks(result) == ["leader"]
+        assert "operator-gone" in result.stdout
 
     def test_optional_checks_are_skipped_when_not_configured(self, stand: Stand) -> None:
-        result = stand.run(METRICS_URL="", PEERING_NAME="")
+        result = stand.run(METRICS_URL="", LEASE_NAME="")
         assert result.returncode == 0
         assert "3 passed, 0 failed" in result.stdout
 
 
-class TestLivePeers:
+class TestLeaseHolder:
     NOW = datetime.datetime(2026, 1, 1, 12, 0, tzinfo=datetime.timezone.utc)
 
-    def test_recent_peers_are_alive_and_expired_ones_not(self) -> None:
+    def test_a_renewed_lease_has_a_holder_and_a_stale_or_empty_one_not(self) -> None:
         script = load_script()
-        status = {
-            "a": {"lastseen": "2026-01-01T11:59:30+00:00", "lifetime": 60},
-            "b": {"lastseen": "2026-01-01T11:58:00+00:00", "lifetime": 60},
-            "c": {"lastseen": "2026-01-01T11:59:59Z"},  # kopf's default lifetime: 60 s
-            "d": "garbage",
-        }
-        assert script.live_peers(status, self.NOW) == ["a", "c"]
-
-    def test_a_peer_leaving_sets_lifetime_zero(self) -> None:
-        script = load_script()
-        status = {"a": {"lastseen": "2026-01-01T12:00:00+00:00", "lifetime": 0}}
-        assert script.live_peers(status, self.NOW) == []
+        fresh = {"holderIdentity": "a", "leaseDurationSeconds": 15,
+                 "renewTime": "2026-01-01T11:59:50.000000Z"}  # fmt: skip
+        assert script.lease_holder(fresh, self.NOW) == "a"
+        stale = {**fresh, "renewTime": "2026-01-01T11:59:30.000000Z"}  # 30 s > 15 + 5
+        assert script.lease_holder(stale, self.NOW) == ""
+        assert script.lease_holder({**fresh, "holderIdentity": ""}, self.NOW) == ""  # released
+        assert script.lease_holder({**fresh, "renewTime": "garbage"}, self.NOW) == ""
+        assert script.lease_holder({"holderIdentity": 3}, self.NOW) == ""

@@ -6,7 +6,6 @@ from __future__ import annotations
 from tests.unit.test_chart import (
     FULLNAME,
     OPERATOR_CLUSTER_RULES,
-    PEERING_RULES,
     one,
     render,
     rule_set,
@@ -22,4 +21,4 @@ def test_no_rights_on_nodes_unless_asked() -> None:
 
 def test_node_feedback_adds_exactly_get_and_patch_on_nodes() -> None:
     role = one(render(sets=["nodeFeedback.enabled=true"]), "ClusterRole", FULLNAME)
-    assert rule_set(role["rules"]) == OPERATOR_CLUSTER_RULES | PEERING_RULES | NODE_RULES
+    assert rule_set(role["rules"]) == OPERATOR_CLUSTER_RULES | NODE_RULES

@@ -7,8 +7,8 @@ and that its API is served. Standard library only; every check prints one line.
    WEBHOOK_SERVER_NAME -- exactly what the API server checks before calling a webhook;
 4. API: the CRDs are served (list GPUValidations and PreflightPolicies in NAMESPACE with this
    pod's ServiceAccount token);
-5. peering: the ClusterKopfPeering PEERING_NAME lists at least one live operator (skipped
-   when unset).
+5. leader: the Lease LEASE_NAME in NAMESPACE is held by a replica that renewed it within
+   its lease duration (skipped when unset: --standalone).
 
 The API server is found as in any pod (KUBERNETES_SERVICE_HOST/PORT, the mounted token and
 CA); tests outside a cluster point the same variables elsewhere.
@@ -93,29 +93,42 @@ def check_api(namespace: str) -> str:
     return f"vllm-preflight.io/v1alpha1 is served ({', '.join(counts)} in {namespace})"
 
 
-def live_peers(status: dict[str, object], now: datetime.datetime) -> list[str]:
-    """Identities in a KopfPeering status whose lastseen + lifetime is still ahead."""
-    alive = []
-    for identity, info in status.items():
-        if not isinstance(info, dict) or "lastseen" not in info:
-            continue
-        seen = datetime.datetime.fromisoformat(str(info["lastseen"]).replace("Z", "+00:00"))
-        if seen.tzinfo is None:
-            seen = seen.replace(tzinfo=datetime.timezone.utc)
-        lifetime = datetime.timedelta(seconds=int(str(info.get("lifetime", 60))))
-        if seen + lifetime > now:
-            alive.append(identity)
-    return alive
+# Slack for the clock of this pod against the leader's (the renew time is the leader's).
+CLOCK_SLACK_S = 5
 
 
-def check_peering(name: str) -> str:
+def lease_holder(spec: dict[str, object], now: datetime.datetime) -> str:
+    """The holder of a Lease spec whose renewTime + leaseDurationSeconds is still ahead
+    (within CLOCK_SLACK_S), else ""."""
+    holder = spec.get("holderIdentity")
+    renewed = spec.get("renewTime")
+    if not isinstance(holder, str) or not holder or not isinstance(renewed, str):
+        return ""
+    try:
+        seen = datetime.datetime.fromisoformat(renewed.replace("Z", "+00:00"))
+        duration = int(str(spec.get("leaseDurationSeconds", 15)))
+    except ValueError:
+        return ""
+    if seen.tzinfo is None:
+        seen = seen.replace(tzinfo=datetime.timezone.utc)
+    if seen + datetime.timedelta(seconds=duration + CLOCK_SLACK_S) <= now:
+        return ""
+    return holder
+
+
+def check_leader(namespace: str, name: str) -> str:
     base, context, token = api_base()
-    url = f"{base}/apis/kopf.dev/v1/clusterkopfpeerings/{name}"
+    url = f"{base}/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}"
     body = json.loads(http_get(url, context, token))
-    alive = live_peers(body.get("status") or {}, datetime.datetime.now(datetime.timezone.utc))
-    if not alive:
-        raise CheckFailed(f"ClusterKopfPeering {name} lists no live operator")
-    return f"ClusterKopfPeering {name}: {len(alive)} live operator(s): {', '.join(alive)}"
+    spec = body.get("spec") or {}
+    holder = lease_holder(spec, datetime.datetime.now(datetime.timezone.utc))
+    if not holder:
+        raise CheckFailed(
+            f"Lease {namespace}/{name} is held by no live replica "
+            f"(holderIdentity {spec.get('holderIdentity')!r}, renewTime "
+            f"{spec.get('renewTime')!r}): see the operator's log"
+        )
+    return f"Lease {namespace}/{name}: held by {holder}, renewed at {spec.get('renewTime')}"
 
 
 def main() -> int:
@@ -133,8 +146,8 @@ def main() -> int:
         )
     )
     checks.append(("api", lambda: check_api(namespace)))
-    if env.get("PEERING_NAME"):
-        checks.append(("peering", lambda: check_peering(env["PEERING_NAME"])))
+    if env.get("LEASE_NAME"):
+        checks.append(("leader", lambda: check_leader(namespace, env["LEASE_NAME"])))
     failed = 0
     for name, check in checks:
         try:

@@ -88,8 +88,8 @@ app.kubernetes.io/part-of: vllm-preflight
 {{- include "vllm-preflight.fullname" . }}
 {{- end }}
 
-{{/* Name of the ClusterKopfPeering object (the operator's default --peering name). */}}
-{{- define "vllm-preflight.peeringName" -}}
+{{/* Name of the leader-election Lease (the operator's default --lease-name). */}}
+{{- define "vllm-preflight.leaseName" -}}
 vllm-preflight
 {{- end }}
 
@@ -260,8 +260,14 @@ matchExpressions:
 
 {{/* Guard rails that the schema cannot express. */}}
 {{- define "vllm-preflight.validate" -}}
-{{- if and (gt (int .Values.replicaCount) 1) (not .Values.peering.enabled) }}
-{{- fail "replicaCount > 1 needs peering.enabled=true: without kopf peering every replica would process every event (double writes)" }}
+{{- if and (gt (int .Values.replicaCount) 1) (not .Values.leaderElection.enabled) }}
+{{- fail "replicaCount > 1 needs leaderElection.enabled=true: without leader election every replica would write (double writes)" }}
+{{- end }}
+{{- if and .Values.leaderElection.enabled (ge (float64 .Values.leaderElection.renewDeadlineSeconds) (float64 .Values.leaderElection.leaseDurationSeconds)) }}
+{{- fail "leaderElection.renewDeadlineSeconds must be shorter than leaderElection.leaseDurationSeconds (a leader that cannot renew must stop writing before another replica may take over)" }}
+{{- end }}
+{{- if and .Values.leaderElection.enabled (ge (float64 .Values.leaderElection.retryPeriodSeconds) (float64 .Values.leaderElection.renewDeadlineSeconds)) }}
+{{- fail "leaderElection.retryPeriodSeconds must be shorter than leaderElection.renewDeadlineSeconds" }}
 {{- end }}
 {{- if and .Values.webhook.certs.certManager.issuerRef (not .Values.webhook.certs.certManager.issuerRef.name) }}
 {{- fail "webhook.certs.certManager.issuerRef needs a name" }}
@@ -286,4 +292,9 @@ The serving-stack kinds (values.workloadKinds): webhook rules, RBAC and the oper
 {{- if index $.Values.workloadKinds .key -}}{{- $on = append $on . -}}{{- end -}}
 {{- end -}}
 {{- toJson $on -}}
+{{- end }}
+
+{{/* Name of the leader-election Role and RoleBinding (63 characters at most). */}}
+{{- define "vllm-preflight.leaderElectionRoleName" -}}
+{{- printf "%s-leader-election" (include "vllm-preflight.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}

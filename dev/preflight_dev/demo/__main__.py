@@ -262,10 +262,10 @@ def _results(cluster: Cluster) -> None:
 
 
 def demo(cluster: Cluster, workdir: Path, hub_url: str) -> None:
-    say("installing the CRDs (chart), kopf's ClusterKopfPeering CRD")
+    say("installing the CRDs (chart)")
     localsetup.install_crds(cluster, lws=False)
     cert = cluster.issue_serving_cert()
-    say("starting the operator (webhooks on https://127.0.0.1, kopf peering)")
+    say("starting the operator (webhooks on https://127.0.0.1, leader election on a Lease)")
     operator = OperatorProcess(
         kubeconfig=cluster.kubeconfig,
         cert_path=cert.cert_path,
