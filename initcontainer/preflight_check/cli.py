@@ -11,11 +11,11 @@ import sys
 import time
 from typing import List, Mapping, Optional, Sequence, TextIO
 
-from preflight_check.check_ids import CHECKS
 from preflight_check.host import Host, real_host
 from preflight_check.options import Options, UsageError, output_paths, parse_action, parse_options
 from preflight_check.output import write_outputs
-from preflight_check.report import ENFORCE, ERROR, CheckResult, Report
+from preflight_contract.check_ids import CHECKS
+from preflight_contract.report import ENFORCE, ERROR, CheckResult, Report
 
 
 def _import_checks() -> None:

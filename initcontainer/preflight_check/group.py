@@ -223,7 +223,7 @@ def engine_args(argv: Sequence[str]) -> Dict[str, str]:
     if not argv:
         return {}
     try:
-        from preflight_check.vllm_args import parse_vllm_args  # noqa: PLC0415
+        from preflight_contract.vllm_args import parse_vllm_args  # noqa: PLC0415
     except ImportError:
         return {}
     parsed = parse_vllm_args(list(argv))
@@ -270,7 +270,7 @@ def vllm_argv_of(text: str) -> List[str]:
 
 
 def _find_vllm(words: List[str], depth: int) -> List[str]:
-    from preflight_check.vllm_args import vllm_args_start  # noqa: PLC0415
+    from preflight_contract.vllm_args import vllm_args_start  # noqa: PLC0415
 
     if depth > 3:
         return []

@@ -25,10 +25,10 @@ from typing import (
     TypeVar,
 )
 
-from preflight_check.check_ids import CHECKS, DEEP, FAST, tier_of
 from preflight_check.group import GroupConfig, GroupError, group_config
 from preflight_check.plan import Plan
-from preflight_check.report import ACTIONS, ENFORCE
+from preflight_contract.check_ids import CHECKS, DEEP, FAST, tier_of
+from preflight_contract.report import ACTIONS, ENFORCE
 
 GIB = 1 << 30
 # No node has more GPUs than this; a larger number is a typo, not a plan.
@@ -345,10 +345,10 @@ def plan_from_vllm_args(text: str, where: str) -> Tuple[Dict[str, int], Dict[str
     """
     try:
         # Imported only for --vllm-args, so a build without it still runs --tp/--pp.
-        from preflight_check import vllm_args  # noqa: PLC0415
+        from preflight_contract import vllm_args  # noqa: PLC0415
     except ImportError:
         raise UsageError(
-            f"{where} needs the vLLM argument parser (preflight_check.vllm_args), which this "
+            f"{where} needs the vLLM argument parser (preflight_contract.vllm_args), which this "
             "build lacks; give --tp/--pp/--dp-local instead"
         ) from None
     try:

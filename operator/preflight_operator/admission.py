@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from preflight_check.report import FAIL, WARN
+from preflight_contract.report import FAIL, WARN
 from preflight_operator.policy import ResolvedPolicy
 from preflight_operator.static import StaticResult
 from preflight_operator.workloads import WorkloadRef

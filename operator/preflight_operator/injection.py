@@ -24,7 +24,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from preflight_check.check_ids import CHECKS
+from preflight_contract.check_ids import CHECKS
 from preflight_operator import constants
 from preflight_operator.config import InjectionConfig, PolicySpec
 from preflight_operator.rules.kubeenv import has_unknown, unknown_names
@@ -300,7 +300,7 @@ def vllm_args_value(argv: Sequence[str]) -> str | None:
     return text if words and len(text) <= MAX_VLLM_ARGS_CHARS else None
 
 
-# Where the checker (preflight_check.modelsource) looks for a model's files, as vLLM does:
+# Where the checker (preflight_contract.modelsource) looks for a model's files, as vLLM does:
 # the model path itself, HF_HUB_CACHE, HF_HOME, or ~/.cache/huggingface.
 HF_CACHE_ENV = ("HF_HOME", "HF_HUB_CACHE")
 HF_DEFAULT_CACHE = "/.cache/huggingface"

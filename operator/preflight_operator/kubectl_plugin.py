@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
-from preflight_check.report import Report, ReportError
+from preflight_contract.report import Report, ReportError
 from preflight_operator import __version__, constants
 from preflight_operator.podresults import pod_result
 from preflight_operator.workloads import (

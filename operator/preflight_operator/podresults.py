@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from preflight_check.report import ERROR, FAIL, PASS, WARN, Report, ReportError
+from preflight_contract.report import ERROR, FAIL, PASS, WARN, Report, ReportError
 from preflight_operator import constants
 
 MESSAGE_LIMIT = 300

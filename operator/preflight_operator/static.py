@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from preflight_check.report import ERROR, FAIL, PASS, WARN
+from preflight_contract.report import ERROR, FAIL, PASS, WARN
 
 UNKNOWN = "unknown"
 MAX_FINDINGS = 20  # status.static.findings maxItems

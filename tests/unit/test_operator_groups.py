@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from preflight_check.report import CheckResult, Report, group_summary
+from preflight_contract.report import CheckResult, Report, group_summary
 from preflight_operator.gpuvalidation import group_results
 from preflight_operator.podresults import pod_result
 

@@ -42,7 +42,7 @@ from preflight_check.driver.api import (
 )
 from preflight_check.facts import CudaGpu, Facts, NvmlGpu
 from preflight_check.options import Options
-from preflight_check.report import FAIL, PASS, WARN, CheckResult
+from preflight_contract.report import FAIL, PASS, WARN, CheckResult
 
 Pair = Tuple[CudaGpu, NvmlGpu]
 

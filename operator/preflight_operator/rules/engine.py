@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from preflight_check.vllm_args import parse_vllm_args
+from preflight_contract.vllm_args import parse_vllm_args
 from preflight_operator.rules import checks  # noqa: F401  (registers the rules)
 from preflight_operator.rules.checks.service import injects_links, link_prefix
 from preflight_operator.rules.command import Invocation, Unparsed, find_invocation

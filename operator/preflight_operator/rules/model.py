@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from preflight_check.vllm_args import ParallelPlan
+from preflight_contract.vllm_args import ParallelPlan
 
 FAIL = "fail"
 WARN = "warn"

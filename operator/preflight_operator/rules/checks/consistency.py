@@ -29,7 +29,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from preflight_check.vllm_args import ParsedArgs, parse_vllm_args
+from preflight_contract.vllm_args import ParsedArgs, parse_vllm_args
 from preflight_operator.rules.command import Invocation, find_invocation
 from preflight_operator.rules.config import ConfigResolver
 from preflight_operator.rules.context import ContainerContext

@@ -1,10 +1,8 @@
 """The report: the contract between the checker and everything that reads its result.
 
-The operator imports it (with ``vllm_args``, ``check_ids``, ``modelfacts`` and
-``modelsource``: the checker's contract modules, docs/ARCHITECTURE.md "Packages"; an
-import-linter contract in pyproject.toml allows no other), so it stays standard-library
-only and runs on Python 3.9 (the checker runs inside vLLM images with whatever python3
-they ship).
+It lives in ``preflight_contract`` (docs/ARCHITECTURE.md "Packages"): the checker writes it
+and the operator reads it, so it stays standard-library only and runs on Python 3.9 (the
+checker runs inside vLLM images with whatever python3 they ship).
 
 Two forms of the same schema exist:
 
