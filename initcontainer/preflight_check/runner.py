@@ -13,7 +13,8 @@ from preflight_check.facts import Facts
 from preflight_check.interposer import identify
 from preflight_check.options import Options
 from preflight_contract.check_ids import CHECKS, DEEP, GROUP_PHASE
-from preflight_contract.report import ERROR, SKIP, CheckResult, GPUEntry, Report
+from preflight_contract.report import CheckResult, GPUEntry, Report
+from preflight_contract.verdicts import ERROR, SKIP
 
 
 def evaluate(facts: Facts, options: Options) -> List[CheckResult]:

@@ -13,7 +13,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from preflight_check.facts import CudaGpu, Facts, NvmlGpu
 from preflight_check.options import Options
 from preflight_contract.check_ids import CHECKS
-from preflight_contract.report import SKIP, CheckResult
+from preflight_contract.report import CheckResult
+from preflight_contract.verdicts import SKIP
 
 CheckFunction = Callable[[Facts, Options], List[CheckResult]]
 REGISTRY: Dict[str, CheckFunction] = {}

@@ -17,7 +17,8 @@ from preflight_check.checks.base import check, plan_gpus, result, skipped
 from preflight_check.facts import Facts
 from preflight_check.options import Options
 from preflight_contract import modelfacts as mf
-from preflight_contract.report import FAIL, PASS, SKIP, WARN, CheckResult
+from preflight_contract.report import CheckResult
+from preflight_contract.verdicts import FAIL, PASS, SKIP, WARN
 
 _STATUS = {mf.FAIL: FAIL, mf.WARN: WARN, mf.PASS: PASS, mf.UNKNOWN: SKIP}
 

@@ -15,8 +15,9 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from preflight_contract import modelfacts as mf
+from preflight_contract.verdicts import FAIL, INFO, WARN
 from preflight_operator.rules.context import ContainerContext
-from preflight_operator.rules.model import FAIL, INFO, WARN, Finding, Policy
+from preflight_operator.rules.model import Finding, Policy
 from preflight_operator.rules.registry import RULE_INFO, declare, register
 
 PRODUCT_LABEL = "nvidia.com/gpu.product"
