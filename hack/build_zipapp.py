@@ -4,13 +4,15 @@
     python hack/build_zipapp.py --output dist/vllm-preflight.pyz     (make zipapp)
     python3 dist/vllm-preflight.pyz --tp 4                           (runs `check`)
 
-It holds the preflight_check package (standard library only) and pynvml, the pure-Python
-NVML binding of nvidia-ml-py, taken from the interpreter running this script (the venv).
+It holds the preflight_check package and the preflight_contract package it stands on (both
+standard library only) and pynvml, the pure-Python NVML binding of nvidia-ml-py, taken from
+the interpreter running this script (the venv).
 
 Layout inside the archive:
 
     __main__.py                     picks the tree below for the running interpreter
     src/preflight_check/*.py        sources: run on any python3 >= 3.9
+    src/preflight_contract/*.py     the vocabulary shared with the operator
     src/pynvml.py
     pyc/cpython-3XY/...             the same modules as bytecode, one tree per CPython
                                     minor version found on this machine
@@ -43,7 +45,11 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGE = ROOT / "initcontainer" / "preflight_check"
+# The checker and the contract package it imports (the operator imports the same one).
+PACKAGES = (
+    ROOT / "initcontainer" / "preflight_check",
+    ROOT / "initcontainer" / "preflight_contract",
+)
 FIXED_TIME = (2020, 1, 1, 0, 0, 0)
 OLDEST_MINOR = 9  # the checker's floor: vLLM images ship python3 >= 3.9
 
@@ -91,8 +97,9 @@ def _add(archive: zipfile.ZipFile, name: str, data: bytes) -> None:
 def _modules() -> dict[str, Path]:
     """Archive name (relative to a tree) -> source file."""
     modules = {
-        path.relative_to(PACKAGE.parent).as_posix(): path
-        for path in sorted(PACKAGE.rglob("*"))
+        path.relative_to(package.parent).as_posix(): path
+        for package in PACKAGES
+        for path in sorted(package.rglob("*"))
         if path.is_file() and path.suffix in (".py", ".typed") and "__pycache__" not in path.parts
     }
     modules["pynvml.py"] = _pynvml_source()

@@ -32,14 +32,13 @@ END = "<!-- end of imports graph -->"
 
 # Where each import root lives: (directory holding the package, package name).
 SOURCES = [
+    (ROOT / "initcontainer", "preflight_contract"),
     (ROOT / "initcontainer", "preflight_check"),
     (ROOT / "operator", "preflight_operator"),
     (ROOT / "dev", "preflight_dev"),
     (ROOT, "tests"),
 ]
 
-# The checker modules the operator may import (docs/ARCHITECTURE.md, "Packages").
-CHECKER_CONTRACT = {"report", "vllm_args", "check_ids", "modelfacts", "modelsource"}
 # The development harness: the subpackages and modules of preflight_dev (dev/, never shipped).
 HARNESS = {
     "testing",
@@ -55,6 +54,7 @@ EXTERNAL = {"kopf", "kubernetes", "aiohttp", "yaml", "pynvml", "torch", "prometh
 
 # Node id -> (group, label). Groups become Mermaid subgraphs.
 GROUPS = {
+    "contract": "contract (initcontainer/preflight_contract, stdlib only)",
     "checker": "checker (initcontainer/preflight_check)",
     "rules": "rules engine (pure)",
     "core": "operator core (operator/preflight_operator)",
@@ -68,10 +68,10 @@ def node_of(module: str) -> tuple[str, str] | None:
     """The graph node (id, group) a dotted module name belongs to, or None to leave it out."""
     parts = module.split(".")
     top = parts[0]
+    if top == "preflight_contract":
+        return "contract_pkg", "contract"
     if top == "preflight_check":
         sub = parts[1] if len(parts) > 1 else ""
-        if sub in CHECKER_CONTRACT:
-            return "check_contract", "checker"
         if sub in {"checks", "driver"}:
             return f"check_{sub}", "checker"
         return "check_core", "checker"
@@ -101,8 +101,8 @@ LABELS = {
     "check_core": "checker core<br/>cli, gather, runner, plan, options, ...",
     "check_checks": "preflight_check.checks",
     "check_driver": "preflight_check.driver<br/>ctypes libcuda + NVML",
-    "check_contract": "contract modules<br/>report, vllm_args, check_ids,<br/>"
-    "modelfacts, modelsource",
+    "contract_pkg": "preflight_contract<br/>report, verdicts, actions, env, check_ids,<br/>"
+    "vllm_args, modelfacts, modelsource",
     "rules": "preflight_operator.rules<br/>engine, kinds, registry, model, ...",
     "rules_checks": "preflight_operator.rules.checks",
     "op_core": "operator core<br/>controller, planning, store, workqueue, ...",
@@ -185,12 +185,14 @@ def render(edges: dict[tuple[str, str], set[str]]) -> str:
         for name in by_group[group]:
             lines.append(f'    {name}["{_label(name)}"]')
         lines.append("  end")
-    harness_edges = []
+    # Drawn red: the product importing the harness, the contract importing anything.
+    forbidden_edges = []
     for index, ((a, b), modules) in enumerate(sorted(edges.items())):
         lines.append(f"  {a} -->|{len(modules)}| {b}")
-        if _group_of(a) != "harness" and _group_of(b) == "harness" and _group_of(a) != "tests":
-            harness_edges.append(index)
-    for index in harness_edges:
+        into_harness = _group_of(b) == "harness" and _group_of(a) not in {"harness", "tests"}
+        if into_harness or _group_of(a) == "contract":
+            forbidden_edges.append(index)
+    for index in forbidden_edges:
         lines.append(f"  linkStyle {index} stroke:#d00,stroke-width:2px")
     return "\n".join(lines) + "\n"
 
@@ -198,6 +200,7 @@ def render(edges: dict[tuple[str, str], set[str]]) -> str:
 def _group_of(name: str) -> str:
     prefix = name.split("_", 1)[0]
     return {
+        "contract": "contract",
         "check": "checker",
         "rules": "rules",
         "op": "core",

@@ -39,7 +39,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO / "operator"), str(REPO / "initcontainer"), str(REPO / "dev")]
 
-from preflight_check.report import CheckResult, GPUEntry, Report  # noqa: E402
+from preflight_contract.report import CheckResult, GPUEntry, Report  # noqa: E402
 from preflight_dev import fakekubelet, localsetup  # noqa: E402
 from preflight_dev.localoperator import OperatorProcess  # noqa: E402
 from preflight_dev.testing import LocalCluster  # noqa: E402

@@ -28,15 +28,15 @@ from typing import Any, Dict, List
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "initcontainer"))
 
-from preflight_check import modelfacts as mf  # noqa: E402
 from preflight_check.checks import model as _model_checks  # noqa: E402, F401 (registers)
 from preflight_check.checks.base import REGISTRY  # noqa: E402
 from preflight_check.collect import NvmlSession  # noqa: E402
 from preflight_check.facts import CudaGpu, CudaView, Facts  # noqa: E402
 from preflight_check.host import real_host  # noqa: E402
-from preflight_check.modelsource import FoundModel, read_model_dir  # noqa: E402
 from preflight_check.options import Options  # noqa: E402
 from preflight_check.plan import Plan  # noqa: E402
+from preflight_contract import modelfacts as mf  # noqa: E402
+from preflight_contract.modelsource import FoundModel, read_model_dir  # noqa: E402
 
 CORPUS = REPO / "tests" / "data" / "models"
 GIB = float(1 << 30)

@@ -11,11 +11,14 @@ import sys
 import time
 from typing import List, Mapping, Optional, Sequence, TextIO
 
-from preflight_check.check_ids import CHECKS
 from preflight_check.host import Host, real_host
 from preflight_check.options import Options, UsageError, output_paths, parse_action, parse_options
 from preflight_check.output import write_outputs
-from preflight_check.report import ENFORCE, ERROR, CheckResult, Report
+from preflight_contract import envnames
+from preflight_contract.actions import ENFORCE
+from preflight_contract.check_ids import CHECKS
+from preflight_contract.report import CheckResult, Report
+from preflight_contract.verdicts import ERROR
 
 
 def _import_checks() -> None:
@@ -76,7 +79,7 @@ def usage_failure(
     """A malformed input: exit 2 with a report that names it."""
     json_path, termination_log = output_paths(argv)
     try:
-        action = parse_action(environ.get("PREFLIGHT_ACTION", ENFORCE), "PREFLIGHT_ACTION")
+        action = parse_action(environ.get(envnames.ACTION, ENFORCE), envnames.ACTION)
     except UsageError:
         action = ENFORCE
     report = Report(

@@ -21,7 +21,7 @@ from preflight_check.driver.api import (
 from preflight_check.plan import Plan
 
 if TYPE_CHECKING:  # the checker's children import facts: keep modelsource out of them
-    from preflight_check.modelsource import FoundModel
+    from preflight_contract.modelsource import FoundModel
 
 __all__ = [
     "BindingOutcome",

@@ -39,8 +39,8 @@ from preflight_check.driver.api import (
 from preflight_check.facts import CudaView, Facts, NvmlView
 from preflight_check.host import Host
 from preflight_check.launch import Launched, launch, launch_deferred
-from preflight_check.modelsource import DEFAULT_TIMEOUT_S, FoundModel, collect_model
 from preflight_check.options import Options
+from preflight_contract.modelsource import DEFAULT_TIMEOUT_S, FoundModel, collect_model
 
 # Environment variables that decide or explain the GPU view (kept in the facts).
 RELEVANT_ENV = (

@@ -23,6 +23,8 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from preflight_contract import envnames
+
 PROTOCOL = "vllm-preflight-group/1"
 MAGIC = b"VPG1"
 HEADER = struct.Struct(">4sI")
@@ -130,19 +132,19 @@ def group_config(
     --data-parallel-address A --data-parallel-start-rank S`` (index S / M). The port is
     ``PREFLIGHT_GROUP_PORT`` (default 29600). ``PREFLIGHT_GROUP=off`` turns the phase off.
     """
-    if environ.get("PREFLIGHT_GROUP", "").strip().lower() in ("off", "0", "false", "no"):
+    if environ.get(envnames.GROUP, "").strip().lower() in ("off", "0", "false", "no"):
         return None
-    port = _int(environ, "PREFLIGHT_GROUP_PORT", 1, 65535) or DEFAULT_PORT
-    bind = environ.get("PREFLIGHT_GROUP_BIND", "").strip()
-    address = environ.get("PREFLIGHT_GROUP_ADDRESS", "").strip()
-    size = _int(environ, "PREFLIGHT_GROUP_SIZE", 1, MAX_GROUP_SIZE)
-    index = _int(environ, "PREFLIGHT_GROUP_INDEX", 0, MAX_GROUP_SIZE)
+    port = _int(environ, envnames.GROUP_PORT, 1, 65535) or DEFAULT_PORT
+    bind = environ.get(envnames.GROUP_BIND, "").strip()
+    address = environ.get(envnames.GROUP_ADDRESS, "").strip()
+    size = _int(environ, envnames.GROUP_SIZE, 1, MAX_GROUP_SIZE)
+    index = _int(environ, envnames.GROUP_INDEX, 0, MAX_GROUP_SIZE)
     kind, source = KIND_EXPLICIT, "PREFLIGHT_GROUP_*"
     lws_address = environ.get("LWS_LEADER_ADDRESS", "").strip()
     # A LeaderWorkerSet's env alone is not enough: a Ray group's workers get no check
     # (no vLLM container), so its leader would wait in vain; the injector opts a pod in
     # (PREFLIGHT_GROUP_PORT) only when every member runs vLLM, and so the check.
-    opted_in = "PREFLIGHT_GROUP_PORT" in environ or environ.get("PREFLIGHT_GROUP", "") == "on"
+    opted_in = envnames.GROUP_PORT in environ or environ.get(envnames.GROUP, "") == "on"
     if lws_address and opted_in:
         address = address or lws_address
         size = size if size is not None else _int(environ, "LWS_GROUP_SIZE", 1, MAX_GROUP_SIZE)
@@ -166,12 +168,12 @@ def group_config(
     index = 0 if index is None else index
     if index >= size:
         raise GroupError(f"member index {index} is outside a group of {size} (0..{size - 1})")
-    group_id = environ.get("PREFLIGHT_GROUP_ID", "").strip() or address
-    backend = environ.get("PREFLIGHT_GROUP_BACKEND", "").strip().lower()
+    group_id = environ.get(envnames.GROUP_ID, "").strip() or address
+    backend = environ.get(envnames.GROUP_BACKEND, "").strip().lower()
     if backend not in ("", "nccl", "gloo"):
         raise GroupError(f"PREFLIGHT_GROUP_BACKEND={backend!r} is not one of nccl, gloo")
-    node = environ.get("PREFLIGHT_NODE_NAME") or environ.get("NODE_NAME") or ""
-    args = engine_args(argv or vllm_argv_of(environ.get("PREFLIGHT_GROUP_ARGS", "")))
+    node = environ.get(envnames.NODE_NAME) or environ.get("NODE_NAME") or ""
+    args = engine_args(argv or vllm_argv_of(environ.get(envnames.GROUP_ARGS, "")))
     return GroupConfig(
         kind,
         group_id[:_MAX_TEXT],
@@ -223,7 +225,7 @@ def engine_args(argv: Sequence[str]) -> Dict[str, str]:
     if not argv:
         return {}
     try:
-        from preflight_check.vllm_args import parse_vllm_args  # noqa: PLC0415
+        from preflight_contract.vllm_args import parse_vllm_args  # noqa: PLC0415
     except ImportError:
         return {}
     parsed = parse_vllm_args(list(argv))
@@ -270,7 +272,7 @@ def vllm_argv_of(text: str) -> List[str]:
 
 
 def _find_vllm(words: List[str], depth: int) -> List[str]:
-    from preflight_check.vllm_args import vllm_args_start  # noqa: PLC0415
+    from preflight_contract.vllm_args import vllm_args_start  # noqa: PLC0415
 
     if depth > 3:
         return []

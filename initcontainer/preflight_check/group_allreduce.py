@@ -24,6 +24,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from preflight_contract import envnames
+
 DEFAULT_BYTES = 64 << 20
 CPU_BYTES = 4 << 20
 ITERATIONS = 5
@@ -142,7 +144,7 @@ def run_ranks(
             "init": f"tcp://{master}:{port}",
             "timeout_s": max(1.0, deadline - clock()),
         }
-        env = dict(os.environ, PREFLIGHT_GROUP_ALLREDUCE=json.dumps(request))
+        env = {**os.environ, envnames.GROUP_ALLREDUCE: json.dumps(request)}
         procs.append(
             (
                 first + local,
@@ -182,7 +184,7 @@ def _parse(rank: int, out: bytes, err: bytes, code: int) -> Dict[str, Any]:
 
 def main() -> None:
     """One rank: join the world, all-reduce, verify, print one JSON line."""
-    request = json.loads(os.environ.get("PREFLIGHT_GROUP_ALLREDUCE", "{}"))
+    request = json.loads(os.environ.get(envnames.GROUP_ALLREDUCE, "{}"))
     rank = int(request.get("rank", 0))
     step = "import torch"
     out: Dict[str, Any] = {"rank": rank, "ok": False}

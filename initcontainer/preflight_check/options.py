@@ -25,10 +25,11 @@ from typing import (
     TypeVar,
 )
 
-from preflight_check.check_ids import CHECKS, DEEP, FAST, tier_of
 from preflight_check.group import GroupConfig, GroupError, group_config
 from preflight_check.plan import Plan
-from preflight_check.report import ACTIONS, ENFORCE
+from preflight_contract import actions, envnames
+from preflight_contract.actions import ACTIONS, ENFORCE
+from preflight_contract.check_ids import CHECKS, DEEP, FAST, tier_of
 
 GIB = 1 << 30
 # No node has more GPUs than this; a larger number is a typo, not a plan.
@@ -54,22 +55,6 @@ _K8S_UNITS: Dict[str, int] = {
     "Ei": 1 << 60,
 }
 MAX_SIZE = (1 << 63) - 1  # the largest quantity Kubernetes stores
-# The policy field (or pod setting) each PREFLIGHT_* variable comes from, for the fix.
-ENV_ORIGIN: Dict[str, str] = {
-    "PREFLIGHT_ACTION": "the PreflightPolicy's spec.action",
-    "PREFLIGHT_TIER": "the PreflightPolicy's spec.tier",
-    "PREFLIGHT_SHM_MIN": "the PreflightPolicy's spec.thresholds.shmMin",
-    "PREFLIGHT_GPU_MEMORY_UTILIZATION": (
-        "the PreflightPolicy's spec.thresholds.gpuMemoryUtilization (or the pod's "
-        "--gpu-memory-utilization)"
-    ),
-    "PREFLIGHT_SKIP": "the PreflightPolicy's skipped checks",
-    "PREFLIGHT_DEADLINE": "the PreflightPolicy's spec.injection.timeoutSeconds",
-    "PREFLIGHT_TP": "the vLLM container's command line (the injector copies the plan)",
-    "PREFLIGHT_PP": "the vLLM container's command line (the injector copies the plan)",
-    "PREFLIGHT_DP_LOCAL": "the vLLM container's command line (the injector copies the plan)",
-    "PREFLIGHT_VLLM_ARGS": "the vLLM container's command line",
-}
 _UNITS: Dict[str, int] = {
     "": 1,
     "b": 1,
@@ -98,7 +83,7 @@ class UsageError(Exception):
 
 def env_fix(env_name: str) -> str:
     """How to fix a bad PREFLIGHT_* value: where it comes from."""
-    origin = ENV_ORIGIN.get(env_name, "the pod's env")
+    origin = envnames.ORIGIN.get(env_name, "the pod's env")
     return (
         f"{env_name} is set in the preflight-check container's env from {origin}: correct "
         "it there (then the pods are re-created with the fixed value)"
@@ -296,9 +281,9 @@ def parse_seconds(text: str, where: str) -> float:
 
 
 def parse_action(text: str, where: str) -> str:
-    for action in ACTIONS:
-        if text.strip().lower() == action.lower():
-            return action
+    action = actions.parse_action(text)
+    if action is not None:
+        return action
     raise UsageError(f"{where}={_shown(text)} is not one of {', '.join(ACTIONS)}")
 
 
@@ -345,10 +330,10 @@ def plan_from_vllm_args(text: str, where: str) -> Tuple[Dict[str, int], Dict[str
     """
     try:
         # Imported only for --vllm-args, so a build without it still runs --tp/--pp.
-        from preflight_check import vllm_args  # noqa: PLC0415
+        from preflight_contract import vllm_args  # noqa: PLC0415
     except ImportError:
         raise UsageError(
-            f"{where} needs the vLLM argument parser (preflight_check.vllm_args), which this "
+            f"{where} needs the vLLM argument parser (preflight_contract.vllm_args), which this "
             "build lacks; give --tp/--pp/--dp-local instead"
         ) from None
     try:
@@ -404,7 +389,7 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str]) -> Options:
     # block the pod (issue 19): its default is used and the 'settings' check reports it.
     _read_action(args, environ, options)
     env = _EnvReader(environ, options)
-    vllm_text, vllm_where = _pick(args.vllm_args, "--vllm-args", environ, "PREFLIGHT_VLLM_ARGS")
+    vllm_text, vllm_where = _pick(args.vllm_args, "--vllm-args", environ, envnames.VLLM_ARGS)
     from_vllm, extra = _read_vllm_args(vllm_text, vllm_where, env, options)
     options.plan = _read_plan(args, environ, env, vllm_where, from_vllm)
     _read_tier(args, environ, env, options)
@@ -425,7 +410,7 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str]) -> Options:
 
 def _read_action(args: argparse.Namespace, environ: Mapping[str, str], options: Options) -> None:
     """--action / PREFLIGHT_ACTION: always strict, it decides how the rest is read."""
-    value, where = _pick(args.action, "--action", environ, "PREFLIGHT_ACTION")
+    value, where = _pick(args.action, "--action", environ, envnames.ACTION)
     if value is not None:
         try:
             options.action, options.sources["action"] = parse_action(value, where), where
@@ -439,7 +424,7 @@ def _read_vllm_args(
     """The plan numbers and the extra facts (model, notes) of --vllm-args, if given."""
     from_vllm: Dict[str, int] = {}
     extra: Dict[str, Any] = {}
-    if vllm_text is not None and vllm_where == "PREFLIGHT_VLLM_ARGS":
+    if vllm_text is not None and vllm_where == envnames.VLLM_ARGS:
         found = env.read(vllm_where, plan_from_vllm_args, None)
         if found is not None:
             from_vllm, extra = found
@@ -462,9 +447,9 @@ def _read_plan(
     numbers: Dict[str, int] = {"tp": 1, "pp": 1, "dp_local": 1, "dcp": 1, "pcp": 1, "nodes": 1}
     plan_sources: List[str] = []
     for key, flag, env_name in (
-        ("tp", "--tp", "PREFLIGHT_TP"),
-        ("pp", "--pp", "PREFLIGHT_PP"),
-        ("dp_local", "--dp-local", "PREFLIGHT_DP_LOCAL"),
+        ("tp", "--tp", envnames.TP),
+        ("pp", "--pp", envnames.PP),
+        ("dp_local", "--dp-local", envnames.DP_LOCAL),
     ):
         flag_value = getattr(args, key)
         if flag_value is not None:
@@ -501,22 +486,22 @@ def _read_plan(
 def _read_tier(
     args: argparse.Namespace, environ: Mapping[str, str], env: _EnvReader, options: Options
 ) -> None:
-    tier_env = environ.get("PREFLIGHT_TIER")
+    tier_env = environ.get(envnames.TIER)
     sources = options.sources
     if args.deep:
         options.tier, sources["tier"] = DEEP, "--deep"
     elif args.tier:
         options.tier, sources["tier"] = args.tier, "--tier"
     elif tier_env:
-        tier = env.read("PREFLIGHT_TIER", _parse_tier, None)
+        tier = env.read(envnames.TIER, _parse_tier, None)
         if tier is not None:
-            options.tier, sources["tier"] = tier, "PREFLIGHT_TIER"
+            options.tier, sources["tier"] = tier, envnames.TIER
 
 
 def _read_shm_min(
     args: argparse.Namespace, environ: Mapping[str, str], env: _EnvReader, options: Options
 ) -> None:
-    value, where = _pick(args.shm_min, "--shm-min", environ, "PREFLIGHT_SHM_MIN")
+    value, where = _pick(args.shm_min, "--shm-min", environ, envnames.SHM_MIN)
     if value is not None:
         size = env.read(where, parse_size, None) if where in environ else None
         if where not in environ:
@@ -538,7 +523,7 @@ def _read_gpu_memory_utilization(
         args.gpu_memory_utilization,
         "--gpu-memory-utilization",
         environ,
-        "PREFLIGHT_GPU_MEMORY_UTILIZATION",
+        envnames.GPU_MEMORY_UTILIZATION,
     )
     fraction = None
     if value is not None and where in environ:
@@ -559,16 +544,14 @@ def _read_skip(
     args: argparse.Namespace, environ: Mapping[str, str], env: _EnvReader
 ) -> FrozenSet[str]:
     """--skip (strict) or PREFLIGHT_SKIP (an unknown name is dropped under Warn/Audit)."""
-    skip_texts = list(args.skip) or (
-        [environ["PREFLIGHT_SKIP"]] if environ.get("PREFLIGHT_SKIP") else []
-    )
+    skip_texts = list(args.skip) or ([environ[envnames.SKIP]] if environ.get(envnames.SKIP) else [])
     skipped = {s.strip() for text in skip_texts for s in text.split(",") if s.strip()}
     unknown = sorted(skipped - set(CHECKS))
     if unknown and args.skip:
         raise UsageError(f"--skip {', '.join(unknown)}: no such check (known: {', '.join(CHECKS)})")
     if unknown:
         env.problem(
-            "PREFLIGHT_SKIP",
+            envnames.SKIP,
             UsageError(
                 f"PREFLIGHT_SKIP names no such check: {', '.join(unknown)} "
                 f"(known: {', '.join(CHECKS)})"
@@ -585,7 +568,7 @@ def _read_timeouts(
         options.timeout_s = parse_seconds(args.timeout, "--timeout")
     if args.deep_timeout is not None:
         options.deep_timeout_s = parse_seconds(args.deep_timeout, "--deep-timeout")
-    deadline, where = _pick(args.deadline, "--deadline", environ, "PREFLIGHT_DEADLINE")
+    deadline, where = _pick(args.deadline, "--deadline", environ, envnames.DEADLINE)
     if deadline is not None and where in environ:
         options.deadline_s = env.read(where, parse_seconds, None)
     elif deadline is not None:
@@ -600,7 +583,7 @@ def _parse_tier(text: str, where: str) -> str:
 
 def _with_fix(error: UsageError, where: str) -> str:
     message = str(error)
-    return f"{message}. {env_fix(where)}" if where.startswith("PREFLIGHT_") else message
+    return f"{message}. {env_fix(where)}" if where.startswith(envnames.PREFIX) else message
 
 
 T = TypeVar("T")

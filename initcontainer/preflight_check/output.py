@@ -8,7 +8,9 @@ import os
 from typing import List, Optional, TextIO
 
 from preflight_check.options import DEFAULT_TERMINATION_LOG
-from preflight_check.report import ENFORCE, ERROR, FAIL, PASS, WARN, Report, render_checks
+from preflight_contract.actions import ENFORCE
+from preflight_contract.report import Report, render_checks
+from preflight_contract.verdicts import ERROR, FAIL, PASS, WARN
 
 _COLOURS = {PASS: "32", WARN: "33", FAIL: "31", ERROR: "35"}
 

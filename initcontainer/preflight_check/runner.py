@@ -8,12 +8,13 @@ import time
 from typing import Any, Dict, List
 
 from preflight_check import __version__
-from preflight_check.check_ids import CHECKS, DEEP, GROUP_PHASE
 from preflight_check.checks import REGISTRY
 from preflight_check.facts import Facts
 from preflight_check.interposer import identify
 from preflight_check.options import Options
-from preflight_check.report import ERROR, SKIP, CheckResult, GPUEntry, Report
+from preflight_contract.check_ids import CHECKS, DEEP, GROUP_PHASE
+from preflight_contract.report import CheckResult, GPUEntry, Report
+from preflight_contract.verdicts import ERROR, SKIP
 
 
 def evaluate(facts: Facts, options: Options) -> List[CheckResult]:

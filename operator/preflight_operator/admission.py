@@ -15,7 +15,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from preflight_check.report import FAIL, WARN
+from preflight_contract import actions
+from preflight_contract.verdicts import FAIL, WARN
 from preflight_operator.policy import ResolvedPolicy
 from preflight_operator.static import StaticResult
 from preflight_operator.workloads import WorkloadRef
@@ -49,10 +50,10 @@ def _cut(text: str, limit: int) -> str:
 def decide(static: StaticResult, policy: ResolvedPolicy, ref: WorkloadRef) -> AdmissionDecision:
     if not static.has_vllm or static.error or static.verdict not in (FAIL, WARN):
         return ALLOW
-    if policy.action == "Audit":
+    if policy.action == actions.AUDIT:
         return ALLOW
     failures, warnings = static.failures, static.warnings
-    if policy.action == "Enforce" and static.verdict == FAIL:
+    if policy.action == actions.ENFORCE and static.verdict == FAIL:
         lines = [
             f"vllm-preflight: {ref.display} cannot run on the GPUs it requests "
             f"({_policy_label(policy)}); {len(failures)} problem(s):"
@@ -87,7 +88,7 @@ def unchecked(policy: ResolvedPolicy, ref: WorkloadRef, reason: str) -> Admissio
         " a shell script that doubles a variable, which expand to gigabytes."
         " Fix: remove the self-doubling references from env, command and args"
     )
-    if policy.action == "Enforce":
+    if policy.action == actions.ENFORCE:
         return AdmissionDecision(
             allowed=False,
             message=_cut(
@@ -97,7 +98,7 @@ def unchecked(policy: ResolvedPolicy, ref: WorkloadRef, reason: str) -> Admissio
                 MESSAGE_LIMIT,
             ),
         )
-    if policy.action == "Warn":
+    if policy.action == actions.WARN:
         return AdmissionDecision(
             allowed=True,
             warnings=(

@@ -13,6 +13,7 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from preflight_contract.verdicts import PASS, worse
 from preflight_operator import rules
 from preflight_operator.config import PolicySpec
 from preflight_operator.injection import LWS_NAME_LABEL, nvidia_gpus, ray_role
@@ -24,7 +25,6 @@ from preflight_operator.static import (
     Plan,
     StaticResult,
     bounded_findings,
-    worse,
 )
 
 
@@ -76,7 +76,7 @@ def to_static(results: Sequence[rules.ContainerResult]) -> StaticResult:
     of all of them (each once), the plan of the first with one."""
     if not results:
         return NOT_VLLM
-    verdict = "pass"
+    verdict = PASS
     findings: list[Finding] = []
     seen: set[tuple[str, str, str]] = set()
     for result in results:

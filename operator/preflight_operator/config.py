@@ -18,9 +18,9 @@ from typing import Any, TypeVar
 
 import yaml
 
+from preflight_contract.actions import ACTIONS, ENFORCE
 from preflight_operator import constants
 
-ACTIONS = ("Enforce", "Warn", "Audit")
 TIERS = ("fast", "deep")
 ON_RUNTIME_FAILURE = ("None", "PauseRollout", "ScaleToZero")
 INJECTION_MODES = ("WorkloadImage", "DedicatedImage")
@@ -48,7 +48,7 @@ class Thresholds:
 class PolicySpec:
     """What a PreflightPolicy (or the chart default) says; see the PreflightPolicy CRD."""
 
-    action: str = "Enforce"
+    action: str = ENFORCE
     tier: str = "fast"
     thresholds: Thresholds = Thresholds()
     disabled_checks: tuple[str, ...] = ()

@@ -10,7 +10,7 @@ import dataclasses
 import datetime
 from typing import Any
 
-from preflight_check.report import ERROR, FAIL, WARN
+from preflight_contract.verdicts import ERROR, FAIL, WARN
 from preflight_operator import constants
 from preflight_operator.podresults import PodResult
 from preflight_operator.static import StaticResult

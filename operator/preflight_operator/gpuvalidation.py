@@ -18,11 +18,11 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from preflight_check.report import ERROR, FAIL, PASS, WARN
+from preflight_contract.verdicts import ERROR, FAIL, PASS, UNKNOWN, VERDICTS, WARN, rank, worst
 from preflight_operator import constants
-from preflight_operator.podresults import PodResult, worst
+from preflight_operator.podresults import PodResult
 from preflight_operator.policy import ResolvedPolicy
-from preflight_operator.static import MAX_FINDINGS, UNKNOWN, StaticResult
+from preflight_operator.static import MAX_FINDINGS, StaticResult
 from preflight_operator.workloads import WorkloadRef, gpuvalidation_name
 
 PENDING = "pending"
@@ -362,7 +362,6 @@ def build_status(inputs: StatusInputs) -> dict[str, Any]:
 
 
 MAX_GROUPS = 16
-_SEVERITY = {PASS: 0, WARN: 1, FAIL: 2, ERROR: 3}
 
 
 def group_results(history: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -387,7 +386,8 @@ def group_results(history: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             out["size"] = group["size"]
         verdict = str(group.get("verdict", ""))
         leader = group.get("index") == 0
-        worse = _SEVERITY.get(verdict, -1) > _SEVERITY.get(str(out.get("verdict", "")), -1)
+        shown = str(out.get("verdict", ""))
+        worse = verdict in VERDICTS and (shown not in VERDICTS or rank(verdict) > rank(shown))
         if leader or (not out.get("fromLeader") and worse):
             for key in ("verdict", "joined", "missing", "slowestMember", "slowestLocalMs"):
                 if key in group:

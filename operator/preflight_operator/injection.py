@@ -24,7 +24,8 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from preflight_check.check_ids import CHECKS
+from preflight_contract import envnames
+from preflight_contract.check_ids import CHECKS
 from preflight_operator import constants
 from preflight_operator.config import InjectionConfig, PolicySpec
 from preflight_operator.rules.kubeenv import has_unknown, unknown_names
@@ -150,20 +151,20 @@ def runtime_skips(disabled: tuple[str, ...]) -> list[str]:
 
 def preflight_env(plan: Plan, policy: PolicySpec, deadline_s: int) -> list[dict[str, str]]:
     env = {
-        "PREFLIGHT_TP": str(plan.tp),
-        "PREFLIGHT_PP": str(plan.pp),
-        "PREFLIGHT_DP_LOCAL": str(plan.dp_local),
-        "PREFLIGHT_ACTION": policy.action,
-        "PREFLIGHT_TIER": policy.tier,
-        "PREFLIGHT_SHM_MIN": policy.thresholds.shm_min,
+        envnames.TP: str(plan.tp),
+        envnames.PP: str(plan.pp),
+        envnames.DP_LOCAL: str(plan.dp_local),
+        envnames.ACTION: policy.action,
+        envnames.TIER: policy.tier,
+        envnames.SHM_MIN: policy.thresholds.shm_min,
         # injection.timeoutSeconds: the check stops waiting then and reports what hung.
-        "PREFLIGHT_DEADLINE": str(deadline_s),
+        envnames.DEADLINE: str(deadline_s),
     }
     skips = runtime_skips(policy.disabled_checks)
     if skips:
-        env["PREFLIGHT_SKIP"] = ",".join(skips)
+        env[envnames.SKIP] = ",".join(skips)
     if policy.thresholds.gpu_memory_utilization is not None:
-        env["PREFLIGHT_GPU_MEMORY_UTILIZATION"] = str(policy.thresholds.gpu_memory_utilization)
+        env[envnames.GPU_MEMORY_UTILIZATION] = str(policy.thresholds.gpu_memory_utilization)
     # The root filesystem is read-only: no byte code, temporary files in our emptyDir.
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["TMPDIR"] = constants.MOUNT_PATH
@@ -268,28 +269,28 @@ def group_env(pod: Mapping[str, Any], vllm: Mapping[str, Any], port: int) -> lis
     meta = pod.get("metadata") or {}
     lws = str((meta.get("labels") or {}).get(LWS_NAME_LABEL, ""))
     env: list[dict[str, Any]] = [
-        {"name": "PREFLIGHT_GROUP_PORT", "value": str(port)},
+        {"name": envnames.GROUP_PORT, "value": str(port)},
         {
-            "name": "PREFLIGHT_GROUP_INDEX",
+            "name": envnames.GROUP_INDEX,
             "valueFrom": _field(f"metadata.labels['{LWS_WORKER_INDEX_LABEL}']"),
         },
         {
-            "name": "PREFLIGHT_GROUP_SIZE",
+            "name": envnames.GROUP_SIZE,
             "valueFrom": _field(f"metadata.annotations['{LWS_SIZE_ANNOTATION}']"),
         },
         {
-            "name": "PREFLIGHT_GROUP_NUMBER",
+            "name": envnames.GROUP_NUMBER,
             "valueFrom": _field(f"metadata.labels['{LWS_GROUP_INDEX_LABEL}']"),
         },
         # <namespace>/<name>-<group index>: names the group in messages and results
         {
-            "name": "PREFLIGHT_GROUP_ID",
+            "name": envnames.GROUP_ID,
             "value": f"{meta.get('namespace', '')}/{lws}-$(PREFLIGHT_GROUP_NUMBER)",
         },
-        {"name": "PREFLIGHT_NODE_NAME", "valueFrom": _field("spec.nodeName")},
+        {"name": envnames.NODE_NAME, "valueFrom": _field("spec.nodeName")},
     ]
     if words:
-        env.append({"name": "PREFLIGHT_GROUP_ARGS", "value": shlex.join(words)})
+        env.append({"name": envnames.GROUP_ARGS, "value": shlex.join(words)})
     return env
 
 
@@ -329,7 +330,7 @@ def vllm_args_value(argv: Sequence[str]) -> str | None:
     return text if words and len(text) <= MAX_VLLM_ARGS_CHARS else None
 
 
-# Where the checker (preflight_check.modelsource) looks for a model's files, as vLLM does:
+# Where the checker (preflight_contract.modelsource) looks for a model's files, as vLLM does:
 # the model path itself, HF_HUB_CACHE, HF_HOME, or ~/.cache/huggingface.
 HF_CACHE_ENV = ("HF_HOME", "HF_HUB_CACHE")
 HF_DEFAULT_CACHE = "/.cache/huggingface"
@@ -416,7 +417,7 @@ def check_container(
     vllm_args = vllm_args_value(argv)
     if vllm_args is not None:
         # last: the kubelet expands its $(NAME) against every variable before it
-        ours.append({"name": "PREFLIGHT_VLLM_ARGS", "value": vllm_args})
+        ours.append({"name": envnames.VLLM_ARGS, "value": vllm_args})
     names = {e["name"] for e in ours}
     env = [
         copy.deepcopy(e)

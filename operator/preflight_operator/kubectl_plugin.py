@@ -30,7 +30,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
-from preflight_check.report import Report, ReportError
+from preflight_contract import actions, envnames
+from preflight_contract.report import Report, ReportError
 from preflight_operator import __version__, constants
 from preflight_operator.podresults import pod_result
 from preflight_operator.workloads import (
@@ -369,12 +370,12 @@ def canary_job(spec: CanarySpec) -> dict[str, Any]:
         selector[spec.pool[0]] = spec.pool[1]
     target = spec.node or (f"{spec.pool[0]}={spec.pool[1]}" if spec.pool else "")
     env = {
-        "PREFLIGHT_TP": str(spec.tp),
-        "PREFLIGHT_PP": str(spec.pp),
-        "PREFLIGHT_DP_LOCAL": "1",
-        "PREFLIGHT_ACTION": "Enforce",
-        "PREFLIGHT_TIER": spec.tier,
-        "PREFLIGHT_DEADLINE": str(max(30, spec.timeout_s - 30)),
+        envnames.TP: str(spec.tp),
+        envnames.PP: str(spec.pp),
+        envnames.DP_LOCAL: "1",
+        envnames.ACTION: actions.ENFORCE,
+        envnames.TIER: spec.tier,
+        envnames.DEADLINE: str(max(30, spec.timeout_s - 30)),
         "PYTHONDONTWRITEBYTECODE": "1",
         "TMPDIR": "/tmp",
     }

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from preflight_check.modelsource import directory_lookup
+from preflight_contract.modelsource import directory_lookup
 from preflight_operator.rules import (
     FAIL,
     RULE_ALIASES,

@@ -34,8 +34,8 @@ from typing import Any
 
 import yaml
 
-from preflight_check.modelfacts import CONFIG, HF_QUANT, INDEX
-from preflight_check.modelsource import directory_lookup, fetch_hub, is_repo_id
+from preflight_contract.modelfacts import CONFIG, HF_QUANT, INDEX
+from preflight_contract.modelsource import directory_lookup, fetch_hub, is_repo_id
 from preflight_operator.config import DEFAULT_CONFIG_PATH, ConfigError
 
 logger = logging.getLogger(__name__)

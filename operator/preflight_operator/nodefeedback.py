@@ -26,7 +26,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from preflight_check.report import FAIL, PASS, WARN
+from preflight_contract.verdicts import FAIL, PASS, WARN
 from preflight_operator import constants
 from preflight_operator.podresults import PodResult
 

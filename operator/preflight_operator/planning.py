@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from preflight_check.report import FAIL
+from preflight_contract.verdicts import FAIL
 from preflight_operator import constants, remediation
 from preflight_operator.events import EventSpec, InvolvedObject, pod_result_events, static_events
 from preflight_operator.gpuvalidation import (

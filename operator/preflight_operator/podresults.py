@@ -13,23 +13,18 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from preflight_check.report import ERROR, FAIL, PASS, WARN, Report, ReportError
+from preflight_contract.report import Report, ReportError
+from preflight_contract.verdicts import ERROR, FAIL, WARN
 from preflight_operator import constants
 
 MESSAGE_LIMIT = 300
 MAX_FAILURES = 10  # status.runtime.pods[].failures maxItems
 MAX_GPUS = 16  # status.runtime.pods[].gpus maxItems
-_RANK = {PASS: 0, WARN: 1, ERROR: 2, FAIL: 3}
 
 
 def shorten(text: str, limit: int = MESSAGE_LIMIT) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "\u2026"
-
-
-def worst(verdicts: list[str]) -> str:
-    """The worst verdict (fail > error > warn > pass); pass for none."""
-    return max(verdicts, key=lambda v: _RANK.get(v, 2), default=PASS)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -23,7 +23,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from preflight_check.report import FAIL
+from preflight_contract.verdicts import FAIL
 from preflight_operator import constants
 from preflight_operator.workloads import WorkloadKind
 

@@ -10,16 +10,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from preflight_check.report import ERROR, FAIL, PASS, WARN
+from preflight_contract.verdicts import ERROR, FAIL, UNKNOWN, WARN
 
-UNKNOWN = "unknown"
 MAX_FINDINGS = 20  # status.static.findings maxItems
 # A finding quotes the manifest (a command line, an env value): a 1 MB manifest must not
 # make a 1 MB status (etcd refuses it, and no status is ever written) or a 1 MB Event.
 MESSAGE_LIMIT = 1000
 FIELD_LIMIT = 300
 FIX_LIMIT = 1000
-_RANK = {PASS: 0, WARN: 1, UNKNOWN: 2, ERROR: 3, FAIL: 4}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,10 +127,6 @@ def bounded_findings(findings: list[Finding] | tuple[Finding, ...]) -> tuple[Fin
         fix="run `vllm-preflight lint` on the manifest to see every finding",
     )
     return (*kept, summary)
-
-
-def worse(a: str, b: str) -> str:
-    return a if _RANK.get(a, 2) >= _RANK.get(b, 2) else b
 
 
 def crashed(error: str) -> StaticResult:

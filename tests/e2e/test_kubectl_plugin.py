@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from preflight_check.report import CheckResult, GPUEntry, Report
+from preflight_contract.report import CheckResult, GPUEntry, Report
 from preflight_dev import fakekubelet, localoperator, localsetup
 from preflight_dev.testing import Cluster, wait_for
 from preflight_operator import constants

@@ -19,7 +19,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from preflight_check.report import CheckResult, Report
+from preflight_contract.report import CheckResult, Report
 from preflight_dev import fakekubelet, localoperator, localsetup
 from preflight_dev.localoperator import OperatorProcess
 from preflight_dev.testing import Cluster, wait_for

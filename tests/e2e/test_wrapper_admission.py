@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from preflight_check.report import CheckResult, Report
+from preflight_contract.report import CheckResult, Report
 from preflight_dev import fakekubelet, localoperator, localsetup
 from preflight_dev.localoperator import OperatorProcess
 from preflight_dev.testing import Cluster, wait_for

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from preflight_check.report import ERROR, FAIL, PASS, SKIP, WARN
+from preflight_contract.verdicts import ERROR, FAIL, PASS, SKIP, WARN
 from preflight_dev.fakedriver.fake import FakeGpu, h200_machine
 from preflight_dev.fakedriver.harness import fake_host, run_check
 

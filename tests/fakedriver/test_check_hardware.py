@@ -16,7 +16,7 @@ import pytest
 
 from preflight_check.driver.api import NvmlGpuNeedsReset
 from preflight_check.driver.nvml import PynvmlDevice, _Binding
-from preflight_check.report import FAIL, PASS, SKIP, WARN
+from preflight_contract.verdicts import FAIL, PASS, SKIP, WARN
 from preflight_dev.fakedriver.fake import h200_machine
 from preflight_dev.fakedriver.harness import fake_host, run_check
 

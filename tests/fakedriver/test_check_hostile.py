@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from preflight_check.report import ERROR, PASS, WARN
+from preflight_contract.verdicts import ERROR, PASS, WARN
 from preflight_dev.fakedriver.fake import h200_machine
 from preflight_dev.fakedriver.harness import fake_host, run_check
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from preflight_check.report import FAIL, PASS, WARN
+from preflight_contract.verdicts import FAIL, PASS, WARN
 from preflight_dev.fakedriver.fake import GARBAGE_DEVICE_ID, h200_machine
 from preflight_dev.fakedriver.harness import fake_host, run_check
 

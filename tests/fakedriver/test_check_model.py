@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from preflight_check.report import FAIL, PASS, SKIP, WARN
+from preflight_contract.verdicts import FAIL, PASS, SKIP, WARN
 from preflight_dev.fakedriver.fake import FakeGpu, FakeMachine, h200_machine
 from preflight_dev.fakedriver.harness import fake_host, run_check
 from preflight_dev.hubserver import CORPUS, HubServer

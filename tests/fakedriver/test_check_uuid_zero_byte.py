@@ -20,7 +20,7 @@ import pytest
 from preflight_check.cudaview import read_view
 from preflight_check.driver import libcuda
 from preflight_check.driver.api import CUDA_SUCCESS, format_uuid, uuid_key
-from preflight_check.report import PASS
+from preflight_contract.verdicts import PASS
 from preflight_dev.fakedriver.fake import h200_machine
 from preflight_dev.fakedriver.harness import fake_host, run_check
 

@@ -22,7 +22,8 @@ from preflight_check.facts import (
 )
 from preflight_check.options import Options
 from preflight_check.plan import Plan
-from preflight_check.report import FAIL, PASS, SKIP, WARN, CheckResult
+from preflight_contract.report import CheckResult
+from preflight_contract.verdicts import FAIL, PASS, SKIP, WARN
 
 GIB = 1 << 30
 UUIDS = [f"GPU-{i:08x}-0000-4000-8000-00000000000{i}" for i in range(4)]

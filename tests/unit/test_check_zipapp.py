@@ -41,7 +41,7 @@ def _run(zipapp: Path, tmp_path: Path, *args: str) -> tuple[int, dict[str, Any],
     return done.returncode, json.loads(report.read_text()), done.stdout + done.stderr
 
 
-def test_zipapp_holds_the_package_and_pynvml_and_is_reproducible(
+def test_zipapp_holds_the_packages_and_pynvml_and_is_reproducible(
     zipapp: Path, tmp_path: Path
 ) -> None:
     import zipfile
@@ -50,8 +50,12 @@ def test_zipapp_holds_the_package_and_pynvml_and_is_reproducible(
     assert "__main__.py" in names
     assert "src/pynvml.py" in names
     assert "src/preflight_check/rank_probe.py" in names
+    # The contract package the checker stands on, sources and bytecode alike.
+    assert "src/preflight_contract/report.py" in names
+    assert "src/preflight_contract/py.typed" in names
     tag = f"cpython-{sys.version_info[0]}{sys.version_info[1]}"
     assert f"pyc/{tag}/preflight_check/rank_probe.pyc" in names
+    assert f"pyc/{tag}/preflight_contract/report.pyc" in names
     assert f"pyc/{tag}/pynvml.pyc" in names
     again = tmp_path / "again.pyz"
     subprocess.run(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from preflight_check.check_ids import CHECKS
+from preflight_contract.check_ids import CHECKS
 from preflight_operator.rules import RULE_INFO
 
 REPO = Path(__file__).resolve().parents[2]

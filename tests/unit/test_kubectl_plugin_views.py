@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from preflight_check.report import CheckResult, Report
+from preflight_contract.report import CheckResult, Report
 from preflight_operator import constants, kubectl_plugin
 from preflight_operator.kubectl_plugin import CanarySpec, PluginError, Target
 

@@ -1,4 +1,4 @@
-"""preflight_check.modelfacts over the real corpus (tests/data/models) and edge cases."""
+"""preflight_contract.modelfacts over the real corpus (tests/data/models) and edge cases."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from preflight_check import modelfacts as mf
-from preflight_check.modelsource import directory_lookup, read_model_dir
+from preflight_contract import modelfacts as mf
+from preflight_contract.modelsource import directory_lookup, read_model_dir
 
 CORPUS = Path(__file__).parents[1] / "data" / "models"
 MODELS = sorted(str(p.parent.relative_to(CORPUS)) for p in CORPUS.glob("*/*/config.json"))
@@ -438,7 +438,7 @@ def test_awq_gptq_and_compressed_tensors(quant: dict[str, Any], method: str, min
 def test_the_shared_parser_reads_what_the_model_rules_need(
     argv: list[str], expected: tuple[Any, ...]
 ) -> None:
-    from preflight_check.vllm_args import parse_vllm_args
+    from preflight_contract.vllm_args import parse_vllm_args
 
     parsed = parse_vllm_args(argv)
     got = (parsed.max_model_len, parsed.dtype, parsed.quantization, parsed.hf_overrides)

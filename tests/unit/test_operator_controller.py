@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from preflight_check.report import CheckResult, Report
+from preflight_contract.report import CheckResult, Report
 from preflight_operator import constants
 from preflight_operator.analysis import RulesAnalyser
 from preflight_operator.api import Conflict, Forbidden, NotFound

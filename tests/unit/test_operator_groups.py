@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from preflight_check.report import CheckResult, Report, group_summary
+from preflight_contract.report import CheckResult, Report, group_summary
 from preflight_operator.gpuvalidation import group_results
 from preflight_operator.podresults import pod_result
 
@@ -99,3 +99,14 @@ def test_without_the_leader_the_worst_member_view_stands() -> None:
     assert groups[0]["membersJoined"] == 1
     assert groups[0]["leaderReported"] is False
     assert group_results([{"pod": "solo", "verdict": "pass"}]) == []
+
+
+def test_without_the_leader_a_failing_member_outranks_one_that_errored() -> None:
+    # The one verdict order (preflight_contract.verdicts): "2 of 3 members joined" says more
+    # than a member whose group check crashed, as in the checker's own report.
+    history = [entry("w1", 1, "error", joined=3), entry("w2", 2, "fail", joined=1)]
+    assert group_results(history)[0]["membersJoined"] == 1
+    assert group_results(history)[0]["verdict"] == "fail"
+    # What is not a verdict (a skipped group check, nothing) never replaces one.
+    history = [entry("w1", 1, "warn", joined=3), entry("w2", 2, "skip", joined=1)]
+    assert group_results(history)[0]["verdict"] == "warn"

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from preflight_check.check_ids import CHECKS
+from preflight_contract.check_ids import CHECKS
 from preflight_operator import nodefeedback as nf
 from preflight_operator.api import Conflict, NotFound
 from preflight_operator.nodehealth import NODE_FEEDBACK, NODE_UNHEALTHY_GPUS, NodeFeedback

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from preflight_check.report import CheckResult, GPUEntry, Report
-from preflight_operator.podresults import pod_result, worst
+from preflight_contract.report import CheckResult, GPUEntry, Report
+from preflight_contract.verdicts import worst
+from preflight_operator.podresults import pod_result
 
 
 def pod_with(

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PRODUCT = {"preflight_check", "preflight_operator"}
+PRODUCT = {"preflight_contract", "preflight_check", "preflight_operator"}
 HARNESS_NAMES = {"testing", "localsetup", "localoperator", "fakekubelet", "demo", "fakedriver"}
 
 
@@ -53,7 +53,9 @@ def test_the_wheel_holds_the_product_packages_and_nothing_else() -> None:
     modules = _wheel_modules()
     assert {m.split(".")[0] for m in modules} == PRODUCT
     assert "preflight_operator.cli" in modules  # the entry point's module is in it
-    assert "preflight_check.report" in modules
+    # The contract package both sides import ships with them, with its py.typed.
+    assert "preflight_contract.report" in modules
+    assert (ROOT / "initcontainer" / "preflight_contract" / "py.typed").is_file()
     harness = sorted(m for m in modules if set(m.split(".")[1:]) & HARNESS_NAMES)
     assert not harness, f"harness modules would ship in the wheel: {harness}"
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from test_rules_support import deployment, pod_spec, vllm
 
-from preflight_check.modelsource import directory_lookup
+from preflight_contract.modelsource import directory_lookup
 from preflight_operator import lint
 from preflight_operator.rules import RULE_INFO, ClusterLookup, check_objects
 from preflight_operator.rules.checks.modelfit import gpu_of

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from preflight_check.vllm_args import (
+from preflight_contract.vllm_args import (
     API_SERVER,
     SERVE,
     ConfigUnavailable,

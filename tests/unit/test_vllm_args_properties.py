@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from preflight_check.vllm_args import MAX_PARALLEL_SIZE, ParsedArgs, parse_vllm_args
+from preflight_contract.vllm_args import MAX_PARALLEL_SIZE, ParsedArgs, parse_vllm_args
 
 FLAGS = [
     "serve",

@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional
 from preflight_check.cli import main
 from preflight_check.facts import PreloadFacts, RuntimeRequirement, ShmFacts
 from preflight_check.host import Host
-from preflight_check.report import Report
+from preflight_contract.report import Report
 from preflight_dev.fakedriver.fake import FakeCudaDriver, FakeMachine, FakeNvml
 
 NO_DRIVER = (

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from preflight_check.check_ids import CHECKS
 from preflight_check.facts import CudaGpu, Facts, NvmlGpu
 from preflight_check.options import Options
-from preflight_check.report import SKIP, CheckResult
+from preflight_contract.check_ids import CHECKS
+from preflight_contract.report import CheckResult
+from preflight_contract.verdicts import SKIP
 
 CheckFunction = Callable[[Facts, Options], List[CheckResult]]
 REGISTRY: Dict[str, CheckFunction] = {}

@@ -7,7 +7,10 @@ from typing import List, Optional, Tuple
 from preflight_check.checks.base import check, result, skipped
 from preflight_check.facts import Facts
 from preflight_check.options import Options
-from preflight_check.report import FAIL, PASS, WARN, CheckResult
+from preflight_contract.report import CheckResult
+
+# Oldest Linux driver of each CUDA major version (NVIDIA's CUDA release notes).
+from preflight_contract.verdicts import FAIL, PASS, WARN
 
 # Oldest Linux driver of each CUDA major version (NVIDIA's CUDA release notes).
 MIN_DRIVER_FOR_MAJOR = {11: "450.80.02", 12: "525.60.13", 13: "580.65.06"}

@@ -27,7 +27,8 @@ from preflight_check.driver.api import (
 )
 from preflight_check.facts import BindingOutcome, CallRecord, ChildOutcome, Facts
 from preflight_check.options import Options
-from preflight_check.report import FAIL, PASS, WARN, CheckResult
+from preflight_contract.report import CheckResult
+from preflight_contract.verdicts import FAIL, PASS, WARN
 
 AMP_ERROR = (
     "[AMP ERROR] failed to call cuCtxGetDevice(device), error code: CUDA_ERROR_INVALID_CONTEXT"

@@ -16,7 +16,8 @@ from preflight_check.deep_worker import (
 )
 from preflight_check.facts import CallRecord, ChildOutcome, Facts
 from preflight_check.options import Options
-from preflight_check.report import FAIL, PASS, CheckResult
+from preflight_contract.report import CheckResult
+from preflight_contract.verdicts import FAIL, PASS
 
 WORKER_STEPS = (STEP_IMPORT, STEP_SET_DEVICE, STEP_ALLOCATE)
 ALLREDUCE_STEPS = (STEP_INIT, STEP_ALL_REDUCE)

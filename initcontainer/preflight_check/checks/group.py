@@ -13,11 +13,14 @@ import socket
 import time
 from typing import Any, Dict, List, Mapping, Optional
 
-from preflight_check.check_ids import DEEP
 from preflight_check.facts import Facts
 from preflight_check.group import GroupConfig, GroupVerdict
 from preflight_check.options import Options
-from preflight_check.report import ERROR, FAIL, PASS, SKIP, WARN, CheckResult, group_summary
+from preflight_contract.check_ids import DEEP
+from preflight_contract.report import CheckResult, group_summary
+
+# Distributions whose version the members compare (read from their metadata: nothing is
+from preflight_contract.verdicts import ERROR, FAIL, PASS, SKIP, WARN
 
 # Distributions whose version the members compare (read from their metadata: nothing is
 # imported). NCCL ships in the nvidia-nccl wheels torch depends on.

@@ -42,7 +42,8 @@ from preflight_check.driver.api import (
 )
 from preflight_check.facts import CudaGpu, Facts, NvmlGpu
 from preflight_check.options import Options
-from preflight_check.report import FAIL, PASS, WARN, CheckResult
+from preflight_contract.report import CheckResult
+from preflight_contract.verdicts import FAIL, PASS, WARN
 
 Pair = Tuple[CudaGpu, NvmlGpu]
 

@@ -21,7 +21,8 @@ from preflight_check.driver.api import (
 )
 from preflight_check.facts import Facts
 from preflight_check.options import Options
-from preflight_check.report import FAIL, PASS, WARN, CheckResult
+from preflight_contract.report import CheckResult
+from preflight_contract.verdicts import FAIL, PASS, WARN
 
 GIB = float(1 << 30)
 # vLLM measures free memory after creating its own context (about 0.5 GiB on an H200):

@@ -8,7 +8,8 @@ from preflight_check.checks.base import check, result, skipped
 from preflight_check.facts import Facts
 from preflight_check.interposer import identify, interposed_symbols
 from preflight_check.options import Options
-from preflight_check.report import PASS, WARN, CheckResult
+from preflight_contract.report import CheckResult
+from preflight_contract.verdicts import PASS, WARN
 
 
 @check("cuda-library")

@@ -1,5 +1,5 @@
 """The model checks at run time: the model rules of lint and admission (same ids, same
-logic, ``preflight_check.modelfacts``), with the real GPUs: each GPU's memory from NVML
+logic, ``preflight_contract.modelfacts``), with the real GPUs: each GPU's memory from NVML
 and its compute capability from its product name.
 
 The model comes from ``--vllm-args`` (``vllm serve MODEL ...``); its files were found by
@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from typing import Callable, Dict, List, Optional
 
-from preflight_check import modelfacts as mf
 from preflight_check.checks.base import check, plan_gpus, result, skipped
 from preflight_check.facts import Facts
 from preflight_check.options import Options
-from preflight_check.report import FAIL, PASS, SKIP, WARN, CheckResult
+from preflight_contract import modelfacts as mf
+from preflight_contract.report import CheckResult
+from preflight_contract.verdicts import FAIL, PASS, SKIP, WARN
 
 _STATUS = {mf.FAIL: FAIL, mf.WARN: WARN, mf.PASS: PASS, mf.UNKNOWN: SKIP}
 

@@ -13,7 +13,8 @@ from typing import List
 from preflight_check.checks.base import check, result
 from preflight_check.facts import Facts
 from preflight_check.options import Options, env_fix
-from preflight_check.report import PASS, WARN, CheckResult
+from preflight_contract.report import CheckResult
+from preflight_contract.verdicts import PASS, WARN
 
 
 @check("settings")

@@ -13,7 +13,8 @@ from preflight_check.driver.api import (
 )
 from preflight_check.facts import Facts
 from preflight_check.options import Options
-from preflight_check.report import FAIL, PASS, WARN, CheckResult
+from preflight_contract.report import CheckResult
+from preflight_contract.verdicts import FAIL, PASS, WARN
 
 GPU_REQUEST_FIX = (
     "run on a node with NVIDIA GPUs and driver; in Kubernetes set resources.limits "

@@ -7,7 +7,8 @@ from typing import List
 from preflight_check.checks.base import check, cuda_unavailable, result, size_text, skipped
 from preflight_check.facts import Facts
 from preflight_check.options import Options
-from preflight_check.report import FAIL, PASS, WARN, CheckResult
+from preflight_contract.report import CheckResult
+from preflight_contract.verdicts import FAIL, PASS, WARN
 
 SHM_FIX = (
     "mount an emptyDir with medium: Memory at /dev/shm in the pod (volumes: - name: dshm, "

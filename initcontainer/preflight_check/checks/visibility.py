@@ -26,7 +26,8 @@ from preflight_check.driver.api import (
 )
 from preflight_check.facts import Facts
 from preflight_check.options import Options
-from preflight_check.report import FAIL, PASS, WARN, CheckResult
+from preflight_contract.report import CheckResult
+from preflight_contract.verdicts import FAIL, PASS, WARN
 
 CVD_FIX = (
     "remove CUDA_VISIBLE_DEVICES from the container's env and let the nvidia.com/gpu limit "

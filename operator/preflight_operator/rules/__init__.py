@@ -23,17 +23,14 @@ Public API::
 Every rule id, the vLLM symptom it prevents and the fix are in docs/RULES.md.
 """
 
+from preflight_contract.verdicts import FAIL, INFO, PASS, WARN
 from preflight_operator.rules.engine import check_object, check_objects
 from preflight_operator.rules.model import (
     DEFAULT_POLICY,
     DEFAULT_SHM_MIN_BYTES,
-    FAIL,
-    INFO,
     NO_LOOKUP,
-    PASS,
     RESULT_SCHEMA,
     RULE_ALIASES,
-    WARN,
     ClusterLookup,
     ContainerResult,
     Finding,

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from preflight_check.vllm_args import vllm_args_start
+from preflight_contract.vllm_args import vllm_args_start
 from preflight_operator.rules import shell
 from preflight_operator.rules.kubeenv import ContainerEnv, expand
 

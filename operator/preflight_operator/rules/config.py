@@ -12,7 +12,7 @@ import posixpath
 from collections.abc import Mapping
 from typing import Any
 
-from preflight_check.vllm_args import ConfigUnavailable
+from preflight_contract.vllm_args import ConfigUnavailable
 from preflight_operator.rules.kubeenv import ConfigMapGetter
 
 

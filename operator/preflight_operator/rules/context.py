@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from preflight_check.vllm_args import ParsedArgs
+from preflight_contract.vllm_args import ParsedArgs
 from preflight_operator.rules.command import Invocation
 from preflight_operator.rules.discovery import PodTemplate
 from preflight_operator.rules.kubeenv import ConfigMapGetter, ContainerEnv, no_config_map

@@ -7,7 +7,8 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from preflight_check.vllm_args import parse_vllm_args
+from preflight_contract.verdicts import FAIL, INFO, SEVERITIES, WARN
+from preflight_contract.vllm_args import parse_vllm_args
 from preflight_operator.rules import checks  # noqa: F401  (registers the rules)
 from preflight_operator.rules.checks.service import injects_links, link_prefix
 from preflight_operator.rules.command import Invocation, Unparsed, find_invocation
@@ -22,11 +23,7 @@ from preflight_operator.rules.discovery import (
 from preflight_operator.rules.kubeenv import build_env, unknown_marker
 from preflight_operator.rules.model import (
     DEFAULT_POLICY,
-    FAIL,
-    INFO,
     NO_LOOKUP,
-    SEVERITIES,
-    WARN,
     ClusterLookup,
     ContainerResult,
     Finding,

@@ -10,14 +10,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from preflight_check.vllm_args import ParallelPlan
-
-FAIL = "fail"
-WARN = "warn"
-INFO = "info"
-PASS = "pass"
-SEVERITIES = (FAIL, WARN, INFO)
-_RANK = {INFO: 0, WARN: 1, FAIL: 2}
+from preflight_contract.verdicts import FAIL, verdict_of_severities
+from preflight_contract.vllm_args import ParallelPlan
 
 # Former rule ids and their successors: still accepted wherever rules are switched off
 # (lint --disable, a PreflightPolicy's checks list).
@@ -107,8 +101,7 @@ class ContainerResult:
 
     @property
     def verdict(self) -> str:
-        worst = max((_RANK.get(f.severity, 0) for f in self.findings), default=0)
-        return FAIL if worst == _RANK[FAIL] else WARN if worst == _RANK[WARN] else PASS
+        return verdict_of_severities(f.severity for f in self.findings)
 
     @property
     def failures(self) -> tuple[Finding, ...]:

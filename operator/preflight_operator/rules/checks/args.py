@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from preflight_check.vllm_args import ArgProblem
+from preflight_contract.verdicts import FAIL, WARN
+from preflight_contract.vllm_args import ArgProblem
 from preflight_operator.rules.context import ContainerContext
 from preflight_operator.rules.kubeenv import display, has_unknown, unknown_names
-from preflight_operator.rules.model import FAIL, WARN, Finding, Policy
+from preflight_operator.rules.model import Finding, Policy
 from preflight_operator.rules.registry import RULE_INFO, register
 
 _FIXES = {

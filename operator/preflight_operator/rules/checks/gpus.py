@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from preflight_contract.verdicts import FAIL, WARN
 from preflight_operator.rules.accelerators import CPU
 from preflight_operator.rules.context import ContainerContext
-from preflight_operator.rules.model import FAIL, WARN, Finding, Policy
+from preflight_operator.rules.model import Finding, Policy
 from preflight_operator.rules.registry import RULE_INFO, register
 from preflight_operator.rules.resources import format_raw
 

@@ -18,9 +18,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from preflight_contract.verdicts import FAIL, WARN
 from preflight_operator.rules.checks.shm import shm_findings
 from preflight_operator.rules.context import ContainerContext
-from preflight_operator.rules.model import FAIL, WARN, Finding, Policy
+from preflight_operator.rules.model import Finding, Policy
 from preflight_operator.rules.registry import RULE_INFO, declare, register
 from preflight_operator.rules.resources import gpu_resources, pod_gpus
 

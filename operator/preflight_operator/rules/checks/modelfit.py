@@ -1,6 +1,6 @@
 """Rules about the model itself: will it split over, and fit on, the GPUs it is given?
 
-The verdicts come from ``preflight_check.modelfacts`` (shared with the checker, so lint,
+The verdicts come from ``preflight_contract.modelfacts`` (shared with the checker, so lint,
 admission and the init container say the same under the same id). Here they are tied to
 the manifest: the model's files come from ``ctx.lookup.model`` (``lint --model-config
 DIR``, or the operator's cache / ``modelConfigs`` ConfigMap), the GPU product from the
@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from preflight_check import modelfacts as mf
+from preflight_contract import modelfacts as mf
+from preflight_contract.verdicts import FAIL, INFO, WARN
 from preflight_operator.rules.context import ContainerContext
-from preflight_operator.rules.model import FAIL, INFO, WARN, Finding, Policy
+from preflight_operator.rules.model import Finding, Policy
 from preflight_operator.rules.registry import RULE_INFO, declare, register
 
 PRODUCT_LABEL = "nvidia.com/gpu.product"

@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from preflight_contract.verdicts import FAIL
 from preflight_operator.rules.context import ContainerContext
-from preflight_operator.rules.model import FAIL, Finding, Policy
+from preflight_operator.rules.model import Finding, Policy
 from preflight_operator.rules.registry import RULE_INFO, register
 
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from preflight_contract.verdicts import FAIL, WARN
 from preflight_operator.rules.context import ContainerContext
-from preflight_operator.rules.model import FAIL, WARN, Finding, Policy
+from preflight_operator.rules.model import Finding, Policy
 from preflight_operator.rules.quantity import format_bytes, parse_quantity
 from preflight_operator.rules.registry import RULE_INFO, declare, register
 

@@ -1,10 +1,8 @@
 """The report: the contract between the checker and everything that reads its result.
 
-The operator imports it (with ``vllm_args``, ``check_ids``, ``modelfacts`` and
-``modelsource``: the checker's contract modules, docs/ARCHITECTURE.md "Packages"; an
-import-linter contract in pyproject.toml allows no other), so it stays standard-library
-only and runs on Python 3.9 (the checker runs inside vLLM images with whatever python3
-they ship).
+It lives in ``preflight_contract`` (docs/ARCHITECTURE.md "Packages"): the checker writes it
+and the operator reads it, so it stays standard-library only and runs on Python 3.9 (the
+checker runs inside vLLM images with whatever python3 they ship).
 
 Two forms of the same schema exist:
 
@@ -21,6 +19,19 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from preflight_contract.actions import ACTIONS, ENFORCE
+from preflight_contract.verdicts import (
+    CHECK_STATUSES,
+    ERROR,
+    FAIL,
+    PASS,
+    SKIP,
+    VERDICTS,
+    WARN,
+    rank,
+    worst,
+)
+
 SCHEMA_VERSION = 1
 
 # Kubernetes truncates a container's termination message at 4096 bytes; we aim lower so
@@ -28,28 +39,10 @@ SCHEMA_VERSION = 1
 TERMINATION_MESSAGE_LIMIT = 4096
 COMPACT_TARGET = 2048
 
-PASS = "pass"
-WARN = "warn"
-FAIL = "fail"
-SKIP = "skip"
-ERROR = "error"
-CHECK_STATUSES: Tuple[str, ...] = (PASS, WARN, FAIL, SKIP, ERROR)
-VERDICTS: Tuple[str, ...] = (PASS, WARN, FAIL, ERROR)
-
-ENFORCE = "Enforce"
-WARN_ACTION = "Warn"
-AUDIT = "Audit"
-ACTIONS: Tuple[str, ...] = (ENFORCE, WARN_ACTION, AUDIT)
-
 # Exit codes of `vllm-preflight check` (docs/ARCHITECTURE.md, Contracts).
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_ERROR = 2
-
-# The verdict is the worst status present, in this order. A real failure outranks an
-# internal error: "2 GPUs visible, 4 needed" is more useful to the user than "NVML
-# crashed", and both are shown.
-_SEVERITY = {SKIP: 0, PASS: 0, WARN: 1, ERROR: 2, FAIL: 3}
 
 
 class ReportError(ValueError):
@@ -171,11 +164,10 @@ class Report:
 
     @property
     def verdict(self) -> str:
-        worst = PASS
-        for status in [c.status for c in self.checks] + ([ERROR] if self.error else []):
-            if _SEVERITY[status] > _SEVERITY[worst]:
-                worst = status
-        return worst if worst != SKIP else PASS
+        """The worst status present (verdicts.py: a failure outranks an internal error;
+        skipped checks count as passed)."""
+        found = worst([c.status for c in self.checks] + ([ERROR] if self.error else []))
+        return found if found != SKIP else PASS
 
     def counts(self) -> Dict[str, int]:
         out = dict.fromkeys(CHECK_STATUSES, 0)
@@ -265,7 +257,7 @@ class Report:
         claimed = data.get("verdict")
         if claimed is not None and claimed not in VERDICTS:
             raise ReportError(f"verdict {claimed!r} is not one of {VERDICTS}")
-        if claimed is not None and _SEVERITY[claimed] > _SEVERITY[report.verdict]:
+        if claimed is not None and rank(claimed) > rank(report.verdict):
             # The verdict survives every truncation, so it is the authority: a reader
             # must never turn a failed check into a pass because its entry was cut.
             if claimed == ERROR:

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
-from preflight_check.modelfacts import CONFIG, HF_QUANT, INDEX, MODEL_FILES
+from preflight_contract.modelfacts import CONFIG, HF_QUANT, INDEX, MODEL_FILES
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 DEFAULT_TIMEOUT_S = 5.0

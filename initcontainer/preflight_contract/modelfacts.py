@@ -43,17 +43,20 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+# A model rule's verdict: the contract's names (verdicts.py; unknown: the config could not
+# say), exported here too because every caller reads them as mf.FAIL, mf.UNKNOWN, ...
+from preflight_contract import verdicts as _verdicts
+
+FAIL = _verdicts.FAIL
+WARN = _verdicts.WARN
+PASS = _verdicts.PASS
+UNKNOWN = _verdicts.UNKNOWN
+
 GIB = 1 << 30
 CONFIG = "config.json"
 INDEX = "model.safetensors.index.json"
 HF_QUANT = "hf_quant_config.json"
 MODEL_FILES = (CONFIG, INDEX, HF_QUANT)
-
-# Verdicts
-FAIL = "fail"
-WARN = "warn"
-PASS = "pass"
-UNKNOWN = "unknown"
 
 # Rule ids: the same in lint, admission (rules engine) and at run time (checker).
 TP_HEADS = "model-tp-heads"

@@ -104,7 +104,7 @@ _TRACKED: Tuple[_Opt, ...] = (
     _Opt("port", _INT, ("--port",)),
     _Opt("host", _STR, ("--host",)),
     _Opt("gpu_memory_utilization", _FLOAT, ("--gpu-memory-utilization",)),
-    # read by the model rules (preflight_check.modelfacts)
+    # read by the model rules (preflight_contract.modelfacts)
     _Opt("max_model_len", _STR, ("--max-model-len",)),
     _Opt("dtype", _STR, ("--dtype",)),
     _Opt("quantization", _STR, ("--quantization", "-q")),

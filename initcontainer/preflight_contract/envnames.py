@@ -1,0 +1,87 @@
+"""The ``PREFLIGHT_*`` environment of the preflight-check container, named once.
+
+The operator's injector (preflight_operator/injection.py) writes these into the injected
+init container from the workload's plan and the PreflightPolicy; the checker
+(preflight_check/options.py, group.py) reads them, with the same meaning as its flags.
+``ORIGIN`` says, for the fix of a bad value, where the injector took each one from.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, FrozenSet
+
+PREFIX = "PREFLIGHT_"
+
+# The plan: vLLM's command line as the rules read it, and the parallel sizes from it.
+TP = "PREFLIGHT_TP"
+PP = "PREFLIGHT_PP"
+DP_LOCAL = "PREFLIGHT_DP_LOCAL"
+VLLM_ARGS = "PREFLIGHT_VLLM_ARGS"
+
+# The policy.
+ACTION = "PREFLIGHT_ACTION"
+TIER = "PREFLIGHT_TIER"
+SHM_MIN = "PREFLIGHT_SHM_MIN"
+GPU_MEMORY_UTILIZATION = "PREFLIGHT_GPU_MEMORY_UTILIZATION"
+SKIP = "PREFLIGHT_SKIP"
+DEADLINE = "PREFLIGHT_DEADLINE"
+
+# A multi-node group (a LeaderWorkerSet replica, a Ray cluster): where the members meet.
+GROUP = "PREFLIGHT_GROUP"  # "off" turns the group phase off, "on" turns it on
+GROUP_PORT = "PREFLIGHT_GROUP_PORT"
+GROUP_BIND = "PREFLIGHT_GROUP_BIND"
+GROUP_ADDRESS = "PREFLIGHT_GROUP_ADDRESS"
+GROUP_SIZE = "PREFLIGHT_GROUP_SIZE"
+GROUP_INDEX = "PREFLIGHT_GROUP_INDEX"
+# The LWS replica's number: the injector builds GROUP_ID from it ($(PREFLIGHT_GROUP_NUMBER));
+# the checker never reads it.
+GROUP_NUMBER = "PREFLIGHT_GROUP_NUMBER"
+GROUP_ID = "PREFLIGHT_GROUP_ID"
+GROUP_BACKEND = "PREFLIGHT_GROUP_BACKEND"
+GROUP_ARGS = "PREFLIGHT_GROUP_ARGS"
+NODE_NAME = "PREFLIGHT_NODE_NAME"
+
+# The checker's own: the request its group all-reduce child reads (never injected).
+GROUP_ALLREDUCE = "PREFLIGHT_GROUP_ALLREDUCE"
+
+# Every name the injector may set (tests/unit/test_contract.py holds it to injection.py).
+INJECTED: FrozenSet[str] = frozenset(
+    {
+        TP,
+        PP,
+        DP_LOCAL,
+        VLLM_ARGS,
+        ACTION,
+        TIER,
+        SHM_MIN,
+        GPU_MEMORY_UTILIZATION,
+        SKIP,
+        DEADLINE,
+        GROUP_PORT,
+        GROUP_INDEX,
+        GROUP_SIZE,
+        GROUP_NUMBER,
+        GROUP_ID,
+        NODE_NAME,
+        GROUP_ARGS,
+    }
+)
+
+_FROM_THE_PLAN = "the vLLM container's command line (the injector copies the plan)"
+
+# The policy field (or pod setting) each variable comes from, for the fix.
+ORIGIN: Dict[str, str] = {
+    ACTION: "the PreflightPolicy's spec.action",
+    TIER: "the PreflightPolicy's spec.tier",
+    SHM_MIN: "the PreflightPolicy's spec.thresholds.shmMin",
+    GPU_MEMORY_UTILIZATION: (
+        "the PreflightPolicy's spec.thresholds.gpuMemoryUtilization (or the pod's "
+        "--gpu-memory-utilization)"
+    ),
+    SKIP: "the PreflightPolicy's skipped checks",
+    DEADLINE: "the PreflightPolicy's spec.injection.timeoutSeconds",
+    TP: _FROM_THE_PLAN,
+    PP: _FROM_THE_PLAN,
+    DP_LOCAL: _FROM_THE_PLAN,
+    VLLM_ARGS: "the vLLM container's command line",
+}
