@@ -10,7 +10,6 @@ nowhere would escape those; these tests fail then, naming the module and the lis
 
 from __future__ import annotations
 
-import ast
 import importlib.util
 import sys
 from pathlib import Path
@@ -18,6 +17,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from tests.unit.test_packaging import _imports
 
 ROOT = Path(__file__).resolve().parents[2]
 HARNESS = {
@@ -106,21 +106,10 @@ def test_the_contract_package_stands_on_the_standard_library_alone() -> None:
     foreign = {
         f"{path.name}: {name}"
         for path in sorted((ROOT / "initcontainer" / "preflight_contract").glob("*.py"))
-        for name in _top_level_imports(path)
+        for name in _imports(path)
         if name not in stdlib and name != "preflight_contract"
     }
     assert not foreign, foreign
-
-
-def _top_level_imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-            names.add(node.module.split(".")[0])
-    return names
 
 
 def _graph_script() -> ModuleType:
