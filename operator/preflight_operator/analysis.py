@@ -85,7 +85,7 @@ def to_static(results: Sequence[rules.ContainerResult]) -> StaticResult:
             key = (f.id, f.field, f.message)
             if key not in seen:
                 seen.add(key)
-                findings.append(Finding(f.id, f.severity, f.message, f.field, f.fix))
+                findings.append(f)
     planned = next((r for r in results if _plan(r) is not None), results[0])
     return StaticResult(
         verdict=verdict,

@@ -1,8 +1,9 @@
 """The static result of a workload, in the operator's own terms (pure data).
 
 The rules engine (preflight_operator.rules) returns one result per vLLM container; the
-operator keeps one per workload: the worst verdict, every finding (bounded), and the plan
-of the first vLLM container (the one `kubectl get gpuval` shows in TP and GPUS).
+operator keeps one per workload: the worst verdict, every finding (bounded; the rules' own
+``Finding``, not a copy), and the plan of the first vLLM container (the one
+`kubectl get gpuval` shows in TP and GPUS).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import dataclasses
 from typing import Any
 
 from preflight_contract.verdicts import ERROR, FAIL, UNKNOWN, WARN
+from preflight_operator.rules.model import Finding  # the rules' Finding, one model
 
 MAX_FINDINGS = 20  # status.static.findings maxItems
 # A finding quotes the manifest (a command line, an env value): a 1 MB manifest must not
@@ -18,32 +20,6 @@ MAX_FINDINGS = 20  # status.static.findings maxItems
 MESSAGE_LIMIT = 1000
 FIELD_LIMIT = 300
 FIX_LIMIT = 1000
-
-
-@dataclasses.dataclass(frozen=True)
-class Finding:
-    id: str
-    severity: str  # fail | warn | info
-    message: str
-    field: str = ""
-    fix: str = ""
-
-    def to_status(self) -> dict[str, Any]:
-        out = {"id": self.id, "severity": self.severity, "message": self.message}
-        if self.field:
-            out["field"] = self.field
-        if self.fix:
-            out["fix"] = self.fix
-        return out
-
-    def one_line(self) -> str:
-        """`id: message (field) Fix: fix` for denials, warnings and Events."""
-        text = f"{self.id}: {self.message}"
-        if self.field and self.field not in self.message:
-            text += f" [{self.field}]"
-        if self.fix:
-            text += f" Fix: {self.fix}"
-        return text
 
 
 @dataclasses.dataclass(frozen=True)

@@ -50,19 +50,22 @@ DEFAULT_POLICY = Policy()
 
 @dataclass(frozen=True)
 class Finding:
-    """One thing wrong (or worth knowing), in the user's terms.
+    """One thing wrong (or worth knowing), in the user's terms: the rules' answer, and the
+    same object on the operator's side (the StaticResult of a workload, the GPUValidation's
+    findings, denials, warnings and Events), so nothing translates between two models.
 
     ``field`` is a JSONPath-like path into the manifest, e.g.
     ``spec.template.spec.containers[0].resources.limits["nvidia.com/gpu"]``.
     """
 
     id: str
-    severity: str
+    severity: str  # fail | warn | info
     message: str
-    field: str
-    fix: str
+    field: str = ""
+    fix: str = ""
 
     def to_dict(self) -> dict[str, str]:
+        """Every field (lint's JSON output)."""
         return {
             "id": self.id,
             "severity": self.severity,
@@ -70,6 +73,24 @@ class Finding:
             "field": self.field,
             "fix": self.fix,
         }
+
+    def to_status(self) -> dict[str, str]:
+        """The GPUValidation's form: empty fields left out."""
+        out = {"id": self.id, "severity": self.severity, "message": self.message}
+        if self.field:
+            out["field"] = self.field
+        if self.fix:
+            out["fix"] = self.fix
+        return out
+
+    def one_line(self) -> str:
+        """`id: message [field] Fix: fix` for denials, warnings and Events."""
+        text = f"{self.id}: {self.message}"
+        if self.field and self.field not in self.message:
+            text += f" [{self.field}]"
+        if self.fix:
+            text += f" Fix: {self.fix}"
+        return text
 
 
 @dataclass(frozen=True)
