@@ -147,7 +147,7 @@ _CERT_HELP = (
 class _StateCollector(Collector):
     """Series read when scraped rather than pushed: leadership and certificate expiry.
 
-    Pull-based so the operator's code does not have to tell metrics about every peering
+    Pull-based so the operator's code does not have to tell metrics about every leadership
     change or certificate rotation; `track()` says where to read them."""
 
     def __init__(self) -> None:

@@ -1,10 +1,11 @@
 """A list-then-watch cache of a small, server-side-filtered set of objects.
 
-The webhooks run on every replica, including peers that kopf has paused (kopf stops all
-of a paused operator's watches, indexes included). What the webhooks must know —
-PreflightPolicies, Services named ``vllm`` — therefore comes from these reflectors, which
-run on every replica whatever kopf's peering says. They hold only small objects that a
-field or label selector picks on the server.
+What the webhooks and the reconciles read synchronously — PreflightPolicies, Services
+named ``vllm``, GPUValidations (which also tell a new leader what the previous one
+wrote), DRA claims — comes from these reflectors, on every replica, leader or follower.
+They hold only small objects that a field or label selector picks on the server. (They
+were first needed because kopf's peering paused all of a follower's kopf watches; with
+the Lease, kopf's watches run everywhere too, and these stay the lighter path.)
 """
 
 from __future__ import annotations

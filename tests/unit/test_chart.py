@@ -838,7 +838,6 @@ class TestEveryObject:
             "MutatingWebhookConfiguration",
             "ValidatingWebhookConfiguration",
             "CustomResourceDefinition",
-            "ClusterKopfPeering",
         }
         for obj in render(*([values] if values else [])):
             meta = obj["metadata"]
