@@ -18,10 +18,10 @@ from preflight_operator import rules
 from preflight_operator.config import PolicySpec
 from preflight_operator.injection import LWS_NAME_LABEL, nvidia_gpus, ray_role
 from preflight_operator.rules.accelerators import CUDA
+from preflight_operator.rules.model import Finding
 from preflight_operator.rules.quantity import parse_quantity
 from preflight_operator.static import (
     NOT_VLLM,
-    Finding,
     Plan,
     StaticResult,
     bounded_findings,

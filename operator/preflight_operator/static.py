@@ -12,7 +12,7 @@ import dataclasses
 from typing import Any
 
 from preflight_contract.verdicts import ERROR, FAIL, UNKNOWN, WARN
-from preflight_operator.rules.model import Finding  # the rules' Finding, one model
+from preflight_operator.rules.model import Finding
 
 MAX_FINDINGS = 20  # status.static.findings maxItems
 # A finding quotes the manifest (a command line, an env value): a 1 MB manifest must not

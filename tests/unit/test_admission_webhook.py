@@ -18,7 +18,8 @@ from preflight_operator.config import OperatorConfig, PolicySpec
 from preflight_operator.events import EventSpec
 from preflight_operator.handlers import admission as handlers
 from preflight_operator.policy import PolicyBook, ResolvedPolicy, parse_policy
-from preflight_operator.static import Finding, StaticResult
+from preflight_operator.rules.model import Finding
+from preflight_operator.static import StaticResult
 from preflight_operator.webhooks import AdmissionService
 from preflight_operator.workloads import WorkloadRef
 

@@ -17,7 +17,8 @@ from preflight_operator.gpuvalidation import (
 from preflight_operator.planning import replacing_merge_patch, without_nulls
 from preflight_operator.podresults import PodResult
 from preflight_operator.policy import ResolvedPolicy
-from preflight_operator.static import Finding, Plan, StaticResult
+from preflight_operator.rules.model import Finding
+from preflight_operator.static import Plan, StaticResult
 from preflight_operator.workloads import WorkloadRef
 
 REF = WorkloadRef("ns", "Deployment", "vllm", "apps/v1")
