@@ -160,3 +160,52 @@ def test_the_graph_is_embedded_between_its_markers_only() -> None:
         f"intro\n{graph.BEGIN}\n```mermaid\ngraph LR\n  a --> b\n```\n{graph.END}\nafter\n"
     )
     assert graph.embed("no markers\n", "graph LR\n") == "no markers\n"
+
+
+def _kopf_private_uses(path: Path) -> list[str]:
+    """Where a module reaches into kopf's private API: an import of ``kopf._…``, an
+    attribute ``kopf.<…>._x`` or ``kopf._x``, or a class built on one of kopf's classes
+    (how ``_serve`` was once overridden)."""
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("kopf._"):
+            found.append(f"{path.name}:{node.lineno} from {node.module} import")
+        elif isinstance(node, ast.Import):
+            found += [f"{path.name}:{node.lineno} import {a.name}" for a in node.names
+                      if a.name.startswith("kopf._")]  # fmt: skip
+        elif isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+            base = node.value
+            while isinstance(base, ast.Attribute):
+                base = base.value
+            if isinstance(base, ast.Name) and base.id == "kopf":
+                found.append(f"{path.name}:{node.lineno} kopf…{node.attr}")
+        elif isinstance(node, ast.ClassDef):
+            found += [
+                f"{path.name}:{node.lineno} class on kopf.{parent.attr}"
+                for parent in node.bases
+                if isinstance(parent, ast.Attribute)
+                and isinstance(parent.value, ast.Name)
+                and parent.value.id == "kopf"
+            ]
+    return found
+
+
+def test_the_product_uses_only_kopfs_public_api() -> None:
+    """Issue 12: no private kopf API anywhere in the product (a kopf upgrade must not be
+    able to change silently which replica writes or how a webhook is answered)."""
+    sources = [p for d in ("operator", "initcontainer") for p in (ROOT / d).rglob("*.py")]
+    found = [use for path in sources for use in _kopf_private_uses(path)]
+    assert not found, found
+
+
+def test_the_kopf_check_can_fail(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "import kopf\nfrom kopf._core.engines import peering\n"
+        "class S(kopf.WebhookServer):\n    pass\n"
+        "x = kopf.WebhookServer._serve\n"
+    )
+    assert len(_kopf_private_uses(bad)) == 3
