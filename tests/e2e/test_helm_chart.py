@@ -142,7 +142,9 @@ def can_i(k8s: Cluster, user: str, access: Access, release_ns: str) -> bool:
 
 @pytest.fixture(scope="module")
 def release(k8s: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Release]:
-    scope = secrets.token_hex(3)
+    # A letter first: hex like "82e303" is a number to Helm's YAML (a float in exponent
+    # form), and the schema then refuses the label value (a flake CI once hit).
+    scope = f"s{secrets.token_hex(3)}"
     namespace = k8s.create_namespace("vp-chart", labels={SCOPE_LABEL: scope})
     name = f"vp-{scope}"
     values = tmp_path_factory.mktemp("chart") / "values.yaml"
