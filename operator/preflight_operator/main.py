@@ -30,7 +30,6 @@ from preflight_operator.options import RunOptions, parse_options
 from preflight_operator.reflector import Reflector
 from preflight_operator.rules import ClusterLookup
 from preflight_operator.webhooks import AdmissionService
-from preflight_operator.workloads import WorkloadRef
 from preflight_operator.writegate import WriteGate
 
 logger = logging.getLogger("preflight_operator")
@@ -123,16 +122,11 @@ def build(options: RunOptions) -> tuple[kopf.OperatorRegistry, kopf.Memo, Contro
         gate=gate,
     )
 
-    async def owner_labels(ref: WorkloadRef) -> dict[str, str] | None:
-        body = await api.get_workload(ref)
-        return dict((body.get("metadata") or {}).get("labels") or {})
-
     admission = AdmissionService(
         config,
         analyser,
         controller.policies,
         events=controller.events,
-        owner_labels=owner_labels,
         owner_body=api.get_workload,
     )
     registry = register(kopf.OperatorRegistry(), options)

@@ -51,8 +51,9 @@ from preflight_operator.workloads import (
 
 logger = logging.getLogger(__name__)
 
-OwnerLabels = Callable[[WorkloadRef], Awaitable[Mapping[str, str] | None]]
-# the workload object itself (a LeaderWorkerSet, to see its other template)
+# A pod's workload as the API server has it (None: it does not exist). Its labels choose
+# the pod's policy; a Ray-pattern LeaderWorkerSet's other template says whether the group
+# may meet. One read serves both.
 OwnerBody = Callable[[WorkloadRef], Awaitable[Mapping[str, Any] | None]]
 OWNER_CACHE_SECONDS = 30.0
 OWNER_LOOKUP_TIMEOUT = 2.0
@@ -95,7 +96,6 @@ class AdmissionService:
         policies: PolicyBook,
         *,
         events: EventSink | None,
-        owner_labels: OwnerLabels | None = None,
         owner_body: OwnerBody | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -103,11 +103,10 @@ class AdmissionService:
         self._analyser = analyser
         self._policies = policies
         self._events = events
-        self._owner_labels = owner_labels
         self._clock = clock
-        self._owner_cache: _RecentReads[Mapping[str, str]] = _RecentReads()
         self._owner_body = owner_body
-        self._ray_groups: _RecentReads[bool] = _RecentReads()
+        # (the workload's body or None,): a read that found nothing is remembered too
+        self._owners: _RecentReads[tuple[Mapping[str, Any] | None]] = _RecentReads()
 
     def use_analyser(self, analyser: Analyser) -> None:
         """Swaps the rules (the operator's start puts them in their budgeted worker)."""
@@ -202,18 +201,26 @@ class AdmissionService:
             return Validation(decision, "over-budget" if outcome == "over-budget" else "denied")
         return Validation(decision, outcome)
 
+    async def _owner(self, ref: WorkloadRef) -> Mapping[str, Any] | None:
+        """The pod's workload, read once for a burst of its pods (OWNER_CACHE_SECONDS);
+        None when it does not exist. Raises when it cannot be read (nothing cached)."""
+        assert self._owner_body is not None
+        now = self._clock()
+        cached = self._owners.get(ref.key, now)
+        if cached is not None:
+            return cached[0]
+        body = await asyncio.wait_for(self._owner_body(ref), OWNER_LOOKUP_TIMEOUT)
+        self._owners.put(ref.key, now, (body,))
+        return body
+
     async def _labels_for_policy(self, pod: Mapping[str, Any]) -> Mapping[str, str]:
         """The labels a policy selects the pod by: its workload's (cached), else its own."""
         own = (pod.get("metadata") or {}).get("labels") or {}
         ref = workload_of_pod(pod)
-        if ref.kind == POD.kind or self._owner_labels is None:
+        if ref.kind == POD.kind or self._owner_body is None:
             return own
-        now = self._clock()
-        cached = self._owner_cache.get(ref.key, now)
-        if cached is not None:
-            return cached
         try:
-            labels = await asyncio.wait_for(self._owner_labels(ref), OWNER_LOOKUP_TIMEOUT)
+            body = await self._owner(ref)
         except Exception as exc:
             logger.warning(
                 "policy for a pod of %s: workload unreadable (%s); using the pod's labels",
@@ -221,10 +228,11 @@ class AdmissionService:
                 exc,
             )
             return own
-        if labels is None:
+        if body is None:
             return own
-        self._owner_cache.put(ref.key, now, labels)
-        return labels
+        meta = body.get("metadata")
+        labels = meta.get("labels") if isinstance(meta, Mapping) else None
+        return dict(labels) if isinstance(labels, Mapping) else {}
 
     async def _ray_group(self, pod: Mapping[str, Any]) -> bool:
         """Does every pod of this pod's Ray-pattern LeaderWorkerSet get the check, so that
@@ -234,18 +242,12 @@ class AdmissionService:
         ref = workload_of_pod(pod)
         if self._owner_body is None or ref.kind != "LeaderWorkerSet":
             return False
-        now = self._clock()
-        cached = self._ray_groups.get(ref.key, now)
-        if cached is not None:
-            return cached
         try:
-            body = await asyncio.wait_for(self._owner_body(ref), OWNER_LOOKUP_TIMEOUT)
+            body = await self._owner(ref)
         except Exception as exc:
             logger.warning("group phase for %s: unreadable (%s); not used", ref.display, exc)
             return False
-        ready = body is not None and ray_group_ready(body)
-        self._ray_groups.put(ref.key, now, ready)
-        return ready
+        return body is not None and ray_group_ready(body)
 
     async def mutate_pod(self, pod: Mapping[str, Any]) -> Injection | Skip:
         meta = pod.get("metadata") or {}

@@ -211,13 +211,13 @@ def test_multi_node_plans_check_the_pods_share() -> None:
 
 
 def service(
-    policies: list[dict[str, Any]] | None = None, owner_labels: Any = None
+    policies: list[dict[str, Any]] | None = None, owner_body: Any = None
 ) -> AdmissionService:
     book = PolicyBook()
     for p in policies or []:
         book.put(parse_policy(p))
     return AdmissionService(
-        OperatorConfig(), RulesAnalyser(), book, events=None, owner_labels=owner_labels
+        OperatorConfig(), RulesAnalyser(), book, events=None, owner_body=owner_body
     )
 
 
@@ -271,15 +271,15 @@ def test_pods_without_vllm_or_gpus_are_untouched() -> None:
 def test_the_policy_is_chosen_by_the_workloads_labels_once_per_workload() -> None:
     asked: list[WorkloadRef] = []
 
-    async def owner_labels(ref: WorkloadRef) -> dict[str, str]:
+    async def owner_body(ref: WorkloadRef) -> dict[str, Any]:
         asked.append(ref)
-        return {"team": "research"}
+        return {"metadata": {"name": ref.name, "labels": {"team": "research"}}}
 
     policy = {
         "metadata": {"namespace": "team", "name": "research"},
         "spec": {"selector": {"matchLabels": {"team": "research"}}, "action": "Audit"},
     }
-    svc = service([policy], owner_labels)
+    svc = service([policy], owner_body)
     for _ in range(3):
         injected = jsonpatch.apply_patch(vllm_pod(), mutate(vllm_pod(), svc))
         env = env_of(injected["spec"]["initContainers"][1])
@@ -288,7 +288,7 @@ def test_the_policy_is_chosen_by_the_workloads_labels_once_per_workload() -> Non
 
 
 def test_an_unreadable_workload_falls_back_to_the_pods_labels() -> None:
-    async def broken(ref: WorkloadRef) -> dict[str, str]:
+    async def broken(ref: WorkloadRef) -> dict[str, Any]:
         raise OSError("connection refused")
 
     svc = service(None, broken)

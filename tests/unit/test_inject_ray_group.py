@@ -103,3 +103,33 @@ def test_without_the_leaderworkerset_there_is_no_group_phase() -> None:
     assert worker["PREFLIGHT_TP"] == "8"
     leader = check_env(asyncio.run(service(None).mutate_pod(pod_of(body, "leader", 0))))
     assert "PREFLIGHT_GROUP_PORT" not in leader
+
+
+def test_one_read_of_the_leaderworkerset_serves_the_policy_and_the_group() -> None:
+    """The pod's policy labels and the Ray group's readiness come from one cached read of
+    the LeaderWorkerSet (the operator wired two readers of it before: two GETs a burst)."""
+    from preflight_operator.policy import parse_policy
+
+    body = lws()
+    body["metadata"].setdefault("labels", {})["team"] = "ray"  # on the LWS, not its pods
+    reads: list[str] = []
+
+    async def owner_body(ref: WorkloadRef) -> dict[str, Any] | None:
+        reads.append(ref.name)
+        return body
+
+    book = PolicyBook()
+    book.put(parse_policy({
+        "metadata": {"namespace": body["metadata"].get("namespace", "default"), "name": "ray"},
+        "spec": {"selector": {"matchLabels": {"team": "ray"}}, "action": "Audit"},
+    }))  # fmt: skip
+    svc = AdmissionService(
+        OperatorConfig(), RulesAnalyser(), book, events=None, owner_body=owner_body
+    )
+    for index in (1, 2):
+        pod = pod_of(body, "worker", index)
+        assert "team" not in pod["metadata"].get("labels", {})
+        env = check_env(asyncio.run(svc.mutate_pod(pod)))
+        assert "PREFLIGHT_GROUP_PORT" in env
+        assert env["PREFLIGHT_ACTION"] == "Audit"  # chosen by the LeaderWorkerSet's labels
+    assert reads == [body["metadata"]["name"]]
