@@ -34,7 +34,7 @@ import itertools
 import json
 import math
 import re
-from typing import Any, Optional, Union
+from typing import Any, List, Optional, Tuple, Union
 
 # Deeper than any object the API server, the checker or a serving stack writes (the
 # deepest in tests/data, CRDs aside, is under 30), far below where recursion is a risk.
@@ -136,3 +136,64 @@ def loads(
         raise Rejected(TOO_DEEP, "nested too deep to decode") from exc
     except (ValueError, UnicodeDecodeError) as exc:
         raise Rejected(NOT_JSON, str(exc)[:200]) from exc
+
+
+# What stands in for a container that was nested too deep (a string: no JSON value can be
+# mistaken for it without being this exact text).
+PRUNED = "<vllm-preflight: pruned, nested deeper than the limit>"
+_PRUNED_JSON = json.dumps(PRUNED).encode()
+_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+_OPENERS = (ord("["), ord("{"))
+Path = Tuple[Union[str, int], ...]
+
+
+def loads_pruned(
+    data: Union[bytes, bytearray, memoryview, str],
+    *,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+    max_bytes: Optional[int] = DEFAULT_MAX_BYTES,
+    max_paths: int = 20,
+) -> Tuple[Any, List[Path]]:
+    """Decodes ``data`` with every container nested deeper than ``max_depth`` replaced by
+    :data:`PRUNED`; returns the value and the paths that were pruned (at most
+    ``max_paths``). For the slow path only, after :func:`loads` refused a text as too
+    deep: a caller can then drop a part it never reads (an object's managedFields) and use
+    the rest, instead of losing the whole object. Costs one Python step per string and
+    bracket; raises :class:`Rejected` for size or broken text as :func:`loads` does."""
+    raw = _as_bytes(data)
+    if max_bytes is not None and len(raw) > max_bytes:
+        raise Rejected(TOO_LARGE, f"{len(raw)} bytes, more than the {max_bytes} accepted")
+    pieces: List[bytes] = []
+    kept_to = level = 0
+    cut_at = -1
+    for match in _TOKEN.finditer(raw):
+        first = raw[match.start()]
+        if first == 0x22:  # a string: brackets inside it do not count
+            continue
+        if first in _OPENERS:
+            level += 1
+            if level == max_depth + 1 and cut_at < 0:
+                cut_at = match.start()
+        else:
+            if level == max_depth + 1 and cut_at >= 0:
+                pieces += [raw[kept_to:cut_at], _PRUNED_JSON]
+                kept_to, cut_at = match.end(), -1
+            level -= 1
+    pieces.append(raw[kept_to:])
+    value = loads(b"".join(pieces), max_depth=max_depth, max_bytes=None)
+    return value, pruned_paths(value, max_paths)
+
+
+def pruned_paths(value: Any, limit: int = 20) -> List[Path]:
+    """Where :data:`PRUNED` stands in ``value`` (a walk with a stack of its own)."""
+    found: List[Path] = []
+    stack: List[Tuple[Path, Any]] = [((), value)]
+    while stack and len(found) < limit:
+        path, node = stack.pop()
+        if isinstance(node, dict):
+            stack.extend((path + (k,), v) for k, v in node.items())
+        elif isinstance(node, list):
+            stack.extend((path + (i,), v) for i, v in enumerate(node))
+        elif node == PRUNED:
+            found.append(path)
+    return sorted(found, key=lambda p: [str(part) for part in p])

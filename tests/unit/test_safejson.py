@@ -107,3 +107,30 @@ def test_unclosed_brackets_are_measured_not_recursed() -> None:
 def test_brackets_inside_strings_do_not_count() -> None:
     assert safejson.depth(json.dumps({"a": "[[[[[[", "b": '\\"]]]]'})) == 1
     assert safejson.depth(b'["\\\\", "[[["]') == 1
+
+
+def test_pruning_keeps_everything_but_the_bomb() -> None:
+    text = poisoned_deployment(1000).replace('"kind"', '"spec":{"replicas":2},"kind"')
+    value, paths = safejson.loads_pruned(text)
+    assert value["spec"] == {"replicas": 2}
+    assert value["metadata"]["name"] == "poison"
+    assert len(paths) == 1
+    assert paths[0][:4] == ("metadata", "managedFields", 0, "fieldsV1")
+    assert len(paths[0]) == safejson.DEFAULT_MAX_DEPTH  # cut where depth 101 would start
+    assert safejson.depth(json.dumps(value), limit=1000) <= safejson.DEFAULT_MAX_DEPTH
+
+
+@settings(max_examples=200, deadline=None)
+@given(json_values)
+def test_pruning_changes_nothing_within_the_limit(value: object) -> None:
+    text = json.dumps(value)
+    assert safejson.loads_pruned(text) == (value, [])
+
+
+def test_pruning_cuts_every_deep_branch_and_names_it() -> None:
+    deep = "[" * 8 + "1" + "]" * 8
+    value, paths = safejson.loads_pruned(
+        f'{{"a": {deep}, "b": {{"c": {deep}}}, "d": 1}}', max_depth=4
+    )
+    assert value["d"] == 1
+    assert sorted(paths) == [("a", 0, 0, 0), ("b", "c", 0, 0)]  # the 5th level is cut
