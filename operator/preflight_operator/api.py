@@ -1,9 +1,11 @@
-"""The one module that talks to the Kubernetes API (besides kopf's own watches).
+"""The one module that talks to the Kubernetes API.
 
 A small asyncio client on aiohttp: JSON in, JSON out, no generated models (a pod as a
 model object costs ten times its JSON in memory), one connection pool, explicit timeouts,
-the operator's field manager on every write. Credentials come from the pod's service
-account (the token file is re-read, so rotated tokens keep working) or from a kubeconfig.
+the operator's field manager on every write. Every body it reads is hostile input:
+decoding.py bounds it, drops managedFields, and names what was refused (``rejected``).
+Credentials come from the pod's service account (the token file is re-read, so rotated
+tokens keep working) or from a kubeconfig.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import os
 import ssl
 import tempfile
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -26,7 +28,9 @@ from urllib.parse import quote
 import aiohttp
 import yaml
 
+from preflight_contract import safejson
 from preflight_operator import constants, metrics
+from preflight_operator.decoding import Rejection, decode_body, decode_event, decode_list
 from preflight_operator.workloads import KNOWN_KINDS, WorkloadKind, WorkloadRef
 
 logger = logging.getLogger(__name__)
@@ -60,6 +64,19 @@ class Forbidden(ApiError):
 
 class Gone(ApiError):
     """A watch's resourceVersion is too old: list again."""
+
+
+class Unreadable(ApiError):
+    """The answer was refused by decoding.py (too deep, too large, not JSON): the object
+    cannot be used, which callers treat like any other failed call."""
+
+    def __init__(self, rejection: Rejection) -> None:
+        super().__init__(0, rejection.display, rejection.reason)
+        self.rejection = rejection
+
+
+# One line of a watch (one object) at most: the API server refuses requests over 3 MiB.
+MAX_LINE_BYTES = safejson.DEFAULT_MAX_BYTES
 
 
 # What a call to the API may raise besides a bug: an answer >= 400, a broken connection, a
@@ -222,6 +239,9 @@ class KubeApi:
         self._max_connections = max_connections
         self._session: aiohttp.ClientSession | None = None
         self.writes = 0  # writes sent by this process (tests and metrics read it)
+        # Told of every object or stream line that decoding refused (the controller
+        # posts an Event); each is counted in metrics here either way.
+        self.rejected: Callable[[Rejection], None] | None = None
 
     @property
     def credentials(self) -> Credentials:
@@ -263,13 +283,16 @@ class KubeApi:
         params: Mapping[str, str] | None = None,
         body: Any = None,
         content_type: str = "application/json",
+        as_list: bool = False,
     ) -> dict[str, Any]:
         """One call; "try again" answers (429, 503, 504 — e.g. a CRD's storage still
         initialising, API priority and fairness) are retried a few times with back-off."""
         for attempt in range(RETRIES):
             started = time.perf_counter()
             try:
-                return await self._request_once(method, path, params, body, content_type)
+                return await self._request_once(
+                    method, path, params, body, content_type, as_list=as_list
+                )
             except ApiError as exc:
                 if exc.status not in RETRIABLE or attempt == RETRIES - 1:
                     raise
@@ -285,6 +308,8 @@ class KubeApi:
         params: Mapping[str, str] | None,
         body: Any,
         content_type: str,
+        *,
+        as_list: bool = False,
     ) -> dict[str, Any]:
         is_write = method in ("POST", "PUT", "PATCH", "DELETE")
         query = dict(params or {})
@@ -299,12 +324,38 @@ class KubeApi:
             data=data,
             headers=self._headers(content_type if data is not None else None),
         ) as response:
-            text = await response.text()
+            raw = await response.read()
             if response.status >= 400:
-                raise _error(response.status, text)
+                raise _error(response.status, raw.decode("utf-8", "replace"))
             if is_write:
                 self.writes += 1
-            return json.loads(text) if text else {}
+        if not raw:
+            return {}
+        if as_list:
+            try:
+                page, rejections = decode_list(raw, path)
+            except safejson.Rejected as exc:
+                raise self._refuse(Rejection(path, exc.reason, str(exc))) from None
+            for rejection in rejections:
+                self._report(rejection)
+            return dict(page)
+        decoded, refused = decode_body(raw, path)
+        if refused is not None:
+            raise self._refuse(refused)
+        return dict(decoded) if isinstance(decoded, dict) else {}
+
+    def _report(self, rejection: Rejection) -> None:
+        metrics.OBJECTS_REJECTED.labels(reason=rejection.reason).inc()
+        logger.warning("not used: %s", rejection.display)
+        if self.rejected is not None:
+            try:
+                self.rejected(rejection)
+            except Exception:  # a callback bug must not stop a read
+                logger.exception("rejection callback failed")
+
+    def _refuse(self, rejection: Rejection) -> Unreadable:
+        self._report(rejection)
+        return Unreadable(rejection)
 
     # -- reads ------------------------------------------------------------------------
 
@@ -317,7 +368,7 @@ class KubeApi:
         """Pages of a list (items, list resourceVersion), ``page`` items at a time."""
         query = {**(params or {}), "limit": str(page)}
         while True:
-            result = await self.request("GET", path, params=query)
+            result = await self.request("GET", path, params=query, as_list=True)
             meta = result.get("metadata") or {}
             yield list(result.get("items") or []), str(meta.get("resourceVersion", ""))
             token = meta.get("continue")
@@ -346,10 +397,17 @@ class KubeApi:
         ) as response:
             if response.status >= 400:
                 raise _error(response.status, await response.text())
-            async for line in response.content:
+            async for line in _lines(response.content, MAX_LINE_BYTES):
+                if line is None:
+                    self._report(Rejection(path, safejson.TOO_LARGE, "a watch event too large"))
+                    continue
                 if not line.strip():
                     continue
-                event = json.loads(line)
+                event, rejection = decode_event(line, path)
+                if rejection is not None:
+                    self._report(rejection)
+                if event is None:
+                    continue
                 if event.get("type") == "ERROR":
                     status = event.get("object") or {}
                     raise _error(int(status.get("code", 500)), json.dumps(status))
@@ -416,6 +474,31 @@ class KubeApi:
         return await self.request("PUT", path, body=lease)
 
 
+async def _lines(content: aiohttp.StreamReader, limit: int) -> AsyncIterator[bytes | None]:
+    """The lines of a stream, each at most ``limit`` bytes; a longer line is skipped to its
+    end and yields None (aiohttp's own line reader raises on lines over 128 KiB)."""
+    buffer = bytearray()
+    skipping = False
+    async for chunk in content.iter_any():
+        buffer += chunk
+        while True:
+            end = buffer.find(b"\n")
+            if end < 0:
+                break
+            line, buffer = bytes(buffer[:end]), buffer[end + 1 :]
+            if skipping:
+                skipping = False  # the end of the line too large
+                continue
+            yield line if len(line) <= limit else None
+        if len(buffer) > limit:
+            if not skipping:
+                yield None
+            skipping = True
+            buffer.clear()
+    if buffer and not skipping:
+        yield bytes(buffer)
+
+
 def _kind_from_ref(ref: WorkloadRef) -> WorkloadKind:
     if ref.kind in KNOWN_KINDS:
         return KNOWN_KINDS[ref.kind]
@@ -427,10 +510,10 @@ def _kind_from_ref(ref: WorkloadRef) -> WorkloadKind:
 
 def _error(status: int, text: str) -> ApiError:
     try:
-        data = json.loads(text)
-        message = str(data.get("message", text))
-        reason = str(data.get("reason", ""))
-    except ValueError:
+        data = safejson.loads(text, max_bytes=64 * 1024)
+        message = str(data.get("message", text))[:2000]
+        reason = str(data.get("reason", ""))[:200]
+    except (ValueError, AttributeError):
         message, reason = text[:500], ""
     if status == 404:
         return NotFound(status, message, reason)

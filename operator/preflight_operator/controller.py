@@ -1,6 +1,6 @@
 """The operator's state machine: observations in, reconciles out.
 
-kopf handlers (handlers/) call the ``observe_*`` methods with the objects kopf hands them;
+The watches (watches.py) call the ``observe_*`` methods with the objects they read;
 those update the store (pure) and queue the workload's key; workers reconcile keys one at a
 time each (reconciler.py). Nothing here talks HTTP except through ``api.KubeApi``.
 """
@@ -173,7 +173,7 @@ class Controller:
             return False
         return namespace in self.opted_in or label == constants.INJECT_ENABLED
 
-    # -- observations (called by kopf handlers; no I/O) --------------------------------
+    # -- observations (called by the watches; no I/O) ---------------------------------
 
     def observe_workload(
         self,
@@ -560,14 +560,9 @@ class Controller:
     # -- lifecycle --------------------------------------------------------------------
 
     async def prime(self) -> None:
-        """Before any event: opted-in namespaces, policies and the GPUValidations as the
-        cluster has them (so a restart that finds nothing new writes nothing)."""
-        selector = f"{self.config.namespace_label}={constants.INJECT_ENABLED}"
-        async for items, _ in self.api.list_pages(
-            "/api/v1/namespaces", {"labelSelector": selector}
-        ):
-            for item in items:
-                self.observe_namespace(str(item["metadata"]["name"]), opted_in=True)
+        """Before any event (watches.py primed the opted-in namespaces): policies and the
+        GPUValidations as the cluster has them (so a restart that finds nothing new writes
+        nothing)."""
         await self.policy_reflector.sync()
         self.policies.replace_all(self._parsed_policies())
         await self.validation_reflector.sync()

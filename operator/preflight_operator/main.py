@@ -1,8 +1,8 @@
 """`vllm-preflight operator`: builds the operator from options and runs kopf.
 
-kopf runs cluster-wide (workloads and injected pods live in any opted-in namespace) in
-its standalone mode on every replica: every replica watches, keeps its store warm and
-serves both webhooks; the holder of the ``coordination.k8s.io`` Lease named
+kopf runs the life cycle in its standalone mode on every replica; every replica watches
+(watches.py: workloads and injected pods in any opted-in namespace), keeps its store warm
+and serves both webhooks; the holder of the ``coordination.k8s.io`` Lease named
 ``vllm-preflight`` in the release namespace is the one that writes (writegate.py,
 elector.py). ``--standalone``: a single replica, no election.
 """
@@ -29,6 +29,7 @@ from preflight_operator.modelcache import ModelCache, load_model_sources
 from preflight_operator.options import RunOptions, parse_options
 from preflight_operator.reflector import Reflector
 from preflight_operator.rules import ClusterLookup
+from preflight_operator.watches import Watches
 from preflight_operator.webhooks import AdmissionService
 from preflight_operator.writegate import WriteGate
 
@@ -129,8 +130,9 @@ def build(options: RunOptions) -> tuple[kopf.OperatorRegistry, kopf.Memo, Contro
         events=controller.events,
         owner_body=api.get_workload,
     )
+    watches = Watches(api, controller, options.kind_families)
     registry = register(kopf.OperatorRegistry(), options)
-    memo = kopf.Memo(controller=controller, admission=admission)
+    memo = kopf.Memo(controller=controller, admission=admission, watches=watches)
     return registry, memo, controller
 
 

@@ -120,12 +120,22 @@ EVENTS_DROPPED = Counter(
     "Events not posted because the queue was full or the API refused them.",
     registry=REGISTRY,
 )
+# Objects and watch lines the operator refused to use (decoding.py): poisoned (nested too
+# deep outside managedFields), too-large, too-deep (a whole page or stream line), not-json.
+OBJECTS_REJECTED = Counter(
+    "vllm_preflight_objects_rejected_total",
+    "Objects or API answers not used because they were too deep, too large or not JSON.",
+    ["reason"],
+    registry=REGISTRY,
+)
 
 
 # Known label sets start at zero, so a series the dashboard or an alert uses exists (and
 # rate() over it works) before the first error or remediation ever happens.
 for _stage in ("rules", "api", "bug"):
     RECONCILE_ERRORS.labels(stage=_stage)
+for _reason in ("poisoned", "too-large", "too-deep", "not-json"):  # decoding.REASONS
+    OBJECTS_REJECTED.labels(reason=_reason)
 for _webhook in (constants.VALIDATE_WEBHOOK_ID, constants.MUTATE_PODS_WEBHOOK_ID):
     ADMISSIONS.labels(webhook=_webhook, outcome="error")
 for _to in ("leader", "follower"):

@@ -24,26 +24,21 @@ from typing import Any
 
 import kopf
 
-from preflight_operator import constants
 from preflight_operator.controller import Controller
 from preflight_operator.elector import LeaderElector
 from preflight_operator.handlers import admission as handlers_admission
 from preflight_operator.options import RunOptions
 from preflight_operator.rulesworker import RulesPool, isolate
+from preflight_operator.watches import Watches
 from preflight_operator.webhookserver import WebhookServer
 
 logger = logging.getLogger(__name__)
 
 
-def configure(settings: kopf.OperatorSettings, namespace_label: str) -> None:
+def configure(settings: kopf.OperatorSettings) -> None:
     settings.admission.managed = None
-    selectors = settings.watching.label_selectors
-    selectors["v1", "pods"] = constants.INJECTED_POD_SELECTOR
-    selectors["v1", "namespaces"] = f"{namespace_label}={constants.INJECT_ENABLED}"
+    settings.scanning.disabled = True  # no kopf watch: no CRD or namespace observer either
     settings.posting.enabled = False
-    # kopf re-lists after a watch error; keep its back-off short so a restart of the
-    # API server (or a resumed peer) catches up quickly.
-    settings.watching.reconnect_backoff = 0.5
 
 
 def register(registry: kopf.OperatorRegistry, options: RunOptions) -> None:
@@ -67,7 +62,8 @@ def register(registry: kopf.OperatorRegistry, options: RunOptions) -> None:
     @kopf.on.startup(registry=registry)
     async def start(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
         controller: Controller = memo.controller
-        configure(settings, controller.config.namespace_label)
+        watches: Watches = memo.watches
+        configure(settings)
         # The rules run in a child process with a time and memory budget (rulesworker.py),
         # for the webhooks and the reconciles alike; started now, before any request.
         worker = isolate(controller.analyser, controller.config)
@@ -75,8 +71,10 @@ def register(registry: kopf.OperatorRegistry, options: RunOptions) -> None:
             worker.start()
             controller.analyser = worker
             memo.admission.use_analyser(worker)
+        await watches.prime()
         await controller.prime()
         await controller.start(workers=options.workers)
+        watches.start()
         server = WebhookServer(
             handlers_admission.routes(memo.admission),
             addr=options.webhook_addr,
@@ -125,6 +123,7 @@ def register(registry: kopf.OperatorRegistry, options: RunOptions) -> None:
         server: WebhookServer | None = getattr(memo, "webhook_server", None)
         if server is not None:
             await server.stop()
+        await memo.watches.stop()
         await controller.stop()
         if isinstance(controller.analyser, RulesPool):
             controller.analyser.close()

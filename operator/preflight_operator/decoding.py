@@ -1,0 +1,153 @@
+"""What the API server sends, decoded as hostile input (pure; api.py reads, this decides).
+
+Why (issue 23): the API server stores and serves objects nested far deeper than any
+decoder should follow. ``metadata.managedFields[].fieldsV1`` is free-form JSON that any
+user who may create a Deployment can fill; one nested 1,000 deep made ``json.loads`` raise
+``RecursionError`` inside kopf's watch stream and stopped both replicas, which a restart
+met again at its first listing. Every body the operator reads from the API server now goes
+through :func:`decode_body`, :func:`decode_list` or :func:`decode_event`:
+
+* ``preflight_contract.safejson`` bounds size and depth, without recursion;
+* ``metadata.managedFields`` is dropped from every object: the operator never reads it,
+  and it is the one place a user can nest freely in a built-in kind (it is also about a
+  third of a typical object's bytes, so the caches are smaller without it);
+* an object that was too deep only inside managedFields is used as if it had none (so a
+  deep managedFields can neither hide a workload nor break the watch);
+* an object too deep anywhere else, too large or not JSON is *poisoned*: skipped, and
+  described by a :class:`Rejection` the caller counts and reports. A deletion of a
+  poisoned object is still delivered (its name and namespace are enough for it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from preflight_contract import safejson
+
+POISONED = "poisoned"  # too deep outside managedFields
+REASONS = (*safejson.REASONS, POISONED)
+_MANAGED_FIELDS = ("metadata", "managedFields")
+
+
+@dataclasses.dataclass(frozen=True)
+class Rejection:
+    """An object (or a line of a stream) the operator did not use, and why."""
+
+    source: str  # the API path that was read
+    reason: str  # one of REASONS
+    detail: str
+    kind: str = ""
+    namespace: str = ""
+    name: str = ""
+    uid: str = ""
+
+    @property
+    def display(self) -> str:
+        where = "/".join(p for p in (self.namespace, self.name) if p) or "an object"
+        return f"{self.kind or 'object'} {where} from {self.source}: {self.reason} ({self.detail})"
+
+
+def strip_managed_fields(body: Any) -> None:
+    meta = body.get("metadata") if isinstance(body, dict) else None
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+
+
+def _loads(raw: bytes | str) -> tuple[Any, list[safejson.Path]]:
+    try:
+        return safejson.loads(raw), []
+    except safejson.Rejected as exc:
+        if exc.reason != safejson.TOO_DEEP:
+            raise
+    return safejson.loads_pruned(raw)
+
+
+def _rejection(source: str, body: Any, reason: str, detail: str, kind: str = "") -> Rejection:
+    meta = body.get("metadata") if isinstance(body, Mapping) else None
+    meta = meta if isinstance(meta, Mapping) else {}
+    kind = kind or (str(body.get("kind", "")) if isinstance(body, Mapping) else "")
+    return Rejection(
+        source=source,
+        reason=reason,
+        detail=detail,
+        kind=kind[:63],
+        namespace=str(meta.get("namespace", ""))[:253],
+        name=str(meta.get("name", ""))[:253],
+        uid=str(meta.get("uid", ""))[:64],
+    )
+
+
+def _where(path: safejson.Path) -> str:
+    shown = ".".join(str(p) for p in path[:8])
+    return f"{shown}... ({len(path)} levels)" if len(path) > 8 else shown
+
+
+def _deep_outside_managed_fields(paths: list[safejson.Path], prefix: tuple[Any, ...]) -> str:
+    """The first pruned path not under ``prefix`` + metadata.managedFields, as text."""
+    skip = len(prefix)
+    for path in paths:
+        rest = path[skip:] if path[:skip] == prefix else path
+        if rest[:2] != _MANAGED_FIELDS:
+            return _where(rest)
+    return ""
+
+
+def decode_body(raw: bytes | str, source: str) -> tuple[Any, Rejection | None]:
+    """One object (a GET or a write's answer): (body, None), or (None, why not)."""
+    try:
+        body, paths = _loads(raw)
+    except safejson.Rejected as exc:
+        return None, Rejection(source, exc.reason, str(exc))
+    strip_managed_fields(body)
+    deep = _deep_outside_managed_fields(paths, ())
+    if deep:
+        return None, _rejection(source, body, POISONED, f"nested too deep at {deep}")
+    return body, None
+
+
+def decode_list(raw: bytes | str, source: str) -> tuple[Any, list[Rejection]]:
+    """A list page: (the list with its usable items, one Rejection per item left out).
+    A page that cannot be read at all raises ``safejson.Rejected``."""
+    body, paths = _loads(raw)
+    if not isinstance(body, dict):
+        raise safejson.Rejected(safejson.NOT_JSON, "a list page that is not a JSON object")
+    items = body.get("items")
+    if not isinstance(items, list):
+        items = []
+    poisoned: set[int] = set()
+    rejections: list[Rejection] = []
+    for path in paths:
+        if len(path) >= 2 and path[0] == "items" and isinstance(path[1], int):
+            if path[2:4] != _MANAGED_FIELDS and path[1] not in poisoned:
+                poisoned.add(path[1])
+                where = _where(path[2:])
+                rejections.append(
+                    _rejection(source, items[path[1]], POISONED, f"nested too deep at {where}")
+                )
+        elif path[:1] != ("items",):
+            raise safejson.Rejected(safejson.TOO_DEEP, "a list page nested too deep")
+    kept = [item for i, item in enumerate(items) if i not in poisoned]
+    for item in kept:
+        strip_managed_fields(item)
+    body["items"] = kept
+    return body, rejections
+
+
+def decode_event(raw: bytes | str, source: str) -> tuple[dict[str, Any] | None, Rejection | None]:
+    """One line of a watch: (event, None); (event, why) for the deletion of a poisoned
+    object, which is still delivered; (None, why) for anything else that is refused."""
+    try:
+        event, paths = _loads(raw)
+    except safejson.Rejected as exc:
+        return None, Rejection(source, exc.reason, str(exc))
+    if not isinstance(event, dict):
+        return None, Rejection(source, safejson.NOT_JSON, "a watch event that is not an object")
+    body = event.get("object")
+    strip_managed_fields(body)
+    deep = _deep_outside_managed_fields(paths, ("object",))
+    if not deep:
+        return event, None
+    rejection = _rejection(source, body, POISONED, f"nested too deep at {deep}")
+    return (event if event.get("type") == "DELETED" else None), rejection
