@@ -19,6 +19,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from preflight_contract import safejson
 from preflight_contract.actions import ACTIONS, ENFORCE
 from preflight_contract.verdicts import (
     CHECK_STATUSES,
@@ -33,6 +34,11 @@ from preflight_contract.verdicts import (
 )
 
 SCHEMA_VERSION = 1
+# A report read back (the termination message is at most 4096 bytes; a --json file more):
+# far above any real report, far below what could hurt the reader.
+REPORT_MAX_BYTES = 1024 * 1024
+REPORT_MAX_DEPTH = 32
+MAX_ORDINAL = 4095
 
 # Kubernetes truncates a container's termination message at 4096 bytes; we aim lower so
 # that two or three containers of one pod never get split below their own sizes.
@@ -127,14 +133,22 @@ class GPUEntry:
     def from_dict(cls, data: Mapping[str, Any]) -> GPUEntry:
         try:
             nvml_index = data.get("nvml_index")
+            ordinal = data["ordinal"]
+            if isinstance(ordinal, bool) or not isinstance(ordinal, int):
+                raise TypeError("ordinal")
+            if not 0 <= ordinal <= MAX_ORDINAL or not (
+                nvml_index is None
+                or (isinstance(nvml_index, int) and 0 <= nvml_index <= MAX_ORDINAL)
+            ):
+                raise ValueError("ordinal out of range")
             return cls(
-                ordinal=int(data["ordinal"]),
+                ordinal=ordinal,
                 uuid=str(data.get("uuid", "")),
                 pci_bus_id=str(data.get("pci_bus_id", "")),
                 name=str(data.get("name", "")),
-                nvml_index=int(nvml_index) if nvml_index is not None else None,
+                nvml_index=nvml_index,
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ReportError(f"a GPU entry is malformed: {data!r:.200}") from exc
 
 
@@ -270,11 +284,18 @@ class Report:
 
     @classmethod
     def from_json(cls, text: str) -> Report:
+        """A report from text that is not trusted (a pod's termination message): bounded
+        in size and depth, no NaN or Infinity, and any malformed field a ReportError."""
         try:
-            data = json.loads(text)
+            data = safejson.loads(text, max_depth=REPORT_MAX_DEPTH, max_bytes=REPORT_MAX_BYTES)
         except ValueError as exc:
             raise ReportError(f"the report is not JSON: {exc}") from exc
-        return cls.from_dict(data)
+        try:
+            return cls.from_dict(data)
+        except (TypeError, ValueError, AttributeError, OverflowError) as exc:
+            if isinstance(exc, ReportError):
+                raise
+            raise ReportError(f"the report is malformed: {type(exc).__name__}") from exc
 
     # -- the compact form ----------------------------------------------------------
 
@@ -315,7 +336,13 @@ def _base(report: Report) -> Dict[str, Any]:
 
 
 _GROUP_TEXT = ("id", "status", "slowest")
-_GROUP_NUMBERS = ("index", "size", "joined", "slowest_ms", "busbw_gbps")
+# Whole numbers (members, indices) and measurements, each with the range a real group can
+# have: a reader writes them into integer and number fields of the GPUValidation, where
+# 1e308 or a float in an integer field would make the API server refuse the whole status.
+_GROUP_INTS = ("index", "size", "joined")
+_GROUP_FLOATS = ("slowest_ms", "busbw_gbps")
+GROUP_MAX_MEMBERS = 100_000
+_GROUP_MAX_MEASURE = 1e9
 
 
 def group_summary(raw: Any) -> Dict[str, Any]:
@@ -328,14 +355,25 @@ def group_summary(raw: Any) -> Dict[str, Any]:
     for key in _GROUP_TEXT:
         if isinstance(raw.get(key), str):
             out[key] = _cut(raw[key], 80)
-    for key in _GROUP_NUMBERS:
+    for key in _GROUP_INTS:
         value = raw.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if _whole(value):
+            out[key] = value
+    for key in _GROUP_FLOATS:
+        value = raw.get(key)
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if number and 0 <= value <= _GROUP_MAX_MEASURE:  # NaN compares False: dropped too
             out[key] = value
     missing = raw.get("missing")
     if isinstance(missing, list):
-        out["missing"] = [m for m in missing if isinstance(m, int)][:8]
+        out["missing"] = [m for m in missing if _whole(m)][:8]
     return out
+
+
+def _whole(value: Any) -> bool:
+    return (
+        isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= GROUP_MAX_MEMBERS
+    )
 
 
 def _cut(text: str, length: int) -> str:

@@ -191,9 +191,9 @@ def pruned_paths(value: Any, limit: int = 20) -> List[Path]:
     while stack and len(found) < limit:
         path, node = stack.pop()
         if isinstance(node, dict):
-            stack.extend((path + (k,), v) for k, v in node.items())
+            stack.extend(((*path, k), v) for k, v in node.items())
         elif isinstance(node, list):
-            stack.extend((path + (i,), v) for i, v in enumerate(node))
+            stack.extend(((*path, i), v) for i, v in enumerate(node))
         elif node == PRUNED:
             found.append(path)
     return sorted(found, key=lambda p: [str(part) for part in p])

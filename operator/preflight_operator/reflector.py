@@ -139,7 +139,7 @@ class Reflector:
                 if not self.synced.is_set() or self.absent:
                     await self.sync()
                 if self.absent:
-                    await asyncio.sleep(300.0)  # an API that may be installed later
+                    await asyncio.sleep(60.0)  # an API that may be installed later
                     continue
                 async for event in self._api.watch(
                     self._path, self._resource_version, self._params
