@@ -361,9 +361,8 @@ def group_summary(raw: Any) -> Dict[str, Any]:
             out[key] = value
     for key in _GROUP_FLOATS:
         value = raw.get(key)
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if number and 0 <= value <= _GROUP_MAX_MEASURE:  # NaN compares False: dropped too
-            out[key] = value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            out.update({key: value} if 0 <= value <= _GROUP_MAX_MEASURE else {})  # not NaN
     missing = raw.get("missing")
     if isinstance(missing, list):
         out["missing"] = [m for m in missing if _whole(m)][:8]
