@@ -361,8 +361,12 @@ def group_summary(raw: Any) -> Dict[str, Any]:
             out[key] = value
     for key in _GROUP_FLOATS:
         value = raw.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            out.update({key: value} if 0 <= value <= _GROUP_MAX_MEASURE else {})  # not NaN
+        if (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and 0 <= value <= _GROUP_MAX_MEASURE  # NaN compares False: dropped too
+        ):
+            out[key] = value
     missing = raw.get("missing")
     if isinstance(missing, list):
         out["missing"] = [m for m in missing if _whole(m)][:8]
