@@ -87,6 +87,9 @@ class OperatorConfig:
     rules_budget_seconds: float = 3.0
     rules_memory_mib: int = 160
     rules_workers: int = 2
+    # Identities, besides kube-system's, whose pods' results the operator acts on
+    # (provenance.py): exact usernames, e.g. a serving stack's operator that creates pods.
+    pod_creators: tuple[str, ...] = ()
 
     def with_release_namespace(self, namespace: str | None) -> OperatorConfig:
         """The release namespace is never touched either (the operator's own pods live there)."""
@@ -359,7 +362,24 @@ def parse_config(data: Any) -> OperatorConfig:
         rules_budget_seconds=float(seconds),
         rules_memory_mib=memory,
         rules_workers=workers,
+        pod_creators=_pod_creators(_mapping(raw.get("podTrust"), "podTrust").get("creators")),
     )
+
+
+def _pod_creators(value: Any) -> tuple[str, ...]:
+    """podTrust.creators: exact Kubernetes usernames; a pattern would let a tenant name a
+    service account after a controller's in their own namespace."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ConfigError("podTrust.creators: expected a list of usernames")
+    for name in value:
+        if "*" in name or name.endswith(":"):
+            raise ConfigError(
+                f"podTrust.creators: {name!r} is a pattern; give exact usernames such as"
+                " system:serviceaccount:ray-system:kuberay-operator"
+            )
+    return tuple(value)
 
 
 def _history_size(value: Any) -> int:

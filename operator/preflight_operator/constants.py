@@ -25,6 +25,7 @@ ANNOTATION_STATUS: Final = PREFIX + "status"
 ANNOTATION_REASON: Final = PREFIX + "reason"
 ANNOTATION_CHECKED_AT: Final = PREFIX + "checked-at"
 ANNOTATION_REMEDIATED: Final = PREFIX + "remediated"
+ANNOTATION_CREATED_BY: Final = PREFIX + "created-by"  # provenance.py: controller | other
 INJECT_ENABLED: Final = "enabled"
 INJECT_DISABLED: Final = "disabled"
 # The server-side selector of the operator's pod watch: it never lists unrelated pods.
@@ -47,6 +48,9 @@ LEASE_NAME: Final = "vllm-preflight"
 # Webhook paths: kopf serves each admission handler at /<handler id>.
 VALIDATE_WEBHOOK_ID: Final = "validate"
 MUTATE_PODS_WEBHOOK_ID: Final = "mutate-pods"
+# Guards the injected pods' provenance annotation (provenance.py): every namespace but the
+# excluded ones, every pod labelled injected.
+PROVENANCE_WEBHOOK_ID: Final = "validate-provenance"
 
 GPU_RESOURCE: Final = "nvidia.com/gpu"
 MIG_RESOURCE_PREFIX: Final = "nvidia.com/mig-"

@@ -356,7 +356,10 @@ class Controller:
         changed = self.store.put_pod(key, pod, self._clock())
         if result is not None and (before is None or before.result != result):
             metrics.record_check(body, result)
-            self._feed_node(key, namespace, result)
+            if result.dropped:
+                metrics.REPORT_ENTRIES_DROPPED.inc(result.dropped)
+            if result.trusted:  # never a pod anyone else made (provenance.py)
+                self._feed_node(key, namespace, result)
         if is_bare_pod(body):
             self.observe_workload(POD, body, deleted=False, has_injected_pods=True)
         if changed:

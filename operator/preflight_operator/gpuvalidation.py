@@ -7,7 +7,9 @@ restart that finds nothing new writes nothing.
 
 Runtime verdict: the worst verdict of the pods that exist and have reported (a pod still
 failing is a failure now); while none has reported, ``pending`` if some exist, else the
-newest recorded result (a workload scaled to zero keeps showing why).
+newest recorded result (a workload scaled to zero keeps showing why). Only the results of
+pods the workload's controller made decide it while there are any (provenance.py): a pod
+anyone else made is listed, marked ``createdBy: other``, and outranks nothing.
 """
 
 from __future__ import annotations
@@ -103,6 +105,11 @@ def merge_history(
         reverse=True,
     )
     return ordered[:limit]
+
+
+def deciding(live: Sequence[PodResult]) -> list[PodResult]:
+    """The results that decide: the controller's pods', else (none of those) all of them."""
+    return [r for r in live if r.trusted] or list(live)
 
 
 def runtime_verdict(
@@ -287,7 +294,8 @@ def build_status(inputs: StatusInputs) -> dict[str, Any]:
     history = merge_history(
         prev_runtime.get("pods") or [], inputs.live_results, inputs.history_limit
     )
-    runtime = runtime_verdict(inputs.live_results, inputs.pending_pods, history)
+    live = deciding(inputs.live_results)
+    runtime = runtime_verdict(live, inputs.pending_pods, history)
     static = inputs.static
     plan = static.plan if static is not None else None
     requested = static.gpus_requested if static is not None else None
@@ -296,9 +304,7 @@ def build_status(inputs: StatusInputs) -> dict[str, Any]:
         "workload": inputs.ref.display,
         "staticVerdict": static.verdict if static is not None else UNKNOWN,
         "runtimeVerdict": runtime,
-        "reason": status_reason(
-            static, runtime, inputs.live_results, history, inputs.unschedulable
-        ),
+        "reason": status_reason(static, runtime, live, history, inputs.unschedulable),
         "action": inputs.policy.action,
         "policy": inputs.policy.name,
         "gpus": f"{'?' if requested is None else requested}/"
@@ -332,7 +338,7 @@ def build_status(inputs: StatusInputs) -> dict[str, Any]:
     static_state = _static_condition(static)
     runtime_state = _runtime_condition(
         runtime,
-        inputs.live_results,
+        live,
         history,
         inputs.injection_enabled,
         not_injected=inputs.not_injected,
@@ -404,7 +410,8 @@ def group_results(history: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _size(value: Any) -> int:
-    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+    # ASCII-escaped: never smaller than the UTF-8 the API server stores, so an upper bound
+    return len(json.dumps(value, separators=(",", ":")))
 
 
 def bound_status(status: dict[str, Any], limit: int = STATUS_LIMIT) -> dict[str, Any]:

@@ -120,6 +120,11 @@ EVENTS_DROPPED = Counter(
     "Events not posted because the queue was full or the API refused them.",
     registry=REGISTRY,
 )
+REPORT_ENTRIES_DROPPED = Counter(
+    "vllm_preflight_report_entries_dropped_total",
+    "Entries of pods' check reports left out: check ids this operator does not know.",
+    registry=REGISTRY,
+)
 # Objects and watch lines the operator refused to use (decoding.py): poisoned (nested too
 # deep outside managedFields), too-large, too-deep (a whole page or stream line), not-json.
 OBJECTS_REJECTED = Counter(

@@ -12,11 +12,12 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from preflight_contract.verdicts import FAIL
+from preflight_contract.verdicts import FAIL, worst
 from preflight_operator import constants, remediation
 from preflight_operator.events import EventSpec, InvolvedObject, pod_result_events, static_events
 from preflight_operator.gpuvalidation import (
     NOT_INJECTED,
+    PENDING,
     RUNTIME_CONDITION,
     StatusInputs,
     build_status,
@@ -118,7 +119,11 @@ def plan_reconcile(
     recorded = stored_status.get("remediation")
     status = status_with(recorded)
     runtime = str(status["runtimeVerdict"])
-    failures = [r.checked_at for r in live if r.verdict == FAIL]
+    # Remediation acts only on results of pods the workload's controller made
+    # (provenance.py): a pod anyone else made can be shown, never scale a workload.
+    trusted = [r for r in live if r.trusted]
+    acting_on = worst([r.verdict for r in trusted]) if trusted else PENDING
+    failures = [r.checked_at for r in trusted if r.verdict == FAIL]
     kind = ref.workload_kind
     decision = remediation.Decision(record=dict(recorded) if recorded else None)
     if kind is not None and kind is not POD:
@@ -130,7 +135,7 @@ def plan_reconcile(
                 annotations=workload.annotations,
             ),
             on_runtime_failure=workload.policy.spec.on_runtime_failure,
-            runtime_verdict=runtime,
+            runtime_verdict=acting_on,
             newest_failure_at=max(failures, default=""),
             recorded=recorded,
             now=now,

@@ -10,12 +10,17 @@ with the log's first line, never parsed as a pass.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from typing import Any
 
+from preflight_contract.check_ids import CHECKS, GROUP_PHASE
+from preflight_contract.modelfacts import RULE_IDS as MODEL_CHECKS
+from preflight_contract.modelfacts import UNREADABLE as MODEL_UNREADABLE
 from preflight_contract.report import Report, ReportError
 from preflight_contract.verdicts import ERROR, FAIL, WARN
-from preflight_operator import constants
+from preflight_operator import constants, provenance
+from preflight_operator.workloads import workload_of_pod
 
 MESSAGE_LIMIT = 300
 MAX_FAILURES = 10  # status.runtime.pods[].failures maxItems
@@ -60,6 +65,15 @@ class PodResult:
     action: str = ""
     # the group phase's summary (report.group_summary): multi-node groups only
     group: Mapping[str, Any] | None = None
+    # provenance.CONTROLLER when the workload's controller made the pod (provenance.py):
+    # only such results drive remediation and node feedback or decide the verdict
+    created_by: str = provenance.OTHER
+    # report entries left out: check ids this operator does not know
+    dropped: int = 0
+
+    @property
+    def trusted(self) -> bool:
+        return self.created_by == provenance.CONTROLLER
 
     @property
     def run_key(self) -> tuple[str, int, str]:
@@ -74,6 +88,7 @@ class PodResult:
             "verdict": self.verdict,
             "exitCode": self.exit_code,
             "restarts": self.restarts,
+            "createdBy": self.created_by,
         }
         if self.node:
             out["node"] = self.node
@@ -157,6 +172,7 @@ def pod_result(pod: Mapping[str, Any]) -> PodResult | None:
         return None
     meta = pod.get("metadata") or {}
     exit_code = _as_int(terminated.get("exitCode"), -1)
+    workload = workload_of_pod(pod)
     base = PodResult(
         pod=str(meta.get("name", "")),
         uid=str(meta.get("uid", "")),
@@ -164,7 +180,10 @@ def pod_result(pod: Mapping[str, Any]) -> PodResult | None:
         verdict=ERROR,
         exit_code=exit_code,
         restarts=_as_int(container_status.get("restartCount"), 0),
-        checked_at=str(terminated.get("finishedAt") or ""),
+        checked_at=_timestamp(terminated.get("finishedAt")),
+        created_by=provenance.CONTROLLER
+        if provenance.trusted(pod, workload.kind, workload.name)
+        else provenance.OTHER,
     )
     text = str(terminated.get("message") or "")
     try:
@@ -181,7 +200,27 @@ def pod_result(pod: Mapping[str, Any]) -> PodResult | None:
 
 
 def _as_int(value: Any, default: int) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
+    """An int32, as the GPUValidation's integer fields take it."""
+    if isinstance(value, int) and not isinstance(value, bool) and -(2**31) <= value < 2**31:
+        return value
+    return default
+
+
+_RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?(Z|[+-]\d\d:\d\d)")
+
+
+def _timestamp(value: Any) -> str:
+    """The kubelet's finishedAt, or "" for anything the CRD's date-time would refuse."""
+    return value if isinstance(value, str) and _RFC3339.fullmatch(value) else ""
+
+
+# What a report may name: the checker's ids, the model rules it shares, the group phase,
+# and the reader's own "truncated" (report.py). Anything else is left out and counted:
+# an id becomes a REASON, an annotation and a metric label.
+KNOWN_IDS = (
+    frozenset(CHECKS) | frozenset(MODEL_CHECKS) | GROUP_PHASE | {MODEL_UNREADABLE, "truncated"}
+)
+_GPU_TEXT = re.compile(r"[A-Za-z0-9:._-]{0,80}")
 
 
 def _without_report(text: str, terminated: Mapping[str, Any], base: PodResult) -> PodResult:
@@ -205,8 +244,9 @@ def _without_report(text: str, terminated: Mapping[str, Any], base: PodResult) -
 
 
 def _from_report(report: Report, base: PodResult) -> PodResult:
-    failing = [c for c in report.checks if c.status in (FAIL, ERROR)]
-    warning = [c for c in report.checks if c.status == WARN]
+    known = [c for c in report.checks if c.id in KNOWN_IDS]
+    failing = [c for c in known if c.status in (FAIL, ERROR)]
+    warning = [c for c in known if c.status == WARN]
     first = (failing or warning)[0] if failing or warning else None
     reason = first.id if first else ""
     message = shorten(first.message) if first else ""
@@ -218,7 +258,16 @@ def _from_report(report: Report, base: PodResult) -> PodResult:
         Failure(c.id, c.status, shorten(c.message), shorten(c.remediation))
         for c in (failing + warning)[:MAX_FAILURES]
     )
-    gpus = tuple((g.ordinal, g.uuid, g.pci_bus_id) for g in report.gpus[:MAX_GPUS])
+    gpus = tuple(
+        (g.ordinal, g.uuid, g.pci_bus_id)
+        for g in report.gpus[:MAX_GPUS]
+        if _GPU_TEXT.fullmatch(g.uuid) and _GPU_TEXT.fullmatch(g.pci_bus_id)
+    )
+    dropped = len(report.checks) - len(known)
+    if dropped and not failing and report.verdict in (FAIL, ERROR):
+        reason = "report-unknown-checks"
+        message = "the report's failing checks are not known to this version of vllm-preflight"
+        remediation = "run the same vllm-preflight version for the checker and the operator"
     return dataclasses.replace(
         base,
         verdict=report.verdict,
@@ -229,4 +278,5 @@ def _from_report(report: Report, base: PodResult) -> PodResult:
         gpus=gpus,
         action=report.action,
         group=report.group or None,
+        dropped=dropped,
     )

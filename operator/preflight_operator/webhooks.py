@@ -249,6 +249,11 @@ class AdmissionService:
             return False
         return body is not None and ray_group_ready(body)
 
+    @property
+    def pod_creators(self) -> tuple[str, ...]:
+        """Identities besides kube-system's whose pods are trusted (provenance.py)."""
+        return self._config.pod_creators
+
     async def mutate_pod(self, pod: Mapping[str, Any]) -> Injection | Skip:
         meta = pod.get("metadata") or {}
         namespace = str(meta.get("namespace", ""))

@@ -166,13 +166,16 @@ def injected_pod(
     *,
     message: str | None = None,
     exit_code: int = 0,
+    created_by: str = "controller",
 ) -> dict[str, Any]:
+    """``created_by``: what the mutating webhook recorded (provenance.py)."""
     pod: dict[str, Any] = {
         "metadata": {
             "name": name,
             "uid": uid,
             "namespace": NS,
             "labels": {"pod-template-hash": "h", constants.LABEL_INJECTED: "true"},
+            "annotations": {constants.ANNOTATION_CREATED_BY: created_by},
             "ownerReferences": [
                 {"kind": "ReplicaSet", "name": f"{workload}-h", "controller": True}
             ],
@@ -335,6 +338,33 @@ def test_scale_to_zero_is_applied_recorded_and_undone() -> None:
     assert final["type"] == "None"
     assert "revertedAt" in final
     assert {"ScaledToZero", "RemediationReverted"} <= {e["reason"] for e in api.events}
+
+
+def test_a_pod_anyone_else_made_never_scales_the_workload() -> None:
+    """Issue 23: a pod-only user's pod, owned (not by its controller) by the victim's
+    ReplicaSet, with a made-up failing report: shown, but no remediation, and it does not
+    outrank the controller's own passing pod."""
+    config = OperatorConfig(default_policy=PolicySpec(on_runtime_failure="ScaleToZero"))
+
+    async def scenario() -> FakeApi:
+        api = FakeApi()
+        ctl = controller(api, config)
+        ctl.observe_workload(DEPLOYMENT, deployment(), deleted=False)
+        ctl.observe_pod(injected_pod("real", "u1", message=PASS_REPORT), deleted=False)
+        forged = injected_pod("forged", "u2", message=FAIL_REPORT, exit_code=1, created_by="other")
+        ctl.observe_pod(forged, deleted=False)
+        await settle(ctl)
+        await ctl.stop()
+        return api
+
+    api = run(scenario())
+    patched = api.workloads.get((NS, "Deployment", "vllm-good"), {})
+    assert "spec" not in patched  # never scaled
+    assert not any(e["reason"] == "ScaledToZero" for e in api.events)
+    status = api.gpuvals[NS, "deployment-vllm-good"]["status"]
+    assert status["runtimeVerdict"] == "pass"
+    shown = {p["pod"]: (p["verdict"], p["createdBy"]) for p in status["runtime"]["pods"]}
+    assert shown == {"real": ("pass", "controller"), "forged": ("fail", "other")}
 
 
 def test_a_rules_crash_is_recorded_not_raised() -> None:

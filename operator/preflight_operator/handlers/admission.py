@@ -16,8 +16,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from preflight_operator import constants, metrics
-from preflight_operator.injection import Injection, json_patch
+from preflight_operator import constants, metrics, provenance
+from preflight_operator.handlers.provenance import review_provenance_async
+from preflight_operator.injection import Injection, already_injected, json_patch
 from preflight_operator.webhooks import AdmissionService, Validation
 from preflight_operator.webhookserver import ReviewFn
 
@@ -83,12 +84,16 @@ async def review_mutation_async(
         if not isinstance(pod, Mapping) or request.get("operation", "CREATE") != "CREATE":
             raise ValueError("not a Pod CREATE")  # the configuration sends only those
         outcome = await service.mutate_pod(dict(pod))
+        if isinstance(outcome, Injection) or already_injected(pod):
+            # who created it, whatever the client wrote (provenance.py)
+            ops = provenance.annotation_patch(
+                pod,
+                provenance.created_by(pod, request.get("userInfo") or {}, service.pod_creators),
+            )
+        else:
+            ops = []
         if isinstance(outcome, Injection):
-            ops = json_patch(pod, outcome)
-            if ops:  # none when the pod carries the injection already
-                patch = json.dumps(ops, separators=(",", ":")).encode()
-                response["patchType"] = "JSONPatch"
-                response["patch"] = base64.b64encode(patch).decode("ascii")
+            ops = json_patch(pod, outcome) + ops  # none when the pod carries it already
             metrics.INJECTIONS.labels(result="injected", reason="").inc()
             result = "injected"
         else:
@@ -102,6 +107,10 @@ async def review_mutation_async(
                     outcome.detail or outcome.reason,
                 )
             result = "skipped"
+        if ops:
+            patch = json.dumps(ops, separators=(",", ":")).encode()
+            response["patchType"] = "JSONPatch"
+            response["patch"] = base64.b64encode(patch).decode("ascii")
     except Exception:
         response = {"uid": request.get("uid", ""), "allowed": True}
         logger.exception("injection failed; admitting the pod unchanged")
@@ -122,4 +131,7 @@ def routes(service: AdmissionService) -> dict[str, ReviewFn]:
     return {
         constants.VALIDATE_WEBHOOK_ID: functools.partial(review_validation_async, service),
         constants.MUTATE_PODS_WEBHOOK_ID: functools.partial(review_mutation_async, service),
+        constants.PROVENANCE_WEBHOOK_ID: functools.partial(
+            review_provenance_async, service.pod_creators
+        ),
     }
