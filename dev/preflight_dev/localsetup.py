@@ -157,6 +157,33 @@ def webhook_configurations(
                 **common,
             }
         )
+    validating.append(  # the chart's provenance entry: every namespace, injected pods
+        {
+            "name": "provenance.validate.vllm-preflight.io",
+            "clientConfig": {
+                "url": f"https://127.0.0.1:{port}/{constants.PROVENANCE_WEBHOOK_ID}",
+                "caBundle": ca,
+            },
+            "rules": [_rule("", ["pods"], ["CREATE", "UPDATE"])],
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+            "namespaceSelector": {
+                "matchExpressions": [
+                    {
+                        "key": "kubernetes.io/metadata.name",
+                        "operator": "NotIn",
+                        "values": excluded_list,
+                    }
+                ]
+            },
+            "objectSelector": {
+                "matchExpressions": [{"key": constants.LABEL_INJECTED, "operator": "Exists"}]
+            },
+            "failurePolicy": failure_policy,
+            "timeoutSeconds": 10,
+            "matchPolicy": "Equivalent",
+        }
+    )
     meta = {"name": name, "labels": {"app.kubernetes.io/part-of": constants.COMPONENT}}
     return [
         {

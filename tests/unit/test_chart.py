@@ -112,6 +112,14 @@ def all_webhooks(objs: Iterable[Manifest]) -> list[Manifest]:
     return [hook for cfg in webhook_configs(objs) for hook in cfg["webhooks"]]
 
 
+PROVENANCE = "provenance.validate.vllm-preflight.io"
+
+
+def scoped_webhooks(objs: Iterable[Manifest]) -> list[Manifest]:
+    """The opt-in scoped entries: every webhook but the provenance guard."""
+    return [hook for hook in all_webhooks(objs) if hook["name"] != PROVENANCE]
+
+
 def expressions(selector: Manifest) -> dict[str, tuple[str, frozenset[str]]]:
     return {
         e["key"]: (e["operator"], frozenset(e.get("values", [])))
@@ -241,7 +249,8 @@ class TestLintAndSchema:
 class TestWebhookSelectors:
     def test_every_entry_excludes_system_and_release_namespaces(self) -> None:
         hooks = all_webhooks(render())
-        assert len(hooks) == 4  # (mutating, validating) x (namespace opt-in, pod opt-in)
+        # (mutating, validating) x (namespace opt-in, pod opt-in), and the provenance guard
+        assert len(hooks) == 5
         for hook in hooks:
             op, names = expressions(hook["namespaceSelector"])["kubernetes.io/metadata.name"]
             assert op == "NotIn"
@@ -263,13 +272,17 @@ class TestWebhookSelectors:
             assert expressions(hook["objectSelector"])[OPT_IN] == ("In", {"enabled"})
 
     def test_pod_opt_in_can_be_turned_off(self) -> None:
-        hooks = all_webhooks(render("single-replica.yaml"))
+        hooks = scoped_webhooks(render("single-replica.yaml"))
         assert [h["name"].split(".")[0] for h in hooks] == ["namespace", "namespace"]
 
     def test_extra_exclusions_and_expressions_are_added_to_every_entry(self) -> None:
         for hook in all_webhooks(render("production.yaml")):
             exprs = expressions(hook["namespaceSelector"])
             assert "monitoring" in exprs["kubernetes.io/metadata.name"][1]
+            if hook["name"] == PROVENANCE:
+                # a forged pod may sit in any namespace: only the exclusions apply
+                assert set(exprs) == {"kubernetes.io/metadata.name"}
+                continue
             assert exprs["team"] == ("Exists", frozenset())
             assert OPT_IN in exprs  # the opt-in is kept, not replaced
 
@@ -314,6 +327,8 @@ class TestWebhookBehaviour:
     def test_validation_covers_every_workload_kind_on_create_and_update(self) -> None:
         validating = one(render(), "ValidatingWebhookConfiguration")
         for hook in validating["webhooks"]:
+            if hook["name"] == PROVENANCE:
+                continue
             covered = {
                 (group, version, resource)
                 for rule in hook["rules"]
@@ -737,8 +752,31 @@ class TestOperatorConfig:
             "namespaceLabel": OPT_IN,
             "excludedNamespaces": ["kube-system", "kube-public", "kube-node-lease", NAMESPACE],
             "history": {"podsPerWorkload": 10},
+            "podTrust": {"creators": []},
             "rules": {"budgetSeconds": 3, "memoryMiB": 160, "workers": 2},
         }
+
+    def test_the_provenance_guard_sees_every_injected_pod(self) -> None:
+        """provenance.py: every namespace but the excluded, every pod labelled injected,
+        CREATE and UPDATE, its own path, fail-open like the others."""
+        (hook,) = [h for h in all_webhooks(render()) if h["name"] == PROVENANCE]
+        assert hook["clientConfig"]["service"]["path"] == "/validate-provenance"
+        assert hook["rules"] == [
+            {
+                "apiGroups": [""],
+                "apiVersions": ["v1"],
+                "operations": ["CREATE", "UPDATE"],
+                "resources": ["pods"],
+                "scope": "Namespaced",
+            }
+        ]
+        assert expressions(hook["objectSelector"]) == {
+            "vllm-preflight.io/injected": ("Exists", frozenset())
+        }
+        names = expressions(hook["namespaceSelector"])["kubernetes.io/metadata.name"]
+        assert names == ("NotIn", SYSTEM_NAMESPACES | {NAMESPACE})
+        assert hook["sideEffects"] == "None"
+        assert hook["failurePolicy"] == "Ignore"
 
     def test_values_reach_the_config(self) -> None:
         config = rendered_config("production.yaml")

@@ -20,6 +20,7 @@
   "namespaceLabel" .Values.webhook.optInLabel
   "excludedNamespaces" (include "vllm-preflight.excludedNamespaces" . | fromJsonArray)
   "history" (dict "podsPerWorkload" (int .Values.history.podsPerWorkload))
+  "podTrust" (dict "creators" (.Values.podTrust.creators | default list))
   "rules" (dict
     "budgetSeconds" (.Values.rules.budgetSeconds | float64)
     "memoryMiB" (int .Values.rules.memoryMiB)
