@@ -384,10 +384,7 @@ class Controller:
         workload = self.store.workloads.get(key)
         body = self.policy_reflector.get(namespace, workload.policy.name) if workload else None
         levels = parse_levels((body or {}).get("spec"))[0] if body else Levels()
-        records = any(
-            parse_levels(b.get("spec"))[0].records for b in self.policy_reflector.items.values()
-        )
-        self.node_feedback.observe(found, levels, records_possible=records)
+        self.node_feedback.observe(found, levels)
 
     def observe_validation(self, body: Mapping[str, Any], deleted: bool) -> None:
         meta = body.get("metadata") or {}

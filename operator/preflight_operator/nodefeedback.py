@@ -14,9 +14,14 @@ Each level is opt-in per PreflightPolicy (``spec.nodeFeedback``):
           key naming each failing GPU UUID with its check ids;
   taint:  ``vllm-preflight.io/gpu-health=unhealthy:NoSchedule``.
 The annotation is also the record the clear works from, so it is written whenever label or
-taint is on. A later run that passes on the node removes the GPUs it checked from the
-record; when none is left the label, the annotation and our taint go (whatever the passing
-workload's policy says: removing only what we set is always safe).
+taint is on. The record is the union, by GPU UUID, of the failures reported by pods their
+workload's controller made (provenance.py) under policies that record on nodes. A later
+run that passes there removes only the GPUs it checked (a failure that named no GPU only
+when the run saw every GPU of the node), and only when it too is a controller-made pod
+under a policy that records on nodes: a pass from another tenant's namespace whose policy
+has no node feedback, or from a pod anyone could have made, clears nothing (issue 23: a
+forged pass from another namespace removed a taint). When no GPU is left the label, the
+annotation and our taint go.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ TAINT_EFFECT = "NoSchedule"
 EVENT_NAMESPACE = "default"  # Events of cluster-scoped objects live there (as the kubelet's)
 UNKNOWN_GPU = "unknown"  # a node failure whose report no longer names the pod's GPUs
 MESSAGE_LIMIT = 1000
+GPU_RESOURCE = "nvidia.com/gpu"
 
 # Check ids whose failure is the node's or its GPUs' (docs/CHECKS.md says why for each).
 NODE_CHECKS = frozenset(
@@ -185,9 +191,13 @@ def read_record(node: Mapping[str, Any]) -> Record:
     )
 
 
-def next_record(current: Record, found: Finding, levels: Levels) -> Record | None:
+def next_record(
+    current: Record, found: Finding, levels: Levels, node_gpus: int | None = None
+) -> Record | None:
     """The record after this finding, or None when it changes nothing (a result older than
-    the record, a manifest-only failure, a pass on GPUs the record does not hold)."""
+    the record, a manifest-only failure, a pass on GPUs the record does not hold, a pass
+    under a policy that does not record on nodes). ``node_gpus``: the node's GPU capacity,
+    when known."""
     if current.checked_at and found.checked_at and found.checked_at < current.checked_at:
         return None  # a run older than what the node already reflects (e.g. after a restart)
     if found.failing and levels.records:
@@ -197,13 +207,26 @@ def next_record(current: Record, found: Finding, levels: Levels) -> Record | Non
         gpus = tuple(sorted((u, tuple(sorted(i))) for u, i in merged.items()))
         wanted = Record(gpus, found.checked_at, found.pod)
         return wanted if wanted != current else None
-    if found.passed and current.gpus:
-        cleared = set(found.checked) | {UNKNOWN_GPU}
+    if found.passed and current.gpus and levels.records:
+        # Only the GPUs this run checked; a failure that named no GPU only when the run
+        # saw every GPU the node has (so a pass on one GPU never clears the node).
+        cleared = set(found.checked)
+        if node_gpus is not None and len(cleared) >= node_gpus > 0:
+            cleared.add(UNKNOWN_GPU)
         left = tuple((u, ids) for u, ids in current.gpus if u not in cleared)
         if left == current.gpus:
             return None
         return Record(left, found.checked_at if left else "", current.pod if left else "")
     return None
+
+
+def node_gpus(node: Mapping[str, Any]) -> int | None:
+    """The node's ``nvidia.com/gpu`` capacity, or None when it advertises none."""
+    capacity = ((node.get("status") or {}).get("capacity") or {}).get(GPU_RESOURCE)
+    try:
+        return int(str(capacity)) if capacity is not None else None
+    except ValueError:
+        return None
 
 
 def _taints(node: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -24,6 +24,7 @@ from preflight_operator.nodefeedback import (
     Levels,
     next_record,
     node_event,
+    node_gpus,
     node_patch,
     read_record,
 )
@@ -63,17 +64,16 @@ class NodeFeedback:
         self._recorded: set[str] = set()
         self._task: asyncio.Task[None] | None = None
 
-    def observe(self, found: Finding, levels: Levels, *, records_possible: bool = True) -> None:
-        """Queue one finding: a failure only with a level on; a pass only where a record
-        may exist (``records_possible``: some policy records on nodes, or this process
-        wrote one), and not on a node already seen without one."""
+    def observe(self, found: Finding, levels: Levels) -> None:
+        """Queue one finding (of a pod its controller made): a failure only with a level
+        on; a pass only under a policy that records on nodes (nodefeedback.py says why),
+        and not on a node already seen without a record."""
         if found.failing and not levels.any:
             return
-        if not found.failing:
-            if not found.passed or found.node in self._clean:
-                return
-            if not records_possible and found.node not in self._recorded:
-                return
+        if not found.failing and (
+            not found.passed or not levels.records or found.node in self._clean
+        ):
+            return
         try:
             self._queue.put_nowait((found, levels))
         except asyncio.QueueFull:
@@ -118,7 +118,7 @@ class NodeFeedback:
             except NotFound:
                 return  # the node is gone: nothing to say about it
             before = read_record(node)
-            after = next_record(before, found, levels)
+            after = next_record(before, found, levels, node_gpus(node))
             patch = node_patch(node, after, levels) if after is not None else None
             if patch is not None:
                 try:

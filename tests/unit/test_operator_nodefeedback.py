@@ -122,7 +122,9 @@ def test_set_then_clear() -> None:
     passed = nf.finding(result("pass", at="2026-12-01T08:05:00Z"), "ns")
     assert passed is not None
     assert passed.passed
-    cleared = nf.next_record(record, passed, nf.Levels())  # whatever the passing policy
+    # a pass under a policy that does not record on nodes clears nothing (issue 23)
+    assert nf.next_record(record, passed, nf.Levels()) is None
+    cleared = nf.next_record(record, passed, nf.Levels(label=True))
     assert cleared == nf.Record()
     patch = nf.node_patch(tainted, cleared, nf.Levels())
     assert patch == {
@@ -146,7 +148,7 @@ def test_a_pass_on_other_gpus_clears_only_those() -> None:
     record = nf.Record(((GPU1, ("xid",)), ("GPU-other", ("nvlink",))), "2026-12-01T07:00:00Z")
     passed = nf.finding(result("pass"), "ns")
     assert passed is not None
-    after = nf.next_record(record, passed, nf.Levels())
+    after = nf.next_record(record, passed, ALL)
     assert after is not None
     assert after.gpus == (("GPU-other", ("nvlink",)),)
     # Label and taint stay while a GPU is still recorded.
@@ -268,7 +270,33 @@ def test_passes_are_read_only_where_a_record_can_exist() -> None:
     feedback = NodeFeedback(FakeApi(node()), now=lambda: "t")  # type: ignore[arg-type]
     passed = nf.finding(result("pass", node="elsewhere"), "ns")
     assert passed is not None
-    feedback.observe(passed, nf.Levels(), records_possible=False)
-    assert feedback._queue.empty()  # no policy records on nodes: no read of the Node
-    feedback.observe(passed, nf.Levels(), records_possible=True)
+    feedback.observe(passed, nf.Levels())
+    assert feedback._queue.empty()  # its policy records nothing on nodes: no read, no clear
+    feedback.observe(passed, nf.Levels(event=True))
+    assert feedback._queue.empty()  # an Event is no record either
+    feedback.observe(passed, nf.Levels(taint=True))
     assert feedback._queue.qsize() == 1
+
+
+def test_a_failure_naming_no_gpu_is_cleared_only_by_a_run_that_saw_every_gpu() -> None:
+    """Issue 23: one tenant's pass on one GPU never clears what another run found on the
+    node as a whole (a report without GPUs is recorded as the unknown GPU)."""
+    record = nf.Record(((nf.UNKNOWN_GPU, ("fabric",)),), "2026-12-01T07:00:00Z", "a/p")
+    passed = nf.finding(result("pass"), "b")  # saw 2 GPUs
+    assert passed is not None
+    assert nf.next_record(record, passed, ALL, node_gpus=8) is None
+    assert nf.next_record(record, passed, ALL, node_gpus=None) is None
+    assert nf.next_record(record, passed, ALL, node_gpus=2) == nf.Record()
+
+
+def test_failures_of_several_runs_are_a_union_by_gpu() -> None:
+    first = nf.finding(result("fail", ROW_REMAP), "a")
+    assert first is not None
+    record = nf.next_record(nf.Record(), first, ALL)
+    assert record is not None
+    other = Failure("xid", "fail", f"XID 79 on GPU 0 ({GPU0[:12]})", "drain")
+    second = nf.finding(result("fail", other, at="2026-12-01T08:01:00Z"), "b")
+    assert second is not None
+    both = nf.next_record(record, second, ALL)
+    assert both is not None
+    assert dict(both.gpus) == {GPU1: ("row-remap",), GPU0: ("xid",)}
