@@ -238,6 +238,7 @@ class KubeApi:
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._max_connections = max_connections
         self._session: aiohttp.ClientSession | None = None
+        self._watch_session: aiohttp.ClientSession | None = None
         self.writes = 0  # writes sent by this process (tests and metrics read it)
         # Told of every object or stream line that decoding refused (the controller
         # posts an Event); each is counted in metrics here either way.
@@ -261,10 +262,19 @@ class KubeApi:
             self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeout)
         return self._session
 
+    def _get_watch_session(self) -> aiohttp.ClientSession:
+        """Watches hold their connection for minutes, one each (about 25 with every
+        serving stack on): a pool of their own, so they never starve the calls."""
+        if self._watch_session is None or self._watch_session.closed:
+            connector = aiohttp.TCPConnector(limit=0, ssl=self._credentials.ssl_context())
+            self._watch_session = aiohttp.ClientSession(connector=connector)
+        return self._watch_session
+
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        for session in (self._session, self._watch_session):
+            if session is not None:
+                await session.close()
+        self._session = self._watch_session = None
 
     def _headers(self, content_type: str | None = None) -> dict[str, str]:
         headers = {"Accept": "application/json"}
@@ -387,8 +397,8 @@ class KubeApi:
             "allowWatchBookmarks": "true",
             "timeoutSeconds": "300",
         }
-        session = self._get_session()
-        timeout = aiohttp.ClientTimeout(total=None, sock_read=330)
+        session = self._get_watch_session()
+        timeout = aiohttp.ClientTimeout(total=None, sock_read=330, sock_connect=10)
         async with session.get(
             self._credentials.server + path,
             params=query,

@@ -152,5 +152,5 @@ class Reflector:
                 raise
             except (*API_ERRORS, ValueError) as exc:
                 attempt += 1
-                logger.warning("%s: watch failed (%s); retrying", self.name, exc)
+                logger.warning("%s: watch failed (%r); retrying", self.name, exc)
                 await asyncio.sleep(min(30.0, 0.5 * 2**attempt))

@@ -75,7 +75,7 @@ def gpuval(cluster: Cluster, namespace: str, name: str) -> dict[str, Any] | None
 
 def static_verdict(cluster: Cluster, namespace: str, name: str) -> str | None:
     found = gpuval(cluster, namespace, name)
-    return ((found or {}).get("status") or {}).get("static") or None
+    return ((found or {}).get("status") or {}).get("staticVerdict") or None
 
 
 def events(cluster: Cluster, namespace: str, reason: str) -> list[str]:
