@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 import yaml
 
-from preflight_dev import localoperator, localsetup
+from preflight_contract.report import CheckResult, GPUEntry, Report
+from preflight_dev import fakekubelet, localoperator, localsetup
 from preflight_dev.testing import Cluster, wait_for
 from preflight_operator import constants
 
@@ -176,3 +177,178 @@ def test_deep_objects_stop_nothing(
         assert again.healthy(), again.log_tail()
     finally:
         again.stop()
+
+
+# -- item 2: a user who may only create pods cannot steer the operator -------------------
+
+TENANT = "tenant@example.com"
+PASSED = Report(
+    checks=[CheckResult("gpu-count", "pass", "CUDA sees 2 GPUs")],
+    gpus=[GPUEntry(0, "GPU-a", "0000:06:00.0"), GPUEntry(1, "GPU-b", "0000:07:00.0")],
+).to_termination_message()
+FORGED = Report(
+    checks=[CheckResult("gpu-count", "fail", "made up", "scale it down")], action="Enforce"
+).to_termination_message()
+
+
+def tenant_may_create_pods(cluster: Cluster, *namespaces: str) -> None:
+    for namespace in namespaces:
+        cluster.apply(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "Role",
+                "metadata": {"name": "pods-only", "namespace": namespace},
+                "rules": [
+                    {
+                        "apiGroups": [""],
+                        "resources": ["pods"],
+                        "verbs": ["create", "get", "list", "patch", "update"],
+                    }
+                ],
+            },
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "RoleBinding",
+                "metadata": {"name": "pods-only", "namespace": namespace},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "Role",
+                    "name": "pods-only",
+                },
+                "subjects": [
+                    {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": TENANT}
+                ],
+            },
+        )
+
+
+def forged_pod(namespace: str, replicaset: dict[str, Any], **annotations: str) -> dict[str, Any]:
+    """The tester's pod: the injected label, a (non-controller) ownerReference to the
+    victim's ReplicaSet, and a preflight-check of its own that prints a made-up report."""
+    meta = replicaset["metadata"]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "forged",
+            "namespace": namespace,
+            "labels": {
+                constants.LABEL_INJECTED: "true",
+                "pod-template-hash": meta["labels"]["pod-template-hash"],
+                "app": "vllm-good",
+            },
+            "annotations": annotations,
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": meta["name"],
+                    "uid": meta["uid"],
+                }
+            ],
+        },
+        "spec": {
+            "initContainers": [
+                {"name": constants.CHECK_CONTAINER, "image": "busybox", "command": ["true"]}
+            ],
+            "containers": [{"name": "c", "image": "busybox"}],
+        },
+    }
+
+
+def as_tenant(cluster: Cluster, *args: str, input: str | None = None) -> Any:
+    return cluster.kubectl(*args, f"--as={TENANT}", check=False, input=input)
+
+
+def test_a_pod_only_user_cannot_steer_the_operator(
+    cluster: Cluster, namespaces: tuple[str, str], tmp_path: Path
+) -> None:
+    opted_in, elsewhere = namespaces
+    tenant_may_create_pods(cluster, opted_in, elsewhere)
+    cluster.apply(
+        {
+            "apiVersion": constants.API_VERSION,
+            "kind": constants.POLICY_KIND,
+            "metadata": {"name": "scale", "namespace": opted_in},
+            "spec": {"action": "Warn", "onRuntimeFailure": "ScaleToZero"},
+        }
+    )
+    operator = localoperator.start_with_webhooks(cluster, tmp_path)
+    try:
+        victim = deployment("good-tp2-deployment.yaml", opted_in)
+        cluster.apply(victim)
+        real = wait_for(
+            lambda: injected(cluster, opted_in, "app=vllm-good"), timeout=60, what="the real pod"
+        )[0]
+        assert real["metadata"]["annotations"][constants.ANNOTATION_CREATED_BY] == "controller"
+        replicaset = json.loads(
+            cluster.kubectl("get", "rs", "-n", opted_in, "-l", "app=vllm-good", "-o", "json").stdout
+        )["items"][0]
+
+        # Where the mutating webhook does not run, a pod marked as the controller's is refused.
+        claim = {constants.ANNOTATION_CREATED_BY: "controller"}
+        refused = as_tenant(
+            cluster, "create", "-f", "-",
+            input=json.dumps(forged_pod(elsewhere, replicaset, **claim)),
+        )  # fmt: skip
+        assert refused.returncode != 0
+        assert constants.ANNOTATION_CREATED_BY in refused.stderr
+        # Where it runs, whatever the tenant wrote is replaced by who the tenant is.
+        made = as_tenant(
+            cluster, "create", "-f", "-",
+            input=json.dumps(forged_pod(opted_in, replicaset, **claim)),
+        )  # fmt: skip
+        assert made.returncode == 0, made.stderr
+        forged = json.loads(
+            cluster.kubectl("get", "pod", "forged", "-n", opted_in, "-o", "json").stdout
+        )
+        assert forged["metadata"]["annotations"][constants.ANNOTATION_CREATED_BY] == "other"
+        # ... and never changed afterwards, by the tenant or anyone.
+        changed = as_tenant(
+            cluster, "annotate", "pod", "forged", "-n", opted_in, "--overwrite",
+            f"{constants.ANNOTATION_CREATED_BY}=controller",
+        )  # fmt: skip
+        assert changed.returncode != 0
+        assert "never changes" in changed.stderr
+
+        # The forged failure is shown, but the real pass decides, and nothing is scaled.
+        play_kubelet(cluster, forged, exit_code=1, message=FORGED)
+        play_kubelet(cluster, real, exit_code=0, message=PASSED)
+        name = "deployment-vllm-good"
+
+        def both_shown() -> dict[str, Any] | None:
+            status = ((gpuval(cluster, opted_in, name) or {}).get("status")) or {}
+            pods = {p["pod"]: p for p in (status.get("runtime") or {}).get("pods") or []}
+            return status if "forged" in pods and real["metadata"]["name"] in pods else None
+
+        status = wait_for(both_shown, timeout=60, what="both results on the GPUValidation")
+        pods = {p["pod"]: p for p in status["runtime"]["pods"]}
+        assert (pods["forged"]["verdict"], pods["forged"]["createdBy"]) == ("fail", "other")
+        assert pods[real["metadata"]["name"]]["createdBy"] == "controller"
+        assert status["runtimeVerdict"] == "pass"
+        assert (status.get("remediation") or {}).get("type") in (None, "None")
+        replicas = cluster.kubectl(
+            "get", "deploy", "vllm-good", "-n", opted_in, "-o", "jsonpath={.spec.replicas}"
+        ).stdout
+        assert replicas == "1"
+    finally:
+        localoperator.remove_webhooks(cluster)
+        operator.stop()
+
+
+def injected(cluster: Cluster, namespace: str, selector: str) -> list[dict[str, Any]]:
+    out = cluster.kubectl(
+        "get", "pods", "-n", namespace, "-l", f"{selector},{constants.INJECTED_POD_SELECTOR}",
+        "-o", "json",
+    ).stdout  # fmt: skip
+    items: list[dict[str, Any]] = json.loads(out)["items"]
+    return items
+
+
+def play_kubelet(cluster: Cluster, pod: dict[str, Any], exit_code: int, message: str) -> None:
+    meta = pod["metadata"]
+    cluster.kubectl(
+        "patch", "pod", meta["name"], "-n", meta["namespace"], "--subresource=status",
+        "--type=merge", "-p",
+        json.dumps({"status": fakekubelet.pod_status(pod, exit_code=exit_code, message=message)}),
+    )  # fmt: skip

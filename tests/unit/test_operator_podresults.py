@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
+
+import pytest
 
 from preflight_contract.report import CheckResult, GPUEntry, Report
 from preflight_contract.verdicts import worst
@@ -117,3 +120,72 @@ def test_worst_orders_fail_over_error_over_warn() -> None:
     assert worst(["error", "warn"]) == "error"
     assert worst(["error", "fail", "pass"]) == "fail"
     assert worst([]) == "pass"
+
+
+# -- issue 23: a report is hostile input ------------------------------------------------
+
+
+def _pod_with_message(message: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "p", "uid": "u", "namespace": "ns"},
+        "spec": {"nodeName": "n"},
+        "status": {
+            "initContainerStatuses": [
+                {
+                    "name": "preflight-check",
+                    "restartCount": 0,
+                    "state": {
+                        "terminated": {
+                            "exitCode": 1,
+                            "message": message,
+                            "finishedAt": "2026-12-01T00:00:00Z",
+                        }
+                    },
+                }
+            ]
+        },
+    }
+
+
+def _report(**extra: Any) -> dict[str, Any]:
+    return {"schema": 1, "verdict": "fail", "action": "Enforce", "plan": {}, **extra}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        json.dumps(_report(group={"joined": 1e308})).replace("1e+308", "1e400"),
+        json.dumps(_report()).replace('"plan": {}', '"plan": ' + "[" * 2000 + "]" * 2000),
+        json.dumps(_report()).replace('"plan": {}', '"plan": {"tp": Infinity}'),
+        json.dumps(_report(gpus=[{"ordinal": 1e300, "uuid": "GPU-a", "pci_bus_id": "x"}])),
+    ],
+    ids=["overflow", "deep", "infinity", "huge-ordinal"],
+)
+def test_a_hostile_report_is_unreadable_not_a_crash(text: str) -> None:
+    result = pod_result(_pod_with_message(text))
+    assert result is not None
+    assert result.reason == "report-unreadable"
+    assert result.verdict == "error"
+
+
+def test_unknown_check_ids_never_become_a_reason_or_a_label() -> None:
+    long_id = "x" * 3500
+    text = json.dumps(
+        _report(checks=[{"id": long_id, "status": "fail", "message": "m", "remediation": "r"}])
+    )
+    result = pod_result(_pod_with_message(text))
+    assert result is not None
+    assert result.reason == "report-unknown-checks"
+    assert long_id not in json.dumps(result.to_status())
+    assert result.dropped == 1
+
+
+def test_group_numbers_are_kept_only_as_the_crd_types_them() -> None:
+    text = json.dumps(
+        _report(
+            group={"joined": 1e308, "size": 2, "index": -1, "slowest_ms": 12.5, "missing": [1.5, 2]}
+        )
+    )
+    result = pod_result(_pod_with_message(text))
+    assert result is not None
+    assert result.group == {"size": 2, "slowest_ms": 12.5, "missing": [2]}
