@@ -150,7 +150,7 @@ def test_deep_objects_stop_nothing(
             "apiVersion": "nvidia.com/v1alpha1",
             "kind": "DynamoGraphDeployment",
             "metadata": {"name": "deep-spec", "namespace": opted_in},
-            "spec": {"providerOverride": {"value": "__bomb__"}},
+            "spec": {"providerOverride": {"apiVersion": "v1", "value": "__bomb__"}},
         }
         deep_value = '{"a":' * LEVELS + "1" + "}" * LEVELS
         create_raw(
