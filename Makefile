@@ -68,6 +68,7 @@ bench-operator: venv controlplane
 # engine and check; then operator churn when hack/reliability/churn.py is there.
 reliability: venv controlplane
 	$(PY) hack/reliability/inputs.py
+	$(PY) hack/reliability/integrity.py
 	if [ -f hack/reliability/churn.py ]; then $(PY) hack/reliability/churn.py; fi
 
 clean:

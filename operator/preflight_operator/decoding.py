@@ -21,12 +21,19 @@ through :func:`decode_body`, :func:`decode_list` or :func:`decode_event`:
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from preflight_contract import safejson
 
 POISONED = "poisoned"  # too deep outside managedFields
+# One object (a watch line, a GET): at most this many values (safejson.items), 10x the
+# largest workload in tests/data/realworld (under 1,000 values, 22 KB; managedFields may
+# double it). At the bound the costliest shape decodes in about 40-90 ms on a loaded
+# 2-core machine; 1.5 MiB of nested [] (800,000 lists) took a second of the event loop
+# before the bound (hack/reliability/integrity.py measures both).
+OBJECT_MAX_ITEMS = 20_000
 REASONS = (*safejson.REASONS, POISONED)
 _MANAGED_FIELDS = ("metadata", "managedFields")
 
@@ -55,13 +62,13 @@ def strip_managed_fields(body: Any) -> None:
         meta.pop("managedFields", None)
 
 
-def _loads(raw: bytes | str) -> tuple[Any, list[safejson.Path]]:
+def _loads(raw: bytes | str, max_items: int | None) -> tuple[Any, list[safejson.Path]]:
     try:
-        return safejson.loads(raw), []
+        return safejson.loads(raw, max_items=max_items), []
     except safejson.Rejected as exc:
         if exc.reason != safejson.TOO_DEEP:
             raise
-    return safejson.loads_pruned(raw)
+    return safejson.loads_pruned(raw, max_items=max_items)
 
 
 def _rejection(source: str, body: Any, reason: str, detail: str, kind: str = "") -> Rejection:
@@ -94,10 +101,27 @@ def _deep_outside_managed_fields(paths: list[safejson.Path], prefix: tuple[Any, 
     return ""
 
 
+# The API server writes ObjectMeta's fields in its Go struct's order: name, generateName,
+# namespace, ..., uid first. Enough to name an object whose body was refused unread.
+_IDENTITY = re.compile(
+    rb'"metadata":\{"name":"([a-z0-9.-]{1,253})"(?:,"generateName":"[^"]{0,253}")?'
+    rb'(?:,"namespace":"([a-z0-9-]{1,63})")?(?:,"uid":"([0-9a-f-]{36})")?'
+)
+
+
+def _identified(rejection: Rejection, raw: bytes | str) -> Rejection:
+    head = (raw.encode() if isinstance(raw, str) else raw)[:4096]
+    match = _IDENTITY.search(head)
+    if match is None:
+        return rejection
+    name, namespace, uid = (g.decode() if g else "" for g in match.groups())
+    return dataclasses.replace(rejection, name=name, namespace=namespace, uid=uid)
+
+
 def decode_body(raw: bytes | str, source: str) -> tuple[Any, Rejection | None]:
     """One object (a GET or a write's answer): (body, None), or (None, why not)."""
     try:
-        body, paths = _loads(raw)
+        body, paths = _loads(raw, OBJECT_MAX_ITEMS)
     except safejson.Rejected as exc:
         return None, Rejection(source, exc.reason, str(exc))
     strip_managed_fields(body)
@@ -109,8 +133,10 @@ def decode_body(raw: bytes | str, source: str) -> tuple[Any, Rejection | None]:
 
 def decode_list(raw: bytes | str, source: str) -> tuple[Any, list[Rejection]]:
     """A list page: (the list with its usable items, one Rejection per item left out).
-    A page that cannot be read at all raises ``safejson.Rejected``."""
-    body, paths = _loads(raw)
+    A page that cannot be read at all raises ``safejson.Rejected``. Pages are not bounded
+    by OBJECT_MAX_ITEMS (they hold up to a page of objects; they are read at start and on a
+    re-list, never per change)."""
+    body, paths = _loads(raw, None)
     if not isinstance(body, dict):
         raise safejson.Rejected(safejson.NOT_JSON, "a list page that is not a JSON object")
     items = body.get("items")
@@ -139,9 +165,9 @@ def decode_event(raw: bytes | str, source: str) -> tuple[dict[str, Any] | None, 
     """One line of a watch: (event, None); (event, why) for the deletion of a poisoned
     object, which is still delivered; (None, why) for anything else that is refused."""
     try:
-        event, paths = _loads(raw)
+        event, paths = _loads(raw, OBJECT_MAX_ITEMS)
     except safejson.Rejected as exc:
-        return None, Rejection(source, exc.reason, str(exc))
+        return None, _identified(Rejection(source, exc.reason, str(exc)), raw)
     if not isinstance(event, dict):
         return None, Rejection(source, safejson.NOT_JSON, "a watch event that is not an object")
     body = event.get("object")

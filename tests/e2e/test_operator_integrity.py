@@ -34,7 +34,7 @@ LEVELS = 1000
 def cluster(k8s: Cluster) -> Cluster:
     if not k8s.is_local:
         pytest.skip("needs the local control plane")
-    localsetup.install_crds(k8s, wrappers=True)  # DynamoGraphDeployment: free-form fields
+    localsetup.install_crds(k8s, wrappers=True)  # LLMInferenceService: free-form fields
     return k8s
 
 
@@ -146,17 +146,19 @@ def test_deep_objects_stop_nothing(
             == "pass"
         )
         # A custom object nested too deep in its own (free-form) spec: skipped and named.
-        dgd = {
-            "apiVersion": "nvidia.com/v1alpha1",
-            "kind": "DynamoGraphDeployment",
+        # LLMInferenceService: served as stored (no conversion webhook needed), and
+        # spec.model.lora.adapters keeps unknown fields.
+        llmisvc = {
+            "apiVersion": "serving.kserve.io/v1alpha2",
+            "kind": "LLMInferenceService",
             "metadata": {"name": "deep-spec", "namespace": opted_in},
-            "spec": {"providerOverride": {"apiVersion": "v1", "value": "__bomb__"}},
+            "spec": {"model": {"uri": "hf://org/model", "lora": {"adapters": "__bomb__"}}},
         }
         deep_value = '{"a":' * LEVELS + "1" + "}" * LEVELS
         create_raw(
             cluster,
-            f"/apis/nvidia.com/v1alpha1/namespaces/{opted_in}/dynamographdeployments",
-            json.dumps(dgd).replace('"__bomb__"', deep_value),
+            f"/apis/serving.kserve.io/v1alpha2/namespaces/{opted_in}/llminferenceservices",
+            json.dumps(llmisvc).replace('"__bomb__"', deep_value),
         )
         messages = wait_for(
             lambda: events(cluster, opted_in, "PreflightObjectRejected"), timeout=60
@@ -186,9 +188,22 @@ PASSED = Report(
     checks=[CheckResult("gpu-count", "pass", "CUDA sees 2 GPUs")],
     gpus=[GPUEntry(0, "GPU-a", "0000:06:00.0"), GPUEntry(1, "GPU-b", "0000:07:00.0")],
 ).to_termination_message()
-FORGED = Report(
-    checks=[CheckResult("gpu-count", "fail", "made up", "scale it down")], action="Enforce"
-).to_termination_message()
+# The tester's report: a failure to scale the victim down, a 3,500-character check id (it
+# became a REASON, an annotation and a metric label) and group.joined = 1e308 (a float in
+# an integer field: every later status write of the workload was refused with 422).
+FORGED = json.dumps(
+    {
+        "schema": 1,
+        "verdict": "fail",
+        "action": "Enforce",
+        "plan": {},
+        "checks": [
+            {"id": "gpu-count", "status": "fail", "message": "made up", "remediation": "scale"},
+            {"id": "x" * 3500, "status": "fail", "message": "m"},
+        ],
+        "group": {"id": "g", "joined": 1e308, "size": 2},
+    }
+)
 
 
 def tenant_may_create_pods(cluster: Cluster, *namespaces: str) -> None:
@@ -232,10 +247,11 @@ def forged_pod(namespace: str, replicaset: dict[str, Any], **annotations: str) -
         "metadata": {
             "name": "forged",
             "namespace": namespace,
+            # not the ReplicaSet's selector (app=...): it would adopt the pod and delete
+            # one of its own to keep its replica count
             "labels": {
                 constants.LABEL_INJECTED: "true",
                 "pod-template-hash": meta["labels"]["pod-template-hash"],
-                "app": "vllm-good",
             },
             "annotations": annotations,
             "ownerReferences": [
@@ -324,6 +340,8 @@ def test_a_pod_only_user_cannot_steer_the_operator(
         status = wait_for(both_shown, timeout=60, what="both results on the GPUValidation")
         pods = {p["pod"]: p for p in status["runtime"]["pods"]}
         assert (pods["forged"]["verdict"], pods["forged"]["createdBy"]) == ("fail", "other")
+        assert "x" * 100 not in json.dumps(status)  # the unknown id was left out
+        assert "joined" not in pods["forged"].get("group", {})
         assert pods[real["metadata"]["name"]]["createdBy"] == "controller"
         assert status["runtimeVerdict"] == "pass"
         assert (status.get("remediation") or {}).get("type") in (None, "None")

@@ -113,3 +113,19 @@ def test_stream_lines_longer_than_the_limit_are_skipped_not_buffered() -> None:
 
 def test_stream_lines_split_across_chunks_are_joined() -> None:
     assert lines_of([b'{"a"', b":1}\n{", b'"b":2}\n'], limit=100) == [b'{"a":1}', b'{"b":2}']
+
+
+def test_an_object_with_too_many_values_is_refused_before_decoding_and_named() -> None:
+    """1.5 MiB of nested [] in managedFields is 800,000 lists: a second of json.loads in
+    the event loop. Refused by a count, and still named for the Event."""
+    bomb = "[" + ("[" * 99 + "]" * 99 + ",") * 8000 + "[]]"
+    line = (
+        '{"type":"MODIFIED","object":{"metadata":{"name":"big","namespace":"ns",'
+        '"uid":"0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0",'
+        f'"managedFields":[{{"fieldsV1":{bomb}}}]}}}}}}'
+    )
+    event, why = decoding.decode_event(line, "/p")
+    assert event is None
+    assert why is not None
+    assert (why.reason, why.name, why.namespace) == ("too-large", "big", "ns")
+    assert why.uid == "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
