@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from preflight_operator import constants, metrics
+from preflight_operator import constants, metrics, provenance
 from preflight_operator.analysis import Analyser, analyse_off_loop
 from preflight_operator.api import (
     API_ERRORS,
@@ -345,6 +346,8 @@ class Controller:
                 self.enqueue(key)
             return
         result = pod_result(body)
+        if result is not None and result.trusted and not self._owned_by_known_uid(body, ref):
+            result = dataclasses.replace(result, created_by=provenance.OTHER)
         before = self.store.pods.get(key, {}).get(uid)
         pod = PodState(
             name=str(meta.get("name", "")),
@@ -364,6 +367,18 @@ class Controller:
             self.observe_workload(POD, body, deleted=False, has_injected_pods=True)
         if changed:
             self.enqueue(key)
+
+    def _owned_by_known_uid(self, pod: Mapping[str, Any], ref: WorkloadRef) -> bool:
+        """Where the pod's controller is the workload itself (StatefulSet, Job, ...), its
+        ownerReference's uid must be the workload's as watched (provenance.py: the chain
+        of controller references, uid checked where the operator knows it)."""
+        owner = provenance.controller_owner(pod)
+        workload = self.store.workloads.get(ref.key)
+        if owner is None or workload is None or not workload.uid:
+            return True
+        if owner.get("kind") != ref.kind or owner.get("name") != ref.name:
+            return True  # a ReplicaSet or StatefulSet between them: its uid is not watched
+        return str(owner.get("uid", "")) == workload.uid
 
     def top_owner(self, key: Key) -> Key:
         """The workload whose GPUValidation a result of ``key`` belongs to: up the

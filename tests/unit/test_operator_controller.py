@@ -367,6 +367,42 @@ def test_a_pod_anyone_else_made_never_scales_the_workload() -> None:
     assert shown == {"real": ("pass", "controller"), "forged": ("fail", "other")}
 
 
+def test_a_controller_reference_with_another_uid_is_not_the_workloads() -> None:
+    """provenance: where the workload owns its pods itself (a StatefulSet), the pod's
+    controller reference must carry the workload's uid as watched."""
+    from preflight_operator.workloads import STATEFULSET
+
+    config = OperatorConfig(default_policy=PolicySpec(on_runtime_failure="ScaleToZero"))
+    sts = deployment()
+    sts.update(kind="StatefulSet", apiVersion="apps/v1")
+    sts["spec"]["serviceName"] = "vllm-good"
+
+    def pod(uid: str) -> dict[str, Any]:
+        body = injected_pod("vllm-good-0", "p1", message=FAIL_REPORT, exit_code=1)
+        body["metadata"]["labels"].pop("pod-template-hash")
+        body["metadata"]["ownerReferences"] = [
+            {"kind": "StatefulSet", "name": "vllm-good", "uid": uid, "controller": True}
+        ]
+        return body
+
+    async def scenario(owner_uid: str) -> FakeApi:
+        api = FakeApi()
+        ctl = controller(api, config)
+        ctl.observe_workload(STATEFULSET, sts, deleted=False)
+        await settle(ctl)
+        ctl.observe_pod(pod(owner_uid), deleted=False)
+        await settle(ctl)
+        await ctl.stop()
+        return api
+
+    def created_by(api: FakeApi) -> str:
+        status = api.gpuvals[NS, "statefulset-vllm-good"]["status"]
+        return str(status["runtime"]["pods"][0]["createdBy"])
+
+    assert created_by(run(scenario("uid-vllm-good"))) == "controller"
+    assert created_by(run(scenario("uid-someone-elses"))) == "other"
+
+
 def test_a_rules_crash_is_recorded_not_raised() -> None:
     class Exploding(RulesAnalyser):
         def analyse(self, body: Any, policy: Any) -> StaticResult:
