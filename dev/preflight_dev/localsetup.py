@@ -12,6 +12,7 @@ objects as a real cluster with those projects installed would.
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 import yaml
 
 from preflight_dev.testing.base import Cluster
+from preflight_dev.testing.wait import wait_for
 from preflight_operator import constants
 from preflight_operator.workloads import TEMPLATE_KINDS, WRAPPER_KINDS
 
@@ -52,7 +54,29 @@ def install_crds(cluster: Cluster, *, lws: bool = True, wrappers: bool = False) 
             "-o", "name", *files, timeout=300,
         )  # fmt: skip
         names += applied.stdout.split()
-    cluster.kubectl("wait", "--for=condition=Established", "--timeout=120s", *names, timeout=180)
+    wait_established(cluster, names)
+
+
+def wait_established(cluster: Cluster, names: list[str], timeout: float = 180.0) -> None:
+    """Until every CRD says Established=True. Not `kubectl wait`: on a busy machine it can
+    run before the CRD has any status and then exits at once with `.status.conditions
+    accessor error: <nil>` instead of waiting (issue 28)."""
+
+    def pending() -> list[str]:
+        out = cluster.kubectl("get", *names, "-o", "json", timeout=60).stdout
+        doc = json.loads(out)
+        items = doc.get("items", [doc]) if doc.get("kind") == "List" else [doc]
+        ready = {
+            str(item["metadata"]["name"])
+            for item in items
+            if any(
+                c.get("type") == "Established" and c.get("status") == "True"
+                for c in (item.get("status") or {}).get("conditions") or []
+            )
+        }
+        return [n for n in names if n.split("/", 1)[-1] not in ready]
+
+    wait_for(lambda: not pending(), timeout=timeout, interval=0.5, what="CRDs Established")
 
 
 # Upstream CRDs, verbatim with their source (tests/data/crds/README.md).

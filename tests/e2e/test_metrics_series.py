@@ -109,9 +109,16 @@ def test_every_series_of_dashboard_and_alerts_is_exported(
         )  # fmt: skip
 
         def checked() -> dict[str, list[Any]] | None:
+            # Both series, not one then the other: on a loaded machine the status latency
+            # was seen before the check's own counter (issue 28).
             samples = scraped(operator)
             done = samples.get("vllm_preflight_result_to_status_seconds_count", [])
-            return samples if done and done[0].value >= 1 else None
+            passed = [
+                s
+                for s in samples.get("vllm_preflight_checks_total", [])
+                if s.labels.get("namespace") == namespace and s.labels.get("result") == "pass"
+            ]
+            return samples if done and done[0].value >= 1 and passed else None
 
         samples = wait_for(checked, what="the check result reaching the GPUValidation")
         missing = sorted(used_series(k8s) - set(samples))
