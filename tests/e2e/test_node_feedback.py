@@ -1,6 +1,7 @@
 """Node feedback (issue 16) on the local control plane: a check that fails for a reason of
 the node's GPUs sets the Event, label, annotation and NoSchedule taint the pod's policy
-asks for; a manifest fault leaves the node alone; a later pass clears it all.
+asks for; a manifest fault leaves the node alone; a pass of a pod nobody's controller made
+clears nothing (issue 23); a later pass of the controller's pod clears it all.
 
 The local control plane has no kubelet and no scheduler: the test creates the Node object
 itself, binds the pod to it with spec.nodeName, and plays the kubelet (fakekubelet) by
@@ -136,16 +137,34 @@ def test_a_gpu_fault_taints_the_node_and_a_later_pass_clears_it(
         for d in yaml.safe_load_all((MANIFESTS / "good-tp2-deployment.yaml").read_text())
         if d["kind"] == "Deployment"
     )
-    template = deployment["spec"]["template"]
-    pod_body = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "vllm-node", "namespace": namespace, "labels": {"app": "vllm-node"}},
-        "spec": {**template["spec"], "nodeName": node},
+    # Made by its controller (the ReplicaSet controller): only such pods' results reach a
+    # node (docs/OPERATOR.md, "Whose results count").
+    deployment["metadata"] = {
+        "name": "vllm-node",
+        "namespace": namespace,
+        "labels": {"app": "vllm-node"},  # the policy selects by the workload's labels
     }
-    cluster.apply(pod_body)
-    pod = get_json(cluster, "pod", "vllm-node", "-n", namespace)
-    assert pod["metadata"]["labels"][constants.LABEL_INJECTED] == "true"
+    # role=server: the bare pod below (app=vllm-node too, for the policy) is not the
+    # ReplicaSet's to adopt
+    deployment["spec"]["selector"] = {"matchLabels": {"app": "vllm-node", "role": "server"}}
+    template = deployment["spec"]["template"]
+    template["metadata"]["labels"] = {"app": "vllm-node", "role": "server"}
+    template["spec"]["nodeName"] = node
+    cluster.apply(deployment)
+
+    def injected() -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = get_json(
+            cluster,
+            "pods",
+            "-n",
+            namespace,
+            "-l",
+            f"app=vllm-node,{constants.INJECTED_POD_SELECTOR}",
+        )["items"]
+        return items
+
+    pod = wait_for(injected, what="the Deployment's injected pod")[0]
+    assert pod["metadata"]["annotations"][constants.ANNOTATION_CREATED_BY] == "controller"
 
     # 1. A manifest fault: nothing on the node.
     play_kubelet(cluster, pod, MANIFEST_FAILED, at(0))
@@ -168,7 +187,30 @@ def test_a_gpu_fault_taints_the_node_and_a_later_pass_clears_it(
     assert "Fix: drain the node" in message
     assert wait_for(lambda: gauge(operator, node)) == 1.0
 
-    # 3. A later pass on the node clears it all.
+    # 3. Anyone's pass (a bare pod: nobody's controller made it) clears nothing.
+    bare = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "anyones", "namespace": namespace, "labels": {"app": "vllm-node"}},
+        "spec": {**template["spec"], "nodeName": node},
+    }
+    cluster.apply(bare)
+    bare = get_json(cluster, "pod", "anyones", "-n", namespace)
+    assert bare["metadata"]["annotations"][constants.ANNOTATION_CREATED_BY] == "other"
+    play_kubelet(cluster, bare, PASSED, at(3))
+
+    def shown() -> bool:
+        found = get_json(cluster, "gpuval", "-n", namespace)["items"]
+        return any(
+            p.get("pod") == "anyones"
+            for g in found
+            for p in ((g.get("status") or {}).get("runtime") or {}).get("pods") or []
+        )
+
+    wait_for(shown, what="the bare pod's pass on its GPUValidation")
+    assert ours(cluster, node)["taints"], "another tenant's pass cleared the node"
+
+    # 4. A later pass of the controller's pod clears it all.
     play_kubelet(cluster, pod, PASSED, at(4))
     wait_for(
         lambda: ours(cluster, node) == {"label": None, "annotation": None, "taints": []},
