@@ -1,0 +1,784 @@
+"""A shell script parsed the way bash (and dash, for ``sh``) parses it: words with their
+quoting, redirections, pipelines, lists, compound commands, functions, here-documents.
+
+The grammar is POSIX's (XCU 2.10) plus the bash forms found in serving manifests: ``|&``,
+``&>``/``&>>`` (bash only: in dash ``a &> f`` is ``a &`` then ``> f``), ``[[ ... ]]``,
+``(( ... ))``, ``function NAME``, ``NAME=(array words)``, here-strings ``<<<``. What it
+does not know (a ``select``, ``coproc``, an unbalanced quote) raises ShellSyntax; the
+reader of the script then says "unknown", never guesses. tests/unit/test_shell_oracle.py
+checks every reading against the real bash and dash.
+
+Bounded: the input is at most a container's expanded text (kubeenv budgets); nesting past
+MAX_NESTING raises ShellSyntax instead of a RecursionError.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Union
+
+from preflight_operator.rules.shell import _skip_backquote, _skip_group, _Unbalanced
+
+MAX_NESTING = 60
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_OPERATOR_CHARS = ";&|()<>"
+_BLANKS = " \t\r"
+
+
+class ShellSyntax(Exception):
+    """The script does not parse (or uses a form not modelled here)."""
+
+
+@dataclass(frozen=True)
+class Part:
+    """A piece of a word. ``kind``: ``lit`` (text, escapes removed), ``param`` (a raw
+    ``$...`` part: ``${X:-d}``, ``$((..))``, ``$(..)``, ``$X``), ``unknown`` (a backquote
+    or process substitution, ``$'...'``: never evaluated), ``marker`` (a value unknown
+    before the script ran, kubeenv's marker, kept as it is)."""
+
+    kind: str
+    text: str
+    quoted: bool
+
+
+@dataclass(frozen=True)
+class Word:
+    parts: tuple[Part, ...]
+    array: tuple[Word, ...] | None = None  # NAME=(a b c)
+
+    @property
+    def literal(self) -> str | None:
+        """The word's text when it is one unquoted literal (a reserved word candidate)."""
+        if len(self.parts) == 1 and self.parts[0].kind == "lit" and not self.parts[0].quoted:
+            return self.parts[0].text
+        return None
+
+    @property
+    def quoted(self) -> bool:
+        return any(p.quoted for p in self.parts)
+
+    def plain(self) -> str | None:
+        """The text when the word has no expansions (quotes removed), else None."""
+        if all(p.kind == "lit" for p in self.parts):
+            return "".join(p.text for p in self.parts)
+        return None
+
+
+@dataclass
+class Redirect:
+    op: str
+    target: Word | None  # None for a here-document
+    heredoc: str | None = None
+
+
+@dataclass
+class Simple:
+    assigns: list[Word]
+    words: list[Word]
+    redirects: list[Redirect] = field(default_factory=list)
+
+
+@dataclass
+class Pipeline:
+    commands: list[Command]
+    negated: bool = False
+
+
+@dataclass
+class AndOr:
+    first: Pipeline
+    rest: list[tuple[str, Pipeline]]
+
+
+@dataclass
+class CommandList:
+    items: list[tuple[AndOr, bool]]  # (and-or list, runs in the background)
+
+
+@dataclass
+class Group:
+    body: CommandList
+    subshell: bool
+
+
+@dataclass
+class If:
+    clauses: list[tuple[CommandList, CommandList]]
+    otherwise: CommandList | None
+
+
+@dataclass
+class Case:
+    word: Word
+    arms: list[tuple[list[Word], CommandList]]
+
+
+@dataclass
+class Loop:
+    kind: str  # while, until, for
+    condition: CommandList | None
+    variable: str | None
+    values: list[Word] | None  # for NAME in WORDS; None: "$@"
+    body: CommandList
+
+
+@dataclass
+class Function:
+    name: str
+    body: Command
+
+
+@dataclass
+class Opaque:
+    """``[[ ... ]]`` or ``(( ... ))``: a test whose outcome is not known here."""
+
+    what: str
+
+
+Command = Union[Simple, Group, If, Case, Loop, Function, Opaque]
+
+
+# -- lexer ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Token:
+    kind: str  # word, op, newline, heredoc, eof
+    text: str = ""
+    word: Word | None = None
+    fd: str | None = None  # io number before a redirection operator
+
+
+_OPERATORS_BASH = (
+    ";;&",
+    "&>>",
+    "<<<",
+    "<<-",
+    ";;",
+    ";&",
+    "&&",
+    "||",
+    "|&",
+    "&>",
+    ">>",
+    "<<",
+    "<&",
+    ">&",
+    "<>",
+    ">|",
+    ";",
+    "&",
+    "|",
+    "(",
+    ")",
+    "<",
+    ">",
+)
+_OPERATORS_POSIX = tuple(o for o in _OPERATORS_BASH if o not in (";;&", "&>>", "<<<", "|&", "&>"))
+REDIRECTIONS = frozenset(("<", ">", ">>", "<&", ">&", "<>", ">|", "&>", "&>>", "<<<"))
+
+
+class Lexer:
+    def __init__(self, text: str, bash: bool) -> None:
+        self.text = text
+        self.i = 0
+        self.bash = bash
+        self.operators = _OPERATORS_BASH if bash else _OPERATORS_POSIX
+        self.pending: list[tuple[Token, bool, str, bool]] = []  # heredocs to read
+
+    def tokens(self) -> list[Token]:
+        out: list[Token] = []
+        text, n = self.text, len(self.text)
+        while True:
+            while self.i < n:
+                ch = text[self.i]
+                if ch in _BLANKS:
+                    self.i += 1
+                elif text.startswith("\\\n", self.i):
+                    self.i += 2
+                elif ch == "#":
+                    end = text.find("\n", self.i)
+                    self.i = n if end < 0 else end
+                else:
+                    break
+            if self.i >= n:
+                out.append(Token("eof"))
+                return out
+            ch = text[self.i]
+            if ch == "\n":
+                self.i += 1
+                out.append(Token("newline"))
+                self._read_heredocs()
+                continue
+            if self.bash and text.startswith("((", self.i) and _command_start(out):
+                end = _skip_arith_command(text, self.i + 2)
+                out.append(Token("word", word=Word((Part("unknown", text[self.i : end], False),))))
+                out[-1].text = "(("
+                self.i = end
+                continue
+            if ch in _OPERATORS_CHARS_SET and not self._process_substitution():
+                op = next(o for o in self.operators if text.startswith(o, self.i))
+                self.i += len(op)
+                token = Token("op", op)
+                if op in ("<<", "<<-"):
+                    self._heredoc(token, op)
+                out.append(token)
+                continue
+            start = self.i
+            word = self._word()
+            if (
+                self.i < n
+                and text[self.i] in "<>"
+                and text[start : self.i].isdigit()
+                and not self._process_substitution()
+            ):
+                op = next(o for o in self.operators if text.startswith(o, self.i))
+                self.i += len(op)
+                token = Token("op", op, fd=text[start : self.i - len(op)])
+                if op in ("<<", "<<-"):
+                    self._heredoc(token, op)
+                out.append(token)
+                continue
+            out.append(Token("word", text[start : self.i], word))
+
+    def _process_substitution(self) -> bool:
+        return self.bash and self.text.startswith(("<(", ">("), self.i)
+
+    def _heredoc(self, token: Token, op: str) -> None:
+        text, n = self.text, len(self.text)
+        while self.i < n and text[self.i] in _BLANKS:
+            self.i += 1
+        if self.i >= n or text[self.i] in "\n" + _OPERATOR_CHARS:
+            raise ShellSyntax("a here-document without its delimiter")
+        start = self.i
+        word = self._word()
+        raw = text[start : self.i]
+        delimiter = "".join(
+            p.text if p.kind == "lit" else raw for p in word.parts if p.kind == "lit"
+        )
+        if any(p.kind != "lit" for p in word.parts):
+            delimiter = raw.replace("'", "").replace('"', "").replace("\\", "")
+        token.word = word
+        self.pending.append((token, op == "<<-", delimiter, word.quoted))
+
+    def _read_heredocs(self) -> None:
+        text, n = self.text, len(self.text)
+        for token, strip, delimiter, _quoted in self.pending:
+            lines: list[str] = []
+            while self.i < n:
+                end = text.find("\n", self.i)
+                line = text[self.i : n if end < 0 else end]
+                self.i = n if end < 0 else end + 1
+                check = line.lstrip("\t") if strip else line
+                if check == delimiter:
+                    break
+                lines.append(check)
+            token.kind = "heredoc"
+            token.text = "\n".join(lines)
+        self.pending.clear()
+
+    def _word(self) -> Word:
+        parts: list[Part] = []
+        text, n = self.text, len(self.text)
+        try:
+            while self.i < n:
+                ch = text[self.i]
+                if ch in _BLANKS or ch == "\n":
+                    break
+                if ch in _OPERATOR_CHARS:
+                    if not self._process_substitution():
+                        if ch == "(" and parts and _array_open(parts):
+                            parts = [Part("array", "", False)] + parts
+                            break
+                        break
+                    end = _skip_group(text, self.i + 2, "(", ")")
+                    parts.append(Part("unknown", text[self.i : end], False))
+                    self.i = end
+                elif ch == _MARK:
+                    parts.append(self._marker(quoted=False))
+                elif ch == "'":
+                    end = text.find("'", self.i + 1)
+                    if end < 0:
+                        raise ShellSyntax("an unbalanced single quote")
+                    parts.append(Part("lit", text[self.i + 1 : end], True))
+                    self.i = end + 1
+                elif ch == '"':
+                    self.i += 1
+                    parts.extend(self._double())
+                elif ch == "\\":
+                    if self.i + 1 >= n:
+                        parts.append(Part("lit", "\\", False))
+                        self.i += 1
+                    elif text[self.i + 1] == "\n":
+                        self.i += 2
+                    else:
+                        parts.append(Part("lit", text[self.i + 1], True))
+                        self.i += 2
+                elif ch == "$":
+                    parts.append(self._dollar(quoted=False))
+                elif ch == "`":
+                    end = _skip_backquote(text, self.i + 1)
+                    parts.append(Part("unknown", text[self.i : end], False))
+                    self.i = end
+                else:
+                    end = self.i + 1
+                    while end < n and text[end] not in _WORD_STOP:
+                        end += 1
+                    parts.append(Part("lit", text[self.i : end], False))
+                    self.i = end
+        except _Unbalanced:
+            raise ShellSyntax("an unbalanced $(, ${ or backquote") from None
+        if parts and parts[0].kind == "array":
+            return self._array(parts[1:])
+        return Word(tuple(_merge(parts)))
+
+    def _array(self, prefix: list[Part]) -> Word:
+        """``NAME=( words )``: the elements, as words."""
+        self.i += 1  # "("
+        elements: list[Word] = []
+        text, n = self.text, len(self.text)
+        while True:
+            while self.i < n and text[self.i] in _BLANKS + "\n":
+                self.i += 1
+            if self.i >= n:
+                raise ShellSyntax("an unclosed array assignment")
+            if text[self.i] == ")":
+                self.i += 1
+                break
+            if text[self.i] == "#":
+                end = text.find("\n", self.i)
+                self.i = n if end < 0 else end
+                continue
+            if text[self.i] in _OPERATOR_CHARS:
+                raise ShellSyntax("an operator in an array assignment")
+            elements.append(self._word())
+        return Word(tuple(_merge(prefix)), tuple(elements))
+
+    def _double(self) -> list[Part]:
+        parts: list[Part] = []
+        text, n = self.text, len(self.text)
+        buf: list[str] = []
+
+        def flush() -> None:
+            parts.append(Part("lit", "".join(buf), True))
+            buf.clear()
+
+        while self.i < n:
+            ch = text[self.i]
+            if ch == '"':
+                self.i += 1
+                flush()
+                return parts
+            if ch == "\\" and self.i + 1 < n and text[self.i + 1] in '$`"\\\n':
+                if text[self.i + 1] != "\n":
+                    buf.append(text[self.i + 1])
+                self.i += 2
+            elif ch == _MARK:
+                flush()
+                parts.append(self._marker(quoted=True))
+            elif ch == "$":
+                flush()
+                parts.append(self._dollar(quoted=True))
+            elif ch == "`":
+                flush()
+                end = _skip_backquote(text, self.i + 1)
+                parts.append(Part("unknown", text[self.i : end], True))
+                self.i = end
+            else:
+                buf.append(ch)
+                self.i += 1
+        raise ShellSyntax("an unbalanced double quote")
+
+    def _marker(self, quoted: bool) -> Part:
+        """An unknown value the kubelet expansion put in the script (kubeenv's marker):
+        one opaque piece of its word."""
+        end = self.text.find(_MARK, self.i + 1)
+        if end < 0:
+            raise ShellSyntax("a broken unknown-value marker")
+        part = Part("marker", self.text[self.i : end + 1], quoted)
+        self.i = end + 1
+        return part
+
+    def _dollar(self, quoted: bool) -> Part:
+        text, i = self.text, self.i
+        nxt = text[i + 1] if i + 1 < len(text) else ""
+        if nxt in "({":
+            end = _skip_group(text, i + 2, nxt, ")" if nxt == "(" else "}")
+            self.i = end
+            return Part("param", text[i:end], quoted)
+        if nxt == "'" and not quoted and self.bash:
+            end = text.find("'", i + 2)
+            if end < 0:
+                raise ShellSyntax("an unbalanced $'")
+            self.i = end + 1
+            return Part("unknown", text[i : end + 1], quoted)
+        match = _NAME.match(text, i + 1)
+        if match:
+            self.i = match.end()
+            return Part("param", "${" + match.group() + "}", quoted)
+        if nxt and (nxt.isdigit() or nxt in "@*#?$!-"):
+            self.i = i + 2
+            return Part("param", "${" + nxt + "}", quoted)
+        self.i = i + 1
+        return Part("lit", "$", quoted)
+
+
+_OPERATORS_CHARS_SET = frozenset(_OPERATOR_CHARS)
+_MARK = "\x00"  # kubeenv's unknown marker: \x00$(NAME)\x00
+_WORD_STOP = frozenset(_BLANKS + "\n" + _OPERATOR_CHARS + "'\"\\$`" + _MARK)
+
+
+def _array_open(parts: list[Part]) -> bool:
+    return (
+        len(parts) == 1
+        and parts[0].kind == "lit"
+        and not parts[0].quoted
+        and bool(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*\+?=", parts[0].text))
+    )
+
+
+def _merge(parts: list[Part]) -> list[Part]:
+    out: list[Part] = []
+    for part in parts:
+        if (
+            out
+            and part.kind == "lit"
+            and out[-1].kind == "lit"
+            and out[-1].quoted == part.quoted
+        ):
+            out[-1] = Part("lit", out[-1].text + part.text, part.quoted)
+        else:
+            out.append(part)
+    return out
+
+
+def _command_start(tokens: list[Token]) -> bool:
+    if not tokens:
+        return True
+    last = tokens[-1]
+    if last.kind in ("newline", "heredoc"):
+        return True
+    if last.kind == "op":
+        return last.text in (";", "&", "&&", "||", "|", "(", ";;", "|&")
+    return last.text in ("then", "do", "else", "elif", "if", "while", "until", "!", "{")
+
+
+def _skip_arith_command(text: str, i: int) -> int:
+    depth = 0
+    n = len(text)
+    while i < n:
+        if text.startswith("))", i) and depth == 0:
+            return i + 2
+        if text[i] == "(":
+            depth += 1
+        elif text[i] == ")":
+            depth -= 1
+        i += 1
+    raise ShellSyntax("an unclosed (( ))")
+
+
+# -- parser -----------------------------------------------------------------------------------
+
+_LIST_END = frozenset(("then", "else", "elif", "fi", "do", "done", "esac", "}"))
+_RESERVED = _LIST_END | frozenset(("if", "case", "while", "until", "for", "{", "!", "function"))
+_UNSUPPORTED = frozenset(("select", "coproc"))
+
+
+class Parser:
+    def __init__(self, tokens: list[Token]) -> None:
+        self.tokens = tokens
+        self.pos = 0
+        self.depth = 0
+
+    def peek(self) -> Token:
+        return self.tokens[self.pos]
+
+    def next(self) -> Token:
+        token = self.tokens[self.pos]
+        if token.kind != "eof":
+            self.pos += 1
+        return token
+
+    def reserved(self, *names: str) -> bool:
+        token = self.peek()
+        return token.kind == "word" and token.word is not None and token.word.literal in names
+
+    def op(self, *ops: str) -> bool:
+        token = self.peek()
+        return token.kind == "op" and token.text in ops
+
+    def expect_reserved(self, name: str) -> None:
+        if not self.reserved(name):
+            raise ShellSyntax(f"expected {name!r}")
+        self.next()
+
+    def skip_newlines(self) -> None:
+        while self.peek().kind in ("newline", "heredoc"):
+            self.next()
+
+    def program(self) -> CommandList:
+        body = self.command_list()
+        if self.peek().kind != "eof":
+            raise ShellSyntax(f"unexpected {self.peek().text or self.peek().kind!r}")
+        return body
+
+    def command_list(self) -> CommandList:
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise ShellSyntax(f"nested deeper than {MAX_NESTING}")
+        items: list[tuple[AndOr, bool]] = []
+        while True:
+            self.skip_newlines()
+            token = self.peek()
+            if token.kind == "eof" or self.op(")", ";;", ";&", ";;&") or self.reserved(*_LIST_END):
+                break
+            and_or = self.and_or()
+            background = False
+            if self.op(";", "&"):
+                background = self.next().text == "&"
+            elif self.peek().kind not in ("newline", "heredoc", "eof") and not (
+                self.op(")", ";;", ";&", ";;&") or self.reserved(*_LIST_END)
+            ):
+                raise ShellSyntax(f"unexpected {self.peek().text!r}")
+            items.append((and_or, background))
+        self.depth -= 1
+        return CommandList(items)
+
+    def and_or(self) -> AndOr:
+        first = self.pipeline()
+        rest: list[tuple[str, Pipeline]] = []
+        while self.op("&&", "||"):
+            op = self.next().text
+            self.skip_newlines()
+            rest.append((op, self.pipeline()))
+        return AndOr(first, rest)
+
+    def pipeline(self) -> Pipeline:
+        negated = False
+        while self.reserved("!", "time"):
+            negated ^= self.next().text == "!"
+            while self.peek().kind == "word" and self.peek().text in ("-p", "--"):
+                self.next()  # `time -p`
+        commands = [self.command()]
+        while self.op("|", "|&"):
+            self.next()
+            self.skip_newlines()
+            commands.append(self.command())
+        return Pipeline(commands, negated)
+
+    def command(self) -> Command:
+        token = self.peek()
+        if token.kind == "op" and token.text == "(":
+            self.next()
+            body = self.command_list()
+            if not self.op(")"):
+                raise ShellSyntax("an unclosed subshell")
+            self.next()
+            self._trailing_redirects()
+            return Group(body, subshell=True)
+        if token.kind != "word" or token.word is None:
+            if token.kind == "op" and (token.text in REDIRECTIONS or token.text in ("<<", "<<-")):
+                return self.simple()
+            raise ShellSyntax(f"unexpected {token.text or token.kind!r}")
+        literal = token.word.literal
+        if token.text == "((":
+            self.next()
+            self._trailing_redirects()
+            return Opaque("(( ))")
+        if literal in _UNSUPPORTED:
+            raise ShellSyntax(f"`{literal}` is not modelled")
+        if literal == "{":
+            self.next()
+            body = self.command_list()
+            self.expect_reserved("}")
+            self._trailing_redirects()
+            return Group(body, subshell=False)
+        if literal == "[[":
+            return self._double_bracket()
+        if literal == "if":
+            return self._if()
+        if literal in ("while", "until"):
+            self.next()
+            condition = self.command_list()
+            self.expect_reserved("do")
+            body = self.command_list()
+            self.expect_reserved("done")
+            self._trailing_redirects()
+            return Loop(literal, condition, None, None, body)
+        if literal == "for":
+            return self._for()
+        if literal == "case":
+            return self._case()
+        if literal == "function":
+            self.next()
+            name = self.next()
+            if name.kind != "word" or name.word is None or name.word.literal is None:
+                raise ShellSyntax("a function without a name")
+            if self.op("("):
+                self.next()
+                if not self.op(")"):
+                    raise ShellSyntax("function NAME( without )")
+                self.next()
+            self.skip_newlines()
+            return Function(name.word.literal, self.command())
+        if (
+            literal is not None
+            and self.tokens[self.pos + 1].kind == "op"
+            and self.tokens[self.pos + 1].text == "("
+            and self.tokens[self.pos + 2].kind == "op"
+            and self.tokens[self.pos + 2].text == ")"
+        ):
+            self.pos += 3
+            self.skip_newlines()
+            return Function(literal, self.command())
+        return self.simple()
+
+    def _trailing_redirects(self) -> None:
+        while self.op(*REDIRECTIONS, "<<", "<<-"):
+            self._redirect()
+
+    def _redirect(self) -> Redirect:
+        token = self.next()
+        if token.kind == "heredoc" or token.text in ("<<", "<<-"):
+            return Redirect(token.text, None, "")
+        target = self.next()
+        if target.kind != "word":
+            raise ShellSyntax(f"a redirection {token.text!r} without its target")
+        return Redirect(token.text, target.word)
+
+    def simple(self) -> Simple:
+        assigns: list[Word] = []
+        words: list[Word] = []
+        redirects: list[Redirect] = []
+        while True:
+            token = self.peek()
+            if token.kind == "op" and (token.text in REDIRECTIONS or token.text in ("<<", "<<-")):
+                redirects.append(self._redirect())
+                continue
+            if token.kind == "heredoc":
+                # the here-document body sits where its operator was; it was read
+                self.next()
+                redirects.append(Redirect("<<", None, token.text))
+                continue
+            if token.kind != "word" or token.word is None:
+                break
+            if not words and _is_assignment_word(token.word):
+                assigns.append(token.word)
+            else:
+                words.append(token.word)
+            self.next()
+        if not assigns and not words and not redirects:
+            raise ShellSyntax(f"unexpected {self.peek().text or self.peek().kind!r}")
+        return Simple(assigns, words, redirects)
+
+    def _double_bracket(self) -> Opaque:
+        self.next()
+        while True:
+            token = self.next()
+            if token.kind == "eof":
+                raise ShellSyntax("an unclosed [[")
+            if token.kind == "word" and token.word is not None and token.word.literal == "]]":
+                break
+        self._trailing_redirects()
+        return Opaque("[[ ]]")
+
+    def _if(self) -> If:
+        self.next()
+        clauses: list[tuple[CommandList, CommandList]] = []
+        otherwise = None
+        while True:
+            condition = self.command_list()
+            self.expect_reserved("then")
+            clauses.append((condition, self.command_list()))
+            if self.reserved("elif"):
+                self.next()
+                continue
+            if self.reserved("else"):
+                self.next()
+                otherwise = self.command_list()
+            self.expect_reserved("fi")
+            break
+        self._trailing_redirects()
+        return If(clauses, otherwise)
+
+    def _for(self) -> Loop:
+        self.next()
+        name = self.next()
+        if name.kind != "word" or name.word is None or name.word.literal is None:
+            raise ShellSyntax("`for` without a name (or an arithmetic for)")
+        values: list[Word] | None = None
+        self.skip_newlines()
+        if self.reserved("in"):
+            self.next()
+            values = []
+            while self.peek().kind == "word" and self.peek().word is not None:
+                token = self.next()
+                assert token.word is not None
+                values.append(token.word)
+        if self.op(";"):
+            self.next()
+        self.skip_newlines()
+        self.expect_reserved("do")
+        body = self.command_list()
+        self.expect_reserved("done")
+        self._trailing_redirects()
+        return Loop("for", None, name.word.literal, values, body)
+
+    def _case(self) -> Case:
+        self.next()
+        token = self.next()
+        if token.kind != "word" or token.word is None:
+            raise ShellSyntax("`case` without a word")
+        subject = token.word
+        self.skip_newlines()
+        self.expect_reserved("in")
+        arms: list[tuple[list[Word], CommandList]] = []
+        while True:
+            self.skip_newlines()
+            if self.reserved("esac"):
+                self.next()
+                break
+            if self.op("("):
+                self.next()
+            patterns: list[Word] = []
+            while True:
+                pattern = self.next()
+                if pattern.kind != "word" or pattern.word is None:
+                    raise ShellSyntax("a case pattern expected")
+                patterns.append(pattern.word)
+                if self.op("|"):
+                    self.next()
+                    continue
+                break
+            if not self.op(")"):
+                raise ShellSyntax("a case pattern without )")
+            self.next()
+            body = self.command_list()
+            if self.op(";&", ";;&"):
+                raise ShellSyntax("case fall-through is not modelled")
+            arms.append((patterns, body))
+            if self.op(";;"):
+                self.next()
+                continue
+            self.skip_newlines()
+            self.expect_reserved("esac")
+            break
+        self._trailing_redirects()
+        return Case(subject, arms)
+
+
+def _is_assignment_word(word: Word) -> bool:
+    first = word.parts[0] if word.parts else None
+    if first is None or first.kind != "lit" or first.quoted:
+        return False
+    return bool(re.match(r"[A-Za-z_][A-Za-z0-9_]*\+?=", first.text))
+
+
+def parse(script: str, bash: bool = True) -> CommandList:
+    """The script's syntax tree; ShellSyntax when it does not parse."""
+    try:
+        tokens = Lexer(script, bash).tokens()
+    except _Unbalanced:
+        raise ShellSyntax("an unbalanced $(, ${ or backquote") from None
+    return Parser(tokens).program()
