@@ -32,6 +32,7 @@ from typing import Any
 from preflight_contract.verdicts import FAIL, WARN
 from preflight_contract.vllm_args import ParsedArgs, parse_vllm_args
 from preflight_operator.rules.command import Invocation, find_invocation
+from preflight_operator.rules.shrun import literal_references
 from preflight_operator.rules.config import ConfigResolver
 from preflight_operator.rules.context import ContainerContext
 from preflight_operator.rules.kubeenv import ContainerEnv, build_env, display, has_unknown
@@ -250,7 +251,8 @@ def _int_value(parsed: ParsedArgs, dest: str) -> int:
 
 
 def _known(text: str | None) -> bool:
-    return text is None or not has_unknown(text)
+    # an undefined $(NAME) is one text on every pod of the group: comparable as written
+    return text is None or not has_unknown(literal_references(text))
 
 
 @register(
