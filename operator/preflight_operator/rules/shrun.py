@@ -40,6 +40,7 @@ from preflight_operator.rules.shparse import (
     Loop,
     Opaque,
     Pipeline,
+    Redirect,
     ShellSyntax,
     Simple,
     Word,
@@ -81,6 +82,7 @@ class State:
     functions: dict[str, Command | None] = field(default_factory=dict)
     positional: list[str] = field(default_factory=list)
     ifs_set: bool = False
+    errexit: bool = False  # set -e: a failing command ends the script
     opaque: bool = False  # a `source`/`.`: any variable may have changed
 
     def copy(self) -> State:
@@ -92,6 +94,7 @@ class State:
             list(self.positional),
             self.ifs_set,
             self.opaque,
+            self.errexit,
         )
 
 
@@ -120,6 +123,7 @@ def _merge(states: list[State]) -> State:
         width = max(len(s.positional) for s in states)
         out.positional = first.positional[:1] + [unknown_marker("$@")] * max(0, width - 1)
     out.ifs_set = any(s.ifs_set for s in states)
+    out.errexit = any(s.errexit for s in states)
     out.opaque = any(s.opaque for s in states)
     return out
 
@@ -149,6 +153,7 @@ class Runner:
         self.state = State()
         self.cond = False  # reached on some paths only
         self.halt: str | None = None  # exit, return, break, found
+        self.testing = 0  # inside an if/while condition: set -e does not apply
 
     # -- entry points -------------------------------------------------------------------
 
@@ -295,18 +300,35 @@ class Runner:
 
     def _and_or(self, node: AndOr) -> bool | None:
         status = self._pipeline(node.first)
-        for op, pipeline in node.rest:
+        last = not node.rest  # the status comes from the list's last pipeline
+        for k, (op, pipeline) in enumerate(node.rest):
             if self.halt:
                 break
             runs = status if op == "&&" else (None if status is None else not status)
             if runs is False:
                 continue
+            final = k == len(node.rest) - 1
             if runs:
                 status = self._pipeline(pipeline)
+                last = final
             else:
                 self._branches([lambda p=pipeline: self._pipeline(p), lambda: True])
                 status = None
+                last = False
+        if last and not node.rest and node.first.negated:
+            last = False
+        self._errexit(status if last else True)
         return status
+
+    def _errexit(self, status: bool | None) -> None:
+        """``set -e``: a failure ends the script; a command whose status is not known
+        here makes what follows conditional (it runs only if that command succeeded)."""
+        if not self.state.errexit or self.testing or self.halt or status is True:
+            return
+        if status is False:
+            self.halt = "exit"
+        else:
+            self.cond = True
 
     def _pipeline(self, node: Pipeline) -> bool | None:
         if len(node.commands) == 1:
@@ -387,7 +409,9 @@ class Runner:
                 self._list(otherwise)
             return
         (condition, body), rest = clauses[0], clauses[1:]
+        self.testing += 1
         status = self._list(condition)
+        self.testing -= 1
         if self.halt:
             return
         if status is True:
@@ -448,7 +472,9 @@ class Runner:
             self._after_loop(before)
             return
         assert node.condition is not None
+        self.testing += 1
         status = self._list(node.condition)
+        self.testing -= 1
         if self.halt:
             return
         if node.kind == "until" and status is not None:
@@ -490,6 +516,13 @@ class Runner:
         if not words:
             return True
         exports = {**self.state.exported, **prefix}
+        if any(_may_fail(r, self) for r in node.redirects):
+            saved = self.cond
+            self.cond = True  # it runs only if the file opens
+            try:
+                return self._argv(words, exports)
+            finally:
+                self.cond = saved or self.cond
         return self._argv(words, exports)
 
     def _assignment(self, word: Word) -> tuple[str, str]:
@@ -665,6 +698,12 @@ class Runner:
             return None
         if name == "set":
             args = words[1:]
+            for k, arg in enumerate(args):
+                if arg.startswith(("-", "+")) and arg not in ("-", "--", "-o", "+o"):
+                    if "e" in arg[1:]:
+                        self.state.errexit = arg[0] == "-"
+                elif args[k - 1 : k] in (["-o"], ["+o"]) and arg == "errexit":
+                    self.state.errexit = args[k - 1] == "-o"
             if args and args[0] == "--":
                 self.state.positional = self.state.positional[:1] + args[1:]
             elif args and not args[0].startswith(("-", "+")):
@@ -714,10 +753,19 @@ class Runner:
             return
         if program == "busybox" and len(words) > 1:
             program = words[1]
-        self._nested(program, words[at], words[at + 1 :] or [program], exports)
+        options = words[1:at]
+        errexit = any(
+            w.startswith("-") and not w.startswith("--") and "e" in w[1:] for w in options
+        ) or any(options[k : k + 2] == ["-o", "errexit"] for k in range(len(options)))
+        self._nested(program, words[at], words[at + 1 :] or [program], exports, errexit)
 
     def _nested(
-        self, program: str, script: str, positional: list[str], exports: dict[str, str]
+        self,
+        program: str,
+        script: str,
+        positional: list[str],
+        exports: dict[str, str],
+        errexit: bool = False,
     ) -> None:
         if self.depth + 1 >= MAX_DEPTH:
             if "vllm" in script:
@@ -741,6 +789,7 @@ class Runner:
         )
         child.cond = self.cond
         child.state.exported = dict(exports)
+        child.state.errexit = errexit
         child.run_script(script, positional)
         for event in child.events:
             if isinstance(event, Found):
@@ -769,6 +818,14 @@ def literal_references(text: str) -> str:
     """A script's text as the shell gets it: an undefined ``$(NAME)`` stays literal (the
     shell then runs NAME as a command substitution, unknown to the walk)."""
     return _UNDEFINED.sub(lambda m: f"$({m.group(1)})", text)
+
+
+def _may_fail(redirect: Redirect, runner: Runner) -> bool:
+    """An input redirection from a file other than /dev/null: bash does not run the
+    command when the file cannot be opened, and whether it exists is not known here."""
+    if redirect.op not in ("<", "<>") or redirect.target is None:
+        return False
+    return runner.fields(redirect.target, split=False) != ["/dev/null"]
 
 
 def _globby(text: str) -> bool:
