@@ -235,13 +235,13 @@ def judge(case: Case, bindir: Path, work: Path) -> str | None:
             return f"rules: not vLLM; {_shell(words)} ran {ran}"
         return None
     assert isinstance(found, Invocation)
-    if not found.exact:
+    if not getattr(found, "exact", True):  # (an Invocation before issue 24 had no flag)
         return None
     mine = [found.argv[0].rsplit("/", 1)[-1], *found.argv[1:]]
     if "/" in found.argv[0]:
         return None  # an absolute path bypasses the stubs
     if ran is None:
-        if not found.conditional and not run.timed_out:
+        if not getattr(found, "conditional", False) and not run.timed_out:
             return f"rules: {mine} on every path; {_shell(words)} never started vLLM"
         return None
     if ran != mine:
