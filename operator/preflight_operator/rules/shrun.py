@@ -500,12 +500,15 @@ class Runner:
 
     def _simple(self, node: Simple) -> bool | None:
         prefix: dict[str, str] = {}
+        arrays: dict[str, list[str]] = {}
         for word in node.assigns:
-            name, value = self._assignment(word)
+            name, value, items = self._assignment(word)
             prefix[name] = value
+            if items is not None:
+                arrays[name] = items
         if not node.words:
             for name, value in prefix.items():
-                self._set(name, value, export=False)
+                self._set(name, value, export=False, items=arrays.get(name))
             return None if any(has_unknown(v) for v in prefix.values()) else True
         head = node.words[0].literal
         if head in _DECLARATIONS:
@@ -525,14 +528,14 @@ class Runner:
                 self.cond = saved or self.cond
         return self._argv(words, exports)
 
-    def _assignment(self, word: Word) -> tuple[str, str]:
+    def _assignment(self, word: Word) -> tuple[str, str, list[str] | None]:
+        """(name, value, array items) of a NAME=value word."""
         first = word.parts[0].text
         name, _, rest = first.partition("=")
         name = name.rstrip("+")
         if word.array is not None:
             items = [f for w in word.array for f in self.fields(w)]
-            self.state.arrays[name] = items
-            return name, items[0] if items else ""
+            return name, items[0] if items else "", items
         from preflight_operator.rules.shparse import Part  # noqa: PLC0415
 
         tail = Word((Part("lit", rest, word.parts[0].quoted), *word.parts[1:]))
@@ -541,10 +544,12 @@ class Runner:
         if first.startswith(name + "+="):
             old = self.variable(name) or ""
             value = old + value
-        return name, value
+        return name, value, None
 
-    def _set(self, name: str, value: str, export: bool) -> None:
+    def _set(self, name: str, value: str, export: bool, items: list[str] | None = None) -> None:
         self.state.arrays.pop(name, None)
+        if items is not None:
+            self.state.arrays[name] = items
         self.state.vars[name] = value
         if name == "IFS":
             self.state.ifs_set = True
@@ -567,8 +572,8 @@ class Runner:
                     return None
                 continue
             if _is_assignment_word(word):
-                name, value = self._assignment(word)
-                self._set(name, value, export)
+                name, value, items = self._assignment(word)
+                self._set(name, value, export, items)
             else:
                 for name in self.fields(word):
                     if export and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
@@ -593,7 +598,10 @@ class Runner:
         """A program (not a builtin): through its launchers to a shell, vLLM or other."""
         unwrapped = launchers.unwrap(words)
         if isinstance(unwrapped, launchers.Unknown):
-            self._doubt_if_vllm(words, unwrapped.reason)
+            if any("vllm" in w for w in words[1:]):
+                self.events.append(
+                    Doubt(f"vLLM may run behind something not read here: {unwrapped.reason}")
+                )
             return None
         for name, value in unwrapped.assignments:
             exports[name] = value
@@ -724,8 +732,8 @@ class Runner:
                 if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", var):
                     self.state.vars[var] = unknown_marker(var)
             return None
-        if name == "cd":
-            return None
+        if name == "cd" or (name == "command" and words[1:2] in (["-v"], ["-V"])):
+            return None  # `command -v NAME` looks NAME up; it runs nothing
         return "no"
 
     def _eval(self, text: str) -> bool | None:
