@@ -95,7 +95,7 @@ _WITH_VALUE = {
 _OPERANDS = {"gosu": 1, "su-exec": 1}
 _FAKE = ("numactl", "gosu", "su-exec", "tini", "dumb-init", "uv", "su", "sudo")
 _REAL = (
-    "env timeout nice nohup stdbuf setsid taskset chrt cat echo printf test [ true false "
+    "env timeout nice nohup stdbuf setsid taskset chrt ionice cat echo printf test [ true false "
     "tee mkdir head tail grep sed awk cut tr date id basename dirname expr seq uname"
 ).split()
 
@@ -342,7 +342,9 @@ IDIOMS = [
 
 def generated_cases(seed: int) -> list[Case]:
     rng = random.Random(seed)
-    combos = [(i, l, f, s) for i in IDIOMS for l in LAUNCHERS for f in FLAGS for s in ("bash", "sh")]
+    combos = [
+        (i, l, f, s) for i in IDIOMS for l in LAUNCHERS for f in FLAGS for s in ("bash", "sh")
+    ]
     if DASH is None:
         combos = [c for c in combos if c[3] == "bash"]
     cases = []
@@ -377,6 +379,17 @@ def test_generated_idioms_match_bash_and_dash(bindir: Path, tmp_path: Path) -> N
 def test_corpus_scripts_match_the_shell(bindir: Path, tmp_path: Path) -> None:
     cases = corpus_cases()
     assert len(cases) >= 20
+    problems = _judge_all(cases, bindir, tmp_path)
+    assert not problems, "\n".join(problems[:10])
+
+
+def test_explicit_forms_match_bash(bindir: Path, tmp_path: Path) -> None:
+    """The reported forms (test_shell_forms) and the reading tests (test_shrun), run."""
+    from test_shell_forms import FORMS  # noqa: PLC0415
+    from test_shrun import READS  # noqa: PLC0415
+
+    cases = [Case(name, {"name": "v", "image": "i", "command": c}) for name, c in FORMS]
+    cases += [Case(s, {"name": "v", "image": "i", "command": ["bash", "-c", s]}) for s, _ in READS]
     problems = _judge_all(cases, bindir, tmp_path)
     assert not problems, "\n".join(problems[:10])
 

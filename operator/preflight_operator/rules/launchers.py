@@ -171,8 +171,12 @@ def unwrap(argv: Sequence[str]) -> Unwrapped | Unknown:
                     i += 2
                 elif opt.startswith(("--unset=", "--chdir=", "-u", "-C")):
                     i += 1
-                elif opt in ("-i", "--ignore-environment", "-0", "--null", "-v", "--debug"):
+                elif opt in ("-0", "--null", "-v", "--debug"):
                     i += 1
+                elif opt in ("-i", "--ignore-environment"):
+                    # the program is then looked up without PATH (execvp's default), and
+                    # runs without the container's env: not read here
+                    return Unknown("`env -i` empties the environment, PATH included")
                 else:
                     return Unknown(f"`env` option {opt!r} (-S splits a string) is not read")
             while i < len(argv) and _is_assignment(argv[i]):
