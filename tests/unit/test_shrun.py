@@ -80,7 +80,8 @@ def test_quoted_expansion_is_one_word() -> None:
 
 def test_dash_reads_and_amp_greater_as_background() -> None:
     # in dash `a &> f` is `a &` then `> f`: the same argv, run in the background
-    assert argv("vllm serve m -tp 2 &> /tmp/log", shell="sh") == tuple("vllm serve m -tp 2".split())
+    expected = ("vllm", "serve", "m", "-tp", "2")
+    assert argv("vllm serve m -tp 2 &> /tmp/log", shell="sh") == expected
 
 
 def test_uv_run_module_and_python_variable_are_vllm_but_not_exact() -> None:

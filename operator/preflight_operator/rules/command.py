@@ -16,7 +16,7 @@ proxies, ``ray start`` workers) is not vLLM.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 

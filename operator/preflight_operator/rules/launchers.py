@@ -31,7 +31,9 @@ def _spec(with_value: str, flags: str, operands: int = 0) -> _Spec:
 
 _SPECS: dict[str, _Spec] = {
     # coreutils timeout: [OPTION] DURATION COMMAND
-    "timeout": _spec("-s --signal -k --kill-after", "--preserve-status --foreground -v --verbose", 1),
+    "timeout": _spec(
+        "-s --signal -k --kill-after", "--preserve-status --foreground -v --verbose", 1
+    ),
     "nice": _spec("-n --adjustment", ""),
     "nohup": _spec("", ""),
     "stdbuf": _spec("-i --input -o --output -e --error", ""),
@@ -86,14 +88,101 @@ _UV_RUN = _spec(
 )
 # Programs that run nothing of theirs (a vLLM command in their words is text, not a run).
 TEXT_ONLY = frozenset(
-    (
-        "echo printf logger cat grep egrep sed awk tee test [ true false : ls mkdir cp mv rm "
-        "chmod chown touch sleep curl wget pip pip3 apt-get apt yum dnf apk cd pwd set trap "
-        "wait kill ray huggingface-cli hf export unset readonly local declare typeset shift "
-        "exit return source . umask ulimit hostname nvidia-smi find head tail cut tr wc sort "
-        "uniq xargs jq yq python-c getent nslookup dig ping date id whoami which type hash "
-        "alias mount ln git tar gzip unzip df du ps top free env-print rsync scp"
-    ).split()
+    [
+        "echo",
+        "printf",
+        "logger",
+        "cat",
+        "grep",
+        "egrep",
+        "sed",
+        "awk",
+        "tee",
+        "test",
+        "[",
+        "true",
+        "false",
+        ":",
+        "ls",
+        "mkdir",
+        "cp",
+        "mv",
+        "rm",
+        "chmod",
+        "chown",
+        "touch",
+        "sleep",
+        "curl",
+        "wget",
+        "pip",
+        "pip3",
+        "apt-get",
+        "apt",
+        "yum",
+        "dnf",
+        "apk",
+        "cd",
+        "pwd",
+        "set",
+        "trap",
+        "wait",
+        "kill",
+        "ray",
+        "huggingface-cli",
+        "hf",
+        "export",
+        "unset",
+        "readonly",
+        "local",
+        "declare",
+        "typeset",
+        "shift",
+        "exit",
+        "return",
+        "source",
+        ".",
+        "umask",
+        "ulimit",
+        "hostname",
+        "nvidia-smi",
+        "find",
+        "head",
+        "tail",
+        "cut",
+        "tr",
+        "wc",
+        "sort",
+        "uniq",
+        "xargs",
+        "jq",
+        "yq",
+        "python-c",
+        "getent",
+        "nslookup",
+        "dig",
+        "ping",
+        "date",
+        "id",
+        "whoami",
+        "which",
+        "type",
+        "hash",
+        "alias",
+        "mount",
+        "ln",
+        "git",
+        "tar",
+        "gzip",
+        "unzip",
+        "df",
+        "du",
+        "ps",
+        "top",
+        "free",
+        "env-print",
+        "rsync",
+        "scp",
+    ]
 )
 
 
@@ -142,11 +231,7 @@ def _skip_options(argv: Sequence[str], i: int, spec: _Spec, prog: str) -> int | 
         if prog == "nice" and word[1:].isdigit():
             i += 1  # obsolete `nice -5`
             continue
-        if (
-            not word.startswith("--")
-            and len(word) > 2
-            and all(f"-{c}" in flags for c in word[1:])
-        ):
+        if not word.startswith("--") and len(word) > 2 and all(f"-{c}" in flags for c in word[1:]):
             i += 1  # grouped short flags: -fw
             continue
         return Unknown(f"`{prog}` option {word!r} is not one vllm-preflight knows")
@@ -158,54 +243,67 @@ def unwrap(argv: Sequence[str]) -> Unwrapped | Unknown:
     i = 0
     assignments: list[tuple[str, str]] = []
     while i < len(argv):
-        word = argv[i]
-        prog = word.rsplit("/", 1)[-1]
+        prog = argv[i].rsplit("/", 1)[-1]
+        found: int | Unknown
         if prog == "env":
-            i += 1
-            while i < len(argv) and argv[i].startswith("-") and argv[i] != "-":
-                opt = argv[i]
-                if opt == "--":
-                    i += 1
-                    break
-                if opt in ("-u", "--unset", "-C", "--chdir", "-P"):
-                    i += 2
-                elif opt.startswith(("--unset=", "--chdir=", "-u", "-C")):
-                    i += 1
-                elif opt in ("-0", "--null", "-v", "--debug"):
-                    i += 1
-                elif opt in ("-i", "--ignore-environment"):
-                    # the program is then looked up without PATH (execvp's default), and
-                    # runs without the container's env: not read here
-                    return Unknown("`env -i` empties the environment, PATH included")
-                else:
-                    return Unknown(f"`env` option {opt!r} (-S splits a string) is not read")
-            while i < len(argv) and _is_assignment(argv[i]):
-                name, _, value = argv[i].partition("=")
-                assignments.append((name, value))
-                i += 1
-            continue
-        if prog == "uv" and i + 1 < len(argv) and argv[i + 1] == "run":
-            found = _uv_run(argv, i + 2)
-            if isinstance(found, Unknown):
-                return found
-            if isinstance(found, tuple):
-                return Unwrapped(found[0], tuple(assignments), uv_module=True)
-            i = found
-            continue
-        if prog == "su":
+            found = _env(argv, i + 1, assignments)
+        elif prog == "uv" and i + 1 < len(argv) and argv[i + 1] == "run":
+            uv = _uv_run(argv, i + 2)
+            if isinstance(uv, tuple):
+                return Unwrapped(uv[0], tuple(assignments), uv_module=True)
+            found = uv
+        elif prog == "su":
             return _su(argv, i + 1, assignments)
-        spec = _SPECS.get(prog)
-        if spec is None:
+        elif prog in _SPECS:
+            found = _launcher(argv, i, prog)
+        else:
             break
-        if prog in ("taskset", "chrt") and any(a in ("-p", "--pid") for a in argv[i + 1 : i + 3]):
-            return Unknown(f"`{prog} -p` changes a running process; it starts nothing")
-        found_at = _skip_options(argv, i + 1, spec, prog)
-        if isinstance(found_at, Unknown):
-            return found_at
-        i = found_at + spec[2]
-        if prog == "chrt" and i < len(argv) and argv[i].isdigit():
-            i += 1  # the priority
+        if isinstance(found, Unknown):
+            return found
+        i = found
     return Unwrapped(i, tuple(assignments))
+
+
+def _launcher(argv: Sequence[str], i: int, prog: str) -> int | Unknown:
+    """Past a launcher of _SPECS at ``argv[i]``: its options and operands."""
+    spec = _SPECS[prog]
+    if prog in ("taskset", "chrt") and any(a in ("-p", "--pid") for a in argv[i + 1 : i + 3]):
+        return Unknown(f"`{prog} -p` changes a running process; it starts nothing")
+    found_at = _skip_options(argv, i + 1, spec, prog)
+    if isinstance(found_at, Unknown):
+        return found_at
+    i = found_at + spec[2]
+    if prog == "chrt" and i < len(argv) and argv[i].isdigit():
+        i += 1  # the priority
+    return i
+
+
+_ENV_WITH_VALUE = ("-u", "--unset", "-C", "--chdir", "-P")
+_ENV_FLAGS = ("-0", "--null", "-v", "--debug")
+
+
+def _env(argv: Sequence[str], i: int, assignments: list[tuple[str, str]]) -> int | Unknown:
+    """``env [-u NAME] [-C DIR] [NAME=value]... COMMAND``: where COMMAND is."""
+    while i < len(argv) and argv[i].startswith("-") and argv[i] != "-":
+        opt = argv[i]
+        if opt == "--":
+            i += 1
+            break
+        if opt in _ENV_WITH_VALUE:
+            i += 2
+        elif opt.startswith(("--unset=", "--chdir=", "-u", "-C")) or opt in _ENV_FLAGS:
+            i += 1
+        elif opt in ("-i", "--ignore-environment"):
+            # the program is then looked up without PATH (execvp's default), and runs
+            # without the container's env: not read here
+            return Unknown("`env -i` empties the environment, PATH included")
+        else:
+            return Unknown(f"`env` option {opt!r} (-S splits a string) is not read")
+    while i < len(argv) and _is_assignment(argv[i]):
+        name, _, value = argv[i].partition("=")
+        assignments.append((name, value))
+        i += 1
+    return i
 
 
 def _uv_run(argv: Sequence[str], i: int) -> int | tuple[int] | Unknown:

@@ -15,8 +15,9 @@ MAX_NESTING raises ShellSyntax instead of a RecursionError.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Union
+from typing import ClassVar, Union
 
 from preflight_operator.rules.shell import _skip_backquote, _skip_group, _Unbalanced
 
@@ -191,17 +192,7 @@ class Lexer:
         out: list[Token] = []
         text, n = self.text, len(self.text)
         while True:
-            while self.i < n:
-                ch = text[self.i]
-                if ch in _BLANKS:
-                    self.i += 1
-                elif text.startswith("\\\n", self.i):
-                    self.i += 2
-                elif ch == "#":
-                    end = text.find("\n", self.i)
-                    self.i = n if end < 0 else end
-                else:
-                    break
+            self._skip_blanks()
             if self.i >= n:
                 out.append(Token("eof"))
                 return out
@@ -210,37 +201,48 @@ class Lexer:
                 self.i += 1
                 out.append(Token("newline"))
                 self._read_heredocs()
-                continue
-            if self.bash and text.startswith("((", self.i) and _command_start(out):
+            elif self.bash and text.startswith("((", self.i) and _command_start(out):
                 end = _skip_arith_command(text, self.i + 2)
-                out.append(Token("word", word=Word((Part("unknown", text[self.i : end], False),))))
-                out[-1].text = "(("
+                part = Part("unknown", text[self.i : end], False)
+                out.append(Token("word", "((", Word((part,))))
                 self.i = end
-                continue
-            if ch in _OPERATORS_CHARS_SET and not self._process_substitution():
-                op = next(o for o in self.operators if text.startswith(o, self.i))
-                self.i += len(op)
-                token = Token("op", op)
-                if op in ("<<", "<<-"):
-                    self._heredoc(token, op)
-                out.append(token)
-                continue
-            start = self.i
-            word = self._word()
-            if (
-                self.i < n
-                and text[self.i] in "<>"
-                and text[start : self.i].isdigit()
-                and not self._process_substitution()
-            ):
-                op = next(o for o in self.operators if text.startswith(o, self.i))
-                self.i += len(op)
-                token = Token("op", op, fd=text[start : self.i - len(op)])
-                if op in ("<<", "<<-"):
-                    self._heredoc(token, op)
-                out.append(token)
-                continue
-            out.append(Token("word", text[start : self.i], word))
+            elif ch in _OPERATORS_CHARS_SET and not self._process_substitution():
+                out.append(self._operator(None))
+            else:
+                start = self.i
+                word = self._word()
+                fd = text[start : self.i]
+                if (
+                    self.i < n
+                    and text[self.i] in "<>"
+                    and fd.isdigit()
+                    and not self._process_substitution()
+                ):
+                    out.append(self._operator(fd))  # an io number: 2>&1
+                else:
+                    out.append(Token("word", fd, word))
+
+    def _skip_blanks(self) -> None:
+        """Past blanks, line continuations and a comment (up to its newline)."""
+        text, n = self.text, len(self.text)
+        while self.i < n:
+            if text[self.i] in _BLANKS:
+                self.i += 1
+            elif text.startswith("\\\n", self.i):
+                self.i += 2
+            elif text[self.i] == "#":
+                end = text.find("\n", self.i)
+                self.i = n if end < 0 else end
+            else:
+                return
+
+    def _operator(self, fd: str | None) -> Token:
+        op = next(o for o in self.operators if self.text.startswith(o, self.i))
+        self.i += len(op)
+        token = Token("op", op, fd=fd)
+        if op in ("<<", "<<-"):
+            self._heredoc(token, op)
+        return token
 
     def _process_substitution(self) -> bool:
         return self.bash and self.text.startswith(("<(", ">("), self.i)
@@ -254,11 +256,8 @@ class Lexer:
         start = self.i
         word = self._word()
         raw = text[start : self.i]
-        delimiter = "".join(
-            p.text if p.kind == "lit" else raw for p in word.parts if p.kind == "lit"
-        )
-        if any(p.kind != "lit" for p in word.parts):
-            delimiter = raw.replace("'", "").replace('"', "").replace("\\", "")
+        plain = word.plain()
+        delimiter = plain if plain is not None else re.sub(r"[\\'\"]", "", raw)
         token.word = word
         self.pending.append((token, op == "<<-", delimiter, word.quoted))
 
@@ -280,58 +279,55 @@ class Lexer:
 
     def _word(self) -> Word:
         parts: list[Part] = []
-        text, n = self.text, len(self.text)
         try:
-            while self.i < n:
-                ch = text[self.i]
-                if ch in _BLANKS or ch == "\n":
+            while self.i < len(self.text):
+                piece = self._piece(parts)
+                if piece is None:
                     break
-                if ch in _OPERATOR_CHARS:
-                    if not self._process_substitution():
-                        if ch == "(" and parts and _array_open(parts):
-                            parts = [Part("array", "", False)] + parts
-                            break
-                        break
-                    end = _skip_group(text, self.i + 2, "(", ")")
-                    parts.append(Part("unknown", text[self.i : end], False))
-                    self.i = end
-                elif ch == _MARK:
-                    parts.append(self._marker(quoted=False))
-                elif ch == "'":
-                    end = text.find("'", self.i + 1)
-                    if end < 0:
-                        raise ShellSyntax("an unbalanced single quote")
-                    parts.append(Part("lit", text[self.i + 1 : end], True))
-                    self.i = end + 1
-                elif ch == '"':
-                    self.i += 1
-                    parts.extend(self._double())
-                elif ch == "\\":
-                    if self.i + 1 >= n:
-                        parts.append(Part("lit", "\\", False))
-                        self.i += 1
-                    elif text[self.i + 1] == "\n":
-                        self.i += 2
-                    else:
-                        parts.append(Part("lit", text[self.i + 1], True))
-                        self.i += 2
-                elif ch == "$":
-                    parts.append(self._dollar(quoted=False))
-                elif ch == "`":
-                    end = _skip_backquote(text, self.i + 1)
-                    parts.append(Part("unknown", text[self.i : end], False))
-                    self.i = end
-                else:
-                    end = self.i + 1
-                    while end < n and text[end] not in _WORD_STOP:
-                        end += 1
-                    parts.append(Part("lit", text[self.i : end], False))
-                    self.i = end
+                parts.extend(piece)
         except _Unbalanced:
             raise ShellSyntax("an unbalanced $(, ${ or backquote") from None
         if parts and parts[0].kind == "array":
             return self._array(parts[1:])
         return Word(tuple(_merge(parts)))
+
+    def _piece(self, parts: list[Part]) -> list[Part] | None:
+        """The parts of the next piece of the word at ``self.i``; None at its end (an
+        ``array`` marker part first when ``NAME=(`` opens an array)."""
+        text, n, i = self.text, len(self.text), self.i
+        ch = text[i]
+        if ch in _BLANKS or ch == "\n":
+            return None
+        if ch in _OPERATOR_CHARS:
+            if self._process_substitution():
+                end = _skip_group(text, i + 2, "(", ")")
+                self.i = end
+                return [Part("unknown", text[i:end], False)]
+            if ch == "(" and _array_open(parts):
+                parts.insert(0, Part("array", "", False))
+            return None
+        if ch == _MARK:
+            return [self._marker(quoted=False)]
+        if ch == "'":
+            return [self._single()]
+        if ch == '"':
+            self.i += 1
+            return self._double()
+        if ch == "\\":
+            self.i = min(n, i + 2)
+            if i + 1 >= n:
+                return [Part("lit", "\\", False)]
+            return [] if text[i + 1] == "\n" else [Part("lit", text[i + 1], True)]
+        if ch == "$":
+            return [self._dollar(quoted=False)]
+        if ch == "`":
+            self.i = _skip_backquote(text, i + 1)
+            return [Part("unknown", text[i : self.i], False)]
+        end = i + 1
+        while end < n and text[end] not in _WORD_STOP:
+            end += 1
+        self.i = end
+        return [Part("lit", text[i:end], False)]
 
     def _array(self, prefix: list[Part]) -> Word:
         """``NAME=( words )``: the elements, as words."""
@@ -354,6 +350,14 @@ class Lexer:
                 raise ShellSyntax("an operator in an array assignment")
             elements.append(self._word())
         return Word(tuple(_merge(prefix)), tuple(elements))
+
+    def _single(self) -> Part:
+        text, i = self.text, self.i
+        end = text.find("'", i + 1)
+        if end < 0:
+            raise ShellSyntax("an unbalanced single quote")
+        self.i = end + 1
+        return Part("lit", text[i + 1 : end], True)
 
     def _double(self) -> list[Part]:
         parts: list[Part] = []
@@ -441,12 +445,7 @@ def _array_open(parts: list[Part]) -> bool:
 def _merge(parts: list[Part]) -> list[Part]:
     out: list[Part] = []
     for part in parts:
-        if (
-            out
-            and part.kind == "lit"
-            and out[-1].kind == "lit"
-            and out[-1].quoted == part.quoted
-        ):
+        if out and part.kind == "lit" and out[-1].kind == "lit" and out[-1].quoted == part.quoted:
             out[-1] = Part("lit", out[-1].text + part.text, part.quoted)
         else:
             out.append(part)
@@ -486,6 +485,9 @@ _UNSUPPORTED = frozenset(("select", "coproc"))
 
 
 class Parser:
+    # reserved word -> the method that parses its compound command (set below the class)
+    _COMPOUND: ClassVar[dict[str, Callable[[Parser], Command]]] = {}
+
     def __init__(self, tokens: list[Token]) -> None:
         self.tokens = tokens
         self.pos = 0
@@ -578,7 +580,9 @@ class Parser:
             self._trailing_redirects()
             return Group(body, subshell=True)
         if token.kind != "word" or token.word is None:
-            if token.kind == "op" and (token.text in REDIRECTIONS or token.text in ("<<", "<<-")):
+            if token.kind == "heredoc" or (
+                token.kind == "op" and (token.text in REDIRECTIONS or token.text in ("<<", "<<-"))
+            ):
                 return self.simple()
             raise ShellSyntax(f"unexpected {token.text or token.kind!r}")
         literal = token.word.literal
@@ -588,54 +592,50 @@ class Parser:
             return Opaque("(( ))")
         if literal in _UNSUPPORTED:
             raise ShellSyntax(f"`{literal}` is not modelled")
-        if literal == "{":
-            self.next()
-            body = self.command_list()
-            self.expect_reserved("}")
-            self._trailing_redirects()
-            return Group(body, subshell=False)
-        if literal == "[[":
-            return self._double_bracket()
-        if literal == "if":
-            return self._if()
-        if literal in ("while", "until"):
-            self.next()
-            condition = self.command_list()
-            self.expect_reserved("do")
-            body = self.command_list()
-            self.expect_reserved("done")
-            self._trailing_redirects()
-            return Loop(literal, condition, None, None, body)
-        if literal == "for":
-            return self._for()
-        if literal == "case":
-            return self._case()
-        if literal == "function":
-            self.next()
-            name = self.next()
-            if name.kind != "word" or name.word is None or name.word.literal is None:
-                raise ShellSyntax("a function without a name")
-            if self.op("("):
-                self.next()
-                if not self.op(")"):
-                    raise ShellSyntax("function NAME( without )")
-                self.next()
-            self.skip_newlines()
-            return Function(name.word.literal, self.command())
-        if (
-            literal is not None
-            and self.tokens[self.pos + 1].kind == "op"
-            and self.tokens[self.pos + 1].text == "("
-            and self.tokens[self.pos + 2].kind == "op"
-            and self.tokens[self.pos + 2].text == ")"
-        ):
-            self.pos += 3
+        compound = self._COMPOUND.get(literal or "")
+        if compound is not None:
+            return compound(self)
+        if literal is not None and self._at(1, "(") and self._at(2, ")"):
+            self.pos += 3  # NAME ( ) body
             self.skip_newlines()
             return Function(literal, self.command())
         return self.simple()
 
+    def _at(self, offset: int, op: str) -> bool:
+        at = self.pos + offset
+        return at < len(self.tokens) and self.tokens[at].kind == "op" and self.tokens[at].text == op
+
+    def _brace_group(self) -> Group:
+        self.next()
+        body = self.command_list()
+        self.expect_reserved("}")
+        self._trailing_redirects()
+        return Group(body, subshell=False)
+
+    def _while(self) -> Loop:
+        kind = self.next().text
+        condition = self.command_list()
+        self.expect_reserved("do")
+        body = self.command_list()
+        self.expect_reserved("done")
+        self._trailing_redirects()
+        return Loop(kind, condition, None, None, body)
+
+    def _function(self) -> Function:
+        self.next()
+        name = self.next()
+        if name.kind != "word" or name.word is None or name.word.literal is None:
+            raise ShellSyntax("a function without a name")
+        if self.op("("):
+            self.next()
+            if not self.op(")"):
+                raise ShellSyntax("function NAME( without )")
+            self.next()
+        self.skip_newlines()
+        return Function(name.word.literal, self.command())
+
     def _trailing_redirects(self) -> None:
-        while self.op(*REDIRECTIONS, "<<", "<<-"):
+        while self.op(*REDIRECTIONS, "<<", "<<-") or self.peek().kind == "heredoc":
             self._redirect()
 
     def _redirect(self) -> Redirect:
@@ -766,6 +766,18 @@ class Parser:
             break
         self._trailing_redirects()
         return Case(subject, arms)
+
+
+Parser._COMPOUND = {
+    "{": Parser._brace_group,
+    "[[": Parser._double_bracket,
+    "if": Parser._if,
+    "while": Parser._while,
+    "until": Parser._while,
+    "for": Parser._for,
+    "case": Parser._case,
+    "function": Parser._function,
+}
 
 
 def _is_assignment_word(word: Word) -> bool:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from preflight_contract.vllm_args import vllm_args_start
 from preflight_operator.rules import launchers, shell
@@ -140,6 +141,7 @@ class Runner:
         lookup: Callable[[str], str | None],
         budget: Budget,
         events: list[Found | Doubt],
+        *,
         depth: int = 0,
         steps: list[int] | None = None,
         dialect: str = "bash",
@@ -168,17 +170,13 @@ class Runner:
         try:
             self._list(tree)
         except _Halt:
-            self.events.append(
-                Doubt(f"the script runs more than {MAX_STEPS} commands before vLLM")
-            )
+            self.events.append(Doubt(f"the script runs more than {MAX_STEPS} commands before vLLM"))
             self.halt = "found"
         except RecursionError:
             self.events.append(Doubt("the script nests too deeply to be read"))
             self.halt = "found"
 
-    def run_argv(
-        self, argv: Sequence[str], exports: Mapping[str, str], offset: int | None
-    ) -> None:
+    def run_argv(self, argv: Sequence[str], exports: Mapping[str, str], offset: int | None) -> None:
         """A command already split into words (a container's command + args)."""
         self._program(list(argv), dict(exports), offset)
 
@@ -195,83 +193,31 @@ class Runner:
         return self.lookup(name)
 
     def _expand_param(self, text: str) -> str:
-        return shell.expand_word(
-            text, self.variable, self.state.positional, self.budget
-        )
+        return shell.expand_word(text, self.variable, self.state.positional, self.budget)
 
     def fields(self, word: Word, split: bool = True) -> list[str]:
         """The fields a word expands to (parameter expansion, word splitting, and
         unknown markers where pathname, brace or tilde expansion might apply)."""
-        out: list[list[str]] = [[]]
-        keep = [False]
-
-        def add(text: str, solid: bool) -> None:
-            out[-1].append(text)
-            if solid or text:
-                keep[-1] = True
-
-        def new_field() -> None:
-            out.append([])
-            keep.append(False)
-
-        def unquoted(value: str) -> None:
-            if has_unknown(value) or not split:
-                add(value, False)
-                return
-            if self.state.ifs_set or self.dialect == "zsh":
-                add(unknown_marker("word splitting with a changed IFS"), False)
-                return
-            if _globby(value):
-                add(unknown_marker(f"pathname expansion of {value!r}"), False)
-                return
-            pieces = re.split(r"[ \t\n]+", value)
-            for k, piece in enumerate(pieces):
-                if k > 0 and (keep[-1] or out[-1]):
-                    new_field()
-                if piece:
-                    add(piece, True)
-
+        out = _Fields(split and not self.state.ifs_set and self.dialect != "zsh", split)
         for index, part in enumerate(word.parts):
             if part.kind == "lit":
-                text = part.text
-                if not part.quoted:
-                    if index == 0 and text.startswith("~"):
-                        add(unknown_marker("tilde expansion"), True)
-                        continue
-                    if _globby(text) or (self.dialect == "bash" and _braces(text)):
-                        add(unknown_marker(f"pathname or brace expansion of {text!r}"), True)
-                        continue
-                add(text, part.quoted)
+                out.literal(part.text, part.quoted, index == 0, self.dialect == "bash")
             elif part.kind == "unknown":
-                add(unknown_marker(part.text), True)
+                out.add(unknown_marker(part.text), True)
             elif part.kind == "marker":
-                add(part.text, True)
+                out.add(part.text, True)
             else:
-                text = part.text
-                multi = self._multi(text)
-                if multi is not None:
-                    items, joined = multi
-                    if joined:  # $* or ${A[*]}
-                        value = " ".join(items)
-                        if part.quoted:
-                            add(value, True)
-                        else:
-                            unquoted(value)
-                        continue
-                    for k, item in enumerate(items):
-                        if k > 0:
-                            new_field()
-                        if part.quoted:
-                            add(item, True)
-                        else:
-                            unquoted(item)
-                    continue
-                value = self._expand_param(text)
-                if part.quoted:
-                    add(value, True)
+                multi = self._multi(part.text)
+                if multi is None:
+                    out.value(self._expand_param(part.text), part.quoted)
+                elif multi[1]:  # $* or ${A[*]}: one string
+                    out.value(" ".join(multi[0]), part.quoted)
                 else:
-                    unquoted(value)
-        return ["".join(f) for f, k in zip(out, keep) if k or "".join(f)]
+                    for k, item in enumerate(multi[0]):
+                        if k > 0:
+                            out.new_field()
+                        out.value(item, part.quoted)
+        return out.result()
 
     def _multi(self, text: str) -> tuple[list[str], bool] | None:
         """``$@``/``$*``/``${A[@]}``/``${A[*]}``: (items, joined), else None."""
@@ -312,7 +258,7 @@ class Runner:
                 status = self._pipeline(pipeline)
                 last = final
             else:
-                self._branches([lambda p=pipeline: self._pipeline(p), lambda: True])
+                self._branches([partial(self._pipeline, pipeline), _nothing])
                 status = None
                 last = False
         if last and not node.rest and node.first.negated:
@@ -336,7 +282,7 @@ class Runner:
         else:
             status = None
             for command in node.commands:
-                self._subshell(lambda c=command: self._command(c))
+                self._subshell(partial(self._command, command))
                 if self.halt:
                     break
         if node.negated and status is not None:
@@ -576,10 +522,9 @@ class Runner:
                 self._set(name, value, export, items)
             else:
                 for name in self.fields(word):
-                    if export and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-                        value = self.variable(name)
-                        if value is not None:
-                            self.state.exported[name] = value
+                    known = self.variable(name)
+                    if export and known is not None and re.fullmatch(r"[A-Za-z_]\w*", name):
+                        self.state.exported[name] = known
         return True
 
     def _argv(self, words: list[str], exports: dict[str, str]) -> bool | None:
@@ -672,61 +617,16 @@ class Runner:
     def _builtin(self, words: list[str], exports: dict[str, str]) -> object:
         """The status of a builtin that matters here, or "no"."""
         name = words[0]
-        if name in (":", "true"):
-            return True
-        if name == "false":
-            return False
+        if name in _STATUS:
+            return _STATUS[name]
+        if name in _HALTS:
+            self.halt = _HALTS[name]
+            return None
         if name in ("test", "["):
             return _test(words[1:-1] if name == "[" and words[-1:] == ["]"] else words[1:])
-        if name == "exit":
-            self.halt = "exit"
-            return None
-        if name == "return":
-            self.halt = "return"
-            return None
-        if name in ("break", "continue"):
-            self.halt = "break"
-            return None
-        if name == "exec":
-            if len(words) == 1:
-                return True  # only redirections
-            self._program(words, exports, None)
-            if self.halt is None:
-                self.halt = "exit"  # the shell is replaced: nothing after it runs
-            return None
-        if name == "eval":
-            text = " ".join(words[1:])
-            if has_unknown(text):
-                if "vllm" in text:
-                    self.events.append(Doubt("`eval` of a value not known here"))
-                return None
-            return self._eval(text)
-        if name in ("source", "."):
-            self.state.opaque = True
-            return None
-        if name == "set":
-            args = words[1:]
-            for k, arg in enumerate(args):
-                if arg.startswith(("-", "+")) and arg not in ("-", "--", "-o", "+o"):
-                    if "e" in arg[1:]:
-                        self.state.errexit = arg[0] == "-"
-                elif args[k - 1 : k] in (["-o"], ["+o"]) and arg == "errexit":
-                    self.state.errexit = args[k - 1] == "-o"
-            if args and args[0] == "--":
-                self.state.positional = self.state.positional[:1] + args[1:]
-            elif args and not args[0].startswith(("-", "+")):
-                self.state.positional = self.state.positional[:1] + args
-            return True
-        if name == "shift":
-            count = int(words[1]) if len(words) > 1 and words[1].isdigit() else 1
-            del self.state.positional[1 : 1 + count]
-            return True
-        if name == "unset":
-            for var in words[1:]:
-                if not var.startswith("-"):
-                    self.state.vars[var] = _UNSET
-                    self.state.exported.pop(var, None)
-            return True
+        handler = _BUILTINS.get(name)
+        if handler is not None:
+            return handler(self, words, exports)
         if name in _SETS_NAMES or (name == "printf" and "-v" in words):
             for var in words[1:]:
                 if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", var):
@@ -735,6 +635,52 @@ class Runner:
         if name == "cd" or (name == "command" and words[1:2] in (["-v"], ["-V"])):
             return None  # `command -v NAME` looks NAME up; it runs nothing
         return "no"
+
+    def _exec(self, words: list[str], exports: dict[str, str]) -> bool | None:
+        if len(words) == 1:
+            return True  # only redirections
+        self._program(words, exports, None)
+        if self.halt is None:
+            self.halt = "exit"  # the shell is replaced: nothing after it runs
+        return None
+
+    def _eval_builtin(self, words: list[str], exports: dict[str, str]) -> bool | None:
+        text = " ".join(words[1:])
+        if has_unknown(text):
+            if "vllm" in text:
+                self.events.append(Doubt("`eval` of a value not known here"))
+            return None
+        return self._eval(text)
+
+    def _source(self, words: list[str], exports: dict[str, str]) -> bool | None:
+        self.state.opaque = True  # a file we cannot see: any variable may change
+        return None
+
+    def _set_builtin(self, words: list[str], exports: dict[str, str]) -> bool | None:
+        args = words[1:]
+        for k, arg in enumerate(args):
+            if arg.startswith(("-", "+")) and arg not in ("-", "--", "-o", "+o"):
+                if "e" in arg[1:]:
+                    self.state.errexit = arg[0] == "-"
+            elif args[k - 1 : k] in (["-o"], ["+o"]) and arg == "errexit":
+                self.state.errexit = args[k - 1] == "-o"
+        if args and args[0] == "--":
+            self.state.positional = self.state.positional[:1] + args[1:]
+        elif args and not args[0].startswith(("-", "+")):
+            self.state.positional = self.state.positional[:1] + args
+        return True
+
+    def _shift(self, words: list[str], exports: dict[str, str]) -> bool | None:
+        count = int(words[1]) if len(words) > 1 and words[1].isdigit() else 1
+        del self.state.positional[1 : 1 + count]
+        return True
+
+    def _unset(self, words: list[str], exports: dict[str, str]) -> bool | None:
+        for var in words[1:]:
+            if not var.startswith("-"):
+                self.state.vars[var] = _UNSET
+                self.state.exported.pop(var, None)
+        return True
 
     def _eval(self, text: str) -> bool | None:
         if self.depth + 1 > MAX_DEPTH:
@@ -791,8 +737,8 @@ class Runner:
             lookup,
             self.budget,
             [],
-            self.depth + 1,
-            self.steps,
+            depth=self.depth + 1,
+            steps=self.steps,
             dialect="bash" if program == "bash" else ("zsh" if program == "zsh" else "sh"),
         )
         child.cond = self.cond
@@ -801,14 +747,17 @@ class Runner:
         child.run_script(script, positional)
         for event in child.events:
             if isinstance(event, Found):
-                event = Found(
-                    event.argv,
-                    {**exports, **event.exports},
-                    event.conditional or self.cond,
-                    event.exact,
-                    None,
+                self.events.append(
+                    Found(
+                        event.argv,
+                        {**exports, **event.exports},
+                        event.conditional or self.cond,
+                        event.exact,
+                        None,
+                    )
                 )
-            self.events.append(event)
+            else:
+                self.events.append(event)
         if child.halt == "found":
             self.halt = "found"
 
@@ -826,6 +775,67 @@ def literal_references(text: str) -> str:
     """A script's text as the shell gets it: an undefined ``$(NAME)`` stays literal (the
     shell then runs NAME as a command substitution, unknown to the walk)."""
     return _UNDEFINED.sub(lambda m: f"$({m.group(1)})", text)
+
+
+class _Fields:
+    """Fields being built from a word's parts (POSIX 2.6: expansion, then splitting)."""
+
+    def __init__(self, splits: bool, split: bool) -> None:
+        self.out: list[list[str]] = [[]]
+        self.keep = [False]  # a quoted part makes a field even when empty ("")
+        self.splits = splits  # IFS is the default: unquoted values split on blanks
+        self.split = split  # False in assignments and case words: no splitting at all
+
+    def add(self, text: str, solid: bool) -> None:
+        self.out[-1].append(text)
+        if solid or text:
+            self.keep[-1] = True
+
+    def new_field(self) -> None:
+        self.out.append([])
+        self.keep.append(False)
+
+    def literal(self, text: str, quoted: bool, first: bool, bash: bool) -> None:
+        if not quoted and first and text.startswith("~"):
+            self.add(unknown_marker("tilde expansion"), True)
+        elif not quoted and (_globby(text) or (bash and _braces(text))):
+            self.add(unknown_marker(f"pathname or brace expansion of {text!r}"), True)
+        else:
+            self.add(text, quoted)
+
+    def value(self, value: str, quoted: bool) -> None:
+        if quoted or has_unknown(value) or not self.split:
+            self.add(value, quoted)
+        elif not self.splits:
+            self.add(unknown_marker("word splitting with a changed IFS"), False)
+        elif _globby(value):
+            self.add(unknown_marker(f"pathname expansion of {value!r}"), False)
+        else:
+            for k, piece in enumerate(re.split(r"[ \t\n]+", value)):
+                if k > 0 and (self.keep[-1] or self.out[-1]):
+                    self.new_field()
+                if piece:
+                    self.add(piece, True)
+
+    def result(self) -> list[str]:
+        return ["".join(f) for f, k in zip(self.out, self.keep) if k or "".join(f)]
+
+
+def _nothing() -> None:
+    """The arm of a branch that runs nothing."""
+
+
+_STATUS = {":": True, "true": True, "false": False}
+_HALTS = {"exit": "exit", "return": "return", "break": "break", "continue": "break"}
+_BUILTINS: dict[str, Callable[[Runner, list[str], dict[str, str]], bool | None]] = {
+    "exec": Runner._exec,
+    "eval": Runner._eval_builtin,
+    "source": Runner._source,
+    ".": Runner._source,
+    "set": Runner._set_builtin,
+    "shift": Runner._shift,
+    "unset": Runner._unset,
+}
 
 
 def _may_fail(redirect: Redirect, runner: Runner) -> bool:
@@ -904,7 +914,9 @@ def resolve(events: Sequence[Found | Doubt]) -> Found | Doubt | None:
         return None
     argvs = {f.argv for f in found}
     if len(argvs) > 1:
-        shown = " | ".join(" ".join(a)[:120] for a in list(dict.fromkeys(f.argv for f in found))[:3])
+        shown = " | ".join(
+            " ".join(a)[:120] for a in list(dict.fromkeys(f.argv for f in found))[:3]
+        )
         return Doubt(
             "the vLLM command depends on a branch taken at run time, which is not known "
             f"here: {shown}"

@@ -32,13 +32,13 @@ from typing import Any
 from preflight_contract.verdicts import FAIL, WARN
 from preflight_contract.vllm_args import ParsedArgs, parse_vllm_args
 from preflight_operator.rules.command import Invocation, find_invocation
-from preflight_operator.rules.shrun import literal_references
 from preflight_operator.rules.config import ConfigResolver
 from preflight_operator.rules.context import ContainerContext
 from preflight_operator.rules.kubeenv import ContainerEnv, build_env, display, has_unknown
 from preflight_operator.rules.model import Finding, Policy
 from preflight_operator.rules.registry import RULE_INFO, declare, register
 from preflight_operator.rules.resources import gpu_resources
+from preflight_operator.rules.shrun import literal_references
 
 ARG_DEFAULT = declare(
     "lws-args-default",
