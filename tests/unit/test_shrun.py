@@ -84,6 +84,16 @@ def test_dash_reads_and_amp_greater_as_background() -> None:
     assert argv("vllm serve m -tp 2 &> /tmp/log", shell="sh") == expected
 
 
+@pytest.mark.parametrize(
+    "script", ["function f { vllm serve m; }\nf", "[[ -n x ]] && vllm serve m -tp 2"]
+)
+def test_bash_syntax_in_sh_is_unknown(script: str) -> None:
+    # dash refuses `function` and runs `[[` as a program; an image whose /bin/sh is bash
+    # takes both: not known here
+    found = read(["sh", "-c", script])
+    assert isinstance(found, Unparsed)
+
+
 def test_uv_run_module_and_python_variable_are_vllm_but_not_exact() -> None:
     for script in (
         "uv run -m vllm.entrypoints.openai.api_server --model m -tp 2",

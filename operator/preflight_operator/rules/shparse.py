@@ -303,7 +303,7 @@ class Lexer:
                 end = _skip_group(text, i + 2, "(", ")")
                 self.i = end
                 return [Part("unknown", text[i:end], False)]
-            if ch == "(" and _array_open(parts):
+            if ch == "(" and self.bash and _array_open(parts):
                 parts.insert(0, Part("array", "", False))
             return None
         if ch == _MARK:
@@ -411,7 +411,7 @@ class Lexer:
             end = _skip_group(text, i + 2, nxt, ")" if nxt == "(" else "}")
             self.i = end
             return Part("param", text[i:end], quoted)
-        if nxt == "'" and not quoted and self.bash:
+        if nxt == "'" and not quoted:  # $'...': ANSI-C in bash (and a bash /bin/sh)
             end = text.find("'", i + 2)
             if end < 0:
                 raise ShellSyntax("an unbalanced $'")
@@ -488,8 +488,9 @@ class Parser:
     # reserved word -> the method that parses its compound command (set below the class)
     _COMPOUND: ClassVar[dict[str, Callable[[Parser], Command]]] = {}
 
-    def __init__(self, tokens: list[Token]) -> None:
+    def __init__(self, tokens: list[Token], bash: bool = True) -> None:
         self.tokens = tokens
+        self.bash = bash
         self.pos = 0
         self.depth = 0
 
@@ -593,6 +594,10 @@ class Parser:
         if literal in _UNSUPPORTED:
             raise ShellSyntax(f"`{literal}` is not modelled")
         compound = self._COMPOUND.get(literal or "")
+        if compound is not None and not self.bash and literal in ("function", "[["):
+            # dash refuses `function`, and runs `[[` as a program; a /bin/sh that is bash
+            # takes both: which one the image has is not known here
+            raise ShellSyntax(f"bash syntax `{literal}` in a POSIX sh script")
         if compound is not None:
             return compound(self)
         if literal is not None and self._at(1, "(") and self._at(2, ")"):
@@ -793,4 +798,4 @@ def parse(script: str, bash: bool = True) -> CommandList:
         tokens = Lexer(script, bash).tokens()
     except _Unbalanced:
         raise ShellSyntax("an unbalanced $(, ${ or backquote") from None
-    return Parser(tokens).program()
+    return Parser(tokens, bash).program()

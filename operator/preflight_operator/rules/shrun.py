@@ -201,7 +201,7 @@ class Runner:
         out = _Fields(split and not self.state.ifs_set and self.dialect != "zsh", split)
         for index, part in enumerate(word.parts):
             if part.kind == "lit":
-                out.literal(part.text, part.quoted, index == 0, self.dialect == "bash")
+                out.literal(part.text, part.quoted, index == 0)
             elif part.kind == "unknown":
                 out.add(unknown_marker(part.text), True)
             elif part.kind == "marker":
@@ -795,10 +795,10 @@ class _Fields:
         self.out.append([])
         self.keep.append(False)
 
-    def literal(self, text: str, quoted: bool, first: bool, bash: bool) -> None:
+    def literal(self, text: str, quoted: bool, first: bool) -> None:
         if not quoted and first and text.startswith("~"):
             self.add(unknown_marker("tilde expansion"), True)
-        elif not quoted and (_globby(text) or (bash and _braces(text))):
+        elif not quoted and (_globby(text) or _braces(text)):  # a bash /bin/sh expands braces
             self.add(unknown_marker(f"pathname or brace expansion of {text!r}"), True)
         else:
             self.add(text, quoted)
