@@ -160,6 +160,9 @@ def _analyze(words: list[str], paths: list[str], env: ContainerEnv) -> Invocatio
     """Walk the container's command (and any script it starts) for its vLLM command."""
     events: list[shrun.Found | shrun.Doubt] = []
     runner = shrun.Runner(env.lookup, env.budget, events)
+    runner.mentions = tuple(v for v in env.values.values() if "vllm" in v)
+    if env.open_ended:
+        runner.mentions += ("vllm: an envFrom source not read here may name it",)
     runner.run_argv(words, {}, offset=0)
     found = shrun.resolve(events)
     if found is None:

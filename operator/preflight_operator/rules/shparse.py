@@ -177,6 +177,15 @@ _OPERATORS_BASH = (
     ">",
 )
 _OPERATORS_POSIX = tuple(o for o in _OPERATORS_BASH if o not in (";;&", "&>>", "<<<", "|&", "&>"))
+# operators by their first character, longest first: one dict lookup per operator
+_BY_FIRST = {
+    bash: {c: [o for o in ops if o[0] == c] for c in ";&|()<>"}
+    for bash, ops in ((True, _OPERATORS_BASH), (False, _OPERATORS_POSIX))
+}
+# A script is the text of one manifest field (at most kubeenv.MAX_VALUE_CHARS); the largest
+# script of the corpus (tests/data) has 573 tokens. Past MAX_TOKENS the reading stops
+# (unknown): 10,000 tokens lex and parse in about 0.2 s on a loaded 2-core machine.
+MAX_TOKENS = 10_000
 REDIRECTIONS = frozenset(("<", ">", ">>", "<&", ">&", "<>", ">|", "&>", "&>>", "<<<"))
 
 
@@ -196,6 +205,8 @@ class Lexer:
             if self.i >= n:
                 out.append(Token("eof"))
                 return out
+            if len(out) >= MAX_TOKENS:
+                raise ShellSyntax(f"longer than {MAX_TOKENS} tokens")
             ch = text[self.i]
             if ch == "\n":
                 self.i += 1
@@ -237,7 +248,8 @@ class Lexer:
                 return
 
     def _operator(self, fd: str | None) -> Token:
-        op = next(o for o in self.operators if self.text.startswith(o, self.i))
+        ops = _BY_FIRST[self.bash].get(self.text[self.i], ())
+        op = next(o for o in ops if self.text.startswith(o, self.i))
         self.i += len(op)
         token = Token("op", op, fd=fd)
         if op in ("<<", "<<-"):

@@ -156,6 +156,9 @@ class Runner:
         self.cond = False  # reached on some paths only
         self.halt: str | None = None  # exit, return, break, found
         self.testing = 0  # inside an if/while condition: set -e does not apply
+        # env values the script may run as words ($CMD): a script that names vLLM nowhere,
+        # and is given nothing that does, is not read at all (sidecars cost nothing)
+        self.mentions: tuple[str, ...] = ()
 
     # -- entry points -------------------------------------------------------------------
 
@@ -726,6 +729,10 @@ class Runner:
                 self.events.append(Doubt(f"shells nested deeper than {MAX_DEPTH}"))
             return
         script = literal_references(script)
+        if "vllm" not in script and not any(
+            "vllm" in v for v in (*positional, *exports.values(), *self.mentions)
+        ):
+            return  # nothing in it or given to it names vLLM: it cannot start it
         environment = dict(exports)
 
         def lookup(name: str) -> str | None:
@@ -742,6 +749,7 @@ class Runner:
             dialect="bash" if program == "bash" else ("zsh" if program == "zsh" else "sh"),
         )
         child.cond = self.cond
+        child.mentions = self.mentions
         child.state.exported = dict(exports)
         child.state.errexit = errexit
         child.run_script(script, positional)
