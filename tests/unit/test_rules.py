@@ -313,9 +313,12 @@ def test_malformed_tp_is_a_finding(value: str, needle: str) -> None:
     assert "gpu-count-too-low" not in ids(result)
 
 
-def test_undefined_variable_is_passed_literally_and_refused() -> None:
+def test_undefined_variable_is_unknown_not_refused() -> None:
+    # issue 24: the kubelet passes an undefined $(TP) literally, but a controller or an
+    # admission webhook may define it before the pod starts: unknown, never a denial
     result = one(deployment(pod_spec(vllm("m", "-tp", "$(TP)", gpus=2))))
-    f = finding(result, "vllm-args-invalid")
+    assert ids(result) == ["plan-unresolved"]
+    f = finding(result, "plan-unresolved")
     assert "$(TP)" in f.message
     assert "not defined" in f.message
 

@@ -1,26 +1,30 @@
 """Is this container running vLLM, and with which command line?
 
-Recognised: ``vllm serve ...``, ``python[3] -m vllm.entrypoints.openai.api_server ...``
-(and ``-m vllm.entrypoints.cli.main serve``), behind ``exec``, ``env A=b``, ``nohup``,
-``tini --``/``dumb-init --`` and inside ``sh -c``/``bash -c`` scripts (``&&`` chains,
-``;``, newlines, ``"$@"``), with command and args split or joined; and a container that
-only sets ``args`` on the vLLM image (whose entrypoint is ``vllm serve``). Everything else
-(sidecars, proxies, ``ray start`` workers) is not vLLM.
+The container's command and args are expanded as the kubelet does (kubeenv; a ``$(NAME)``
+no env of the manifest defines is *unknown*: a controller may inject it), then walked as
+one command (rules.shrun): launchers in front (``timeout``, ``numactl``, ``tini -s --``,
+``gosu USER``, ``uv run``, ... see rules.launchers), shell scripts (``sh -c``/``bash -c``,
+read as the shell reads them, see rules.shparse), ``exec "$@"`` and ``eval``. vLLM is
+``vllm serve ...``, ``python[3] -m vllm.entrypoints.openai.api_server ...``, ``python -m
+vllm.entrypoints.cli.main serve ...`` (also as ``$PYTHON -m ...`` and ``uv run -m ...``,
+read as not exact). A container that only sets ``args`` on the vLLM image runs ``vllm
+serve`` (the image's entrypoint); on another image whose name or flags look like vLLM's it
+is reported as unread (a warning), never skipped silently. Everything else (sidecars,
+proxies, ``ray start`` workers) is not vLLM.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from preflight_contract.vllm_args import vllm_args_start
-from preflight_operator.rules import shell
+from preflight_operator.rules import shrun
 from preflight_operator.rules.kubeenv import ContainerEnv, expand
+from preflight_operator.rules.shrun import SHELLS, undefined_reference
 
-SHELLS = frozenset(("sh", "bash", "dash", "ash", "zsh", "ksh", "busybox"))
-_WRAPPERS = frozenset(("exec", "nohup", "time", "command", "tini", "dumb-init", "--"))
-_MAX_DEPTH = 4  # bash -c "sh -c '...'" nesting we follow
+__all__ = ["SHELLS", "Invocation", "Unparsed", "find_invocation", "is_vllm_image"]
 
 
 @dataclass(frozen=True)
@@ -29,21 +33,29 @@ class Invocation:
 
     ``argv`` starts with the program (``vllm`` / ``python3``); ``paths[i]`` is the
     manifest path ``argv[i]`` came from (a whole script for shell commands). ``exports``
-    are variables the script or command prefix puts in vLLM's environment.
+    are variables the script or command prefix puts in vLLM's environment. ``exact``: no
+    word is a guess (the shell oracle holds it to what bash passes); ``conditional``: it
+    runs only on some paths of the script (the only vLLM command it can run).
     """
 
     argv: tuple[str, ...]
     paths: tuple[str, ...]
     shell_path: str | None = None
     exports: Mapping[str, str] = field(default_factory=dict)
+    exact: bool = True
+    conditional: bool = False
 
 
 @dataclass(frozen=True)
 class Unparsed:
-    """A shell script we could not tokenize: maybe vLLM, maybe not."""
+    """A command we could not read with certainty: maybe vLLM, maybe not.
+
+    ``suspected``: it looks like vLLM although nothing in it says so by name (an args-only
+    container on an unknown image): reported even without the word "vllm"."""
 
     path: str
     reason: str
+    suspected: bool = False
 
 
 def is_vllm_image(image: object) -> bool:
@@ -63,6 +75,16 @@ def find_invocation(
     args = container.get("args")
     words: list[str] = []
     paths: list[str] = []
+
+    def reference(name: str) -> str | None:
+        # The kubelet leaves an undefined $(NAME) literally; a controller or admission
+        # webhook may define it before the pod starts (an Indexed Job's
+        # JOB_COMPLETION_INDEX, KServe's TENSOR_PARALLEL_SIZE): unknown, never wrong.
+        value = env.lookup(name)
+        if value is None and _ENV_NAME.fullmatch(name):
+            return undefined_reference(name)
+        return value
+
     for key, values in (("command", command), ("args", args)):
         if values is None:
             continue
@@ -70,17 +92,62 @@ def find_invocation(
             return None
         for i, value in enumerate(values):
             # the kubelet expands $(VAR) in command and args against the final env
-            words.append(expand(_text(value), env.lookup, env.budget, f"{key}[{i}]"))
+            words.append(expand(_text(value), reference, env.budget, f"{key}[{i}]"))
             paths.append(f"{path}.{key}[{i}]")
     if not command:
-        if not is_vllm_image(container.get("image")):
-            return None
-        image_path = f"{path}.image"
-        return Invocation(
-            ("vllm", "serve", *words),
-            (image_path, image_path, *paths),
-        )
-    return _analyze(words, paths, env, {}, 0)
+        return _args_only(container, words, paths, path)
+    return _analyze(words, paths, env)
+
+
+# What the API server accepts as an env var name (validation.IsEnvVarName)
+_ENV_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
+
+
+def _args_only(
+    container: Mapping[str, Any], words: list[str], paths: list[str], path: str
+) -> Invocation | Unparsed | None:
+    """A container that sets only ``args``: the image's entrypoint runs them."""
+    image = container.get("image")
+    image_path = f"{path}.image"
+    if is_vllm_image(image):
+        return Invocation(("vllm", "serve", *words), (image_path, image_path, *paths))
+    hint = _looks_like_vllm(image, words)
+    if hint is None:
+        return None
+    return Unparsed(
+        paths[0] if paths else image_path,
+        f"the image {image!r} is not one whose entrypoint vllm-preflight knows, but {hint}: "
+        "if it runs `vllm serve`, its arguments were not checked",
+        suspected=True,
+    )
+
+
+_VLLM_FLAGS = frozenset(
+    (
+        "--model",
+        "--tensor-parallel-size",
+        "-tp",
+        "--pipeline-parallel-size",
+        "-pp",
+        "--served-model-name",
+        "--max-model-len",
+        "--gpu-memory-utilization",
+        "--data-parallel-size",
+        "-dp",
+    )
+)
+
+
+def _looks_like_vllm(image: object, words: list[str]) -> str | None:
+    """Why an args-only container looks like vLLM (its image name, its flags), or None."""
+    name = image.split("@", 1)[0].rsplit("/", 1)[-1] if isinstance(image, str) else ""
+    flags = [w.split("=", 1)[0] for w in words if w.startswith("-")]
+    known = sorted({f for f in flags if f in _VLLM_FLAGS})
+    if "vllm" in name.lower() and (known or (words[:1] == ["serve"])):
+        return f"its image is named {name!r} and its args look like vLLM's"
+    if len(known) >= 2:
+        return f"its args use vLLM's options {', '.join(known)}"
+    return None
 
 
 def _text(value: object) -> str:
@@ -89,140 +156,47 @@ def _text(value: object) -> str:
     return "" if value is None else str(value)
 
 
-def _strip_wrappers(words: list[str], paths: list[str]) -> tuple[dict[str, str], int]:
-    """Leading NAME=value assignments and wrapper programs; returns (assignments, start)."""
-    assignments: dict[str, str] = {}
-    i = 0
-    while i < len(words):
-        word = words[i]
-        base = word.rsplit("/", 1)[-1]
-        if shell.is_assignment(word):
-            name, _, value = word.partition("=")
-            assignments[name] = value
-        elif word in shell.RESERVED or base in _WRAPPERS:
-            pass
-        elif base == "env":
-            # env [-i] [-u NAME] NAME=value... program
-            while i + 1 < len(words) and words[i + 1].startswith("-"):
-                i += 2 if words[i + 1] in ("-u", "--unset") else 1
-        else:
-            break
-        i += 1
-    return assignments, i
-
-
-def _analyze(
-    words: list[str],
-    paths: list[str],
-    env: ContainerEnv,
-    exports: dict[str, str],
-    depth: int,
-) -> Invocation | Unparsed | None:
-    assignments, start = _strip_wrappers(words, paths)
-    words, paths = words[start:], paths[start:]
-    if not words:
-        return None
-    program = words[0].rsplit("/", 1)[-1]
-    if program in SHELLS:
-        return _analyze_shell(words, paths, env, {**exports, **assignments}, depth)
-    found = vllm_args_start(words)
+def _analyze(words: list[str], paths: list[str], env: ContainerEnv) -> Invocation | Unparsed | None:
+    """Walk the container's command (and any script it starts) for its vLLM command."""
+    events: list[shrun.Found | shrun.Doubt] = []
+    runner = shrun.Runner(env.lookup, env.budget, events)
+    runner.mentions = tuple(v for v in env.values.values() if "vllm" in v)
+    if env.open_ended:
+        runner.mentions += ("vllm: an envFrom source not read here may name it",)
+    runner.run_argv(words, {}, offset=0)
+    found = shrun.resolve(events)
     if found is None:
         return None
-    return Invocation(tuple(words), tuple(paths), None, {**exports, **assignments})
+    script_at = _script_word(words)
+    script_path = paths[script_at] if script_at is not None else (paths[-1] if paths else "")
+    if isinstance(found, shrun.Doubt):
+        return Unparsed(script_path, found.reason)
+    if found.offset is not None:
+        argv_paths = tuple(paths[found.offset : found.offset + len(found.argv)])
+        if len(argv_paths) == len(found.argv):
+            return Invocation(
+                found.argv, argv_paths, None, dict(found.exports), found.exact, found.conditional
+            )
+    return Invocation(
+        found.argv,
+        (script_path,) * len(found.argv),
+        script_path,
+        dict(found.exports),
+        found.exact,
+        found.conditional,
+    )
 
 
-def _analyze_shell(
-    words: list[str],
-    paths: list[str],
-    env: ContainerEnv,
-    exports: dict[str, str],
-    depth: int,
-) -> Invocation | Unparsed | None:
-    if depth >= _MAX_DEPTH:
-        return None
-    script_at = _script_index(words)
-    if script_at is None:
-        return None
-    script, script_path = words[script_at], paths[script_at]
-    positional = words[script_at + 1 :]  # $0, $1, ...
-    commands = shell.split_commands(script)
-    if commands is None:
-        return Unparsed(script_path, "the shell script does not tokenize (unbalanced quotes?)")
-    shell_vars: dict[str, str] = {}
-    exported = dict(exports)
-
-    def variable(name: str) -> str | None:
-        # None: not set by the spec. A plain $NAME then stays unknown (the image's ENV
-        # may define it); ${NAME:-default} takes its default.
-        if name in shell_vars:
-            return shell_vars[name]
-        return env.lookup(name)
-
-    def expand(word: str) -> str:
-        return shell.expand_word(word, variable, positional, env.budget)
-
-    for command in commands:
-        start = 0
-        while start < len(command) and command[start] in shell.RESERVED:
-            start += 1
-        raw = command[start:]
-        if not raw:
-            continue
-        if raw[0] == "export" or all(shell.is_assignment(w) for w in raw):
-            _assign(raw, expand, env, shell_vars, exported)
-            continue
-        expanded: list[str] = []
-        for word in raw:
-            if word in ("$@", "${@}", "$*", "${*}"):
-                expanded.extend(positional[1:])
-            else:
-                expanded.append(expand(word))
-        found = _analyze(expanded, [script_path] * len(expanded), env, exported, depth + 1)
-        if isinstance(found, Invocation):
-            return Invocation(found.argv, found.paths, script_path, found.exports)
-        if isinstance(found, Unparsed):
-            return found
+def _script_word(words: list[str]) -> int | None:
+    """The index of the (first) shell script among the container's words, if any."""
+    for i, word in enumerate(words):
+        if word.rsplit("/", 1)[-1] in shrun.SHELLS:
+            at = shrun.script_index(words[i:])
+            if at is not None:
+                return i + at
+        if word == "-c" and i > 0 and words[i - 1].rsplit("/", 1)[-1] == "su":
+            return i + 1 if i + 1 < len(words) else None
+    for i, word in enumerate(words):
+        if word in ("-c", "--command") and i + 1 < len(words):
+            return i + 1
     return None
-
-
-def _script_index(words: list[str]) -> int | None:
-    """Where the script of `sh -c SCRIPT` (any shell, its options before) is, or None."""
-    i = 1
-    if words[0].rsplit("/", 1)[-1] == "busybox":
-        i = 2  # busybox sh -c ...
-    script_at = None
-    while i < len(words):
-        word = words[i]
-        if word in ("-o", "+o"):
-            i += 2
-            continue
-        if word.startswith("-") and not word.startswith("--") and "c" in word[1:]:
-            script_at = i + 1
-            break
-        if not word.startswith(("-", "+")):
-            break  # `bash script.sh`: a file we cannot see
-        i += 1
-    if script_at is not None and script_at < len(words) and words[script_at] == "--":
-        script_at += 1  # `bash -lc -- "script"`: `--` ends the shell's options
-    if script_at is None or script_at >= len(words):
-        return None
-    return script_at
-
-
-def _assign(
-    raw: list[str],
-    expand: Callable[[str], str],
-    env: ContainerEnv,
-    shell_vars: dict[str, str],
-    exported: dict[str, str],
-) -> None:
-    """`A=1 B=2` or `export A=1 B`: set the shell variables, and the exported ones."""
-    export = raw[0] == "export"
-    for word in raw[1:] if export else raw:
-        name, eq, value = word.partition("=")
-        if eq:
-            shell_vars[name] = expand(value)
-            if export or name in env.values:
-                exported[name] = shell_vars[name]
-        elif name in shell_vars:
-            exported[name] = shell_vars[name]

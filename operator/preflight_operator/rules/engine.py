@@ -292,7 +292,9 @@ def _check_container(
 def _unparsed(
     template: PodTemplate, container: Mapping[str, Any], label: str, found: Unparsed
 ) -> ContainerResult | None:
-    if "vllm" not in repr(container.get("command")) + repr(container.get("args")):
+    if not found.suspected and "vllm" not in repr(container.get("command")) + repr(
+        container.get("args")
+    ):
         return None  # some other script
     finding = COMMAND_UNPARSED.finding(
         f"{found.path}: {found.reason}; the vLLM command line in it was not checked",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from preflight_contract.verdicts import FAIL, WARN
@@ -29,6 +30,8 @@ _SERVE_TWICE_FIX = (
     "the image's ENTRYPOINT already is `vllm serve`: drop `serve` from args "
     "(args: [MODEL, --option, value, ...])"
 )
+# the marker name of a $(NAME) no env of the manifest defines (rules.shrun.undefined_reference)
+_UNDEFINED_REF = re.compile(r"\$\([-._a-zA-Z][-._a-zA-Z0-9]*\)")
 _GENERIC_FIX = "correct the vLLM argument: vLLM exits with an argument error before serving"
 
 
@@ -110,10 +113,20 @@ def plan_unresolved(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
                     paths.append(ctx.arg_path(problem.dest) if problem.dest else ctx.command_path)
     if names:
         refs = ", ".join(f"$({n})" if not n.startswith("$") else n for n in names)
+        undefined = [n for n in names if _UNDEFINED_REF.fullmatch(n)]
+        injected = (
+            f"; {', '.join(undefined)} is not defined in the container's env: the kubelet "
+            "passes it literally unless a controller or admission webhook defines it (an "
+            "Indexed Job's JOB_COMPLETION_INDEX, KServe's TENSOR_PARALLEL_SIZE, "
+            "LeaderWorkerSet's LWS_*)"
+            if undefined
+            else ""
+        )
         yield RULE_INFO["plan-unresolved"].finding(
             f"the vLLM arguments use {refs}, whose value is not in the manifests (a Secret, "
-            "the downward API, the image's ENV, a ConfigMap not provided, or shell that "
-            "cannot be evaluated here); the GPU plan cannot be checked",
+            "the downward API, the image's ENV, a ConfigMap not provided, a variable a "
+            f"controller injects, or shell that cannot be evaluated here){injected}; the GPU "
+            "plan cannot be checked",
             paths[0],
             "put the parallel sizes in the manifest (a literal, or env from a ConfigMap "
             "included in the check)",

@@ -38,6 +38,7 @@ from preflight_operator.rules.kubeenv import ContainerEnv, build_env, display, h
 from preflight_operator.rules.model import Finding, Policy
 from preflight_operator.rules.registry import RULE_INFO, declare, register
 from preflight_operator.rules.resources import gpu_resources
+from preflight_operator.rules.shrun import literal_references
 
 ARG_DEFAULT = declare(
     "lws-args-default",
@@ -250,7 +251,8 @@ def _int_value(parsed: ParsedArgs, dest: str) -> int:
 
 
 def _known(text: str | None) -> bool:
-    return text is None or not has_unknown(text)
+    # an undefined $(NAME) is one text on every pod of the group: comparable as written
+    return text is None or not has_unknown(literal_references(text))
 
 
 @register(
