@@ -115,37 +115,42 @@ def parse_selector(data: Any) -> Selector:
         problem = _key_problem(path, key) or _value_problem(f"{path}[{key!r:.80}]", value)
         if problem is not None:
             raise ConfigError(problem)
-    requirements = []
-    for i, expr in enumerate(exprs or ()):
-        path = f"spec.selector.matchExpressions[{i}]"
-        if not isinstance(expr, Mapping):
-            raise ConfigError(f"{path}: expected a mapping with key, operator and values")
-        problem = _key_problem(f"{path}.key", expr.get("key"))
-        if problem is not None:
-            raise ConfigError(problem)
-        operator = expr.get("operator")
-        if operator not in SELECTOR_OPERATORS:
-            raise ConfigError(
-                f"{path}.operator: {operator!r:.40} is not one of {', '.join(SELECTOR_OPERATORS)}"
-            )
-        values = expr.get("values")
-        if values is None:
-            values = []
-        if not isinstance(values, list):
-            raise ConfigError(f"{path}.values: expected a list of strings")
-        if operator in NEEDS_VALUES and not values:
-            raise ConfigError(f"{path}.values: operator {operator} needs at least one value")
-        if operator not in NEEDS_VALUES and values:
-            raise ConfigError(f"{path}.values: operator {operator} takes no values; remove them")
-        for j, value in enumerate(values):
-            problem = _value_problem(f"{path}.values[{j}]", value)
-            if problem is not None:
-                raise ConfigError(problem)
-        requirements.append(Requirement(str(expr["key"]), str(operator), tuple(values)))
+    requirements = tuple(
+        _requirement(f"spec.selector.matchExpressions[{i}]", expr)
+        for i, expr in enumerate(exprs or ())
+    )
     return Selector(
         match_labels=tuple(sorted((labels or {}).items())),
-        requirements=tuple(requirements),
+        requirements=requirements,
     )
+
+
+def _requirement(path: str, expr: Any) -> Requirement:
+    """One matchExpressions entry, checked as labels.NewRequirement checks it."""
+    if not isinstance(expr, Mapping):
+        raise ConfigError(f"{path}: expected a mapping with key, operator and values")
+    problem = _key_problem(f"{path}.key", expr.get("key"))
+    if problem is not None:
+        raise ConfigError(problem)
+    operator = expr.get("operator")
+    if operator not in SELECTOR_OPERATORS:
+        raise ConfigError(
+            f"{path}.operator: {operator!r:.40} is not one of {', '.join(SELECTOR_OPERATORS)}"
+        )
+    values = expr.get("values")
+    if values is None:
+        values = []
+    if not isinstance(values, list):
+        raise ConfigError(f"{path}.values: expected a list of strings")
+    if operator in NEEDS_VALUES and not values:
+        raise ConfigError(f"{path}.values: operator {operator} needs at least one value")
+    if operator not in NEEDS_VALUES and values:
+        raise ConfigError(f"{path}.values: operator {operator} takes no values; remove them")
+    for j, value in enumerate(values):
+        problem = _value_problem(f"{path}.values[{j}]", value)
+        if problem is not None:
+            raise ConfigError(problem)
+    return Requirement(str(expr["key"]), str(operator), tuple(values))
 
 
 def _shown(number: int) -> str:

@@ -161,9 +161,7 @@ def label_value_problem(value: str) -> str | None:
     if len(value.encode()) > MAX_LABEL_VALUE:
         return f"longer than {MAX_LABEL_VALUE} characters"
     if value and not _LABEL_NAME.fullmatch(value):
-        return (
-            "not [A-Za-z0-9_.-] starting and ending with a letter or digit"
-        )
+        return "not [A-Za-z0-9_.-] starting and ending with a letter or digit"
     return None
 
 
@@ -172,10 +170,10 @@ def label_key_problem(key: str) -> str | None:
     subdomain prefix of at most 253 characters and '/', then a name of at most 63
     characters of [A-Za-z0-9_.-], alphanumeric at both ends), or None."""
     parts = key.split("/")
-    if len(parts) > 2:  # noqa: PLR2004 - prefix and name
+    if len(parts) > 2:
         return "more than one '/'"
     name = parts[-1]
-    if len(parts) == 2:  # noqa: PLR2004 - prefix and name
+    if len(parts) == 2:
         prefix = parts[0]
         if not prefix:
             return "empty prefix before '/'"
@@ -309,9 +307,7 @@ def _controller_reference(meta: Mapping[str, Any]) -> Mapping[str, Any] | None:
     owners = meta.get("ownerReferences")
     if not isinstance(owners, list):
         return None
-    return next(
-        (o for o in owners if isinstance(o, Mapping) and o.get("controller") is True), None
-    )
+    return next((o for o in owners if isinstance(o, Mapping) and o.get("controller") is True), None)
 
 
 def wrapper_owner(body: Mapping[str, Any], kind: str | None = None) -> WorkloadRef | None:

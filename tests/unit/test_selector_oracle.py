@@ -215,7 +215,9 @@ def test_verdicts_and_matches_follow_apimachinery(
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(max_size=70), st.text(max_size=70))
-def test_any_text_as_key_and_value_follows_apimachinery(oracle: Oracle, key: str, value: str) -> None:
+def test_any_text_as_key_and_value_follows_apimachinery(
+    oracle: Oracle, key: str, value: str
+) -> None:
     selector = {"matchLabels": {key: value}}
     theirs = oracle.ask(selector, [{key: value}])
     assert _ours(selector, [{key: value}])["valid"] == theirs["valid"], (key, value, theirs)
