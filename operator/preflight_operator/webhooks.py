@@ -126,14 +126,9 @@ class AdmissionService:
         return self._policies.resolve(namespace, labels, self._config.default_policy)
 
     def _prepare(
-        self,
-        body: Mapping[str, Any],
-        old: Mapping[str, Any] | None,
-        operation: str,
-        stack_made: bool = False,
+        self, body: Mapping[str, Any], old: Mapping[str, Any] | None, operation: str
     ) -> Validation | tuple[WorkloadRef, ResolvedPolicy]:
-        """The answer when the rules need not run, else the workload and its policy.
-        ``stack_made``: its serving-stack owner was confirmed (_made_by_stack)."""
+        """The answer when the rules need not run, else the workload and its policy."""
         meta = body.get("metadata") or {}
         namespace = str(meta.get("namespace", ""))
         kind_name = str(body.get("kind", ""))
@@ -141,11 +136,6 @@ class AdmissionService:
             return Validation(ALLOW, "skipped")
         if kind_name == POD.kind and not is_bare_pod(body):
             return Validation(ALLOW, "skipped")  # its workload was judged already
-        if stack_made:
-            # made by a serving stack's controller (KServe, KubeRay, ...): the object its
-            # user wrote was judged at its own admission; a denial here would only surface
-            # as a reconcile error deep in that object's status
-            return Validation(ALLOW, "skipped")
         if operation == "UPDATE" and not spec_changed(old, body):
             return Validation(ALLOW, "skipped")
         ref = ref_of(body, ADMITTED_KINDS[kind_name])
@@ -180,9 +170,14 @@ class AdmissionService:
         """``validate`` with the rules run off the event loop (in a rules worker, or a
         thread): a slow manifest never holds up other admission requests. The one that
         skips what a serving stack made (``validate`` judges it)."""
-        prepared = self._prepare(body, old, operation, await self._made_by_stack(body))
+        prepared = self._prepare(body, old, operation)
         if isinstance(prepared, Validation):
             return prepared
+        if await self._made_by_stack(body):
+            # made by a serving stack's controller (KServe, KubeRay, ...): the object its
+            # user wrote was judged at its own admission; a denial here would only surface
+            # as a reconcile error deep in that object's status
+            return Validation(ALLOW, "skipped")
         ref, policy = prepared
         try:
             static = await analyse_off_loop(self._analyser, body, policy.spec)

@@ -22,6 +22,8 @@ MAX_LABEL_VALUE = 63  # also the most a label key's name part may hold
 MAX_LABEL_PREFIX = 253  # a label key's DNS-1123 subdomain prefix
 # k8s.io/apimachinery/pkg/util/validation (IsQualifiedName, IsValidLabelValue,
 # IsDNS1123Subdomain), matched whole (fullmatch: Go's `$` admits no trailing newline).
+# Lengths count characters, Go's bytes: they differ only for non-ASCII text, which the
+# patterns refuse anyway (and a lone surrogate from JSON cannot be encoded).
 _LABEL_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
@@ -158,7 +160,7 @@ def gpuvalidation_name(kind: str, name: str) -> str:
 def label_value_problem(value: str) -> str | None:
     """Why the API server refuses this label value, or None when it takes it (empty is
     valid; at most 63 characters of [A-Za-z0-9_.-], alphanumeric at both ends)."""
-    if len(value.encode()) > MAX_LABEL_VALUE:
+    if len(value) > MAX_LABEL_VALUE:
         return f"longer than {MAX_LABEL_VALUE} characters"
     if value and not _LABEL_NAME.fullmatch(value):
         return "not [A-Za-z0-9_.-] starting and ending with a letter or digit"
@@ -177,14 +179,14 @@ def label_key_problem(key: str) -> str | None:
         prefix = parts[0]
         if not prefix:
             return "empty prefix before '/'"
-        if len(prefix.encode()) > MAX_LABEL_PREFIX or not _DNS1123_SUBDOMAIN.fullmatch(prefix):
+        if len(prefix) > MAX_LABEL_PREFIX or not _DNS1123_SUBDOMAIN.fullmatch(prefix):
             return (
                 f"prefix {prefix!r:.80} is not a DNS-1123 subdomain (lower case "
                 f"[a-z0-9.-], at most {MAX_LABEL_PREFIX} characters)"
             )
     if not name:
         return "empty name"
-    if len(name.encode()) > MAX_LABEL_VALUE:
+    if len(name) > MAX_LABEL_VALUE:
         return f"name longer than {MAX_LABEL_VALUE} characters"
     if not _LABEL_NAME.fullmatch(name):
         return "name not [A-Za-z0-9_.-] starting and ending with a letter or digit"

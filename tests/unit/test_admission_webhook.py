@@ -268,6 +268,10 @@ def test_a_deployment_of_an_existing_inference_service_is_skipped() -> None:
     assert [r.display for r in reads] == ["InferenceService/llm"]
     assert judge(svc, owned_by(ISVC)) == "skipped"
     assert len(reads) == 1  # the owner's read serves a burst of its children
+    elsewhere = owned_by(ISVC)
+    elsewhere["metadata"]["namespace"] = "kube-system"
+    assert judge(svc, elsewhere) == "skipped"
+    assert len(reads) == 1  # never judged anyway: nothing to confirm
 
 
 @pytest.mark.parametrize(

@@ -53,6 +53,8 @@ SOURCE = Path(__file__).parents[2] / "hack" / "selector"
         {"matchLabels": {"x" * 64: "v"}},
         {"matchLabels": {"app\n": "x"}},  # a trailing newline: Go's regexp `$` refuses it
         {"matchLabels": {"app": None}},
+        {"matchLabels": {"app": "\ud800"}},  # a lone surrogate, as JSON may carry one
+        {"matchLabels": {"\ud800": "x"}},
         {"matchLabels": "app=x"},
         "app=x",
     ],
