@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from preflight_operator.config import ConfigError, FieldProblem, PolicySpec, parse_policy_spec
+from preflight_operator.workloads import label_key_problem, label_value_problem
 
 DEFAULT_POLICY_NAME = ""  # shown as an empty `policy` on the GPUValidation
 VALID_CONDITION = "Valid"
@@ -35,7 +36,7 @@ class Requirement:
             return self.key in labels
         if self.operator == "DoesNotExist":
             return self.key not in labels
-        return False  # unknown operators select nothing (the CRD's enum forbids them anyway)
+        return False  # unknown operators select nothing (parse_selector refuses them)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,30 +74,89 @@ class ResolvedPolicy:
         return self.spec.action
 
 
+SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+NEEDS_VALUES = ("In", "NotIn")
+# spec.priority is an int32 in the CRD's schema (format: int32).
+PRIORITY_MIN, PRIORITY_MAX = -(2**31), 2**31 - 1
+
+
+def _key_problem(path: str, key: object) -> str | None:
+    if not isinstance(key, str):
+        return f"{path}: key {key!r:.60} is not a string"
+    problem = label_key_problem(key)
+    return None if problem is None else f"{path}: {key!r:.80} is no valid label key ({problem})"
+
+
+def _value_problem(path: str, value: object) -> str | None:
+    if not isinstance(value, str):
+        return f"{path}: value {value!r:.60} is not a string"
+    problem = label_value_problem(value)
+    return None if problem is None else f"{path}: {value!r:.80} is no valid label value ({problem})"
+
+
 def parse_selector(data: Any) -> Selector:
+    """A LabelSelector as the API server takes one (apimachinery's LabelSelectorAsSelector:
+    keys and values of label syntax, operators In/NotIn with values, Exists/DoesNotExist
+    without): anything else raises ConfigError naming the field, so that a selector
+    Kubernetes would refuse never selects workloads here (tests/unit/test_selector_oracle.py
+    compares both on generated selectors). Absent: selects every workload."""
     if data is None:
         return Selector()
     if not isinstance(data, Mapping):
         raise ConfigError("spec.selector: expected a mapping")
-    labels = data.get("matchLabels") or {}
-    exprs = data.get("matchExpressions") or []
-    if not isinstance(labels, Mapping) or not isinstance(exprs, list):
-        raise ConfigError("spec.selector: matchLabels must be a map, matchExpressions a list")
-    requirements = []
-    for expr in exprs:
-        if not isinstance(expr, Mapping) or "key" not in expr or "operator" not in expr:
-            raise ConfigError(f"spec.selector.matchExpressions: malformed entry {expr!r:.100}")
-        requirements.append(
-            Requirement(
-                key=str(expr["key"]),
-                operator=str(expr["operator"]),
-                values=tuple(str(v) for v in expr.get("values") or ()),
-            )
-        )
-    return Selector(
-        match_labels=tuple(sorted((str(k), str(v)) for k, v in labels.items())),
-        requirements=tuple(requirements),
+    labels = data.get("matchLabels")
+    exprs = data.get("matchExpressions")
+    if labels is not None and not isinstance(labels, Mapping):
+        raise ConfigError("spec.selector.matchLabels: expected a map of label to value")
+    if exprs is not None and not isinstance(exprs, list):
+        raise ConfigError("spec.selector.matchExpressions: expected a list")
+    for key, value in (labels or {}).items():
+        path = "spec.selector.matchLabels"
+        problem = _key_problem(path, key) or _value_problem(f"{path}[{key!r:.80}]", value)
+        if problem is not None:
+            raise ConfigError(problem)
+    requirements = tuple(
+        _requirement(f"spec.selector.matchExpressions[{i}]", expr)
+        for i, expr in enumerate(exprs or ())
     )
+    return Selector(
+        match_labels=tuple(sorted((labels or {}).items())),
+        requirements=requirements,
+    )
+
+
+def _requirement(path: str, expr: Any) -> Requirement:
+    """One matchExpressions entry, checked as labels.NewRequirement checks it."""
+    if not isinstance(expr, Mapping):
+        raise ConfigError(f"{path}: expected a mapping with key, operator and values")
+    problem = _key_problem(f"{path}.key", expr.get("key"))
+    if problem is not None:
+        raise ConfigError(problem)
+    operator = expr.get("operator")
+    if operator not in SELECTOR_OPERATORS:
+        raise ConfigError(
+            f"{path}.operator: {operator!r:.40} is not one of {', '.join(SELECTOR_OPERATORS)}"
+        )
+    values = expr.get("values")
+    if values is None:
+        values = []
+    if not isinstance(values, list):
+        raise ConfigError(f"{path}.values: expected a list of strings")
+    if operator in NEEDS_VALUES and not values:
+        raise ConfigError(f"{path}.values: operator {operator} needs at least one value")
+    if operator not in NEEDS_VALUES and values:
+        raise ConfigError(f"{path}.values: operator {operator} takes no values; remove them")
+    for j, value in enumerate(values):
+        problem = _value_problem(f"{path}.values[{j}]", value)
+        if problem is not None:
+            raise ConfigError(problem)
+    return Requirement(str(expr["key"]), str(operator), tuple(values))
+
+
+def _shown(number: int) -> str:
+    """The number, or its size when printing it would be long (or refused: Python
+    converts at most 4300 digits)."""
+    return str(number) if abs(number) < 10**30 else f"a {number.bit_length()}-bit integer"
 
 
 def parse_policy(body: Mapping[str, Any]) -> Policy:
@@ -112,11 +172,20 @@ def parse_policy(body: Mapping[str, Any]) -> Policy:
     if raw is not None and not isinstance(raw, Mapping):
         problems.append(FieldProblem("spec", "spec: expected a mapping; using the defaults"))
     priority = spec.get("priority", 0)
-    if isinstance(priority, bool) or not isinstance(priority, int) or abs(priority) > 2**31:
+    if isinstance(priority, bool) or not isinstance(priority, int):
         problems.append(
             FieldProblem(
                 "spec.priority",
                 f"spec.priority: {priority!r:.40} is not an integer; using 0 instead",
+            )
+        )
+        priority = 0
+    elif not PRIORITY_MIN <= priority <= PRIORITY_MAX:
+        problems.append(
+            FieldProblem(
+                "spec.priority",
+                f"spec.priority: {_shown(priority)} is out of range (an int32: "
+                f"{PRIORITY_MIN} to {PRIORITY_MAX}); using 0 instead",
             )
         )
         priority = 0

@@ -42,6 +42,7 @@ from preflight_operator.workloads import (
     POD,
     WorkloadRef,
     is_bare_pod,
+    owner_uid,
     ref_of,
     template_labels,
     workload_label_value,
@@ -135,11 +136,6 @@ class AdmissionService:
             return Validation(ALLOW, "skipped")
         if kind_name == POD.kind and not is_bare_pod(body):
             return Validation(ALLOW, "skipped")  # its workload was judged already
-        if wrapper_owner(body) is not None:
-            # made by a serving stack's controller (KServe, KubeRay, ...): the object its
-            # user wrote was judged at its own admission; a denial here would only surface
-            # as a reconcile error deep in that object's status
-            return Validation(ALLOW, "skipped")
         if operation == "UPDATE" and not spec_changed(old, body):
             return Validation(ALLOW, "skipped")
         ref = ref_of(body, ADMITTED_KINDS[kind_name])
@@ -172,10 +168,16 @@ class AdmissionService:
         dry_run: bool,
     ) -> Validation:
         """``validate`` with the rules run off the event loop (in a rules worker, or a
-        thread): a slow manifest never holds up other admission requests."""
+        thread): a slow manifest never holds up other admission requests. The one that
+        skips what a serving stack made (``validate`` judges it)."""
         prepared = self._prepare(body, old, operation)
         if isinstance(prepared, Validation):
             return prepared
+        if await self._made_by_stack(body):
+            # made by a serving stack's controller (KServe, KubeRay, ...): the object its
+            # user wrote was judged at its own admission; a denial here would only surface
+            # as a reconcile error deep in that object's status
+            return Validation(ALLOW, "skipped")
         ref, policy = prepared
         try:
             static = await analyse_off_loop(self._analyser, body, policy.spec)
@@ -200,6 +202,28 @@ class AdmissionService:
                 self._events.post(denied_event(ref, decision.message))
             return Validation(decision, "over-budget" if outcome == "over-budget" else "denied")
         return Validation(decision, outcome)
+
+    async def _made_by_stack(self, body: Mapping[str, Any]) -> bool:
+        """Was this object made by a serving stack's controller? Its controller
+        ownerReference names a stack kind that makes such children (wrapper_owner), and
+        that owner exists with the uid the reference names. Anything short of that (no
+        reader, unreadable, absent, another uid) is a no: the rules judge the object, as
+        for any user's (an ownerReference is a field any user writes). A fresh read
+        unless the cached owner has that uid: at most one GET per such admission."""
+        ref = wrapper_owner(body)
+        uid = owner_uid(body)
+        if ref is None or not uid or self._owner_body is None:
+            return False
+        cached = self._owners.get(ref.key, self._clock())
+        if cached is not None and _uid(cached[0]) == uid:
+            return True
+        try:
+            owner = await asyncio.wait_for(self._owner_body(ref), OWNER_LOOKUP_TIMEOUT)
+        except Exception as exc:
+            logger.info("owner %s not confirmed (%s): the rules judge its child", ref.display, exc)
+            return False
+        self._owners.put(ref.key, self._clock(), (owner,))
+        return owner is not None and _uid(owner) == uid
 
     async def _owner(self, ref: WorkloadRef) -> Mapping[str, Any] | None:
         """The pod's workload, read once for a burst of its pods (OWNER_CACHE_SECONDS);
@@ -294,3 +318,8 @@ class AdmissionService:
             model=target.model,
             ray_group=ray_group,
         )
+
+
+def _uid(body: Mapping[str, Any] | None) -> str:
+    meta = body.get("metadata") if isinstance(body, Mapping) else None
+    return str(meta.get("uid", "")) if isinstance(meta, Mapping) else ""

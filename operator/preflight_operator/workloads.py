@@ -18,8 +18,14 @@ LWS_GROUP = "leaderworkerset.x-k8s.io"
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 POD_TEMPLATE_HASH_LABEL = "pod-template-hash"
 MAX_NAME = 253
-MAX_LABEL_VALUE = 63
-_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
+MAX_LABEL_VALUE = 63  # also the most a label key's name part may hold
+MAX_LABEL_PREFIX = 253  # a label key's DNS-1123 subdomain prefix
+# k8s.io/apimachinery/pkg/util/validation (IsQualifiedName, IsValidLabelValue,
+# IsDNS1123Subdomain), matched whole (fullmatch: Go's `$` admits no trailing newline).
+# Lengths count characters, Go's bytes: they differ only for non-ASCII text, which the
+# patterns refuse anyway (and a lone surrogate from JSON cannot be encoded).
+_LABEL_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,12 +157,46 @@ def gpuvalidation_name(kind: str, name: str) -> str:
     return f"{full[: MAX_NAME - len(digest) - 1].rstrip('-.')}-{digest}"
 
 
+def label_value_problem(value: str) -> str | None:
+    """Why the API server refuses this label value, or None when it takes it (empty is
+    valid; at most 63 characters of [A-Za-z0-9_.-], alphanumeric at both ends)."""
+    if len(value) > MAX_LABEL_VALUE:
+        return f"longer than {MAX_LABEL_VALUE} characters"
+    if value and not _LABEL_NAME.fullmatch(value):
+        return "not [A-Za-z0-9_.-] starting and ending with a letter or digit"
+    return None
+
+
+def label_key_problem(key: str) -> str | None:
+    """Why the API server refuses this label key (a qualified name: an optional DNS-1123
+    subdomain prefix of at most 253 characters and '/', then a name of at most 63
+    characters of [A-Za-z0-9_.-], alphanumeric at both ends), or None."""
+    parts = key.split("/")
+    if len(parts) > 2:
+        return "more than one '/'"
+    name = parts[-1]
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            return "empty prefix before '/'"
+        if len(prefix) > MAX_LABEL_PREFIX or not _DNS1123_SUBDOMAIN.fullmatch(prefix):
+            return (
+                f"prefix {prefix!r:.80} is not a DNS-1123 subdomain (lower case "
+                f"[a-z0-9.-], at most {MAX_LABEL_PREFIX} characters)"
+            )
+    if not name:
+        return "empty name"
+    if len(name) > MAX_LABEL_VALUE:
+        return f"name longer than {MAX_LABEL_VALUE} characters"
+    if not _LABEL_NAME.fullmatch(name):
+        return "name not [A-Za-z0-9_.-] starting and ending with a letter or digit"
+    return None
+
+
 def workload_label_value(ref: WorkloadRef) -> str | None:
     """``<kind>.<name>`` for the pod label, or None when it is no valid label value."""
     value = f"{ref.kind.lower()}.{ref.name}"
-    if len(value) > MAX_LABEL_VALUE or not _LABEL_VALUE.match(value):
-        return None
-    return value
+    return None if label_value_problem(value) is not None else value
 
 
 def _controller_owner(meta: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -220,18 +260,86 @@ def template_labels(kind: WorkloadKind, body: Mapping[str, Any]) -> dict[str, st
     return {str(k): str(v) for k, v in labels.items()}
 
 
-def wrapper_owner(body: Mapping[str, Any]) -> WorkloadRef | None:
-    """The serving-stack object (WRAPPER_KINDS) that controls this object, from its
-    controller ownerReference: its results belong to that owner. None otherwise."""
-    meta = body.get("metadata") or {}
-    owner = _controller_owner(meta)
-    if owner is None or not owner.get("controller"):
+# What each serving stack's controller creates, among the kinds the webhook judges
+# (VALIDATED_KINDS), with its controller ownerReference pointing at the stack's object.
+# Only such a child is "made by a serving stack" (wrapper_owner): an ownerReference any
+# user may write on their own Deployment, pointing at their own RayService, buys nothing.
+# Read from each controller's source (repository, path, commit):
+STACK_CHILDREN: dict[str, frozenset[str]] = {
+    # Standard (raw) mode: the predictor's Deployment, and the workers' Deployment when
+    # multi-node (kserve/kserve pkg/controller/v1beta1/inferenceservice/reconcilers/raw/
+    # raw_kube_reconciler.go, deployment/deployment_reconciler.go SetControllerReferences;
+    # aaac4e294dae2c7b1aa1886447793f3aa1c30912). Serverless mode makes a Knative Service.
+    "InferenceService": frozenset({"Deployment"}),
+    # A Deployment single-node, a LeaderWorkerSet multi-node (kserve/kserve
+    # pkg/controller/v1alpha2/llmisvc/workload_single_node.go, workload_multi_node.go;
+    # aaac4e294dae2c7b1aa1886447793f3aa1c30912).
+    "LLMInferenceService": frozenset({"Deployment", "LeaderWorkerSet"}),
+    # KubeRay (ray-project/kuberay ray-operator/controllers/ray/, at
+    # feeaf72facab4881ba2b179248bb67315634e229): a RayService makes RayClusters
+    # (rayservice_controller.go); a RayCluster makes its head and worker Pods and a Redis
+    # cleanup Job (raycluster_controller.go); a RayJob makes a RayCluster and the
+    # submitter Job (rayjob_controller.go).
+    "RayService": frozenset({"RayCluster"}),
+    "RayCluster": frozenset({"Pod", "Job"}),
+    "RayJob": frozenset({"RayCluster", "Job"}),
+    # AIBrix (vllm-project/aibrix pkg/controller/, e3e10f9e4aebe9aac5e7d992fb87d2648e01628b):
+    # a RayClusterFleet makes RayClusterReplicaSets (rayclusterfleet/sync.go), which make
+    # the RayClusters; a StormService makes RoleSets (stormservice/rolesetoperations.go),
+    # which make the Pods. Neither makes a judged kind itself.
+    "RayClusterFleet": frozenset(),
+    "StormService": frozenset(),
+    # KubeAI (kubeai-project/kubeai internal/modelcontroller/, pod_plan.go and cache.go;
+    # f442a2cd620cc0c903d0d0a5145bb70fb050503b): the model's Pods and its cache Jobs.
+    "Model": frozenset({"Pod", "Job"}),
+    # production-stack (vllm-project/production-stack operator/internal/controller/
+    # vllmruntime_controller.go; a6c01db05f65f556235413ba8dbcfb0c01132fff).
+    "VLLMRuntime": frozenset({"Deployment"}),
+    # Dynamo makes DynamoComponentDeployments (which make the Deployments and
+    # LeaderWorkerSets) or Grove PodCliqueSets (ai-dynamo/dynamo
+    # deploy/operator/internal/controller/dgd_component_workloads_reconciler.go;
+    # 003d1ee5de27986d5265b7a4bedb1e9241974034): no judged kind itself.
+    "DynamoGraphDeployment": frozenset(),
+}
+
+
+def _controller_reference(meta: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The one ownerReference with ``controller: true`` (the API server allows at most
+    one), else None: a plain ownerReference controls nothing."""
+    owners = meta.get("ownerReferences")
+    if not isinstance(owners, list):
         return None
-    kind = str(owner.get("kind", ""))
+    return next((o for o in owners if isinstance(o, Mapping) and o.get("controller") is True), None)
+
+
+def wrapper_owner(body: Mapping[str, Any], kind: str | None = None) -> WorkloadRef | None:
+    """The serving-stack object (WRAPPER_KINDS) that controls this object, from its
+    controller ownerReference: its results belong to that owner. None otherwise, and None
+    when the owner's controller never makes an object of this ``kind`` (STACK_CHILDREN;
+    default: the body's own ``kind``): a user's Deployment pointing at their own RayService
+    is their Deployment. Whether the owner exists is for the caller to confirm
+    (webhooks.py reads it at admission; ``owner_uid`` is what it must match)."""
+    meta = body.get("metadata")
+    if not isinstance(meta, Mapping):
+        return None
+    owner = _controller_reference(meta)
+    if owner is None:
+        return None
+    owner_kind = str(owner.get("kind", ""))
     api_version = str(owner.get("apiVersion", ""))
-    wrapper = next((k for k in WRAPPER_KINDS if k.kind == kind), None)
+    wrapper = next((k for k in WRAPPER_KINDS if k.kind == owner_kind), None)
     if wrapper is None or api_version.split("/", 1)[0] != wrapper.group:
         return None
+    child = str(body.get("kind", "")) if kind is None else kind
+    if child not in STACK_CHILDREN.get(owner_kind, frozenset()):
+        return None
     return WorkloadRef(
-        str(meta.get("namespace", "")), kind, str(owner.get("name", "")), api_version
+        str(meta.get("namespace", "")), owner_kind, str(owner.get("name", "")), api_version
     )
+
+
+def owner_uid(body: Mapping[str, Any]) -> str:
+    """The uid the controller ownerReference names ("" when none)."""
+    meta = body.get("metadata")
+    owner = _controller_reference(meta) if isinstance(meta, Mapping) else None
+    return str(owner.get("uid", "")) if owner is not None else ""

@@ -175,6 +175,47 @@ def test_policy_actions(k8s: Cluster, operator: OperatorProcess, action: str, ki
         k8s.delete_namespace(namespace)
 
 
+def test_a_selector_kubernetes_refuses_makes_the_policy_invalid_and_selects_nothing(
+    k8s: Cluster, operator: OperatorProcess
+) -> None:
+    """`Exists` with values passes the CRD's schema; Kubernetes refuses it as a selector.
+    The policy is Valid=False naming the field and selects no workload (the default,
+    Enforce, judges the bad Deployment), until the selector is fixed."""
+    namespace = k8s.create_namespace("adm-selector", labels={constants.LABEL_INJECT: "enabled"})
+    try:
+        bad = in_namespace(WORKLOADS["Deployment"][1], namespace)
+        expression = {"key": "app", "operator": "Exists", "values": [bad["metadata"]["name"]]}
+        policy = {
+            "apiVersion": constants.API_VERSION,
+            "kind": constants.POLICY_KIND,
+            "metadata": {"name": "loose", "namespace": namespace},
+            "spec": {"action": "Audit", "selector": {"matchExpressions": [expression]}},
+        }
+        k8s.apply(policy)
+
+        def valid() -> dict[str, Any] | None:
+            got = json.loads(
+                k8s.kubectl("get", "preflightpolicy", "loose", "-n", namespace, "-o", "json").stdout
+            )
+            conditions = (got.get("status") or {}).get("conditions") or []
+            return next((c for c in conditions if c["type"] == "Valid"), None)
+
+        condition = wait_for(valid, what="the policy's Valid condition")
+        assert condition["status"] == "False", condition
+        assert "spec.selector.matchExpressions[0].values" in condition["message"]
+        assert "selects no workload" in condition["message"]
+        denied = apply(k8s, bad)
+        assert denied.returncode != 0, "the invalid Audit policy selected the Deployment"
+        assert "gpu-count-too-low" in denied.stderr
+
+        del expression["values"]  # fixed: now it selects the Deployment, under Audit
+        k8s.apply(policy)
+        wait_for(lambda: apply(k8s, bad, "--dry-run=server").returncode == 0,
+                 what="the fixed policy to reach the webhook")  # fmt: skip
+    finally:
+        k8s.delete_namespace(namespace)
+
+
 def test_dry_run_is_judged_but_leaves_no_trace(k8s: Cluster, operator: OperatorProcess) -> None:
     namespace = k8s.create_namespace("adm-dry", labels={constants.LABEL_INJECT: "enabled"})
     try:

@@ -319,3 +319,54 @@ def test_every_serving_stack_kind_is_warned_about_under_warn(k8s: Cluster, names
         admitted = apply(k8s, build(), namespace)
         assert admitted.returncode == 0, (kind, admitted.stderr)
         assert f"Warning: vllm-preflight fail: {rule}" in admitted.stderr, (kind, admitted.stderr)
+
+
+def _own_ray_service(name: str) -> dict[str, Any]:
+    """A RayService with no vLLM in it: admitted, and any user may make one."""
+    head = {"containers": [{"name": "ray-head", "image": "rayproject/ray:2.46.0"}]}
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayService",
+        "metadata": {"name": name},
+        "spec": {
+            "rayClusterConfig": {
+                "headGroupSpec": {"rayStartParams": {}, "template": {"spec": head}}
+            }
+        },
+    }
+
+
+def test_an_owner_reference_to_a_stack_object_buys_nothing_unless_the_stack_makes_such_children(
+    k8s: Cluster, namespace: str
+) -> None:
+    """The issue's bypass: a user's broken Deployment with a controller ownerReference to
+    the user's own RayService (KubeRay makes RayClusters, never Deployments), or to an
+    InferenceService that does not exist, is judged by the rules and denied under
+    Enforce; a Deployment of an InferenceService that does exist is still KServe's."""
+    made = apply(k8s, _own_ray_service("mine"), namespace)
+    assert made.returncode == 0, made.stderr
+    ray_service = json.loads(
+        k8s.kubectl("get", "rayservice", "mine", "-n", namespace, "-o", "json").stdout
+    )
+    sneaky = child_deployment(ray_service, gpus=2, tp=4)
+    sneaky["metadata"]["name"] = "sneaky"
+    sneaky["metadata"]["ownerReferences"][0].update(apiVersion="ray.io/v1", kind="RayService")
+    denied = apply(k8s, sneaky, namespace)
+    assert denied.returncode != 0, "a broken Deployment 'made by' the user's RayService"
+    assert "Deployment/sneaky cannot run" in denied.stderr, denied.stderr
+    assert "gpu-count-too-low" in denied.stderr
+
+    k8s.kubectl("apply", "--server-side", "-f", "-", input=json.dumps(corpus(*RUNTIME)))
+    admitted = apply(k8s, isvc("llm", tp=2, gpus=2), namespace)
+    assert admitted.returncode == 0, admitted.stderr
+    owner = json.loads(
+        k8s.kubectl("get", "inferenceservice", "llm", "-n", namespace, "-o", "json").stdout
+    )
+    ghost = copy.deepcopy(owner)
+    ghost["metadata"]["uid"] = "00000000-0000-0000-0000-000000000000"  # no such object
+    denied = apply(k8s, child_deployment(ghost, gpus=2, tp=4), namespace)
+    assert denied.returncode != 0, "a broken Deployment of an InferenceService that is not"
+    assert "gpu-count-too-low" in denied.stderr
+    # KServe's own child (the owner exists with that uid): its owner was judged
+    real = apply(k8s, child_deployment(owner, gpus=2, tp=4), namespace)
+    assert real.returncode == 0, real.stderr

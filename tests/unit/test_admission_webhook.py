@@ -196,3 +196,102 @@ def test_a_crash_in_the_webhook_admits_and_is_counted() -> None:
     assert review(BAD, Broken()) == {"uid": "u-1", "allowed": True}
     after = metrics.ADMISSIONS.labels(webhook="validate", outcome="error")._value.get()
     assert after == before + 1
+
+
+# -- what a serving stack made: trusted only when its owner is confirmed --------------------
+
+
+RAY_SERVICE = {
+    "apiVersion": "ray.io/v1",
+    "kind": "RayService",
+    "metadata": {"name": "mine", "namespace": "team", "uid": "uid-rs"},
+}
+ISVC = {
+    "apiVersion": "serving.kserve.io/v1beta1",
+    "kind": "InferenceService",
+    "metadata": {"name": "llm", "namespace": "team", "uid": "uid-isvc"},
+}
+
+
+def owned_by(owner: dict[str, Any], uid: str | None = None) -> dict[str, Any]:
+    """BAD (TP=4 on 2 GPUs) with a controller ownerReference to ``owner``."""
+    body = copy.deepcopy(BAD)
+    body["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": owner["apiVersion"],
+            "kind": owner["kind"],
+            "name": owner["metadata"]["name"],
+            "uid": uid or owner["metadata"]["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+    return body
+
+
+def stack_service(*existing: dict[str, Any], fails: bool = False) -> tuple[AdmissionService, list]:
+    reads: list[WorkloadRef] = []
+
+    async def owner_body(ref: WorkloadRef) -> dict[str, Any] | None:
+        reads.append(ref)
+        if fails:
+            raise TimeoutError("API server unreachable")
+        return next(
+            (o for o in existing if (o["kind"], o["metadata"]["name"]) == (ref.kind, ref.name)),
+            None,
+        )
+
+    config = OperatorConfig(default_policy=PolicySpec(action="Enforce"))
+    svc = AdmissionService(
+        config, RulesAnalyser(), PolicyBook(), events=Sink(), owner_body=owner_body
+    )  # type: ignore[arg-type]
+    return svc, reads
+
+
+def judge(svc: AdmissionService, body: dict[str, Any]) -> str:
+    return asyncio.run(
+        svc.validate_async(body, old=None, operation="CREATE", dry_run=False)
+    ).outcome
+
+
+def test_a_deployment_pointing_at_the_users_own_rayservice_is_judged() -> None:
+    """The issue's bypass: KubeRay makes RayClusters, never Deployments, so the reference
+    buys nothing, even to a RayService that exists with that uid."""
+    svc, reads = stack_service(RAY_SERVICE)
+    assert judge(svc, owned_by(RAY_SERVICE)) == "denied"
+    assert reads == []  # decided by the kinds alone
+
+
+def test_a_deployment_of_an_existing_inference_service_is_skipped() -> None:
+    svc, reads = stack_service(ISVC)
+    assert judge(svc, owned_by(ISVC)) == "skipped"
+    assert [r.display for r in reads] == ["InferenceService/llm"]
+    assert judge(svc, owned_by(ISVC)) == "skipped"
+    assert len(reads) == 1  # the owner's read serves a burst of its children
+    elsewhere = owned_by(ISVC)
+    elsewhere["metadata"]["namespace"] = "kube-system"
+    assert judge(svc, elsewhere) == "skipped"
+    assert len(reads) == 1  # never judged anyway: nothing to confirm
+
+
+@pytest.mark.parametrize(
+    ("existing", "uid", "fails"),
+    [
+        ((), None, False),  # no such InferenceService
+        ((ISVC,), "uid-of-a-deleted-one", False),  # one of that name, another object
+        ((ISVC,), None, True),  # cannot be read: never assumed
+    ],
+)
+def test_a_stack_owner_that_cannot_be_confirmed_leaves_the_rules_to_judge(
+    existing: tuple[dict[str, Any], ...], uid: str | None, fails: bool
+) -> None:
+    svc, _ = stack_service(*existing, fails=fails)
+    assert judge(svc, owned_by(ISVC, uid)) == "denied"
+
+
+def test_without_an_owner_reader_nothing_is_taken_as_stack_made() -> None:
+    svc, _ = service("Enforce")
+    assert judge(svc, owned_by(ISVC)) == "denied"
+    assert svc.validate(owned_by(ISVC), old=None, operation="CREATE", dry_run=False).outcome == (
+        "denied"
+    )

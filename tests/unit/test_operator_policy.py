@@ -49,7 +49,6 @@ def policy(name: str, *, priority: int = 0, action: str = "Warn", **labels: str)
         ),
         ({"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}, {"gpu": ""}, True),
         ({"matchExpressions": [{"key": "gpu", "operator": "DoesNotExist"}]}, {"gpu": "1"}, False),
-        ({"matchExpressions": [{"key": "gpu", "operator": "Unknown"}]}, {"gpu": "1"}, False),
     ],
 )
 def test_selectors_follow_kubernetes(selector: Any, labels: dict[str, str], selected: bool) -> None:
@@ -81,6 +80,30 @@ def test_malformed_policies_are_reported() -> None:
     broken = parse_policy({"metadata": {"name": "x"}, "spec": {"selector": {"matchLabels": "x"}}})
     assert [p.field for p in broken.problems] == ["spec.selector"]
     assert not broken.selector.matches({})  # never everything: that could Enforce a namespace
+
+
+@pytest.mark.parametrize(
+    "priority", [2**62, -(2**62), 2**31, -(2**31) - 1, pytest.param(10**5000, id="10^5000")]
+)
+def test_a_priority_out_of_int32_says_so_and_gives_the_range(priority: int) -> None:
+    parsed = parse_policy({"metadata": {"name": "x"}, "spec": {"priority": priority}})
+    assert parsed.priority == 0
+    [problem] = parsed.problems
+    assert problem.field == "spec.priority"
+    assert "not an integer" not in problem.message
+    assert "out of range" in problem.message
+    assert "-2147483648 to 2147483647" in problem.message
+
+
+@pytest.mark.parametrize("priority", [2**31 - 1, -(2**31), 0])
+def test_a_priority_within_int32_is_taken(priority: int) -> None:
+    parsed = parse_policy({"metadata": {"name": "x"}, "spec": {"priority": priority}})
+    assert (parsed.priority, parsed.problems) == (priority, ())
+
+
+def test_an_unknown_operator_makes_the_selector_invalid_not_a_silent_miss() -> None:
+    with pytest.raises(ConfigError, match=r"matchExpressions\[0\]\.operator"):
+        parse_selector({"matchExpressions": [{"key": "gpu", "operator": "Unknown"}]})
 
 
 def body(spec: dict[str, Any], generation: int = 3) -> dict[str, Any]:

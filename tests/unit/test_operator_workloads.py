@@ -10,10 +10,17 @@ from preflight_operator.workloads import (
     DEPLOYMENT,
     LEADERWORKERSET,
     POD,
+    STACK_CHILDREN,
+    VALIDATED_KINDS,
+    WRAPPER_KINDS,
     gpuvalidation_name,
+    label_key_problem,
+    label_value_problem,
+    owner_uid,
     template_labels,
     workload_label_value,
     workload_of_pod,
+    wrapper_owner,
 )
 
 
@@ -114,3 +121,96 @@ def test_template_labels_cover_templates_and_the_object() -> None:
     }
     deploy = {"spec": {"template": {"metadata": {"labels": {"app": "x"}}}}}
     assert template_labels(DEPLOYMENT, deploy) == {"app": "x"}
+
+
+# -- serving-stack ownership --------------------------------------------------------------
+
+
+def child(kind: str, *owners: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": kind,
+        "metadata": {"name": "c", "namespace": "ns", "ownerReferences": list(owners)},
+    }
+
+
+ISVC = {
+    "apiVersion": "serving.kserve.io/v1beta1",
+    "kind": "InferenceService",
+    "name": "llm",
+    "uid": "u-1",
+    "controller": True,
+}
+RAYSERVICE = {**ISVC, "apiVersion": "ray.io/v1", "kind": "RayService", "name": "rs"}
+
+
+def test_a_stack_child_of_a_kind_its_controller_makes_belongs_to_the_stack() -> None:
+    owner = wrapper_owner(child("Deployment", ISVC))
+    assert owner is not None
+    assert (owner.namespace, owner.kind, owner.name) == ("ns", "InferenceService", "llm")
+    assert owner_uid(child("Deployment", ISVC)) == "u-1"
+    ray = wrapper_owner(child("RayCluster", RAYSERVICE))
+    assert ray is not None
+    assert ray.kind == "RayService"
+
+
+def test_a_deployment_pointing_at_a_rayservice_is_the_users_own() -> None:
+    """KubeRay's RayService makes RayClusters, never Deployments: the issue's bypass."""
+    assert wrapper_owner(child("Deployment", RAYSERVICE)) is None
+    # the kind given by the caller wins over a body without one (LIST items carry none)
+    body = child("Deployment", RAYSERVICE)
+    del body["kind"]
+    assert wrapper_owner(body, "Deployment") is None
+    assert wrapper_owner(body, "RayCluster") is not None
+
+
+@pytest.mark.parametrize(
+    "owner",
+    [
+        {**ISVC, "controller": False},
+        {k: v for k, v in ISVC.items() if k != "controller"},
+        {**ISVC, "controller": "true"},  # not the boolean the API server stores
+        {**ISVC, "apiVersion": "evil.example.com/v1beta1"},  # the kind, another group
+    ],
+)
+def test_only_a_controller_reference_of_the_stack_group_counts(owner: dict[str, Any]) -> None:
+    assert wrapper_owner(child("Deployment", owner)) is None
+
+
+def test_a_second_plain_reference_does_not_hide_the_controller() -> None:
+    plain = {"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "u-2"}
+    assert wrapper_owner(child("Deployment", plain, ISVC)) is not None
+    assert wrapper_owner(child("Deployment", {**ISVC, "controller": False}, plain)) is None
+
+
+@pytest.mark.parametrize("meta", [None, "x", {"ownerReferences": "x"}, {"ownerReferences": [1]}])
+def test_hostile_metadata_is_no_owner(meta: Any) -> None:
+    assert wrapper_owner({"kind": "Deployment", "metadata": meta}) is None
+    assert owner_uid({"kind": "Deployment", "metadata": meta}) == ""
+
+
+def test_the_children_table_covers_every_stack_kind_with_judged_kinds_only() -> None:
+    assert set(STACK_CHILDREN) == {k.kind for k in WRAPPER_KINDS}
+    for children in STACK_CHILDREN.values():
+        assert children <= set(VALIDATED_KINDS)
+
+
+@pytest.mark.parametrize(
+    ("key", "ok"),
+    [
+        ("app", True), ("example.com/app", True), ("a" * 63, True), ("a" * 64, False),
+        ("a" * 253 + "/b", True), ("a" * 254 + "/b", False), ("/a", False), ("a/", False),
+        ("a/b/c", False), ("Example.com/a", False), ("app\n", False), ("", False),
+    ],
+)  # fmt: skip
+def test_label_keys(key: str, ok: bool) -> None:
+    assert (label_key_problem(key) is None) is ok
+
+
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [("", True), ("x", True), ("v" * 63, True), ("v" * 64, False), ("-x", False),
+     ("x\n", False), ("a b", False)],
+)  # fmt: skip
+def test_label_values(value: str, ok: bool) -> None:
+    assert (label_value_problem(value) is None) is ok
