@@ -15,6 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Generic, TypeVar
 
+from preflight_operator import provenance
 from preflight_operator.admission import ALLOW, AdmissionDecision, decide, spec_changed, unchecked
 from preflight_operator.analysis import (
     Analyser,
@@ -126,20 +127,38 @@ class AdmissionService:
         return self._policies.resolve(namespace, labels, self._config.default_policy)
 
     def _prepare(
-        self, body: Mapping[str, Any], old: Mapping[str, Any] | None, operation: str
+        self,
+        body: Mapping[str, Any],
+        old: Mapping[str, Any] | None,
+        operation: str,
+        user_info: Mapping[str, Any] | None = None,
     ) -> Validation | tuple[WorkloadRef, ResolvedPolicy]:
-        """The answer when the rules need not run, else the workload and its policy."""
+        """The answer when the rules need not run, else the workload and its policy.
+        ``user_info``: the request's requester (None where the caller has none)."""
         meta = body.get("metadata") or {}
         namespace = str(meta.get("namespace", ""))
         kind_name = str(body.get("kind", ""))
         if self._skipped(namespace, kind_name, body):
             return Validation(ALLOW, "skipped")
-        if kind_name == POD.kind and not is_bare_pod(body):
+        if (
+            kind_name == POD.kind
+            and not is_bare_pod(body)
+            and self._controller_made(body, user_info)
+        ):
             return Validation(ALLOW, "skipped")  # its workload was judged already
         if operation == "UPDATE" and not spec_changed(old, body):
             return Validation(ALLOW, "skipped")
         ref = ref_of(body, ADMITTED_KINDS[kind_name])
         return ref, self.policy_for(namespace, meta.get("labels"))
+
+    def _controller_made(self, pod: Mapping[str, Any], user_info: Mapping[str, Any] | None) -> bool:
+        """A pod with an ownerReference is its workload's (judged at the workload's own
+        admission) only when a controller's identity creates it (provenance.py): an
+        ownerReference is a field any user writes, and a user's pod pointing at anything
+        skipped the rules (issue 23). Without the requester (the sync path), as before."""
+        if user_info is None:
+            return True
+        return provenance.created_by(pod, user_info, self.pod_creators) == provenance.CONTROLLER
 
     def validate(
         self,
@@ -166,11 +185,12 @@ class AdmissionService:
         old: Mapping[str, Any] | None,
         operation: str,
         dry_run: bool,
+        user_info: Mapping[str, Any] | None = None,
     ) -> Validation:
         """``validate`` with the rules run off the event loop (in a rules worker, or a
         thread): a slow manifest never holds up other admission requests. The one that
         skips what a serving stack made (``validate`` judges it)."""
-        prepared = self._prepare(body, old, operation)
+        prepared = self._prepare(body, old, operation, user_info)
         if isinstance(prepared, Validation):
             return prepared
         if await self._made_by_stack(body):

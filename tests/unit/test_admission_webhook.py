@@ -295,3 +295,35 @@ def test_without_an_owner_reader_nothing_is_taken_as_stack_made() -> None:
     assert svc.validate(owned_by(ISVC), old=None, operation="CREATE", dry_run=False).outcome == (
         "denied"
     )
+
+
+def test_a_users_pod_pointing_at_a_workload_is_judged_not_skipped() -> None:
+    """Issue 23: an ownerReference is a field any user writes; a pod is its workload's
+    (skipped, judged at the workload's admission) only when a controller creates it."""
+    import asyncio
+
+    svc, _ = service("Enforce")
+    owned = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "namespace": "team",
+            "name": "p",
+            "ownerReferences": [{"kind": "ConfigMap", "name": "mine", "uid": "u"}],
+        },
+        "spec": BAD["spec"]["template"]["spec"],
+    }
+
+    def outcome(user: str, refs: list[dict[str, object]]) -> str:
+        body = {**owned, "metadata": {**owned["metadata"], "ownerReferences": refs}}
+        result = asyncio.run(
+            svc.validate_async(
+                body, old=None, operation="CREATE", dry_run=False, user_info={"username": user}
+            )
+        )
+        return result.outcome
+
+    rs = [{"kind": "ReplicaSet", "name": "vllm-h", "uid": "u", "controller": True}]
+    assert outcome("alice", owned["metadata"]["ownerReferences"]) == "denied"
+    assert outcome("alice", rs) == "denied"  # even a controller reference, from a user
+    assert outcome("system:serviceaccount:kube-system:replicaset-controller", rs) == "skipped"

@@ -39,6 +39,7 @@ async def review_validation_async(
             old=request.get("oldObject"),
             operation=str(request.get("operation", "")),
             dry_run=bool(request.get("dryRun")),
+            user_info=request.get("userInfo") or {},
         )
     except Exception:
         logger.exception("validating webhook failed; admitting the object")
