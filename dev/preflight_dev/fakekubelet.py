@@ -10,12 +10,16 @@ exit code and its termination message, the vLLM container waiting or running.
 from __future__ import annotations
 
 import datetime
+import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from preflight_operator import constants
 from preflight_operator.api import MERGE_PATCH, KubeApi
 from preflight_operator.rules.quantity import parse_quantity
+
+if TYPE_CHECKING:
+    from preflight_dev.testing.base import Cluster
 
 
 def rfc3339(moment: datetime.datetime | None = None) -> str:
@@ -169,3 +173,24 @@ async def write_status(
         body={"status": status},
         content_type=MERGE_PATCH,
     )
+
+
+def play(
+    cluster: Cluster,
+    pod: Mapping[str, Any],
+    exit_code: int,
+    message: str,
+    *,
+    started: str | None = None,
+    finished: str | None = None,
+) -> None:
+    """The e2e tests' kubelet: the status above written through ``kubectl patch
+    --subresource=status``."""
+    meta = pod["metadata"]
+    status = pod_status(
+        pod, exit_code=exit_code, message=message, started=started, finished=finished
+    )
+    cluster.kubectl(
+        "patch", "pod", meta["name"], "-n", meta["namespace"], "--subresource=status",
+        "--type=merge", "-p", json.dumps({"status": status}),
+    )  # fmt: skip

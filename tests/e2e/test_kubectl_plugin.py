@@ -69,13 +69,7 @@ def get_json(k8s: Cluster, *args: str) -> Any:
     return json.loads(k8s.kubectl("get", *args, "-o", "json").stdout)
 
 
-def play_kubelet(k8s: Cluster, pod: dict[str, Any], exit_code: int, message: str) -> None:
-    meta = pod["metadata"]
-    status = fakekubelet.pod_status(pod, exit_code=exit_code, message=message)
-    k8s.kubectl(
-        "patch", "pod", meta["name"], "-n", meta["namespace"], "--subresource=status",
-        "--type=merge", "-p", json.dumps({"status": status}),
-    )  # fmt: skip
+play_kubelet = fakekubelet.play
 
 
 @pytest.fixture(scope="module")

@@ -75,12 +75,7 @@ def at(seconds: int) -> str:
 
 
 def play_kubelet(cluster: Cluster, pod: dict[str, Any], message: str, finished: str) -> None:
-    meta = pod["metadata"]
-    status = fakekubelet.pod_status(pod, exit_code=0, message=message, finished=finished)
-    cluster.kubectl(
-        "patch", "pod", meta["name"], "-n", meta["namespace"], "--subresource=status",
-        "--type=merge", "-p", json.dumps({"status": status}),
-    )  # fmt: skip
+    fakekubelet.play(cluster, pod, 0, message, finished=finished)
 
 
 def ours(cluster: Cluster, name: str) -> dict[str, Any]:

@@ -66,13 +66,7 @@ def injected_pods(cluster: Cluster, namespace: str, app: str) -> list[dict[str, 
     return pods
 
 
-def play_kubelet(cluster: Cluster, pod: dict[str, Any], exit_code: int, message: str) -> None:
-    meta = pod["metadata"]
-    cluster.kubectl(
-        "patch", "pod", meta["name"], "-n", meta["namespace"], "--subresource=status",
-        "--type=merge", "-p",
-        json.dumps({"status": fakekubelet.pod_status(pod, exit_code=exit_code, message=message)}),
-    )  # fmt: skip
+play_kubelet = fakekubelet.play
 
 
 def conditions(obj: dict[str, Any]) -> dict[str, tuple[str, str]]:
