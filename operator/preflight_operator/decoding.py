@@ -177,3 +177,35 @@ def decode_event(raw: bytes | str, source: str) -> tuple[dict[str, Any] | None, 
         return event, None
     rejection = _rejection(source, body, POISONED, f"nested too deep at {deep}")
     return (event if event.get("type") == "DELETED" else None), rejection
+
+
+REVIEW_OBJECTS = (("request", "object"), ("request", "oldObject"))
+
+
+def decode_review(raw: bytes | str, source: str) -> tuple[dict[str, Any] | None, Rejection | None]:
+    """An AdmissionReview body: (review, None); (review, why) when the object is nested
+    too deep outside its managedFields (the review is still returned, pruned, so that the
+    webhook can answer by the object's namespace and policy instead of failing open);
+    (None, why) when it cannot be read at all. Not bounded by OBJECT_MAX_ITEMS (the API
+    server sends what it accepted; its own limits apply)."""
+    try:
+        review, paths = _loads(raw, None)
+    except safejson.Rejected as exc:
+        return None, Rejection(source, exc.reason, str(exc))
+    if not isinstance(review, dict):
+        return None, Rejection(
+            source, safejson.NOT_JSON, "an AdmissionReview that is not an object"
+        )
+    request = review.get("request")
+    if isinstance(request, dict):
+        for key in ("object", "oldObject"):
+            strip_managed_fields(request.get(key))
+    deep = [
+        path
+        for path in paths
+        if not any(path[:2] == prefix and path[2:4] == _MANAGED_FIELDS for prefix in REVIEW_OBJECTS)
+    ]
+    if not deep:
+        return review, None
+    body = request.get("object") if isinstance(request, dict) else None
+    return review, _rejection(source, body, POISONED, f"nested too deep at {_where(deep[0])}")

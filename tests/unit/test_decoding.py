@@ -129,3 +129,21 @@ def test_an_object_with_too_many_values_is_refused_before_decoding_and_named() -
     assert why is not None
     assert (why.reason, why.name, why.namespace) == ("too-large", "big", "ns")
     assert why.uid == "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+
+
+def test_a_review_with_a_deep_managedfields_is_read_as_if_it_had_none() -> None:
+    obj = deployment("d", fields=BOMB)
+    review, why = decoding.decode_review(f'{{"request":{{"uid":"u","object":{obj}}}}}', "/validate")
+    assert why is None
+    assert review is not None
+    assert review["request"]["object"]["spec"] == {"replicas": 1}
+
+
+def test_a_review_of_a_poisoned_object_is_returned_with_the_reason() -> None:
+    deep = "[" * 500 + "]" * 500
+    obj = deployment("d", spec=deep)
+    review, why = decoding.decode_review(f'{{"request":{{"uid":"u","object":{obj}}}}}', "/validate")
+    assert review is not None
+    assert review["request"]["uid"] == "u"
+    assert why is not None
+    assert (why.reason, why.name) == ("poisoned", "d")
