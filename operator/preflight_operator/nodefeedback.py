@@ -31,6 +31,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from preflight_contract import safejson
 from preflight_contract.verdicts import FAIL, PASS, WARN
 from preflight_operator import constants
 from preflight_operator.podresults import PodResult
@@ -170,7 +171,8 @@ def read_record(node: Mapping[str, Any]) -> Record:
     """Our record from a Node object; an absent or unreadable one is an empty record."""
     annotations = (node.get("metadata") or {}).get("annotations") or {}
     try:
-        data = json.loads(str(annotations.get(KEY) or "{}"))
+        # a Node annotation anyone with patch on nodes may have written: bounded
+        data = safejson.loads(str(annotations.get(KEY) or "{}"), max_bytes=256 * 1024)
     except ValueError:
         return Record()
     if not isinstance(data, Mapping):

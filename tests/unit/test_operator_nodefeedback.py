@@ -300,3 +300,8 @@ def test_failures_of_several_runs_are_a_union_by_gpu() -> None:
     both = nf.next_record(record, second, ALL)
     assert both is not None
     assert dict(both.gpus) == {GPU1: ("row-remap",), GPU0: ("xid",)}
+
+
+def test_a_deep_record_on_the_node_is_an_empty_record_not_a_crash() -> None:
+    deep = "[" * 5000 + "]" * 5000
+    assert nf.read_record(node(annotations={nf.KEY: deep})) == nf.Record()
