@@ -38,6 +38,9 @@ COMMAND_UNPARSED = declare(
 )
 MANIFEST_INVALID = declare("manifest-invalid", FAIL, "a manifest field the rules need is malformed")
 INTERNAL_ERROR = declare("rules-internal-error", WARN, "a rule crashed (a bug in vllm-preflight)")
+EMBEDDED_UNREAD = declare(
+    "embedded-unread", WARN, "a document embedded in the object was over a limit and not read"
+)
 KIND_GENERIC = declare(
     "kind-generic", INFO, "a kind vllm-preflight does not know, judged by its embedded pod spec"
 )
@@ -90,6 +93,9 @@ def _check_object(
         return [_crashed(str(obj.get("kind")), "?", None, "?", exc)]
     results: list[ContainerResult] = []
     for template in templates:
+        if template.unread is not None:
+            results.append(_unread(template, *template.unread))
+            continue
         containers = template.spec.get("containers")
         if not isinstance(containers, list):
             continue
@@ -287,6 +293,18 @@ def _check_container(
                 )
             )
     return _result(template, label, ctx, findings, policy)
+
+
+def _unread(template: PodTemplate, field: str, why: str) -> ContainerResult:
+    finding = EMBEDDED_UNREAD.finding(
+        f"{field} was not read: {why}; the vLLM command lines in it were not checked",
+        field,
+        "write it without YAML aliases, fewer than 100 levels deep and under 1 MiB",
+    )
+    return ContainerResult(
+        template.kind, template.name, template.namespace, template.role or "?", None, None,
+        None, (finding,),
+    )  # fmt: skip
 
 
 def _unparsed(
