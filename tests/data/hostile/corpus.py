@@ -292,6 +292,8 @@ def ray_service(name: str, serve_config: str) -> dict[str, Any]:
                     {
                         "groupName": "gpu",
                         "replicas": 1,
+                        "minReplicas": 1,
+                        "maxReplicas": 1,
                         "rayStartParams": {},
                         "template": {"spec": {"containers": [worker]}},
                     }
