@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import json
+import shutil
 import sys
 import tempfile
 import threading
@@ -182,6 +183,8 @@ def run(cluster: Cluster, workdir: Path, args: argparse.Namespace) -> dict[str, 
         cluster.delete_namespace(namespace)
         localoperator.remove_webhooks(cluster)
         op.stop()
+        if args.keep_log:
+            shutil.copyfile(op.log_path, args.keep_log)
 
 
 def _dry_run_broken(cluster: Cluster, namespace: str) -> tuple[int, str, float]:
@@ -199,6 +202,10 @@ def main() -> None:
     parser.add_argument("--settle", type=float, default=15.0)
     parser.add_argument("--max-stall", type=float, default=0.1)
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--keep-log", type=Path, help="copy the operator's log here (with PYTHONASYNCIODEBUG=1 "
+        "it names every callback that held the loop over 0.1 s)",
+    )  # fmt: skip
     parser.add_argument("--workdir", type=Path, help="where the operator's log goes (a temp dir)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp, LocalCluster() as cluster:
