@@ -138,7 +138,7 @@ def test_a_1200_deep_serve_config_is_a_warning_naming_the_field() -> None:
     (service,) = corpus.embedded_cases(1).__next__()[2]
     assert len(json.dumps(service)) < 3000
     results = check(service)
-    (serve,) = [r for r in results if "embedded-unread" in ids(r)]
+    (serve,) = [r for r in results if "vllm-command-unparsed" in ids(r)]
     assert serve.verdict == WARN
     (finding,) = serve.findings
     assert finding.field == "spec.serveConfigV2"
@@ -158,7 +158,9 @@ def test_every_refused_embedded_document_is_a_warning_never_a_failure(
     for result in results:
         assert result.verdict == WARN, (name, [(f.id, f.message) for f in result.findings])
         unread = [
-            f for f in result.findings if f.id in ("embedded-unread", "vllm-config-unresolved")
+            f
+            for f in result.findings
+            if f.id in ("vllm-command-unparsed", "vllm-config-unresolved")
         ]
         assert unread
         assert f"({reason})" in unread[0].message
@@ -213,4 +215,4 @@ def test_the_event_loop_never_parses_a_large_embedded_document() -> None:
     static = asyncio.run(pool.analyse_async(small, PolicySpec()))
     assert calls == ["analyse"]  # judged here: refused by depth, a warning
     assert static.verdict == WARN
-    assert [f.id for f in static.findings] == ["embedded-unread"]
+    assert [f.id for f in static.findings] == ["vllm-command-unparsed"]

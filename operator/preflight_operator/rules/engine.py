@@ -38,9 +38,6 @@ COMMAND_UNPARSED = declare(
 )
 MANIFEST_INVALID = declare("manifest-invalid", FAIL, "a manifest field the rules need is malformed")
 INTERNAL_ERROR = declare("rules-internal-error", WARN, "a rule crashed (a bug in vllm-preflight)")
-EMBEDDED_UNREAD = declare(
-    "embedded-unread", WARN, "a document embedded in the object was over a limit and not read"
-)
 KIND_GENERIC = declare(
     "kind-generic", INFO, "a kind vllm-preflight does not know, judged by its embedded pod spec"
 )
@@ -296,8 +293,10 @@ def _check_container(
 
 
 def _unread(template: PodTemplate, field: str, why: str) -> ContainerResult:
-    finding = EMBEDDED_UNREAD.finding(
-        f"{field} was not read: {why}; the vLLM command lines in it were not checked",
+    # the field the vLLM command line is built from was not read: the same unknown as a
+    # script that does not tokenize
+    finding = COMMAND_UNPARSED.finding(
+        f"{field} was not read: {why}; the vLLM command lines built from it were not checked",
         field,
         "write it without YAML aliases, fewer than 100 levels deep and under 1 MiB",
     )
