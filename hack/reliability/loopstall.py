@@ -196,6 +196,60 @@ def _dry_run_broken(cluster: Cluster, namespace: str) -> tuple[int, str, float]:
     return result.returncode, result.stderr, time.monotonic() - started
 
 
+def in_process(rayservices: int) -> dict[str, Any]:
+    """The same objects through the operator's own rules pool (two budgeted workers, the
+    in-process path for plain objects) in one event loop with a probe due every 5 ms, no
+    control plane: our code's stall, apart from a loaded machine's scheduling. ``busy``
+    is the loop thread's CPU time in the probe's late interval (a stall caused by a
+    callback holding the loop costs CPU; a process waiting for a CPU does not)."""
+    import asyncio  # noqa: PLC0415
+
+    from preflight_operator import rules  # noqa: PLC0415
+    from preflight_operator.analysis import RulesAnalyser  # noqa: PLC0415
+    from preflight_operator.config import PolicySpec  # noqa: PLC0415
+    from preflight_operator.rulesworker import RulesPool, RulesWorker  # noqa: PLC0415
+
+    cases = list(corpus.embedded_cases(rayservices))
+    maps = {
+        o["metadata"]["name"]: o for _, _, objs in cases for o in objs if o["kind"] == "ConfigMap"
+    }
+    lookup = rules.ClusterLookup(config_map=lambda _ns, name: maps.get(name))
+    pool = RulesPool([RulesWorker(lookup) for _ in range(2)], 3.0, RulesAnalyser(lookup))
+    pool.start()
+
+    async def measure() -> dict[str, Any]:
+        loop = asyncio.get_running_loop()
+        await pool.analyse_async(corpus.ray_service("warm", "a: 1"), PolicySpec())
+        worst = {"wall": 0.0, "busy": 0.0}
+
+        async def probe() -> None:
+            while True:
+                due, cpu = loop.time() + 0.005, time.thread_time()
+                await asyncio.sleep(0.005)
+                lag = max(0.0, loop.time() - due)
+                worst["wall"] = max(worst["wall"], lag)
+                worst["busy"] = max(worst["busy"], min(lag, time.thread_time() - cpu))
+
+        task = asyncio.create_task(probe())
+        started = time.monotonic()
+        objs = [o for _, _, group in cases for o in group if o["kind"] != "ConfigMap"]
+        verdicts = await asyncio.gather(*(pool.analyse_async(o, PolicySpec()) for o in objs))
+        took = time.monotonic() - started
+        task.cancel()
+        return {
+            "objects": len(objs),
+            "all_judged_s": round(took, 3),
+            "verdicts": sorted({v.verdict for v in verdicts}),
+            "loop_lag_max_ms": round(worst["wall"] * 1000, 1),
+            "loop_busy_max_ms": round(worst["busy"] * 1000, 1),
+        }
+
+    try:
+        return asyncio.run(measure())
+    finally:
+        pool.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rayservices", type=int, default=20)
@@ -208,9 +262,12 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument("--workdir", type=Path, help="where the operator's log goes (a temp dir)")
     args = parser.parse_args()
+    local = in_process(args.rayservices)
+    print(json.dumps({"in_process": local}), flush=True)
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp, LocalCluster() as cluster:
         localsetup.install_crds(cluster, wrappers=True)
         report = run(cluster, Path(tmp), args)
+    report["in_process"] = local
     print(json.dumps(report), flush=True)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2) + "\n")
