@@ -515,7 +515,7 @@ def _child(fd: int, memory_mib: int) -> None:
     while True:
         try:
             op, body, policy, available = conn.recv()
-        except EOFError:
+        except (EOFError, OSError):  # the operator closed the pipe (reset, when killing us)
             return
         lookup = rules.ClusterLookup(**{f: proxy(f) for f in available})
         analyser = RulesAnalyser(lookup)
