@@ -16,6 +16,7 @@ import binascii
 import contextlib
 import datetime
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -140,6 +141,13 @@ LOOP_LAG_MAX = Gauge(
     "The longest event-loop stall since the operator started.",
     registry=REGISTRY,
 )
+LOOP_BUSY = Histogram(
+    "vllm_preflight_event_loop_busy_seconds",
+    "The part of each event-loop lag during which the loop's thread was on a CPU: work"
+    " holding the loop (the rest of a lag is the process waiting for a CPU).",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+    registry=REGISTRY,
+)
 _LOOP_PROBE: list[asyncio.Task[None]] = []
 
 
@@ -153,10 +161,11 @@ async def _probe_loop(interval: float) -> None:
     loop = asyncio.get_running_loop()
     longest = 0.0
     while True:
-        due = loop.time() + interval
+        due, cpu = loop.time() + interval, time.thread_time()
         await asyncio.sleep(interval)
         lag = max(0.0, loop.time() - due)
         LOOP_LAG.observe(lag)
+        LOOP_BUSY.observe(min(lag, time.thread_time() - cpu))
         if lag > longest:
             longest = lag
             LOOP_LAG_MAX.set(lag)
