@@ -224,6 +224,9 @@ def object_cases(full: bool = True) -> Iterator[ObjectCase]:
     yield "arithmetic-lws", arithmetic_lws()
     yield "metadata-not-mapping", {"kind": "Deployment", "metadata": [1], "spec": 3}
     yield "gpu-1E", json.loads(next(c for c in lint_cases(False) if c[0] == "quantity-1E")[2])
+    for name, _, objs in embedded_cases(1):
+        if len(objs) == 1:  # the RayServices (the --config ones need their ConfigMap)
+            yield f"embedded-{name}", objs[0]
     if full:
         yield "big-manifest", json.loads(big_manifest())
 
