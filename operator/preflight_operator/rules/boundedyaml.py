@@ -26,7 +26,7 @@ recursion limit is near). One exception type, :class:`Refused`, a ``yaml.YAMLErr
 ``reason`` says which limit: callers already catch ``YAMLError``, and a refused embedded
 document is unknown to the rules (a warning naming the field), never a failure.
 
-Measured (Python 3.11, libyaml 0.2.5, this repo's shared dev machine): the tester's
+Measured (Python 3.11, libyaml 0.2.6, this repo's shared dev machine): the tester's
 1,200-deep ``serveConfigV2`` is refused in under 1 ms (PyYAML's pure parser: 1.4 s, then a
 RecursionError); the 9^9 alias bomb in 0.1 ms; 2 KB of the costliest shape (a flow
 sequence of one-digit numbers) loads in about 4 ms, hence INLINE_BYTES; 32 KB in 66 ms,
