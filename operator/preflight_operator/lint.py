@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from preflight_contract import safejson
 from preflight_contract.modelsource import directory_lookup
 from preflight_operator.rules import (
     FAIL,
@@ -30,6 +31,7 @@ from preflight_operator.rules import (
     RULE_INFO,
     ContainerResult,
     Policy,
+    boundedyaml,
     check_objects,
     results_document,
 )
@@ -435,10 +437,16 @@ def _load_yaml(chunk: str) -> Any:
         )
     try:
         return _load_one(_LOADER, chunk)
+    except boundedyaml.Refused as exc:
+        raise _refused(exc) from None
     except yaml.YAMLError as exc:
         if _TAB_ERROR in str(exc) and not hasattr(yaml, "CSafeLoader"):
             # the pure loader refuses trailing tabs that libyaml (and kubectl) accept
-            return _load_one(_LOADER, re.sub(r"[ \t]+$", _spaces, chunk, flags=re.MULTILINE))
+            chunk = re.sub(r"[ \t]+$", _spaces, chunk, flags=re.MULTILINE)
+            try:
+                return _load_one(_LOADER, chunk)
+            except boundedyaml.Refused as refused:
+                raise _refused(refused) from None
         raise _yaml_error(exc) from None
     except RecursionError:
         raise _Unreadable("nested too deeply to read") from None
@@ -450,7 +458,24 @@ def _spaces(match: re.Match[str]) -> str:
     return " " * len(match.group())
 
 
+def _refused(exc: boundedyaml.Refused) -> _Unreadable:
+    if exc.reason == boundedyaml.TOO_MANY_NODES:
+        return _Unreadable(
+            f"excessive aliasing: its aliases expand to more than {MAX_EXPANDED_NODES} nodes "
+            "(kubectl refuses it too: 'document contains excessive aliasing')"
+        )
+    if exc.reason == boundedyaml.TOO_DEEP:
+        return _Unreadable(f"a nesting depth of more than {MAX_JSON_DEPTH} levels{{at}}", exc.line)
+    return _Unreadable(str(exc), exc.line)
+
+
 def _load_one(loader_class: type[Any], chunk: str) -> Any:
+    # bounded first, from the parser's events (rules/boundedyaml.py): depth, and the
+    # aliases' expansion counted before any node is built
+    boundedyaml.check(
+        chunk, loader=loader_class, max_bytes=MAX_DOCUMENT_CHARS, max_depth=MAX_JSON_DEPTH,
+        max_nodes=MAX_EXPANDED_NODES, max_aliases=None,
+    )  # fmt: skip
     loader = loader_class(chunk)
     try:
         node = loader.get_single_node()
@@ -529,9 +554,8 @@ def _children(node: Any) -> list[Any]:
 def _load_json(text: str) -> Any:
     if len(text) > MAX_DOCUMENT_CHARS:
         raise _Unreadable(f"{len(text)} characters: larger than {MAX_DOCUMENT_CHARS}")
-    depth = _json_depth(text)
-    if depth > MAX_JSON_DEPTH:
-        raise _Unreadable(f"nested {depth} levels deep: more than {MAX_JSON_DEPTH}")
+    if safejson.depth(text, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
+        raise _Unreadable(f"nested more than {MAX_JSON_DEPTH} levels deep")
 
     def parse_int(digits: str) -> int:
         if len(digits.lstrip("-")) > MAX_INT_DIGITS:
@@ -551,25 +575,6 @@ def _load_json(text: str) -> Any:
         raise _Unreadable(f"nested more than {MAX_JSON_DEPTH} levels deep") from None
     except ValueError as exc:
         raise _Unreadable(f"invalid value: {exc}") from None
-
-
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
-_BRACKETS = {ord(c): None for c in map(chr, range(0x80)) if c not in "[]{}"}
-
-
-def _json_depth(text: str) -> int:
-    """The deepest [ / { nesting, outside strings (cheap: C-speed filters first)."""
-    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
-        return 0  # cannot be deeper than this
-    brackets = _STRING.sub("", text).translate(_BRACKETS)
-    depth = deepest = 0
-    for char in brackets:
-        if char in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in "]}":
-            depth -= 1
-    return deepest
 
 
 def _yaml_error(exc: Exception) -> _Unreadable:

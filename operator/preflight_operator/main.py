@@ -140,6 +140,7 @@ async def run(options: RunOptions) -> None:
     registry, memo, controller = build(options)
     metrics.track(leader=controller.gate.allows, cert_file=options.cert_file)
     metrics.serve(options.metrics_port, options.metrics_addr)
+    metrics.watch_loop_lag()  # how long the event loop stalls (issue 23)
     await kopf.operator(
         registry=registry,
         memo=memo,

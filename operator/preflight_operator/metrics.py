@@ -10,11 +10,13 @@ Every series the chart's Grafana dashboard and PrometheusRule use is defined her
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import contextlib
 import datetime
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -133,6 +135,56 @@ OBJECTS_REJECTED = Counter(
     ["reason"],
     registry=REGISTRY,
 )
+
+
+# -- event-loop lag (issue 23: the loop never blocks) -----------------------------------
+# The operator's one event loop serves the webhooks, /healthz and the watches: a callback
+# that holds it (a parse, a rule) delays every one of them. A task asks to wake every
+# LOOP_LAG_INTERVAL seconds; how late it wakes is the longest stall in that interval.
+LOOP_LAG_INTERVAL = 0.025
+LOOP_LAG = Histogram(
+    "vllm_preflight_event_loop_lag_seconds",
+    "How late the operator's event loop ran a task due every 25 ms: the stalls every"
+    " webhook request and /healthz waited through.",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+    registry=REGISTRY,
+)
+LOOP_LAG_MAX = Gauge(
+    "vllm_preflight_event_loop_lag_max_seconds",
+    "The longest event-loop stall since the operator started.",
+    registry=REGISTRY,
+)
+LOOP_BUSY = Histogram(
+    "vllm_preflight_event_loop_busy_seconds",
+    "The part of each event-loop lag during which the loop's thread was on a CPU: work"
+    " holding the loop (the rest of a lag is the process waiting for a CPU).",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+    registry=REGISTRY,
+)
+_LOOP_PROBE: list[asyncio.Task[None]] = []
+
+
+def watch_loop_lag(interval: float = LOOP_LAG_INTERVAL) -> None:
+    """Starts the lag probe in the running loop (once); it runs until the loop ends."""
+    if not _LOOP_PROBE:
+        _LOOP_PROBE.append(asyncio.get_running_loop().create_task(_probe_loop(interval)))
+
+
+async def _probe_loop(interval: float) -> None:
+    loop = asyncio.get_running_loop()
+    longest = 0.0
+    while True:
+        due, cpu = loop.time() + interval, time.thread_time()
+        await asyncio.sleep(interval)
+        lag = max(0.0, loop.time() - due)
+        LOOP_LAG.observe(lag)
+        LOOP_BUSY.observe(min(lag, time.thread_time() - cpu))
+        if lag > longest:
+            longest = lag
+            LOOP_LAG_MAX.set(lag)
+
+
+# -- end of event-loop lag --------------------------------------------------------------
 
 
 # Known label sets start at zero, so a series the dashboard or an alert uses exists (and

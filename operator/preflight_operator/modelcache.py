@@ -34,6 +34,7 @@ from typing import Any
 
 import yaml
 
+from preflight_contract import safejson
 from preflight_contract.modelfacts import CONFIG, HF_QUANT, INDEX
 from preflight_contract.modelsource import directory_lookup, fetch_hub, is_repo_id
 from preflight_operator.config import DEFAULT_CONFIG_PATH, ConfigError
@@ -43,6 +44,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_ENDPOINT = "https://huggingface.co"
 # Key suffixes in the ConfigMap, longest first.
 _SUFFIXES = ((f".{HF_QUANT}", HF_QUANT), (f".{INDEX}", INDEX), (".json", CONFIG))
+# A ConfigMap holds at most 1 MiB of data in all (the API server's limit)
+MAX_CONFIG_BYTES = 1 << 20
 Files = dict[str, Any]
 
 
@@ -137,11 +140,14 @@ def files_from_config_map(data: Mapping[str, Any]) -> dict[str, Files]:
         if not org or not name:
             continue
         try:
-            parsed = json.loads(text)
-        except ValueError:
+            # bounded (size, depth measured before decoding): this runs in the operator's
+            # event loop, when the rules ask for a model and the ConfigMap changed
+            parsed = safejson.loads(text, max_bytes=MAX_CONFIG_BYTES)
+        except safejson.Rejected as exc:
             logger.warning(
-                "modelConfigs: %s is not JSON; model %s/%s stays unknown", key, org, name
-            )
+                "modelConfigs: %s is not read (%s: %s); model %s/%s stays unknown",
+                key, exc.reason, exc, org, name,
+            )  # fmt: skip
             continue
         models.setdefault(f"{org}/{name}", {})[file_name] = parsed
     return {model: files for model, files in models.items() if CONFIG in files}

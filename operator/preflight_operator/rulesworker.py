@@ -53,6 +53,7 @@ from preflight_operator.analysis import (
     to_static,
 )
 from preflight_operator.config import OperatorConfig, PolicySpec
+from preflight_operator.rules import boundedyaml
 from preflight_operator.static import StaticResult
 
 logger = logging.getLogger(__name__)
@@ -421,7 +422,12 @@ class RulesPool:
 
     async def analyse_async(self, body: Mapping[str, Any], policy: PolicySpec) -> StaticResult:
         if self.local is not None and plain(body):
-            return self.local.analyse(body, policy)
+            # in the event loop: an embedded YAML document over boundedyaml.INLINE_BYTES is
+            # not read here, and the whole object goes to a worker instead
+            with boundedyaml.inline() as here:
+                static = self.local.analyse(body, policy)
+            if not here.deferred:
+                return static
         result: StaticResult = await self._acall("analyse", body, policy)
         return result
 
@@ -429,15 +435,20 @@ class RulesPool:
         self, pod: Mapping[str, Any], policy: PolicySpec
     ) -> InjectionTarget:
         if self.local is not None and plain(pod):
-            return self.local.injection_target(pod, policy)
+            with boundedyaml.inline() as here:
+                target = self.local.injection_target(pod, policy)
+            if not here.deferred:
+                return target
         result: InjectionTarget = await self._acall("target", pod, policy)
         return result
 
 
 # What the rules may judge in the operator's own process: a small object with few variable
-# references. The expansion budgets (rules.kubeenv/shell: 256 KiB a value, 4 MiB a
-# container) already bound what any object can cost; with at most PLAIN_REFS references in
-# at most PLAIN_BYTES of JSON an object costs well under a millisecond of rules work
+# references (and YAML embedded in it, or in a ConfigMap it reads, of at most
+# boundedyaml.INLINE_BYTES: a larger document sends the object to the workers). The
+# expansion budgets (rules.kubeenv/shell: 256 KiB a value, 4 MiB a container) already
+# bound what any object can cost; with at most PLAIN_REFS references in at most
+# PLAIN_BYTES of JSON an object costs well under a millisecond of rules work
 # (docs/PERFORMANCE.md, "Webhook"), so the child's round trip (a pickle each way, a
 # context switch) would cost more than it guards. Everything else goes to the workers.
 PLAIN_BYTES = 32 * 1024
@@ -504,7 +515,7 @@ def _child(fd: int, memory_mib: int) -> None:
     while True:
         try:
             op, body, policy, available = conn.recv()
-        except EOFError:
+        except (EOFError, OSError):  # the operator closed the pipe (reset, when killing us)
             return
         lookup = rules.ClusterLookup(**{f: proxy(f) for f in available})
         analyser = RulesAnalyser(lookup)

@@ -95,7 +95,7 @@ def test_helm_templates_are_named(tmp_path: Path, capsys: pytest.CaptureFixture[
     ("case", "needle"),
     [
         ("alias-bomb", "excessive aliasing"),
-        ("deep-json", "nested 100000 levels deep"),
+        ("deep-json", "nested more than 1000 levels deep"),
         ("deep-yaml", "nesting depth"),
         ("big-int-json", "an integer of 5000 digits"),
         ("big-int-yaml", "an integer of 5000 digits at line 4"),

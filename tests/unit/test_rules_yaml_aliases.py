@@ -64,6 +64,11 @@ def test_a_serve_config_with_aliases_is_not_read() -> None:
     )
     results = check(ray_service(config))
     assert not [r for r in results if r.container.startswith("serve/")]
+    (unread,) = [r for r in results if r.container == "serve"]  # unknown: a warning
+    assert unread.verdict == WARN
+    assert ids(unread) == ["vllm-command-unparsed"]
+    assert unread.findings[0].field == "spec.serveConfigV2"
+    assert "(alias)" in unread.findings[0].message
     plain = config.split("applications:", 1)[1].replace(", extra: *i", "")
     (serve,) = [
         r for r in check(ray_service("applications:" + plain)) if r.container.startswith("serve/")

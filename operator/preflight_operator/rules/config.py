@@ -103,13 +103,14 @@ def _load_yaml(text: str, where: str) -> Mapping[str, object]:
     # imported here, only when a config file is actually read: the webhook path stays lean
     import yaml  # noqa: PLC0415
 
-    from preflight_operator.rules import yamltext  # noqa: PLC0415
+    from preflight_operator.rules import boundedyaml  # noqa: PLC0415
 
     try:
-        content = yamltext.load(text)
-    except yamltext.NotRead as exc:
-        # vLLM would read it (safe_load takes aliases): unknown here, never "invalid"
-        raise ConfigUnavailable(f"{where} is not read here: {exc}") from None
+        content = boundedyaml.load(text)
+    except boundedyaml.Refused as exc:
+        # over a limit (aliases, depth, size): vLLM would read it (safe_load takes aliases),
+        # so it is unknown here, never "invalid"
+        raise ConfigUnavailable(f"{where} is not read here: {exc} ({exc.reason})") from None
     except yaml.YAMLError as exc:
         raise ValueError(f"{where} is not valid YAML: {exc}") from None
     return content  # type: ignore[no-any-return]

@@ -90,6 +90,9 @@ def _check_object(
         return [_crashed(str(obj.get("kind")), "?", None, "?", exc)]
     results: list[ContainerResult] = []
     for template in templates:
+        if template.unread is not None:
+            results.append(_unread(template, *template.unread))
+            continue
         containers = template.spec.get("containers")
         if not isinstance(containers, list):
             continue
@@ -287,6 +290,20 @@ def _check_container(
                 )
             )
     return _result(template, label, ctx, findings, policy)
+
+
+def _unread(template: PodTemplate, field: str, why: str) -> ContainerResult:
+    # the field the vLLM command line is built from was not read: the same unknown as a
+    # script that does not tokenize
+    finding = COMMAND_UNPARSED.finding(
+        f"{field} was not read: {why}; the vLLM command lines built from it were not checked",
+        field,
+        "write it without YAML aliases, fewer than 100 levels deep and under 1 MiB",
+    )
+    return ContainerResult(
+        template.kind, template.name, template.namespace, template.role or "?", None, None,
+        None, (finding,),
+    )  # fmt: skip
 
 
 def _unparsed(

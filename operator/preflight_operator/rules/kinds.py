@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from preflight_operator.rules import yamltext
+from preflight_operator.rules import boundedyaml
 from preflight_operator.rules.embedded import embedded_pod_specs, runs_vllm
 from preflight_operator.rules.template import (
     AIBRIX,
@@ -244,12 +244,8 @@ _SERVE_LLM = "ray.serve.llm"
 _NOT_ARGS = frozenset(("model", "served_model_name"))
 
 
-def _serve_llm_configs(text: str, base: str) -> Iterator[tuple[Mapping[str, Any], str]]:
+def _serve_llm_configs(config: object, base: str) -> Iterator[tuple[Mapping[str, Any], str]]:
     """(llm_config, its path) of every Ray Serve LLM application in serveConfigV2."""
-    try:
-        config = yamltext.load(text)
-    except yaml.YAMLError:
-        return  # not readable here (an alias, too large, not YAML): nothing judged
     apps = config.get("applications") if isinstance(config, Mapping) else None
     for a, app in enumerate(apps if isinstance(apps, list) else []):
         if not isinstance(app, Mapping) or _SERVE_LLM not in str(app.get("import_path", "")):
@@ -305,7 +301,19 @@ def _ray_service(obj: Mapping[str, Any], name: str, namespace: str | None) -> li
     if group is None or not isinstance(text, str):
         return templates
     head = group.members[0]
-    for llm, path in _serve_llm_configs(text, "spec.serveConfigV2"):
+    try:
+        config = boundedyaml.load(text)
+    except boundedyaml.Refused as exc:
+        # over a limit (an alias, too deep, too large): what it runs is unknown, a warning
+        unread = ("spec.serveConfigV2", f"{exc} ({exc.reason})")
+        serve = PodTemplate(
+            "RayService", name, namespace, {"containers": []}, head.path, "serve", group,
+            family=KUBERAY, shm_provided=True, unread=unread,
+        )  # fmt: skip
+        return [*templates, serve]
+    except yaml.YAMLError:
+        return templates  # not YAML: KubeRay refuses it; nothing here runs vLLM
+    for llm, path in _serve_llm_configs(config, "spec.serveConfigV2"):
         container, paths = _serve_container(llm, path)
         spec = {"containers": [container]}
         templates.append(

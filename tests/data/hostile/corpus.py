@@ -224,6 +224,9 @@ def object_cases(full: bool = True) -> Iterator[ObjectCase]:
     yield "arithmetic-lws", arithmetic_lws()
     yield "metadata-not-mapping", {"kind": "Deployment", "metadata": [1], "spec": 3}
     yield "gpu-1E", json.loads(next(c for c in lint_cases(False) if c[0] == "quantity-1E")[2])
+    for name, _, objs in embedded_cases(1):
+        if len(objs) == 1:  # the RayServices (the --config ones need their ConfigMap)
+            yield f"embedded-{name}", objs[0]
     if full:
         yield "big-manifest", json.loads(big_manifest())
 
@@ -257,3 +260,134 @@ def check_cases() -> Iterator[CheckCase]:
         },
         0,
     )
+
+
+# -- YAML embedded in objects (issue 23: the event loop never blocks) --------------------
+#
+# Each case: (name, the reason rules.boundedyaml refuses it with, or "" when it is read,
+# objects valid for the API server in namespace "ns"). The first is the tester's shape: a
+# 2.7 KB RayService whose serveConfigV2 is 1,200 nested `[`; about 20 of them, judged in
+# the event loop at 1.4 s apiece, stalled /healthz for 12.5 s.
+EmbeddedCase = tuple[str, str, list[dict[str, Any]]]
+
+_LLM_APP = (
+    "applications:\n- name: llm\n  import_path: ray.serve.llm:build_openai_app\n  args:\n"
+    "    llm_configs:\n    - model_loading_config: {model_id: m}\n"
+)
+
+
+def ray_service(name: str, serve_config: str) -> dict[str, Any]:
+    """A RayService with one GPU worker group and ``serve_config`` as its serveConfigV2."""
+    image = "rayproject/ray:2.52.0"
+    worker = {"name": "w", "image": image, "resources": {"limits": {"nvidia.com/gpu": 1}}}
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayService",
+        "metadata": {"name": name, "namespace": "ns"},
+        "spec": {
+            "serveConfigV2": serve_config,
+            "rayClusterConfig": {
+                "headGroupSpec": {
+                    "rayStartParams": {},
+                    "template": {"spec": {"containers": [{"name": "h", "image": image}]}},
+                },
+                "workerGroupSpecs": [
+                    {
+                        "groupName": "gpu",
+                        "replicas": 1,
+                        "minReplicas": 1,
+                        "maxReplicas": 1,
+                        "rayStartParams": {},
+                        "template": {"spec": {"containers": [worker]}},
+                    }
+                ],
+            },
+        },
+    }
+
+
+def config_deployment(name: str, config_text: str) -> list[dict[str, Any]]:
+    """A ConfigMap holding ``config_text`` as config.yaml and a Deployment running
+    `vllm serve m --config` on it (TP=2 on 2 GPUs: good, whatever the file says)."""
+    labels = {"app": name}
+    container = {
+        "name": "vllm",
+        "image": "vllm/vllm-openai:v0.11.0",
+        "args": ["m", "--config", "/etc/vllm/config.yaml", "--tensor-parallel-size", "2"],
+        "resources": {"limits": {"nvidia.com/gpu": 2}},
+        "volumeMounts": [
+            {"name": "cfg", "mountPath": "/etc/vllm"},
+            {"name": "dshm", "mountPath": "/dev/shm"},
+        ],
+    }
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "ns"},
+            "data": {"config.yaml": config_text},
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": name, "namespace": "ns", "labels": labels},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "containers": [container],
+                        "volumes": [
+                            {"name": "cfg", "configMap": {"name": name}},
+                            {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "2Gi"}},
+                        ],
+                    },
+                },
+            },
+        },
+    ]
+
+
+def deep_flow(depth: int = 1200) -> str:
+    return "[" * depth + "]" * depth
+
+
+def deep_block(depth: int = 150) -> str:
+    """Nested by indentation alone: no bracket to count."""
+    return "".join(f"{' ' * i}k{i}:\n" for i in range(depth)) + " " * depth + "v\n"
+
+
+def deep_dashes(depth: int = 1500) -> str:
+    """Nested block sequences on one line: `- - - - x`."""
+    return "x:\n" + "- " * depth + "v\n"
+
+
+def yaml_alias_bomb(levels: int = 9, width: int = 9) -> str:
+    """Billion laughs: 9^9 values once expanded, 400 bytes."""
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, levels):
+        lines.append(f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * width)}]")
+    return "\n".join(lines) + "\n"
+
+
+def wide_flow(target_bytes: int = 30_000) -> str:
+    """A valid Ray Serve LLM config whose engine_kwargs hold a flow sequence of one-digit
+    numbers (the costliest shape to load, per byte) filling an object the rules judge in
+    the event loop (rulesworker.PLAIN_BYTES)."""
+    items = ",".join(["1"] * (target_bytes // 2))
+    return _LLM_APP + f"      engine_kwargs: {{tensor_parallel_size: 1, bomb: [{items}]}}\n"
+
+
+def embedded_cases(rayservices: int = 20) -> Iterator[EmbeddedCase]:
+    for i in range(rayservices):
+        yield f"deep-flow-{i}", "too-deep", [ray_service(f"deep-flow-{i}", deep_flow())]
+    yield "deep-flow-open", "too-deep", [ray_service("deep-flow-open", "[" * 1200)]
+    yield "deep-block", "too-deep", [ray_service("deep-block", deep_block())]
+    yield "deep-dashes", "too-deep", [ray_service("deep-dashes", deep_dashes())]
+    yield "alias-bomb", "alias", [ray_service("alias-bomb", yaml_alias_bomb() + _LLM_APP)]
+    yield "wide-flow", "", [ray_service("wide-flow", wide_flow())]
+    yield "config-deep-flow", "too-deep", config_deployment("config-deep-flow", deep_flow())
+    yield "config-deep-block", "too-deep", config_deployment("config-deep-block", deep_block())
+    yield "config-alias-bomb", "alias", config_deployment("config-alias-bomb", yaml_alias_bomb())
+    yield "config-wide-flow", "", config_deployment("config-wide-flow", wide_flow())
