@@ -47,7 +47,6 @@ TOO_DEEP = "too-deep"
 NOT_JSON = "not-json"
 REASONS = (TOO_LARGE, TOO_DEEP, NOT_JSON)
 
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 # Only nesting counts: braces become brackets, everything else goes.
 _TO_BRACKETS = bytes.maketrans(b"{}", b"[]")
 _DELETE = bytes(b for b in range(256) if b not in b"[]{}")
@@ -78,7 +77,14 @@ def depth(data: Union[bytes, bytearray, memoryview, str], limit: int = DEFAULT_M
     """The nesting depth of a JSON text, or ``limit + 1`` when it is deeper than ``limit``
     (measured without decoding and without recursion; malformed text gets a best guess,
     and the decoder then says what is wrong with it)."""
-    skeleton = _without_strings(_as_bytes(data)).translate(_TO_BRACKETS, _DELETE)
+    return _skeleton_depth(_skeleton(_as_bytes(data)), limit)
+
+
+def _skeleton(raw: bytes) -> bytes:
+    return _without_strings(raw).translate(_TO_BRACKETS, _DELETE)
+
+
+def _skeleton_depth(skeleton: bytes, limit: int) -> int:
     if skeleton.count(b"[") <= limit:
         # no deeper than its number of opening brackets: a short skeleton, one pass
         return _linear_depth(skeleton, limit)
@@ -96,9 +102,12 @@ def depth(data: Union[bytes, bytearray, memoryview, str], limit: int = DEFAULT_M
 
 
 def _without_strings(raw: bytes) -> bytes:
-    if b'\\"' in raw:  # an escaped quote: only the regular expression reads strings right
-        return _STRING.sub(b"", raw)
-    return b"".join(raw.split(b'"')[::2])  # every quote delimits: 5x faster than the regex
+    """The text with every string removed, by C loops only: escaped backslashes go first,
+    then escaped quotes (so ``"a\\\\"`` and ``"a\\"b"`` both lose exactly their escapes), and
+    every quote left delimits a string. About 5x faster than a regular expression, which
+    the common case needs (kubectl's last-applied-configuration is JSON inside a string)."""
+    unescaped = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
+    return b"".join(unescaped.split(b'"')[::2])
 
 
 def _linear_depth(skeleton: bytes, limit: int) -> int:
@@ -145,7 +154,9 @@ def loads(
     ``max_items`` bounds :func:`items` (None: no bound)."""
     raw = _as_bytes(data)
     _refuse_early(raw, max_bytes, max_items)
-    if depth(raw, max_depth) > max_depth:
+    # No more opening brackets than the limit, strings' included: it cannot be deeper (a
+    # review of a small workload, about 20; then no skeleton is built at all).
+    if raw.count(b"[") + raw.count(b"{") > max_depth and depth(raw, max_depth) > max_depth:
         raise Rejected(TOO_DEEP, f"nested deeper than {max_depth} levels")
     try:
         return json.loads(raw, parse_float=_finite_float, parse_constant=_no_constant)
