@@ -25,6 +25,7 @@ from preflight_operator.api import KubeApi, load_credentials
 from preflight_operator.config import ConfigError, load_config
 from preflight_operator.controller import Controller
 from preflight_operator.handlers import register
+from preflight_operator.health import Health
 from preflight_operator.modelcache import ModelCache, load_model_sources
 from preflight_operator.options import RunOptions, parse_options
 from preflight_operator.reflector import Reflector
@@ -128,9 +129,15 @@ def build(options: RunOptions) -> tuple[kopf.OperatorRegistry, kopf.Memo, Contro
         controller.policies,
         events=controller.events,
         owner_body=api.get_workload,
+        opted_in=controller.opted_in.__contains__,
     )
     registry = register(kopf.OperatorRegistry(), options)
-    memo = kopf.Memo(controller=controller, admission=admission)
+    health = Health(
+        options.health_stall_seconds,
+        facts={"workloads": lambda: len(controller.store.workloads),
+               "queue": lambda: len(controller.queue)},
+    )  # fmt: skip
+    memo = kopf.Memo(controller=controller, admission=admission, health=health)
     return registry, memo, controller
 
 
@@ -138,13 +145,20 @@ async def run(options: RunOptions) -> None:
     registry, memo, controller = build(options)
     metrics.track(leader=controller.gate.allows, cert_file=options.cert_file)
     metrics.serve(options.metrics_port, options.metrics_addr)
-    await kopf.operator(
-        registry=registry,
-        memo=memo,
-        clusterwide=True,
-        standalone=True,  # no kopf peering: the Lease decides who writes (writegate.py)
-        liveness_endpoint=f"http://{options.health_addr}:{options.health_port}/healthz",
-    )
+    # /healthz from a thread about this loop (health.py says why not kopf's endpoint)
+    health: Health = memo.health
+    health.serve(options.health_addr, options.health_port)
+    heartbeat = asyncio.get_running_loop().create_task(health.heartbeat())
+    try:
+        await kopf.operator(
+            registry=registry,
+            memo=memo,
+            clusterwide=True,
+            standalone=True,  # no kopf peering: the Lease decides who writes (writegate.py)
+        )
+    finally:
+        heartbeat.cancel()
+        health.close()
 
 
 def configure_logging(verbose: bool) -> None:

@@ -24,7 +24,7 @@ from preflight_operator.analysis import (
 )
 from preflight_operator.config import OperatorConfig
 from preflight_operator.events import denied_event
-from preflight_operator.eventsink import EventSink
+from preflight_operator.eventsink import DenialEvents, Poster
 from preflight_operator.injection import (
     Injection,
     Skip,
@@ -37,6 +37,7 @@ from preflight_operator.injection import (
 from preflight_operator.policy import PolicyBook, ResolvedPolicy
 from preflight_operator.rulesworker import BudgetExceeded
 from preflight_operator.static import StaticResult
+from preflight_operator.webhookserver import still_awaited
 from preflight_operator.workloads import (
     ADMITTED_KINDS,
     POD,
@@ -95,14 +96,18 @@ class AdmissionService:
         analyser: Analyser,
         policies: PolicyBook,
         *,
-        events: EventSink | None,
+        events: Poster | None,
         owner_body: OwnerBody | None = None,
         clock: Callable[[], float] = time.monotonic,
+        opted_in: Callable[[str], bool] | None = None,
     ) -> None:
+        """``events``: where AdmissionDenied Events go, through the DenialEvents gate
+        (off unless the configuration turns them on; then only for namespaces
+        ``opted_in`` says opted in, rate-limited)."""
         self._config = config
         self._analyser = analyser
         self._policies = policies
-        self._events = events
+        self._denials = DenialEvents(events, config.webhook, opted_in, clock)
         self._clock = clock
         self._owner_body = owner_body
         # (the workload's body or None,): a read that found nothing is remembered too
@@ -196,8 +201,9 @@ class AdmissionService:
             decision = decide(static, policy, ref)
             outcome = "warned" if decision.warnings else "allowed"
         if not decision.allowed:
-            if not dry_run and self._events is not None:
-                self._events.post(denied_event(ref, decision.message))
+            # no Event when the answer sent was the failure answer (past the deadline)
+            if not dry_run and self._denials.enabled and still_awaited():
+                self._denials.post(denied_event(ref, decision.message))
             return Validation(decision, "over-budget" if outcome == "over-budget" else "denied")
         return Validation(decision, outcome)
 

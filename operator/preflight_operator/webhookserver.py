@@ -14,9 +14,30 @@ aiohttp's public API (issue 12), and kopf keeps what it is for: the watches.
   ``reload_interval`` seconds their bytes are compared; the live context loads the new
   pair, so new connections get it and open ones finish on the old one: no restart, no
   gap). A pair that does not load (half-written during a rotation) keeps the old one.
-- Bounded: a body over 1 MiB is refused with 413 by aiohttp; a body that is not an
-  AdmissionReview with a ``request`` mapping gets 400; an unknown path 404. The API
-  server then applies the configuration's failurePolicy (Ignore in the chart).
+- Bounded, because anyone who reaches the port can send anything (issue 23): a body over
+  1 MiB is refused with 413, one that safejson refuses (nested deeper than 100 levels, not
+  JSON) or that is not an AdmissionReview with a ``request`` mapping gets 400, an unknown
+  path 404: never a 500, counted by reason (``vllm_preflight_webhook_rejections_total``).
+  The API server then applies the configuration's failurePolicy (Ignore in the chart).
+- Timed and capped per connection: a connection must finish its TLS handshake and the
+  headers of a request within ``header_timeout`` of its accept (or of the request's first
+  byte on a kept-alive connection), and the body within ``body_timeout`` after them;
+  idle kept-alive connections close after ``idle_timeout``. One peer may hold
+  ``max_connections_per_peer`` connections and all peers together ``max_connections``;
+  a connection over either is reset at accept, before TLS allocates anything. Why: every
+  TLS connection costs asyncio's 256 KiB read buffer from its accept, and aiohttp closes
+  a connection that never finishes its headers only at its keep-alive timeout (an hour in
+  aiohttp 3.14): measured, 0.29 MiB a connection held for ever, and about 1,500
+  connections from one pod OOM-killed a 512Mi replica.
+- Answered in time: a review not answered by its deadline (80 % of the ``?timeout=`` the
+  API server sends, else of the configured timeoutSeconds) gets the webhook's failure
+  answer, as its failurePolicy says (Ignore: admitted, with a warning saying it was not
+  checked; Fail: refused, to retry), counted in
+  ``vllm_preflight_webhook_deadline_answers_total``. Left to the API server's timeout it
+  was admitted silently, a broken Deployment under Enforce included. The review is not
+  cancelled (a rules worker's exchange must finish), only no longer awaited; a denial it
+  reaches then posts no Event (``still_awaited``). Past ``max_connections`` reviews in
+  flight a new one gets the failure answer at once (``cause="shed"``).
 - Never a 500: an exception of a review function admits the request unchanged, logged
   and counted as an error (fail open), like the review functions' own failures.
 """
@@ -24,8 +45,10 @@ aiohttp's public API (issue 12), and kopf keeps what it is for: the watches.
 from __future__ import annotations
 
 import asyncio
-import json
+import contextvars
+import dataclasses
 import logging
+import re
 import ssl
 import tempfile
 from collections.abc import Awaitable, Callable, Mapping
@@ -34,17 +57,166 @@ from typing import Any
 
 import aiohttp.web
 
+from preflight_contract import safejson
 from preflight_operator import constants, metrics
+from preflight_operator.config import WebhookConfig
 
 logger = logging.getLogger(__name__)
 
 ReviewFn = Callable[[Mapping[str, Any]], Awaitable[Mapping[str, Any]]]
 MAX_BODY = 1024 * 1024  # what kopf's server allowed (aiohttp's default client_max_size)
 _KNOWN = frozenset({constants.MUTATE_PODS_WEBHOOK_ID, constants.VALIDATE_WEBHOOK_ID})
+# Answer by this share of the API server's timeout: the rest is for the answer's way back
+# and the API server's own work (1 s of 10 s was not enough under load).
+DEADLINE_SHARE = 0.8
+_GO_DURATION = re.compile(r"^([0-9]{1,4}(?:\.[0-9]{1,3})?)(ms|s|m)$")
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0}
+
+
+@dataclasses.dataclass(frozen=True)
+class FailureAnswer:
+    """What a webhook answers when it cannot answer in time: its configuration's
+    failurePolicy (what the API server itself would do on a timeout) and timeoutSeconds
+    (used when a request does not say its own)."""
+
+    policy: str = "Ignore"
+    timeout_seconds: float = 10.0
+
+
+def failure_answers(config: WebhookConfig) -> dict[str, FailureAnswer]:
+    return {
+        constants.VALIDATE_WEBHOOK_ID: FailureAnswer(
+            config.validating_failure_policy, config.validating_timeout_seconds
+        ),
+        constants.MUTATE_PODS_WEBHOOK_ID: FailureAnswer(
+            config.mutating_failure_policy, config.mutating_timeout_seconds
+        ),
+    }
+
+
+def request_timeout(query: str | None, default: float) -> float:
+    """The API server's timeout for this call: the ``timeout`` query parameter it adds (a Go
+    duration, ``10s``), within the 1-30 s a webhook configuration allows; else ``default``."""
+    match = _GO_DURATION.match(query or "")
+    if match is None:
+        return default
+    return min(30.0, max(1.0, float(match.group(1)) * _UNITS[match.group(2)]))
+
+
+@dataclasses.dataclass
+class _Pending:
+    abandoned: bool = False
+
+
+_PENDING: contextvars.ContextVar[_Pending | None] = contextvars.ContextVar(
+    "webhook_pending", default=None
+)
+
+
+def still_awaited() -> bool:
+    """False inside a review whose deadline passed: its answer was the failure answer, so
+    what it decides now must leave no trace (no AdmissionDenied Event for an object that
+    was admitted)."""
+    pending = _PENDING.get()
+    return pending is None or not pending.abandoned
+
+
+def _reject(reason: str) -> None:
+    metrics.WEBHOOK_REJECTIONS.labels(reason=reason).inc()
+
+
+class _Connection(asyncio.Protocol):
+    """One accepted connection: aiohttp's request handler behind asyncio's TLS, with the
+    timers aiohttp lacks. Between requests it is idle (aiohttp's keep-alive timeout,
+    ``idle_timeout``); from the accept, or a request's first byte, it must reach the
+    server's handler within ``header_timeout``."""
+
+    def __init__(self, server: WebhookServer, peer: str, raw: asyncio.Transport) -> None:
+        self.server = server
+        self.peer = peer
+        self.raw = raw
+        self.handler: asyncio.Protocol = server._web()  # aiohttp's RequestHandler
+        self.loop = asyncio.get_running_loop()
+        self.request_started: float | None = self.loop.time()
+        self.busy = False
+        self._timer: asyncio.TimerHandle | None = None
+        self._made = False
+        self._early: list[bytes] = []
+        self.released = False
+
+    def arm(self, seconds: float, reason: str) -> None:
+        self.disarm()
+        self._timer = self.loop.call_later(seconds, self._expire, reason)
+
+    def disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _expire(self, reason: str) -> None:
+        self._timer = None
+        _reject(reason)
+        self.raw.abort()
+
+    def start_request(self) -> float:
+        """The server's handler has the request: its headers are in. Returns when the
+        request began (its first byte, or the accept)."""
+        self.disarm()
+        self.busy = True
+        return self.request_started or self.loop.time()
+
+    def end_request(self) -> None:
+        self.busy = False
+        self.request_started = None
+
+    # asyncio.Protocol, passed on to aiohttp's handler
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.handler.connection_made(transport)
+        self._made = True
+        for data in self._early:  # what TLS delivered before start_tls returned
+            self.data_received(data)
+        self._early.clear()
+
+    def data_received(self, data: bytes) -> None:
+        if not self._made:
+            self._early.append(data)
+            return
+        if not self.busy and self._timer is None:
+            self.request_started = self.loop.time()
+            self.arm(self.server.header_timeout, "header-timeout")
+        self.handler.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        return self.handler.eof_received() if self._made else None
+
+    def pause_writing(self) -> None:
+        self.handler.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.handler.resume_writing()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.disarm()
+        self.server._release(self)
+        if self._made:
+            self.handler.connection_lost(exc)
+
+
+class _Accept(asyncio.Protocol):
+    """The plain TCP side of an accept: the caps are checked here, before TLS."""
+
+    def __init__(self, server: WebhookServer) -> None:
+        self.server = server
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.server._accepted(transport)
 
 
 class WebhookServer:
-    """``routes``: webhook id (the URL path) -> review function."""
+    """``routes``: webhook id (the URL path) -> review function. ``failure``: webhook id
+    -> its failure answer (default: Ignore, 10 s)."""
 
     def __init__(
         self,
@@ -55,6 +227,12 @@ class WebhookServer:
         certfile: Path,
         keyfile: Path,
         reload_interval: float = 60.0,
+        failure: Mapping[str, FailureAnswer] | None = None,
+        max_connections: int = WebhookConfig.max_connections,
+        max_connections_per_peer: int = WebhookConfig.max_connections_per_peer,
+        header_timeout: float = WebhookConfig.header_timeout_seconds,
+        body_timeout: float = WebhookConfig.body_timeout_seconds,
+        idle_timeout: float = WebhookConfig.idle_timeout_seconds,
     ) -> None:
         self.routes = dict(routes)
         self.addr = addr
@@ -62,9 +240,40 @@ class WebhookServer:
         self.certfile = Path(certfile)
         self.keyfile = Path(keyfile)
         self.reload_interval = reload_interval
+        self.failure = dict(failure or {})
+        self.max_connections = max_connections
+        self.max_connections_per_peer = min(max_connections_per_peer, max_connections)
+        self.header_timeout = header_timeout
+        self.body_timeout = body_timeout
+        self.idle_timeout = idle_timeout
         self._loaded: tuple[bytes, bytes] | None = None
         self._context: ssl.SSLContext | None = None
         self._runner: aiohttp.web.AppRunner | None = None
+        self._listener: asyncio.AbstractServer | None = None
+        self._connections: set[_Connection] = set()
+        self._per_peer: dict[str, int] = {}
+        self._handshakes: set[asyncio.Task[None]] = set()
+        self._reviews = 0  # review tasks not finished, abandoned ones included
+
+    @classmethod
+    def configured(
+        cls, routes: Mapping[str, ReviewFn], config: WebhookConfig, **kwargs: Any
+    ) -> WebhookServer:
+        """The server with the configuration file's ``webhook`` section."""
+        return cls(
+            routes,
+            failure=failure_answers(config),
+            max_connections=config.max_connections,
+            max_connections_per_peer=config.max_connections_per_peer,
+            header_timeout=config.header_timeout_seconds,
+            body_timeout=config.body_timeout_seconds,
+            idle_timeout=config.idle_timeout_seconds,
+            **kwargs,
+        )
+
+    @property
+    def open_connections(self) -> int:
+        return len(self._connections)
 
     # -- TLS ----------------------------------------------------------------------------
 
@@ -117,16 +326,81 @@ class WebhookServer:
         return app
 
     async def start(self) -> None:
-        runner = aiohttp.web.AppRunner(self.app(), handle_signals=False, access_log=None)
-        await runner.setup()
-        site = aiohttp.web.TCPSite(
-            runner, self.addr or None, self.port, ssl_context=self.ssl_context(),
-            reuse_address=True,
+        """aiohttp's request handling behind our own listener: the listener accepts plain
+        TCP, applies the caps, then starts TLS (asyncio's start_tls) and hands the
+        connection to aiohttp's handler (its public protocol factory, the AppRunner's
+        ``server``). aiohttp's own TCPSite would start TLS at accept, before any cap."""
+        runner = aiohttp.web.AppRunner(
+            self.app(), handle_signals=False, access_log=None,
+            keepalive_timeout=self.idle_timeout,
         )  # fmt: skip
-        await site.start()
-        self._runner = runner
+        await runner.setup()
+        self.ssl_context()
+        self._runner = runner  # before the first accept
+        loop = asyncio.get_running_loop()
+        self._listener = await loop.create_server(
+            lambda: _Accept(self), self.addr or None, self.port,
+            reuse_address=True, backlog=min(1024, self.max_connections),
+        )  # fmt: skip
         logger.info("webhooks served at https://%s:%d/{%s}", self.addr or "*", self.port,
                     ",".join(sorted(self.routes)))  # fmt: skip
+
+    def _web(self) -> asyncio.Protocol:
+        assert self._runner is not None
+        assert self._runner.server is not None
+        handler: asyncio.Protocol = self._runner.server()
+        return handler
+
+    def _accepted(self, raw: asyncio.Transport) -> None:
+        peername = raw.get_extra_info("peername")
+        peer = str(peername[0]) if isinstance(peername, tuple) and peername else "?"
+        if len(self._connections) >= self.max_connections:
+            _reject("connections")
+            raw.abort()
+            return
+        if self._per_peer.get(peer, 0) >= self.max_connections_per_peer:
+            _reject("peer-connections")
+            raw.abort()
+            return
+        raw.pause_reading()  # the ClientHello waits in the kernel for start_tls
+        conn = _Connection(self, peer, raw)
+        self._connections.add(conn)
+        self._per_peer[peer] = self._per_peer.get(peer, 0) + 1
+        conn.arm(self.header_timeout, "header-timeout")
+        task = asyncio.get_running_loop().create_task(self._handshake(conn))
+        self._handshakes.add(task)
+        task.add_done_callback(self._handshakes.discard)
+
+    async def _handshake(self, conn: _Connection) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            tls = await loop.start_tls(
+                conn.raw, conn, self.ssl_context(), server_side=True,
+                ssl_handshake_timeout=self.header_timeout,
+            )  # fmt: skip
+        except (OSError, ssl.SSLError, asyncio.TimeoutError, ConnectionError) as exc:
+            # scanners, health checks of load balancers, a client that gave up
+            logger.debug("webhook TLS handshake with %s failed: %s", conn.peer, exc)
+            conn.raw.abort()
+            conn.disarm()
+            self._release(conn)
+            return
+        if tls is None or tls.is_closing():
+            conn.disarm()
+            self._release(conn)
+            return
+        conn.connection_made(tls)
+
+    def _release(self, conn: _Connection) -> None:
+        if conn.released:
+            return
+        conn.released = True
+        self._connections.discard(conn)
+        left = self._per_peer.get(conn.peer, 0) - 1
+        if left > 0:
+            self._per_peer[conn.peer] = left
+        else:
+            self._per_peer.pop(conn.peer, None)
 
     async def watch_certificates(self) -> None:
         """Runs until cancelled: re-reads the certificate files every reload_interval."""
@@ -135,29 +409,138 @@ class WebhookServer:
             self.reload_if_changed()
 
     async def stop(self) -> None:
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
+        for task in list(self._handshakes):
+            task.cancel()
+        for conn in list(self._connections):
+            conn.raw.abort()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
 
-    async def handle(self, request: aiohttp.web.Request) -> aiohttp.web.Response:
+    async def handle(self, request: aiohttp.web.Request) -> aiohttp.web.StreamResponse:
+        transport = request.transport
+        conn = transport.get_protocol() if transport is not None else None
+        if not isinstance(conn, _Connection):
+            return await self._handle(request, asyncio.get_running_loop().time())
+        started = conn.start_request()
+        try:
+            return await self._handle(request, started)
+        finally:
+            conn.end_request()
+
+    async def _body(self, request: aiohttp.web.Request) -> Any:
+        """The request's AdmissionReview, decoded within the limits; or an HTTP error."""
+        try:
+            raw = await asyncio.wait_for(request.read(), self.body_timeout)
+        except asyncio.TimeoutError:
+            _reject("body-timeout")
+            if request.transport is not None:
+                request.transport.abort()
+            raise aiohttp.web.HTTPRequestTimeout(reason="body not sent in time") from None
+        except aiohttp.web.HTTPRequestEntityTooLarge:
+            _reject(safejson.TOO_LARGE)
+            raise
+        try:
+            data = safejson.loads(raw, max_bytes=MAX_BODY)
+        except safejson.Rejected as exc:
+            _reject(exc.reason)
+            raise aiohttp.web.HTTPBadRequest(reason=f"{exc.reason}: {exc}"[:200]) from exc
+        if not isinstance(data, dict) or not isinstance(data.get("request"), dict):
+            _reject("not-a-review")
+            raise aiohttp.web.HTTPBadRequest(reason="not an AdmissionReview request")
+        return data
+
+    async def _handle(self, request: aiohttp.web.Request, started: float) -> aiohttp.web.Response:
         webhook = request.match_info.get("id", "")
         review = self.routes.get(webhook)
         if review is None:
             raise aiohttp.web.HTTPNotFound(reason=f"no webhook {webhook[:40]!r} here")
+        data = await self._body(request)
+        failure = self.failure.get(webhook, FailureAnswer())
+        timeout = request_timeout(request.query.get("timeout"), failure.timeout_seconds)
+        deadline = started + DEADLINE_SHARE * timeout
+        loop = asyncio.get_running_loop()
+        if self._reviews >= self.max_connections:
+            # reviews past their deadline still running, as many as connections: shed
+            return self._failed(webhook, data, failure, DEADLINE_SHARE * timeout, "shed")
+        pending = _Pending()
+        token = _PENDING.set(pending)
         try:
-            data = json.loads(await request.read())
-        except ValueError as exc:
-            raise aiohttp.web.HTTPBadRequest(reason=f"not JSON: {exc}"[:200]) from exc
-        if not isinstance(data, dict) or not isinstance(data.get("request"), dict):
-            raise aiohttp.web.HTTPBadRequest(reason="not an AdmissionReview request")
+            task = loop.create_task(self._review(webhook, review, data))
+        finally:
+            _PENDING.reset(token)
+        self._reviews += 1
+        task.add_done_callback(self._review_done)
+        done, _ = await asyncio.wait({task}, timeout=max(0.0, deadline - loop.time()))
+        if task in done:
+            return aiohttp.web.json_response(task.result())
+        pending.abandoned = True
+        return self._failed(webhook, data, failure, DEADLINE_SHARE * timeout, "deadline")
+
+    def _review_done(self, task: asyncio.Task[Mapping[str, Any]]) -> None:
+        self._reviews -= 1
+        if not task.cancelled():
+            task.exception()  # retrieved: an abandoned review's own errors are logged there
+
+    async def _review(
+        self, webhook: str, review: ReviewFn, data: Mapping[str, Any]
+    ) -> Mapping[str, Any]:
         try:
-            answer = await review(data)
+            return await review(data)
         except Exception:
             logger.exception("webhook %s failed; admitting the object unchanged", webhook)
             label = webhook if webhook in _KNOWN else "unknown"
             metrics.ADMISSIONS.labels(webhook=label, outcome="error").inc()
-            answer = admit_unchanged(data)
-        return aiohttp.web.json_response(answer)
+            return admit_unchanged(data)
+
+    def _failed(
+        self,
+        webhook: str,
+        data: Mapping[str, Any],
+        failure: FailureAnswer,
+        seconds: float,
+        cause: str,
+    ) -> aiohttp.web.Response:
+        label = webhook if webhook in _KNOWN else "unknown"
+        metrics.WEBHOOK_DEADLINE_ANSWERS.labels(webhook=label, cause=cause).inc()
+        logger.warning(
+            "webhook %s: no answer within %.1f s (%s); answering as failurePolicy %s says",
+            webhook, seconds, "overloaded" if cause == "shed" else "deadline", failure.policy,
+        )  # fmt: skip
+        return aiohttp.web.json_response(failure_answer(webhook, data, failure.policy, seconds))
+
+
+def failure_answer(
+    webhook: str, review: Mapping[str, Any], policy: str, seconds: float
+) -> dict[str, Any]:
+    """The answer of a webhook that could not decide in time, as its failurePolicy says:
+    Ignore admits (unchanged, with a warning that says so), Fail refuses (503, to retry)."""
+    answer = admit_unchanged(review)
+    response = answer["response"]
+    why = f"the operator could not answer within {seconds:.1f} s (overloaded)"
+    if policy == "Fail":
+        response["allowed"] = False
+        response["status"] = {
+            "code": 503,
+            "reason": "ServiceUnavailable",
+            "message": f"vllm-preflight: not checked: {why}; refused, as the webhook's"
+            " failurePolicy Fail says. Retry shortly.",
+        }
+    elif webhook == constants.MUTATE_PODS_WEBHOOK_ID:
+        response["warnings"] = [
+            f"vllm-preflight: not checked: {why}; the pod is admitted without the GPU"
+            " preflight check, as the webhook's failurePolicy Ignore says."
+        ]
+    else:
+        response["warnings"] = [
+            f"vllm-preflight: not checked: {why}; admitted, as the webhook's failurePolicy"
+            " Ignore says. The operator still judges it and records the result on its"
+            " GPUValidation."
+        ]
+    return answer
 
 
 def admit_unchanged(review: Mapping[str, Any]) -> dict[str, Any]:

@@ -77,8 +77,9 @@ def register(registry: kopf.OperatorRegistry, options: RunOptions) -> None:
             memo.admission.use_analyser(worker)
         await controller.prime()
         await controller.start(workers=options.workers)
-        server = WebhookServer(
+        server = WebhookServer.configured(
             handlers_admission.routes(memo.admission),
+            controller.config.webhook,
             addr=options.webhook_addr,
             port=options.webhook_port,
             certfile=options.cert_file,
@@ -86,6 +87,9 @@ def register(registry: kopf.OperatorRegistry, options: RunOptions) -> None:
         )
         await server.start()
         memo.webhook_server = server
+        health = getattr(memo, "health", None)
+        if health is not None:
+            health.serving()
         memo.tasks = [asyncio.get_running_loop().create_task(server.watch_certificates())]
         if not options.standalone:
             memo.elector = LeaderElector(
@@ -129,13 +133,3 @@ def register(registry: kopf.OperatorRegistry, options: RunOptions) -> None:
         if isinstance(controller.analyser, RulesPool):
             controller.analyser.close()
         await controller.api.close()
-
-    @kopf.on.probe(id="workloads", registry=registry)
-    async def workloads(memo: Any, **_: Any) -> int:
-        controller: Controller = memo.controller
-        return len(controller.store.workloads)
-
-    @kopf.on.probe(id="queue", registry=registry)
-    async def queue(memo: Any, **_: Any) -> int:
-        controller: Controller = memo.controller
-        return len(controller.queue)
