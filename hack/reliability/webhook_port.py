@@ -50,9 +50,10 @@ import aiohttp
 REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO / "dev"), str(REPO / "hack" / "bench")]
 
+from webhook_latency import deployments, review  # noqa: E402
+
 from preflight_dev.testing.certs import CertificateAuthority  # noqa: E402
 from preflight_dev.testing.process import free_ports, port_is_listening  # noqa: E402
-from webhook_latency import deployments, review  # noqa: E402
 
 CHILD = r"""
 import asyncio, os, sys

@@ -30,14 +30,16 @@ aiohttp's public API (issue 12), and kopf keeps what it is for: the watches.
   aiohttp 3.14): measured, 0.29 MiB a connection held for ever, and about 1,500
   connections from one pod OOM-killed a 512Mi replica.
 - Answered in time: a review not answered by its deadline (80 % of the ``?timeout=`` the
-  API server sends, else of the configured timeoutSeconds) gets the webhook's failure
-  answer, as its failurePolicy says (Ignore: admitted, with a warning saying it was not
-  checked; Fail: refused, to retry), counted in
-  ``vllm_preflight_webhook_deadline_answers_total``. Left to the API server's timeout it
-  was admitted silently, a broken Deployment under Enforce included. The review is not
-  cancelled (a rules worker's exchange must finish), only no longer awaited; a denial it
-  reaches then posts no Event (``still_awaited``). Past ``max_connections`` reviews in
-  flight a new one gets the failure answer at once (``cause="shed"``).
+  API server sends, else of the configured timeoutSeconds, counted from the request's
+  first byte) gets the webhook's failure answer, as its failurePolicy says (Ignore:
+  admitted, with a warning saying it was not checked; Fail: refused, to retry), counted
+  in ``vllm_preflight_webhook_deadline_answers_total``. Left to the API server's timeout
+  it was admitted silently, a broken Deployment under Enforce included. At most
+  ``ACTIVE_REVIEWS`` reviews are decoded and judged at once; one that gets no slot by its
+  deadline is answered so without being decoded (``cause="shed"``), one that got a slot
+  but whose rules are not done by then likewise (``cause="deadline"``). The review is not
+  cancelled (a rules worker's exchange must finish), only no longer awaited, and keeps its
+  slot until it ends; a denial it reaches then posts no Event (``still_awaited``).
 - Never a 500: an exception of a review function admits the request unchanged, logged
   and counted as an error (fail open), like the review functions' own failures.
 """
@@ -45,6 +47,7 @@ aiohttp's public API (issue 12), and kopf keeps what it is for: the watches.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import dataclasses
 import logging
@@ -69,6 +72,17 @@ _KNOWN = frozenset({constants.MUTATE_PODS_WEBHOOK_ID, constants.VALIDATE_WEBHOOK
 # Answer by this share of the API server's timeout: the rest is for the answer's way back
 # and the API server's own work (1 s of 10 s was not enough under load).
 DEADLINE_SHARE = 0.8
+# Reviews decoded and judged at once; the others wait for a slot until their deadline.
+# Why a bound: decoding a body and sending it to a rules worker are CPU on the event loop
+# (about 30 ms for a 1 MiB body); at 200 big reviews in flight the loop had seconds of
+# work queued, every timer fired late, and answers took 10-14 s. With 32 at once a loop
+# iteration stays short and a review that cannot get a slot in time gets the failure
+# answer by its deadline. Reviews of ordinary objects take about a millisecond: 32 slots
+# are never the limit for them.
+ACTIVE_REVIEWS = 32
+# The uid of an AdmissionReview as the API server writes it (Go's encoding: the request's
+# uid is its first field), for answering a review that is shed without decoding it.
+_UID = re.compile(rb'"request"\s*:\s*\{\s*"uid"\s*:\s*"([A-Za-z0-9-]{1,64})"')
 _GO_DURATION = re.compile(r"^([0-9]{1,4}(?:\.[0-9]{1,3})?)(ms|s|m)$")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0}
 
@@ -233,6 +247,7 @@ class WebhookServer:
         header_timeout: float = WebhookConfig.header_timeout_seconds,
         body_timeout: float = WebhookConfig.body_timeout_seconds,
         idle_timeout: float = WebhookConfig.idle_timeout_seconds,
+        active_reviews: int = ACTIVE_REVIEWS,
     ) -> None:
         self.routes = dict(routes)
         self.addr = addr
@@ -253,7 +268,8 @@ class WebhookServer:
         self._connections: set[_Connection] = set()
         self._per_peer: dict[str, int] = {}
         self._handshakes: set[asyncio.Task[None]] = set()
-        self._reviews = 0  # review tasks not finished, abandoned ones included
+        # reviews being decoded and judged, abandoned ones included (webhook docstring)
+        self._active = asyncio.Semaphore(active_reviews)
 
     @classmethod
     def configured(
@@ -431,10 +447,10 @@ class WebhookServer:
         finally:
             conn.end_request()
 
-    async def _body(self, request: aiohttp.web.Request) -> Any:
-        """The request's AdmissionReview, decoded within the limits; or an HTTP error."""
+    async def _read(self, request: aiohttp.web.Request) -> bytes:
+        """The request's body, within the body timeout and MAX_BODY; or an HTTP error."""
         try:
-            raw = await asyncio.wait_for(request.read(), self.body_timeout)
+            return await asyncio.wait_for(request.read(), self.body_timeout)
         except asyncio.TimeoutError:
             _reject("body-timeout")
             if request.transport is not None:
@@ -443,6 +459,10 @@ class WebhookServer:
         except aiohttp.web.HTTPRequestEntityTooLarge:
             _reject(safejson.TOO_LARGE)
             raise
+
+    @staticmethod
+    def _decode(raw: bytes) -> dict[str, Any]:
+        """The AdmissionReview, decoded within safejson's limits; or a 400."""
         try:
             data = safejson.loads(raw, max_bytes=MAX_BODY)
         except safejson.Rejected as exc:
@@ -453,35 +473,52 @@ class WebhookServer:
             raise aiohttp.web.HTTPBadRequest(reason="not an AdmissionReview request")
         return data
 
+    async def _slot(self, left: float) -> bool:
+        """One of the ``active_reviews`` slots, waited for at most ``left`` seconds."""
+        acquiring = asyncio.ensure_future(self._active.acquire())
+        done, _ = await asyncio.wait({acquiring}, timeout=max(0.0, left))
+        if done:
+            return True
+        acquiring.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await acquiring
+        return not acquiring.cancelled()  # it may have got the slot as it was cancelled
+
     async def _handle(self, request: aiohttp.web.Request, started: float) -> aiohttp.web.Response:
         webhook = request.match_info.get("id", "")
         review = self.routes.get(webhook)
         if review is None:
             raise aiohttp.web.HTTPNotFound(reason=f"no webhook {webhook[:40]!r} here")
-        data = await self._body(request)
+        raw = await self._read(request)
         failure = self.failure.get(webhook, FailureAnswer())
-        timeout = request_timeout(request.query.get("timeout"), failure.timeout_seconds)
-        deadline = started + DEADLINE_SHARE * timeout
+        seconds = DEADLINE_SHARE * request_timeout(
+            request.query.get("timeout"), failure.timeout_seconds
+        )
         loop = asyncio.get_running_loop()
-        if self._reviews >= self.max_connections:
-            # reviews past their deadline still running, as many as connections: shed
-            return self._failed(webhook, data, failure, DEADLINE_SHARE * timeout, "shed")
+        deadline = started + seconds
+        if not await self._slot(deadline - loop.time()):
+            # as many reviews running as the loop can carry: this one waited its time
+            return self._failed(webhook, _stub(raw), failure, seconds, "shed")
+        try:
+            data = self._decode(raw)
+        except aiohttp.web.HTTPException:
+            self._active.release()
+            raise
         pending = _Pending()
         token = _PENDING.set(pending)
         try:
             task = loop.create_task(self._review(webhook, review, data))
         finally:
             _PENDING.reset(token)
-        self._reviews += 1
-        task.add_done_callback(self._review_done)
+        task.add_done_callback(self._review_done)  # frees the slot, in time or not
         done, _ = await asyncio.wait({task}, timeout=max(0.0, deadline - loop.time()))
         if task in done:
             return aiohttp.web.json_response(task.result())
         pending.abandoned = True
-        return self._failed(webhook, data, failure, DEADLINE_SHARE * timeout, "deadline")
+        return self._failed(webhook, data, failure, seconds, "deadline")
 
     def _review_done(self, task: asyncio.Task[Mapping[str, Any]]) -> None:
-        self._reviews -= 1
+        self._active.release()
         if not task.cancelled():
             task.exception()  # retrieved: an abandoned review's own errors are logged there
 
@@ -511,6 +548,19 @@ class WebhookServer:
             webhook, seconds, "overloaded" if cause == "shed" else "deadline", failure.policy,
         )  # fmt: skip
         return aiohttp.web.json_response(failure_answer(webhook, data, failure.policy, seconds))
+
+
+def _stub(raw: bytes) -> Mapping[str, Any]:
+    """Enough of a review to answer it: its uid, read from the first bytes where the API
+    server puts it, else decoded (a body not written by an API server)."""
+    match = _UID.search(raw[:512])
+    if match is not None:
+        return {"request": {"uid": match.group(1).decode("ascii")}}
+    try:
+        data = safejson.loads(raw, max_bytes=MAX_BODY)
+    except safejson.Rejected:
+        return {"request": {}}
+    return data if isinstance(data, dict) else {"request": {}}
 
 
 def failure_answer(

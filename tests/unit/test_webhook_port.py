@@ -21,6 +21,7 @@ server reaches.
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import ssl
 from collections.abc import Awaitable, Callable, Mapping
@@ -40,7 +41,7 @@ from preflight_operator.events import EventSpec
 from preflight_operator.handlers import admission as handlers
 from preflight_operator.policy import PolicyBook
 from preflight_operator.webhooks import AdmissionService
-from preflight_operator.webhookserver import WebhookServer
+from preflight_operator.webhookserver import FailureAnswer, WebhookServer
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "data" / "manifests"
 BAD = next(
@@ -391,3 +392,105 @@ def test_a_review_not_done_by_the_deadline_gets_the_failure_answer_counted(
     assert any("not checked" in w for w in response["warnings"])
     after = _deadline_answers()
     assert after == before + 1
+
+
+def test_a_review_that_gets_no_slot_by_its_deadline_is_shed_with_its_uid(
+    tmp_path: Path,
+) -> None:
+    """Past ACTIVE_REVIEWS running, a review waits for a slot until its deadline, then gets
+    the failure answer without being decoded (its uid read where the API server puts it);
+    failurePolicy Fail refuses."""
+    release = asyncio.Event()
+
+    async def stuck(data: Mapping[str, Any]) -> dict[str, Any]:
+        await release.wait()
+        return {"response": {"uid": data["request"]["uid"], "allowed": True}}
+
+    failure = {"validate": FailureAnswer("Fail", 10)}
+    server, ca = _server(tmp_path, {"validate": stuck}, active_reviews=1, failure=failure)
+    labels = {"webhook": "validate", "cause": "shed"}
+    before = _counter("vllm_preflight_webhook_deadline_answers_total", **labels)
+
+    async def scenario() -> list[Any]:
+        context = ssl.create_default_context(cadata=ca.cert_pem.decode())
+        timeout = aiohttp.ClientTimeout(total=NEVER)
+        url = f"https://127.0.0.1:{server.port}/validate?timeout=1s"
+        async with aiohttp.ClientSession(timeout=timeout) as session:
+
+            async def post(uid: str) -> Any:
+                body = b'{"kind":"AdmissionReview","request":{"uid":"%s","object":{}}}' % (
+                    uid.encode()
+                )
+                async with session.post(url, data=body, ssl=context) as rsp:
+                    return await rsp.json()
+
+            holder = asyncio.ensure_future(post("holder"))
+            await asyncio.sleep(0)  # the holder is sent first
+            try:
+                return [await post("queued"), await holder]
+            finally:
+                release.set()
+
+    queued, holder = _run(server, scenario)
+    for answer, uid in ((queued, "queued"), (holder, "holder")):
+        assert answer["response"]["uid"] == uid
+        assert answer["response"]["allowed"] is False  # failurePolicy Fail
+        assert answer["response"]["status"]["code"] == 503
+    assert _counter("vllm_preflight_webhook_deadline_answers_total", **labels) >= before + 1
+
+
+def test_healthz_answers_while_the_loop_is_busy_and_fails_when_it_is_wedged() -> None:
+    """kopf's liveness endpoint ran on the event loop: under a burst of reviews it answered
+    late and a busy operator looked dead. Now a thread answers about the loop's heartbeat:
+    it answers while the loop is blocked (here: the loop waits for that very answer), and
+    says wedged once the heartbeat is older than stall_after (a clock of the test's)."""
+    import threading
+    import urllib.error
+    import urllib.request
+
+    from preflight_operator.health import Health
+
+    now = [100.0]
+    (port,) = free_ports(1)
+    health = Health(stall_after=10.0, facts={"queue": lambda: 7}, clock=lambda: now[0])
+    health.serve("127.0.0.1", port)
+
+    def get() -> tuple[int, dict[str, Any]]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=NEVER) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as err:
+            return err.code, json.loads(err.read())
+
+    def get_while_blocked() -> tuple[int, dict[str, Any]]:
+        """Blocks the calling loop until a thread got its answer."""
+        seen: list[tuple[int, dict[str, Any]]] = []
+        thread = threading.Thread(target=lambda: seen.append(get()))
+        thread.start()
+        thread.join(NEVER)
+        assert seen, "/healthz did not answer while the event loop was blocked"
+        return seen[0]
+
+    async def scenario() -> list[tuple[int, dict[str, Any]]]:
+        seen = [get_while_blocked()]  # before the webhooks are up
+        beating = asyncio.ensure_future(health.heartbeat())
+        await asyncio.sleep(0)  # one beat, at 100
+        health.serving()
+        now[0] = 105.0  # busy: no beat for 5 s
+        seen.append(get_while_blocked())
+        now[0] = 111.0  # no beat for 11 s: wedged
+        seen.append(get_while_blocked())
+        beating.cancel()
+        return seen
+
+    try:
+        starting, busy, wedged = asyncio.run(scenario())
+    finally:
+        health.close()
+    assert starting[0] == 503
+    assert "starting" in starting[1]["status"]
+    assert busy[0] == 200
+    assert busy[1]["queue"] == 7
+    assert busy[1]["loop_heartbeat_age_s"] == 5.0
+    assert wedged[0] == 503
+    assert "wedged" in wedged[1]["status"]
