@@ -15,11 +15,16 @@ real AdmissionService and its rules workers) in a child process, then:
 2. **overload**: ``--reviews`` AdmissionReviews, ``--in-flight`` at a time, one in
    ``--spin-every`` of them a workload whose rules never end (the rules worker's test
    seam, tests/unit/rulesworker_hostile_child.py: each holds a worker for the whole
-   budget, then the worker is restarted), the rest realistic vLLM Deployments; each
+   budget, then the worker is restarted), the rest realistic vLLM Deployments, each with
+   a ``--pad-kib`` last-applied-configuration annotation (decoding and passing such bodies
+   on is the event loop's own work); each
    request carries ``?timeout=10s`` as the API server sends it. Answer times p50, p99,
    max; how many took 10 s or more (the API server would have timed out and, under
-   failurePolicy Ignore, admitted silently) and how many were the webhook's own failure
-   answer.
+   failurePolicy Ignore, admitted silently) and how many were the webhook's own answer by
+   the deadline ("not checked": under the default policy, Enforce, a refusal to retry).
+   The server's event loop also spends ``--loop-busy-ms`` of every ``--loop-busy-ms`` +
+   ``--loop-idle-ms`` on other work, as the operator's loop does on watch events and
+   reconciles (issue 23: "the event loop can be stalled").
 3. **deep**: one AdmissionReview nested 100,000 deep: its HTTP status (400 expected).
 
 ``--tree DIR`` runs the server from another checkout's operator/ and initcontainer/ (the
@@ -56,7 +61,7 @@ from preflight_dev.testing.certs import CertificateAuthority  # noqa: E402
 from preflight_dev.testing.process import free_ports, port_is_listening  # noqa: E402
 
 CHILD = r"""
-import asyncio, os, sys
+import asyncio, os, sys, time
 from pathlib import Path
 from preflight_operator.analysis import RulesAnalyser
 from preflight_operator.config import OperatorConfig
@@ -66,8 +71,15 @@ from preflight_operator.rulesworker import isolate
 from preflight_operator.webhooks import AdmissionService
 from preflight_operator.webhookserver import WebhookServer
 
+async def other_work(busy: float, idle: float) -> None:
+    # the operator's other work on the same loop (watch events, reconciles), as CPU
+    while True:
+        time.sleep(busy)
+        await asyncio.sleep(idle)
+
 async def main() -> None:
     port, cert, key = int(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+    busy, idle = float(sys.argv[4]), float(sys.argv[5])
     config = OperatorConfig()
     service = AdmissionService(config, RulesAnalyser(), PolicyBook(), events=None)
     pool = isolate(RulesAnalyser(), config)
@@ -76,10 +88,14 @@ async def main() -> None:
     routes = admission.routes(service)
     kwargs = dict(addr="127.0.0.1", port=port, certfile=cert, keyfile=key)
     if hasattr(WebhookServer, "configured"):
-        server = WebhookServer.configured(routes, config.webhook, **kwargs)
+        server = WebhookServer.configured(
+            routes, config.webhook, fallbacks=admission.fallbacks(service), **kwargs
+        )
     else:  # the server before issue 23
         server = WebhookServer(routes, **kwargs)
     await server.start()
+    if busy > 0:
+        await other_work(busy, idle)
     await asyncio.Event().wait()
 
 asyncio.run(main())
@@ -150,12 +166,17 @@ def flood(pid: int, port: int, ca_pem: bytes, count: int, settle: float) -> dict
     }
 
 
-def reviews(count: int, spin_every: int) -> list[bytes]:
+def reviews(count: int, spin_every: int, pad_kib: int) -> list[bytes]:
+    """Realistic Deployments, each with a ``pad_kib`` last-applied-configuration annotation
+    (kubectl apply writes one; the API server allows 256 KiB of annotations in all)."""
     bodies = []
+    pad = "x" * (pad_kib * 1024)
     for i, doc in enumerate(deployments(count)):
         doc["metadata"]["name"] = f"vllm-{i}-x"  # not a dry run: every answer counts
+        annotations = {"kubectl.kubernetes.io/last-applied-configuration": pad}
         if spin_every and i % spin_every == 0:
-            doc["metadata"]["annotations"] = {"test/rules": "spin"}
+            annotations["test/rules"] = "spin"
+        doc["metadata"]["annotations"] = annotations
         bodies.append(review(doc))
     return bodies
 
@@ -182,8 +203,11 @@ async def overload(port: int, ca_pem: bytes, bodies: list[bytes], in_flight: int
                 latencies.append(time.perf_counter() - started)
                 if answer is None:
                     errors += 1
-                elif any("not checked" in w for w in answer["response"].get("warnings", [])):
-                    failure_answers += 1
+                else:
+                    response = answer["response"]
+                    said = " ".join(response.get("warnings", []))
+                    said += (response.get("status") or {}).get("message", "")
+                    failure_answers += "not checked" in said
 
         await asyncio.gather(*(one(b) for b in bodies))
     ordered = sorted(latencies)
@@ -212,10 +236,19 @@ async def deep(port: int, ca_pem: bytes) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--flood", type=int, default=1500, help="slow connections per phase")
+    parser.add_argument("--skip-flood", action="store_true")
+    parser.add_argument(
+        "--loop-busy-ms",
+        type=float,
+        default=400,
+        help="the server's loop also does this much other CPU work ...",
+    )
+    parser.add_argument("--loop-idle-ms", type=float, default=400, help="... every this long")
     parser.add_argument("--settle", type=float, default=5.0)
     parser.add_argument("--reviews", type=int, default=400)
     parser.add_argument("--in-flight", type=int, default=200)
     parser.add_argument("--spin-every", type=int, default=10)
+    parser.add_argument("--pad-kib", type=int, default=200, help="annotation size per review")
     parser.add_argument("--rss-slack-mib", type=float, default=30.0)
     parser.add_argument("--tree", type=Path, default=REPO, help="checkout to run the server from")
     parser.add_argument("--json", type=Path)
@@ -240,7 +273,8 @@ def main() -> int:
         }
         with open(Path(tmp, "server.log"), "wb") as log:
             child = subprocess.Popen(
-                [sys.executable, "-c", CHILD, str(port), str(cert), str(key)],
+                [sys.executable, "-c", CHILD, str(port), str(cert), str(key),
+                 str(args.loop_busy_ms / 1000), str(args.loop_idle_ms / 1000)],
                 env=env, stdout=log, stderr=subprocess.STDOUT,
             )  # fmt: skip
         try:
@@ -252,9 +286,10 @@ def main() -> int:
                 time.sleep(0.1)
             results["deep_status"] = asyncio.run(deep(port, ca.cert_pem))
             print(f"deep body: HTTP {results['deep_status']}", flush=True)
-            results["flood"] = flood(child.pid, port, ca.cert_pem, args.flood, args.settle)
-            print("flood: " + json.dumps(results["flood"]), flush=True)
-            bodies = reviews(args.reviews, args.spin_every)
+            if not args.skip_flood:
+                results["flood"] = flood(child.pid, port, ca.cert_pem, args.flood, args.settle)
+                print("flood: " + json.dumps(results["flood"]), flush=True)
+            bodies = reviews(args.reviews, args.spin_every, args.pad_kib)
             results["overload"] = asyncio.run(overload(port, ca.cert_pem, bodies, args.in_flight))
             print("overload: " + json.dumps(results["overload"]), flush=True)
         finally:
@@ -262,7 +297,11 @@ def main() -> int:
             child.wait()
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
-    flood_ = results["flood"]
+    flood_ = results.get("flood") or {
+        "held_after_header_timeout": 0,
+        "rss_after_mib": 0,
+        "rss_before_mib": 0,
+    }
     problems = [
         f"{flood_['held_after_header_timeout']} slow connections held past the header timeout"
         if flood_["held_after_header_timeout"] else "",

@@ -15,6 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Generic, TypeVar
 
+from preflight_contract import actions
 from preflight_operator.admission import ALLOW, AdmissionDecision, decide, spec_changed, unchecked
 from preflight_operator.analysis import (
     Analyser,
@@ -86,7 +87,35 @@ class _RecentReads(Generic[V]):
 @dataclasses.dataclass(frozen=True)
 class Validation:
     decision: AdmissionDecision
-    outcome: str  # allowed | warned | denied | skipped | over-budget
+    outcome: str  # allowed | warned | denied | skipped | over-budget | overloaded
+
+
+def overloaded_decision(
+    policy: ResolvedPolicy, ref: WorkloadRef, seconds: float
+) -> AdmissionDecision:
+    """Enforce refuses (retry), Warn admits with a warning, Audit admits: the policy's
+    answer for an object it could not check."""
+    who = f"PreflightPolicy {policy.name}" if policy.name else "the default policy"
+    what = (
+        f"{ref.display} was not checked: the operator is overloaded and could not answer"
+        f" within {seconds:.1f} s ({who}, action {policy.action})"
+    )
+    if policy.action == actions.ENFORCE:
+        return AdmissionDecision(
+            allowed=False,
+            message=f"vllm-preflight: {what}; under Enforce nothing unchecked is admitted."
+            " Retry in a minute; if it persists, the operator's logs and its metric"
+            " vllm_preflight_webhook_deadline_answers_total say why.",
+        )
+    if policy.action == actions.WARN:
+        return AdmissionDecision(
+            allowed=True,
+            warnings=(
+                f"vllm-preflight warn: {what}; admitted unchecked. The operator still judges"
+                " it and records the result on its GPUValidation.",
+            ),
+        )
+    return ALLOW
 
 
 class AdmissionService:
@@ -167,6 +196,25 @@ class AdmissionService:
         except BudgetExceeded as exc:
             return self._answer(ref, policy, exc, dry_run)
         return self._answer(ref, policy, static, dry_run)
+
+    def overloaded(
+        self,
+        body: Mapping[str, Any],
+        *,
+        old: Mapping[str, Any] | None,
+        operation: str,
+        seconds: float,
+    ) -> Validation:
+        """The answer when the rules could not be run in time because the operator is
+        overloaded (webhookserver.py's deadline): what the policy says of an object it
+        could not check, as for a manifest over the rules' budget (admission.unchecked):
+        never a silent admit under Enforce, which is what the API server's own timeout
+        gave under failurePolicy Ignore (issue 23)."""
+        prepared = self._prepare(body, old, operation)
+        if isinstance(prepared, Validation):
+            return prepared
+        ref, policy = prepared
+        return Validation(overloaded_decision(policy, ref, seconds), "overloaded")
 
     async def validate_async(
         self,

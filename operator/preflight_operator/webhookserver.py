@@ -29,17 +29,19 @@ aiohttp's public API (issue 12), and kopf keeps what it is for: the watches.
   a connection that never finishes its headers only at its keep-alive timeout (an hour in
   aiohttp 3.14): measured, 0.29 MiB a connection held for ever, and about 1,500
   connections from one pod OOM-killed a 512Mi replica.
-- Answered in time: a review not answered by its deadline (80 % of the ``?timeout=`` the
+- Answered in time: a review not answered by its deadline (70 % of the ``?timeout=`` the
   API server sends, else of the configured timeoutSeconds, counted from the request's
-  first byte) gets the webhook's failure answer, as its failurePolicy says (Ignore:
-  admitted, with a warning saying it was not checked; Fail: refused, to retry), counted
-  in ``vllm_preflight_webhook_deadline_answers_total``. Left to the API server's timeout
-  it was admitted silently, a broken Deployment under Enforce included. At most
-  ``ACTIVE_REVIEWS`` reviews are decoded and judged at once; one that gets no slot by its
-  deadline is answered so without being decoded (``cause="shed"``), one that got a slot
-  but whose rules are not done by then likewise (``cause="deadline"``). The review is not
-  cancelled (a rules worker's exchange must finish), only no longer awaited, and keeps its
-  slot until it ends; a denial it reaches then posts no Event (``still_awaited``).
+  first byte) is answered without the rules, counted in
+  ``vllm_preflight_webhook_deadline_answers_total``: by the webhook's fallback when it has
+  one (/validate: what the object's policy says of an object it could not check; Enforce
+  refuses, to retry) and else as its failurePolicy says (Ignore: admitted unchanged, with
+  a warning saying so; Fail: refused). Left to the API server's timeout it was admitted
+  silently, a broken Deployment under Enforce included. At most ``ACTIVE_REVIEWS``
+  reviews are judged at once; one that gets no slot by its deadline is answered so
+  (``cause="shed"``), one whose rules are not done by then likewise
+  (``cause="deadline"``). The review is not cancelled (a rules worker's exchange must
+  finish), only no longer awaited, and keeps its slot until it ends; a denial it reaches
+  then posts no Event (``still_awaited``).
 - Never a 500: an exception of a review function admits the request unchanged, logged
   and counted as an error (fail open), like the review functions' own failures.
 """
@@ -49,6 +51,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import ctypes
 import dataclasses
 import logging
 import re
@@ -67,11 +70,18 @@ from preflight_operator.config import WebhookConfig
 logger = logging.getLogger(__name__)
 
 ReviewFn = Callable[[Mapping[str, Any]], Awaitable[Mapping[str, Any]]]
+# The answer of a webhook whose review is not done by its deadline (the review, the
+# seconds it had); without one, the webhook's failurePolicy answers (failure_answer).
+FallbackFn = Callable[[Mapping[str, Any], float], Mapping[str, Any]]
 MAX_BODY = 1024 * 1024  # what kopf's server allowed (aiohttp's default client_max_size)
 _KNOWN = frozenset({constants.MUTATE_PODS_WEBHOOK_ID, constants.VALIDATE_WEBHOOK_ID})
 # Answer by this share of the API server's timeout: the rest is for the answer's way back
-# and the API server's own work (1 s of 10 s was not enough under load).
-DEADLINE_SHARE = 0.8
+# and for the event loop's other work, which delays every timer. Measured
+# (hack/reliability/webhook_port.py, a loop busy 1.5 s of every 2 s): with 80 % of 10 s,
+# 22 of 400 answers still reached 10 s; with 70 %, none.
+DEADLINE_SHARE = 0.7
+# Connections open at once past which their memory is handed back once most have closed.
+TRIM_AFTER = 64
 # Reviews decoded and judged at once; the others wait for a slot until their deadline.
 # Why a bound: decoding a body and sending it to a rules worker are CPU on the event loop
 # (about 30 ms for a 1 MiB body); at 200 big reviews in flight the loop had seconds of
@@ -80,9 +90,6 @@ DEADLINE_SHARE = 0.8
 # answer by its deadline. Reviews of ordinary objects take about a millisecond: 32 slots
 # are never the limit for them.
 ACTIVE_REVIEWS = 32
-# The uid of an AdmissionReview as the API server writes it (Go's encoding: the request's
-# uid is its first field), for answering a review that is shed without decoding it.
-_UID = re.compile(rb'"request"\s*:\s*\{\s*"uid"\s*:\s*"([A-Za-z0-9-]{1,64})"')
 _GO_DURATION = re.compile(r"^([0-9]{1,4}(?:\.[0-9]{1,3})?)(ms|s|m)$")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0}
 
@@ -133,6 +140,39 @@ def still_awaited() -> bool:
     was admitted)."""
     pending = _PENDING.get()
     return pending is None or not pending.abandoned
+
+
+_M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
+
+
+def _libc() -> Any:
+    """glibc, for mallopt and malloc_trim; None elsewhere (musl, macOS): a no-op there."""
+    try:
+        libc = ctypes.CDLL(None)
+        libc.mallopt, libc.malloc_trim  # noqa: B018
+    except (OSError, AttributeError):
+        return None
+    return libc
+
+
+def keep_memory_returnable() -> None:
+    """Each TLS connection allocates a 256 KiB buffer (asyncio's SSLProtocol). glibc serves
+    such a block with its own mmap, returned to the system when freed, but raises that
+    threshold after the first free: later buffers come from the heap, and a flood of
+    connections leaves its memory there for good (measured: 67 MiB to 890 MiB after 3,000
+    slow connections, still 890 MiB after they closed). A fixed threshold keeps every
+    block of 128 KiB or more its own mmap."""
+    libc = _libc()
+    if libc is not None:
+        libc.mallopt(_M_MMAP_THRESHOLD, 128 * 1024)
+
+
+def trim_memory() -> None:
+    """Returns the free pages of the heap to the system (after a flood of connections ends:
+    OpenSSL's and aiohttp's smaller per-connection objects are heap allocations)."""
+    libc = _libc()
+    if libc is not None:
+        libc.malloc_trim(0)
 
 
 def _reject(reason: str) -> None:
@@ -242,6 +282,7 @@ class WebhookServer:
         keyfile: Path,
         reload_interval: float = 60.0,
         failure: Mapping[str, FailureAnswer] | None = None,
+        fallbacks: Mapping[str, FallbackFn] | None = None,
         max_connections: int = WebhookConfig.max_connections,
         max_connections_per_peer: int = WebhookConfig.max_connections_per_peer,
         header_timeout: float = WebhookConfig.header_timeout_seconds,
@@ -256,6 +297,7 @@ class WebhookServer:
         self.keyfile = Path(keyfile)
         self.reload_interval = reload_interval
         self.failure = dict(failure or {})
+        self.fallbacks = dict(fallbacks or {})
         self.max_connections = max_connections
         self.max_connections_per_peer = min(max_connections_per_peer, max_connections)
         self.header_timeout = header_timeout
@@ -268,6 +310,7 @@ class WebhookServer:
         self._connections: set[_Connection] = set()
         self._per_peer: dict[str, int] = {}
         self._handshakes: set[asyncio.Task[None]] = set()
+        self._peak = 0  # most connections open since the last trim_memory
         # reviews being decoded and judged, abandoned ones included (webhook docstring)
         self._active = asyncio.Semaphore(active_reviews)
 
@@ -352,6 +395,7 @@ class WebhookServer:
         )  # fmt: skip
         await runner.setup()
         self.ssl_context()
+        keep_memory_returnable()
         self._runner = runner  # before the first accept
         loop = asyncio.get_running_loop()
         self._listener = await loop.create_server(
@@ -381,6 +425,7 @@ class WebhookServer:
         raw.pause_reading()  # the ClientHello waits in the kernel for start_tls
         conn = _Connection(self, peer, raw)
         self._connections.add(conn)
+        self._peak = max(self._peak, len(self._connections))
         self._per_peer[peer] = self._per_peer.get(peer, 0) + 1
         conn.arm(self.header_timeout, "header-timeout")
         task = asyncio.get_running_loop().create_task(self._handshake(conn))
@@ -417,6 +462,10 @@ class WebhookServer:
             self._per_peer[conn.peer] = left
         else:
             self._per_peer.pop(conn.peer, None)
+        if self._peak >= TRIM_AFTER and len(self._connections) <= self._peak // 4:
+            # a flood is over: give its memory back (a few ms, once per flood)
+            self._peak = len(self._connections)
+            asyncio.get_running_loop().call_soon(trim_memory)
 
     async def watch_certificates(self) -> None:
         """Runs until cancelled: re-reads the certificate files every reload_interval."""
@@ -498,7 +547,7 @@ class WebhookServer:
         deadline = started + seconds
         if not await self._slot(deadline - loop.time()):
             # as many reviews running as the loop can carry: this one waited its time
-            return self._failed(webhook, _stub(raw), failure, seconds, "shed")
+            return self._failed(webhook, self._decode(raw), failure, seconds, "shed")
         try:
             data = self._decode(raw)
         except aiohttp.web.HTTPException:
@@ -544,23 +593,16 @@ class WebhookServer:
         label = webhook if webhook in _KNOWN else "unknown"
         metrics.WEBHOOK_DEADLINE_ANSWERS.labels(webhook=label, cause=cause).inc()
         logger.warning(
-            "webhook %s: no answer within %.1f s (%s); answering as failurePolicy %s says",
-            webhook, seconds, "overloaded" if cause == "shed" else "deadline", failure.policy,
+            "webhook %s: no answer within %.1f s (%s); answering without the rules",
+            webhook, seconds, "overloaded" if cause == "shed" else "deadline",
         )  # fmt: skip
+        fallback = self.fallbacks.get(webhook)
+        if fallback is not None:
+            try:
+                return aiohttp.web.json_response(fallback(data, seconds))
+            except Exception:
+                logger.exception("webhook %s: its answer by the deadline failed", webhook)
         return aiohttp.web.json_response(failure_answer(webhook, data, failure.policy, seconds))
-
-
-def _stub(raw: bytes) -> Mapping[str, Any]:
-    """Enough of a review to answer it: its uid, read from the first bytes where the API
-    server puts it, else decoded (a body not written by an API server)."""
-    match = _UID.search(raw[:512])
-    if match is not None:
-        return {"request": {"uid": match.group(1).decode("ascii")}}
-    try:
-        data = safejson.loads(raw, max_bytes=MAX_BODY)
-    except safejson.Rejected:
-        return {"request": {}}
-    return data if isinstance(data, dict) else {"request": {}}
 
 
 def failure_answer(

@@ -394,12 +394,11 @@ def test_a_review_not_done_by_the_deadline_gets_the_failure_answer_counted(
     assert after == before + 1
 
 
-def test_a_review_that_gets_no_slot_by_its_deadline_is_shed_with_its_uid(
+def test_a_review_that_gets_no_slot_by_its_deadline_is_shed(
     tmp_path: Path,
 ) -> None:
     """Past ACTIVE_REVIEWS running, a review waits for a slot until its deadline, then gets
-    the failure answer without being decoded (its uid read where the API server puts it);
-    failurePolicy Fail refuses."""
+    the failure answer without its review being run; failurePolicy Fail refuses."""
     release = asyncio.Event()
 
     async def stuck(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -494,3 +493,58 @@ def test_healthz_answers_while_the_loop_is_busy_and_fails_when_it_is_wedged() ->
     assert busy[1]["loop_heartbeat_age_s"] == 5.0
     assert wedged[0] == 503
     assert "wedged" in wedged[1]["status"]
+
+
+class _Stuck:
+    """Rules that never finish (as a pool whose workers are all busy past the deadline)."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+
+    async def analyse_async(self, body: Any, policy: Any) -> Any:
+        await self.release.wait()
+        raise RuntimeError("released")
+
+
+@pytest.mark.parametrize(
+    ("action", "allowed", "said"),
+    [("Enforce", False, "under Enforce nothing unchecked is admitted"),
+     ("Warn", True, "admitted unchecked"), ("Audit", True, None)],
+)  # fmt: skip
+def test_validate_answers_by_the_deadline_as_the_objects_policy_says(
+    tmp_path: Path, action: str, allowed: bool, said: str | None
+) -> None:
+    """/validate's answer by the deadline is the policy's, not a silent admit: under
+    Enforce a broken Deployment sent while the operator is overloaded is refused (the
+    finding: it was admitted by the API server's timeout)."""
+    stuck = _Stuck()
+    config = OperatorConfig(default_policy=PolicySpec(action=action))
+    service = AdmissionService(config, stuck, PolicyBook(), events=None)  # type: ignore[arg-type]
+    server, ca = _server(tmp_path, handlers.routes(service), fallbacks=handlers.fallbacks(service))
+
+    async def scenario() -> Any:
+        review = {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {"uid": "late", "operation": "CREATE", "object": _bad_in("team")},
+        }
+        context = ssl.create_default_context(cadata=ca.cert_pem.decode())
+        timeout = aiohttp.ClientTimeout(total=NEVER)
+        async with aiohttp.ClientSession(timeout=timeout) as session:
+            url = f"https://127.0.0.1:{server.port}/validate?timeout=1s"
+            try:
+                async with session.post(url, json=review, ssl=context) as rsp:
+                    return await rsp.json()
+            finally:
+                stuck.release.set()
+
+    response = _run(server, scenario)["response"]
+    assert response["uid"] == "late"
+    assert response["allowed"] is allowed
+    text = response.get("status", {}).get("message", "") + " ".join(response.get("warnings", []))
+    if said is None:
+        assert text == ""
+    else:
+        assert said in text
+        assert "overloaded" in text
+        assert "Deployment/vllm-bad" in text

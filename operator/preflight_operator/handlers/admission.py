@@ -19,7 +19,7 @@ from typing import Any
 from preflight_operator import constants, metrics
 from preflight_operator.injection import Injection, json_patch
 from preflight_operator.webhooks import AdmissionService, Validation
-from preflight_operator.webhookserver import ReviewFn
+from preflight_operator.webhookserver import FallbackFn, ReviewFn
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +42,23 @@ async def review_validation_async(
     except Exception:
         logger.exception("validating webhook failed; admitting the object")
         result = None
+    return _validation_response(review, result, started)
+
+
+def validation_fallback(
+    service: AdmissionService, review: Mapping[str, Any], seconds: float
+) -> dict[str, Any]:
+    """/validate's answer when the review could not be answered by its deadline
+    (webhookserver.py): what the object's policy says of an object it could not check."""
+    started = time.perf_counter()
+    request = review.get("request") or {}
+    body = request.get("object") or request.get("oldObject") or {}
+    result = service.overloaded(
+        body if isinstance(body, Mapping) else {},
+        old=request.get("oldObject"),
+        operation=str(request.get("operation", "")),
+        seconds=seconds,
+    )
     return _validation_response(review, result, started)
 
 
@@ -123,3 +140,9 @@ def routes(service: AdmissionService) -> dict[str, ReviewFn]:
         constants.VALIDATE_WEBHOOK_ID: functools.partial(review_validation_async, service),
         constants.MUTATE_PODS_WEBHOOK_ID: functools.partial(review_mutation_async, service),
     }
+
+
+def fallbacks(service: AdmissionService) -> dict[str, FallbackFn]:
+    """The answers by the deadline (webhookserver.py): /validate's follows the object's
+    policy; /mutate-pods has none of its own (its failurePolicy: the pod unchanged)."""
+    return {constants.VALIDATE_WEBHOOK_ID: functools.partial(validation_fallback, service)}

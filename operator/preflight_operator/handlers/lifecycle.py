@@ -1,4 +1,4 @@
-"""Start-up, clean-up and probes: kopf settings, then the controller primed and started,
+"""Start-up and clean-up: kopf settings, then the controller primed and started,
 the webhook server and the leader election with it.
 
 Settings that matter (and why):
@@ -80,6 +80,7 @@ def register(registry: kopf.OperatorRegistry, options: RunOptions) -> None:
         server = WebhookServer.configured(
             handlers_admission.routes(memo.admission),
             controller.config.webhook,
+            fallbacks=handlers_admission.fallbacks(memo.admission),
             addr=options.webhook_addr,
             port=options.webhook_port,
             certfile=options.cert_file,
