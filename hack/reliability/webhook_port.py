@@ -198,7 +198,11 @@ async def overload(port: int, ca_pem: bytes, bodies: list[bytes], in_flight: int
                 try:
                     async with session.post(url, data=body) as rsp:
                         answer = await rsp.json() if rsp.status == 200 else None
-                except (aiohttp.ClientError, asyncio.TimeoutError):
+                        if answer is None and not errors:
+                            print(f"first error: HTTP {rsp.status} {rsp.reason}", flush=True)
+                except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+                    if not errors:
+                        print(f"first error: {exc!r}", flush=True)
                     answer = None
                 latencies.append(time.perf_counter() - started)
                 if answer is None:
@@ -292,6 +296,9 @@ def main() -> int:
             bodies = reviews(args.reviews, args.spin_every, args.pad_kib)
             results["overload"] = asyncio.run(overload(port, ca.cert_pem, bodies, args.in_flight))
             print("overload: " + json.dumps(results["overload"]), flush=True)
+            if results["overload"]["errors"] or child.poll() is not None:
+                log_lines = Path(tmp, "server.log").read_text(errors="replace").splitlines()
+                print("\n".join(["server log (last 30 lines):", *log_lines[-30:]]))
         finally:
             child.kill()
             child.wait()
