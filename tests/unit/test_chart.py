@@ -759,7 +759,7 @@ class TestOperatorConfig:
                 "webhook.validating.failurePolicy=Fail", "webhook.validating.timeoutSeconds=5",
                 "webhook.admissionEvents.enabled=true", "webhook.admissionEvents.perMinute=12",
                 "webhook.server.maxConnections=100", "webhook.server.maxConnectionsPerPeer=50",
-                "webhook.server.headerTimeoutSeconds=2.5",
+                "webhook.server.headerTimeoutSeconds=3",
             ]
         )  # fmt: skip
         webhook = config_module.parse_config(
@@ -771,7 +771,7 @@ class TestOperatorConfig:
         assert webhook.admission_events is True
         assert webhook.events_per_minute == 12
         assert (webhook.max_connections, webhook.max_connections_per_peer) == (100, 50)
-        assert webhook.header_timeout_seconds == 2.5
+        assert webhook.header_timeout_seconds == 3.0
         assert "/webhook/server" in render_error(sets=["webhook.server.maxConnection=1"])
 
     def test_values_reach_the_config(self) -> None:
