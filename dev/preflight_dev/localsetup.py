@@ -12,13 +12,14 @@ objects as a real cluster with those projects installed would.
 from __future__ import annotations
 
 import base64
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from preflight_dev.testing.base import Cluster
+from preflight_dev.testing.base import Cluster, KubectlError
 from preflight_operator import constants
 from preflight_operator.workloads import TEMPLATE_KINDS, WRAPPER_KINDS
 
@@ -52,7 +53,19 @@ def install_crds(cluster: Cluster, *, lws: bool = True, wrappers: bool = False) 
             "-o", "name", *files, timeout=300,
         )  # fmt: skip
         names += applied.stdout.split()
-    cluster.kubectl("wait", "--for=condition=Established", "--timeout=120s", *names, timeout=180)
+    # kubectl wait fails at once, instead of waiting, on a CRD whose status has no
+    # conditions yet (".status.conditions accessor error: <nil>"): a fresh server-side
+    # applied CRD on a loaded machine; ask again until the deadline.
+    deadline = time.monotonic() + 180
+    while True:
+        try:
+            cluster.kubectl("wait", "--for=condition=Established", "--timeout=120s", *names,
+                            timeout=180)  # fmt: skip
+            return
+        except KubectlError as exc:
+            if "accessor error" not in str(exc.stderr) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 # Upstream CRDs, verbatim with their source (tests/data/crds/README.md).
