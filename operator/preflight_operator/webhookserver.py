@@ -87,13 +87,12 @@ DEADLINE_SHARE = 0.7
 SHED_SHARE = 0.5
 # Connections open at once past which their memory is handed back once most have closed.
 TRIM_AFTER = 64
-# Reviews decoded and judged at once; the others wait for a slot until their deadline.
-# Why a bound: decoding a body and sending it to a rules worker are CPU on the event loop
-# (about 30 ms for a 1 MiB body); at 200 big reviews in flight the loop had seconds of
-# work queued, every timer fired late, and answers took 10-14 s. With 32 at once a loop
-# iteration stays short and a review that cannot get a slot in time gets the failure
-# answer by its deadline. Reviews of ordinary objects take about a millisecond: 32 slots
-# are never the limit for them.
+# Reviews judged at once, those past their deadline included (they run on, holding their
+# decoded body, until their rules end); the others wait for a slot. Why this bound: each
+# holds up to 1 MiB of body and its decoded object (a few MiB), so 32 stay far from the
+# chart's 512Mi; and the CPU they take from the event loop (decoding, sending to a rules
+# worker) stays a short share of a loop iteration. Ordinary reviews take about a
+# millisecond each: 32 are never the limit for them.
 ACTIVE_REVIEWS = 32
 _GO_DURATION = re.compile(r"^([0-9]{1,4}(?:\.[0-9]{1,3})?)(ms|s|m)$")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0}
@@ -140,9 +139,9 @@ _PENDING: contextvars.ContextVar[_Pending | None] = contextvars.ContextVar(
 
 
 def still_awaited() -> bool:
-    """False inside a review whose deadline passed: its answer was the failure answer, so
-    what it decides now must leave no trace (no AdmissionDenied Event for an object that
-    was admitted)."""
+    """False inside a review whose deadline passed: the answer sent was made without the
+    rules, so what the rules decide now was nobody's answer and must leave no trace (no
+    AdmissionDenied Event for an object that may have been admitted)."""
     pending = _PENDING.get()
     return pending is None or not pending.abandoned
 
