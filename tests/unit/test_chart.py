@@ -744,7 +744,7 @@ class TestOperatorConfig:
                 "admissionEvents": {"enabled": False, "perMinute": 60},
                 "server": {
                     "maxConnections": 512, "maxConnectionsPerPeer": 256,
-                    "headerTimeoutSeconds": 5, "bodyTimeoutSeconds": 5,
+                    "headerTimeoutSeconds": 10, "bodyTimeoutSeconds": 10,
                     "idleTimeoutSeconds": 60,
                 },
             },

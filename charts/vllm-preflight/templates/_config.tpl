@@ -63,7 +63,7 @@ port's limits (config.py parse_webhook). */}}
   "server" (dict
     "maxConnections" (int ($s.maxConnections | default 512))
     "maxConnectionsPerPeer" (int ($s.maxConnectionsPerPeer | default 256))
-    "headerTimeoutSeconds" ($s.headerTimeoutSeconds | default 5 | float64)
-    "bodyTimeoutSeconds" ($s.bodyTimeoutSeconds | default 5 | float64)
+    "headerTimeoutSeconds" ($s.headerTimeoutSeconds | default 10 | float64)
+    "bodyTimeoutSeconds" ($s.bodyTimeoutSeconds | default 10 | float64)
     "idleTimeoutSeconds" ($s.idleTimeoutSeconds | default 60 | float64))) }}
 {{- end }}
