@@ -65,10 +65,12 @@ bench-operator: venv controlplane
 	$(PY) hack/bench/operator_scale.py
 
 # The reliability suite (docs/RELIABILITY.md): hostile inputs through lint, the rules
-# engine and check; then operator churn when hack/reliability/churn.py is there.
+# engine and check; the webhook port under attack (floods, slow peers, overload); then
+# operator churn when hack/reliability/churn.py is there.
 reliability: venv controlplane
 	$(PY) hack/reliability/inputs.py
 	$(PY) hack/reliability/integrity.py
+	$(PY) hack/reliability/webhook_port.py
 	if [ -f hack/reliability/churn.py ]; then $(PY) hack/reliability/churn.py; fi
 
 clean:

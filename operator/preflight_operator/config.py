@@ -74,6 +74,42 @@ class InjectionConfig:
     group_port: int = 29600
 
 
+FAILURE_POLICIES = ("Ignore", "Fail")
+
+
+@dataclasses.dataclass(frozen=True)
+class WebhookConfig:
+    """The webhook port (webhookserver.py) and what the webhooks answer when they cannot.
+
+    The failure policies and timeouts are the chart's webhook configurations' own
+    (``webhook.validating``/``mutating``): when a review cannot be answered in time, the
+    operator answers what the API server would have done on a timeout, but in time,
+    saying why, and counted. The connection limits bound what one peer, or all of them,
+    can hold: each TLS connection costs about 0.3 MiB (asyncio's 256 KiB TLS buffer) until
+    it closes, so the defaults stay under 200 MiB with the chart's 512Mi limit."""
+
+    validating_failure_policy: str = "Ignore"
+    validating_timeout_seconds: int = 10
+    mutating_failure_policy: str = "Ignore"
+    mutating_timeout_seconds: int = 10
+    # AdmissionDenied Events: off (the denial is in the API server's answer; an Event
+    # written from an unauthenticated request is a side effect anyone reaching the port
+    # could cause). On: only in opted-in namespaces, at most events_per_minute in all and a
+    # quarter of that per namespace.
+    admission_events: bool = False
+    events_per_minute: int = 60
+    max_connections: int = 512
+    max_connections_per_peer: int = 256
+    # The webhooks' own 10 s: a request not in by then is of no use to the API server, which
+    # has given up on it; shorter, and the operator's own slowness under load (TLS
+    # handshakes wait for the event loop) would count against the API server's connections
+    # and cut them (at 5 s, a run of hack/reliability/webhook_port.py with the loop blocked
+    # 1.5 s of every 2 s saw 228 of 400 reviews fail on the client's side).
+    header_timeout_seconds: float = 10.0
+    body_timeout_seconds: float = 10.0
+    idle_timeout_seconds: float = 60.0
+
+
 @dataclasses.dataclass(frozen=True)
 class OperatorConfig:
     default_policy: PolicySpec = PolicySpec()
@@ -90,6 +126,7 @@ class OperatorConfig:
     # Identities, besides kube-system's, whose pods' results the operator acts on
     # (provenance.py): exact usernames, e.g. a serving stack's operator that creates pods.
     pod_creators: tuple[str, ...] = ()
+    webhook: WebhookConfig = WebhookConfig()
 
     def with_release_namespace(self, namespace: str | None) -> OperatorConfig:
         """The release namespace is never touched either (the operator's own pods live there)."""
@@ -363,6 +400,7 @@ def parse_config(data: Any) -> OperatorConfig:
         rules_memory_mib=memory,
         rules_workers=workers,
         pod_creators=_pod_creators(_mapping(raw.get("podTrust"), "podTrust").get("creators")),
+        webhook=parse_webhook(raw.get("webhook")),
     )
 
 
@@ -380,6 +418,72 @@ def _pod_creators(value: Any) -> tuple[str, ...]:
                 " system:serviceaccount:ray-system:kuberay-operator"
             )
     return tuple(value)
+
+
+def _seconds(value: Any, where: str, low: float, high: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+        raise ConfigError(f"{where}: expected a number of seconds {low:g}..{high:g}, got {value!r}")
+    return float(value)
+
+
+def _bounded(value: Any, where: str, low: int, high: int) -> int:
+    number = _int(value, where, low)
+    if number > high:
+        raise ConfigError(f"{where}: expected at most {high}, got {number}")
+    return number
+
+
+def parse_webhook(data: Any) -> WebhookConfig:
+    """The ``webhook`` section (the chart renders it from its webhook.* values)."""
+    raw = _mapping(data, "webhook")
+    base = WebhookConfig()
+    validating = _mapping(raw.get("validating"), "webhook.validating")
+    mutating = _mapping(raw.get("mutating"), "webhook.mutating")
+    events = _mapping(raw.get("admissionEvents"), "webhook.admissionEvents")
+    server = _mapping(raw.get("server"), "webhook.server")
+    enabled = events.get("enabled", base.admission_events)
+    if not isinstance(enabled, bool):
+        raise ConfigError("webhook.admissionEvents.enabled: expected true or false")
+    total = _bounded(server.get("maxConnections", base.max_connections),
+                     "webhook.server.maxConnections", 1, 65536)  # fmt: skip
+    return WebhookConfig(
+        validating_failure_policy=_enum(
+            validating.get("failurePolicy", base.validating_failure_policy), FAILURE_POLICIES,
+            "webhook.validating.failurePolicy",
+        ),
+        validating_timeout_seconds=_bounded(
+            validating.get("timeoutSeconds", base.validating_timeout_seconds),
+            "webhook.validating.timeoutSeconds", 1, 30,
+        ),
+        mutating_failure_policy=_enum(
+            mutating.get("failurePolicy", base.mutating_failure_policy), FAILURE_POLICIES,
+            "webhook.mutating.failurePolicy",
+        ),
+        mutating_timeout_seconds=_bounded(
+            mutating.get("timeoutSeconds", base.mutating_timeout_seconds),
+            "webhook.mutating.timeoutSeconds", 1, 30,
+        ),
+        admission_events=enabled,
+        events_per_minute=_bounded(events.get("perMinute", base.events_per_minute),
+                                   "webhook.admissionEvents.perMinute", 1, 6000),
+        max_connections=total,
+        max_connections_per_peer=_bounded(
+            server.get("maxConnectionsPerPeer", base.max_connections_per_peer),
+            "webhook.server.maxConnectionsPerPeer", 1, total,
+        ),
+        header_timeout_seconds=_seconds(
+            server.get("headerTimeoutSeconds", base.header_timeout_seconds),
+            "webhook.server.headerTimeoutSeconds", 0.1, 60,
+        ),
+        body_timeout_seconds=_seconds(
+            server.get("bodyTimeoutSeconds", base.body_timeout_seconds),
+            "webhook.server.bodyTimeoutSeconds", 0.1, 60,
+        ),
+        idle_timeout_seconds=_seconds(
+            server.get("idleTimeoutSeconds", base.idle_timeout_seconds),
+            "webhook.server.idleTimeoutSeconds", 1, 3600,
+        ),
+    )  # fmt: skip
 
 
 def _history_size(value: Any) -> int:

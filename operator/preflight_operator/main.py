@@ -25,6 +25,7 @@ from preflight_operator.api import KubeApi, load_credentials
 from preflight_operator.config import ConfigError, load_config
 from preflight_operator.controller import Controller
 from preflight_operator.handlers import register
+from preflight_operator.health import Health
 from preflight_operator.modelcache import ModelCache, load_model_sources
 from preflight_operator.options import RunOptions, parse_options
 from preflight_operator.reflector import Reflector
@@ -129,10 +130,16 @@ def build(options: RunOptions) -> tuple[kopf.OperatorRegistry, kopf.Memo, Contro
         controller.policies,
         events=controller.events,
         owner_body=api.get_workload,
+        opted_in=controller.opted_in.__contains__,
     )
     watches = Watches(api, controller, options.kind_families)
     registry = register(kopf.OperatorRegistry(), options)
-    memo = kopf.Memo(controller=controller, admission=admission, watches=watches)
+    health = Health(
+        options.health_stall_seconds,
+        facts={"workloads": lambda: len(controller.store.workloads),
+               "queue": lambda: len(controller.queue)},
+    )  # fmt: skip
+    memo = kopf.Memo(controller=controller, admission=admission, health=health, watches=watches)
     return registry, memo, controller
 
 
@@ -141,13 +148,20 @@ async def run(options: RunOptions) -> None:
     metrics.track(leader=controller.gate.allows, cert_file=options.cert_file)
     metrics.serve(options.metrics_port, options.metrics_addr)
     metrics.watch_loop_lag()  # how long the event loop stalls (issue 23)
-    await kopf.operator(
-        registry=registry,
-        memo=memo,
-        clusterwide=True,
-        standalone=True,  # no kopf peering: the Lease decides who writes (writegate.py)
-        liveness_endpoint=f"http://{options.health_addr}:{options.health_port}/healthz",
-    )
+    # /healthz from a thread about this loop (health.py says why not kopf's endpoint)
+    health: Health = memo.health
+    health.serve(options.health_addr, options.health_port)
+    heartbeat = asyncio.get_running_loop().create_task(health.heartbeat())
+    try:
+        await kopf.operator(
+            registry=registry,
+            memo=memo,
+            clusterwide=True,
+            standalone=True,  # no kopf peering: the Lease decides who writes (writegate.py)
+        )
+    finally:
+        heartbeat.cancel()
+        health.close()
 
 
 def configure_logging(verbose: bool) -> None:

@@ -186,6 +186,31 @@ async def _probe_loop(interval: float) -> None:
 
 # -- end of event-loop lag --------------------------------------------------------------
 
+WEBHOOK_REJECTIONS = Counter(
+    "vllm_preflight_webhook_rejections_total",
+    "Requests and connections the webhook port refused, by reason: too-large, too-deep,"
+    " not-json, not-a-review (answered 413/400); header-timeout, body-timeout (closed"
+    " unfinished); connections, peer-connections (reset at accept: over the total or the"
+    " per-peer cap).",
+    ["reason"],
+    registry=REGISTRY,
+)
+WEBHOOK_DEADLINE_ANSWERS = Counter(
+    "vllm_preflight_webhook_deadline_answers_total",
+    "Reviews answered with the webhook's failure answer (its failurePolicy) because no"
+    " answer was ready before the deadline (cause=deadline) or too many were still running"
+    " (cause=shed), by webhook.",
+    ["webhook", "cause"],
+    registry=REGISTRY,
+)
+ADMISSION_EVENTS_SKIPPED = Counter(
+    "vllm_preflight_admission_events_skipped_total",
+    "AdmissionDenied Events not written although admission events are on, by reason:"
+    " not-opted-in (the namespace did not opt in), rate-limited.",
+    ["reason"],
+    registry=REGISTRY,
+)
+
 
 # Known label sets start at zero, so a series the dashboard or an alert uses exists (and
 # rate() over it works) before the first error or remediation ever happens.
@@ -195,6 +220,14 @@ for _reason in ("poisoned", "too-large", "too-deep", "not-json"):  # decoding.RE
     OBJECTS_REJECTED.labels(reason=_reason)
 for _webhook in (constants.VALIDATE_WEBHOOK_ID, constants.MUTATE_PODS_WEBHOOK_ID):
     ADMISSIONS.labels(webhook=_webhook, outcome="error")
+for _reason in (
+    "too-large", "too-deep", "not-json", "not-a-review", "header-timeout", "body-timeout",
+    "connections", "peer-connections",
+):  # fmt: skip
+    WEBHOOK_REJECTIONS.labels(reason=_reason)
+for _webhook in (constants.VALIDATE_WEBHOOK_ID, constants.MUTATE_PODS_WEBHOOK_ID):
+    for _cause in ("deadline", "shed"):
+        WEBHOOK_DEADLINE_ANSWERS.labels(webhook=_webhook, cause=_cause)
 for _to in ("leader", "follower"):
     LEADER_TRANSITIONS.labels(to=_to)
 for _remedy in ("PauseRollout", "ScaleToZero"):  # remediation.ACTIVE

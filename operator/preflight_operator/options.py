@@ -29,6 +29,7 @@ class RunOptions:
     metrics_port: int = 8080
     health_addr: str = "0.0.0.0"
     health_port: int = 8081
+    health_stall_seconds: float = 10.0  # /healthz fails once the loop stalls this long
     standalone: bool = False  # no leader election: one replica, always writing
     lease_name: str = constants.LEASE_NAME
     lease_namespace: str = ""  # "": the release namespace, else "default"
@@ -83,6 +84,12 @@ def build_parser() -> argparse.ArgumentParser:
     add("--metrics-port", type=int, default=8080, help="Prometheus /metrics port; 0 disables")
     add("--health-addr", default="0.0.0.0", help="address of the /healthz endpoint")
     add("--health-port", type=int, default=8081, help="liveness port (GET /healthz)")
+    add(
+        "--health-stall-seconds",
+        type=float,
+        default=10.0,
+        help="/healthz fails once the event loop has not run for this long (10): wedged",
+    )
     add(
         "--lease-name",
         default=constants.LEASE_NAME,
@@ -151,6 +158,7 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str] | None = None)
         metrics_port=args.metrics_port,
         health_addr=args.health_addr,
         health_port=args.health_port,
+        health_stall_seconds=max(1.0, args.health_stall_seconds),
         standalone=args.standalone,
         lease_name=args.lease_name,
         lease_namespace=args.lease_namespace,

@@ -15,6 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Generic, TypeVar
 
+from preflight_contract import actions
 from preflight_operator import provenance
 from preflight_operator.admission import ALLOW, AdmissionDecision, decide, spec_changed, unchecked
 from preflight_operator.analysis import (
@@ -25,7 +26,7 @@ from preflight_operator.analysis import (
 )
 from preflight_operator.config import OperatorConfig
 from preflight_operator.events import denied_event
-from preflight_operator.eventsink import EventSink
+from preflight_operator.eventsink import DenialEvents, Poster
 from preflight_operator.injection import (
     Injection,
     Skip,
@@ -38,6 +39,7 @@ from preflight_operator.injection import (
 from preflight_operator.policy import PolicyBook, ResolvedPolicy
 from preflight_operator.rulesworker import BudgetExceeded
 from preflight_operator.static import StaticResult
+from preflight_operator.webhookserver import still_awaited
 from preflight_operator.workloads import (
     ADMITTED_KINDS,
     POD,
@@ -87,7 +89,35 @@ class _RecentReads(Generic[V]):
 @dataclasses.dataclass(frozen=True)
 class Validation:
     decision: AdmissionDecision
-    outcome: str  # allowed | warned | denied | skipped | over-budget
+    outcome: str  # allowed | warned | denied | skipped | over-budget | overloaded
+
+
+def overloaded_decision(
+    policy: ResolvedPolicy, ref: WorkloadRef, seconds: float
+) -> AdmissionDecision:
+    """Enforce refuses (retry), Warn admits with a warning, Audit admits: the policy's
+    answer for an object it could not check."""
+    who = f"PreflightPolicy {policy.name}" if policy.name else "the default policy"
+    what = (
+        f"{ref.display} was not checked: the operator is overloaded and could not answer"
+        f" within {seconds:.1f} s ({who}, action {policy.action})"
+    )
+    if policy.action == actions.ENFORCE:
+        return AdmissionDecision(
+            allowed=False,
+            message=f"vllm-preflight: {what}; under Enforce nothing unchecked is admitted."
+            " Retry in a minute; if it persists, the operator's logs and its metric"
+            " vllm_preflight_webhook_deadline_answers_total say why.",
+        )
+    if policy.action == actions.WARN:
+        return AdmissionDecision(
+            allowed=True,
+            warnings=(
+                f"vllm-preflight warn: {what}; admitted unchecked. The operator still judges"
+                " it and records the result on its GPUValidation.",
+            ),
+        )
+    return ALLOW
 
 
 class AdmissionService:
@@ -97,14 +127,18 @@ class AdmissionService:
         analyser: Analyser,
         policies: PolicyBook,
         *,
-        events: EventSink | None,
+        events: Poster | None,
         owner_body: OwnerBody | None = None,
         clock: Callable[[], float] = time.monotonic,
+        opted_in: Callable[[str], bool] | None = None,
     ) -> None:
+        """``events``: where AdmissionDenied Events go, through the DenialEvents gate
+        (off unless the configuration turns them on; then only for namespaces
+        ``opted_in`` says opted in, rate-limited)."""
         self._config = config
         self._analyser = analyser
         self._policies = policies
-        self._events = events
+        self._denials = DenialEvents(events, config.webhook, opted_in, clock)
         self._clock = clock
         self._owner_body = owner_body
         # (the workload's body or None,): a read that found nothing is remembered too
@@ -178,6 +212,25 @@ class AdmissionService:
             return self._answer(ref, policy, exc, dry_run)
         return self._answer(ref, policy, static, dry_run)
 
+    def overloaded(
+        self,
+        body: Mapping[str, Any],
+        *,
+        old: Mapping[str, Any] | None,
+        operation: str,
+        seconds: float,
+    ) -> Validation:
+        """The answer when the rules could not be run in time because the operator is
+        overloaded (webhookserver.py's deadline): what the policy says of an object it
+        could not check, as for a manifest over the rules' budget (admission.unchecked):
+        never a silent admit under Enforce, which is what the API server's own timeout
+        gave under failurePolicy Ignore (issue 23)."""
+        prepared = self._prepare(body, old, operation)
+        if isinstance(prepared, Validation):
+            return prepared
+        ref, policy = prepared
+        return Validation(overloaded_decision(policy, ref, seconds), "overloaded")
+
     async def validate_async(
         self,
         body: Mapping[str, Any],
@@ -218,8 +271,9 @@ class AdmissionService:
             decision = decide(static, policy, ref)
             outcome = "warned" if decision.warnings else "allowed"
         if not decision.allowed:
-            if not dry_run and self._events is not None:
-                self._events.post(denied_event(ref, decision.message))
+            # no Event when the answer sent was the failure answer (past the deadline)
+            if not dry_run and self._denials.enabled and still_awaited():
+                self._denials.post(denied_event(ref, decision.message))
             return Validation(decision, "over-budget" if outcome == "over-budget" else "denied")
         return Validation(decision, outcome)
 

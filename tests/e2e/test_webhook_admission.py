@@ -83,7 +83,11 @@ def operator(k8s: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     if not k8s.is_local:
         pytest.skip("needs the local control plane: the API server calls webhooks on 127.0.0.1")
     localsetup.install_crds(k8s)  # with a minimal LeaderWorkerSet CRD
-    op = localoperator.start_with_webhooks(k8s, tmp_path_factory.mktemp("webhook"))
+    workdir = tmp_path_factory.mktemp("webhook")
+    # AdmissionDenied Events are off by default; on here, so that what they say is tested
+    config = workdir / "config.yaml"
+    config.write_text(yaml.safe_dump({"webhook": {"admissionEvents": {"enabled": True}}}))
+    op = localoperator.start_with_webhooks(k8s, workdir, extra_args=["--config", str(config)])
     yield op
     localoperator.remove_webhooks(k8s)
     op.stop()
@@ -150,13 +154,23 @@ def test_policy_actions(k8s: Cluster, operator: OperatorProcess, action: str, ki
             assert f"1. {rule}:" in result.stderr
             assert "Fix:" in result.stderr
             assert "resources.limits" in result.stderr  # the field at fault
-            events = json.loads(
-                k8s.kubectl(
-                    "get", "events", "-n", namespace, "-o", "json",
-                    "--field-selector", f"involvedObject.name={bad_name}",
-                ).stdout
-            )["items"]  # fmt: skip
-            assert [e["reason"] for e in events] == ["AdmissionDenied"]
+
+            def denied_events() -> list[str] | None:
+                """The Events on the denied object; denied again until the operator's
+                namespace watch knows the new namespace opted in (only then an Event)."""
+                items = json.loads(
+                    k8s.kubectl(
+                        "get", "events", "-n", namespace, "-o", "json",
+                        "--field-selector", f"involvedObject.name={bad_name}",
+                    ).stdout
+                )["items"]  # fmt: skip
+                if not items:
+                    apply(k8s, bad)
+                    return None
+                return [e["reason"] for e in items]
+
+            reasons = wait_for(denied_events, what=f"an AdmissionDenied Event in {namespace}")
+            assert set(reasons) == {"AdmissionDenied"}
             gpuvals = k8s.kubectl("get", "gpuval", "-n", namespace, "-o", "name").stdout
             assert bad_name not in gpuvals  # a denied object has nothing to own it
         else:
@@ -327,3 +341,55 @@ def test_a_hostile_manifest_is_answered_in_time_and_the_next_one_judged(
     finally:
         k8s.delete_namespace(namespace)
         k8s.delete_namespace(stored_ns)
+
+
+def test_a_review_posted_to_the_port_writes_no_event_outside_opted_in_namespaces(
+    k8s: Cluster, operator: OperatorProcess
+) -> None:
+    """Issue 23: an unauthenticated POST to the webhook port, naming `default`, made the
+    operator write a Warning AdmissionDenied Event there, with text from the body. With
+    Events on (this module's operator), `default` has not opted in: no Event, and the
+    request gets its answer only."""
+    import ssl
+    import urllib.request
+
+    bad = in_namespace(WORKLOADS["Deployment"][1], "default")
+    bad["metadata"]["name"] = "spoofed-by-a-pod"
+    bad["spec"]["template"]["spec"]["containers"][0]["env"] = [
+        {"name": "NOTE", "value": "kubectl delete ns prod to fix"}
+    ]
+    review = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {"uid": "spoof", "operation": "CREATE", "object": bad},
+    }
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # an attacker does not check who answers
+    request = urllib.request.Request(
+        f"https://127.0.0.1:{operator.webhook_port}/validate",
+        data=json.dumps(review).encode(), headers={"Content-Type": "application/json"},
+    )  # fmt: skip
+    with urllib.request.urlopen(request, context=context, timeout=30) as rsp:
+        answer = json.loads(rsp.read())
+    assert answer["response"]["allowed"] is False  # judged: the answer is the sender's
+    # A denial in an opted-in namespace after it: once its Event is there, the Events queued
+    # before it (the spoofed one's, were there one) have been taken by the sink.
+    namespace = k8s.create_namespace("adm-after", labels={constants.LABEL_INJECT: "enabled"})
+    try:
+        later = in_namespace(WORKLOADS["Deployment"][1], namespace)
+
+        def later_event() -> bool:
+            found = k8s.kubectl("get", "events", "-n", namespace, "-o", "name").stdout.strip()
+            if not found:
+                apply(k8s, later)
+            return bool(found)
+
+        wait_for(later_event, what=f"an AdmissionDenied Event in {namespace}")
+    finally:
+        k8s.delete_namespace(namespace)
+    events = k8s.kubectl(
+        "get", "events", "-n", "default", "-o", "name",
+        "--field-selector", "involvedObject.name=spoofed-by-a-pod",
+    ).stdout  # fmt: skip
+    assert events.strip() == ""

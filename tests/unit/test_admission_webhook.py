@@ -14,7 +14,7 @@ import yaml
 from preflight_operator import metrics
 from preflight_operator.admission import decide, spec_changed
 from preflight_operator.analysis import RulesAnalyser
-from preflight_operator.config import OperatorConfig, PolicySpec
+from preflight_operator.config import OperatorConfig, PolicySpec, WebhookConfig
 from preflight_operator.events import EventSpec
 from preflight_operator.handlers import admission as handlers
 from preflight_operator.policy import PolicyBook, ResolvedPolicy, parse_policy
@@ -53,8 +53,15 @@ def service(
     for p in policies:
         book.put(parse_policy(p))
     sink = Sink()
-    config = OperatorConfig(default_policy=PolicySpec(action=action))
-    return AdmissionService(config, RulesAnalyser(), book, events=sink), sink  # type: ignore[arg-type]
+    # denial Events on (they are off by default), "team" opted in: what they say is tested
+    config = OperatorConfig(
+        default_policy=PolicySpec(action=action), webhook=WebhookConfig(admission_events=True)
+    )
+    svc = AdmissionService(
+        config, RulesAnalyser(), book, events=sink,  # type: ignore[arg-type]
+        opted_in=lambda namespace: namespace == "team",
+    )  # fmt: skip
+    return svc, sink
 
 
 def test_enforce_denies_with_every_failure_its_field_and_fix() -> None:

@@ -754,7 +754,41 @@ class TestOperatorConfig:
             "history": {"podsPerWorkload": 10},
             "podTrust": {"creators": []},
             "rules": {"budgetSeconds": 3, "memoryMiB": 160, "workers": 2},
-        }
+            "webhook": {
+                "validating": {"failurePolicy": "Ignore", "timeoutSeconds": 10},
+                "mutating": {"failurePolicy": "Ignore", "timeoutSeconds": 10},
+                "admissionEvents": {"enabled": False, "perMinute": 60},
+                "server": {
+                    "maxConnections": 512, "maxConnectionsPerPeer": 256,
+                    "headerTimeoutSeconds": 10, "bodyTimeoutSeconds": 10,
+                    "idleTimeoutSeconds": 60,
+                },
+            },
+        }  # fmt: skip
+
+    def test_webhook_values_reach_the_operator(self) -> None:
+        """The failure answers follow the webhook configurations' own failurePolicy and
+        timeout; denial Events and the port's limits are values."""
+        config_module = pytest.importorskip("preflight_operator.config")
+        objs = render(
+            sets=[
+                "webhook.validating.failurePolicy=Fail", "webhook.validating.timeoutSeconds=5",
+                "webhook.admissionEvents.enabled=true", "webhook.admissionEvents.perMinute=12",
+                "webhook.server.maxConnections=100", "webhook.server.maxConnectionsPerPeer=50",
+                "webhook.server.headerTimeoutSeconds=3",
+            ]
+        )  # fmt: skip
+        webhook = config_module.parse_config(
+            yaml.safe_load(one(objs, "ConfigMap", FULLNAME)["data"]["config.yaml"])
+        ).webhook
+        (validating,) = one(objs, "ValidatingWebhookConfiguration")["webhooks"][:1]
+        assert validating["failurePolicy"] == webhook.validating_failure_policy == "Fail"
+        assert validating["timeoutSeconds"] == webhook.validating_timeout_seconds == 5
+        assert webhook.admission_events is True
+        assert webhook.events_per_minute == 12
+        assert (webhook.max_connections, webhook.max_connections_per_peer) == (100, 50)
+        assert webhook.header_timeout_seconds == 3.0
+        assert "/webhook/server" in render_error(sets=["webhook.server.maxConnection=1"])
 
     def test_the_provenance_guard_sees_every_injected_pod(self) -> None:
         """provenance.py: every namespace but the excluded, every pod labelled injected,
@@ -903,11 +937,13 @@ class TestNetworkPolicy:
 
     def test_only_the_operators_ports_from_the_peers_given(self) -> None:
         api_server = {"ipBlock": {"cidr": "10.0.0.0/24"}}
+        hosted = {"namespaceSelector": {"matchLabels": {"name": "control-plane"}}}
         monitoring = {"namespaceSelector": {"matchLabels": {"name": "monitoring"}}}
         objs = render(
             sets=[
                 "networkPolicy.enabled=true",
-                "networkPolicy.webhookFrom[0].ipBlock.cidr=10.0.0.0/24",
+                "networkPolicy.apiServerCIDRs[0]=10.0.0.0/24",
+                "networkPolicy.webhookFrom[0].namespaceSelector.matchLabels.name=control-plane",
                 "networkPolicy.metricsFrom[0].namespaceSelector.matchLabels.name=monitoring",
             ]
         )
@@ -920,14 +956,30 @@ class TestNetworkPolicy:
         container = operator_container(objs)
         ports = {p["name"]: p["containerPort"] for p in container["ports"]}
         assert [p["port"] for p in webhook["ports"]] == [ports["webhook"]]
-        assert webhook["from"] == [api_server]
+        assert webhook["from"] == [api_server, hosted]
         assert sorted(p["port"] for p in metrics["ports"]) == sorted(
             [ports["metrics"], ports["health"]]
         )
         assert metrics["from"] == [monitoring]
-        open_policy = one(render(sets=["networkPolicy.enabled=true"]), "NetworkPolicy")
-        assert all("from" not in rule for rule in open_policy["spec"]["ingress"])
         assert "networkPolicy" in render_error(sets=["networkPolicy.enable=true"])
+
+    def test_the_webhook_port_is_never_open_to_all(self) -> None:
+        """The finding: enabled with the default empty `webhookFrom`, the webhook rule had
+        no `from` at all, i.e. any pod. Now an unnamed source refuses to render, and
+        either way of naming it is enough on its own."""
+        error = render_error(sets=["networkPolicy.enabled=true"])
+        assert "networkPolicy.apiServerCIDRs" in error
+        assert "networkPolicy.webhookFrom" in error
+        for named in (
+            "networkPolicy.apiServerCIDRs[0]=192.168.1.10/32",
+            "networkPolicy.webhookFrom[0].podSelector.matchLabels.app=kube-apiserver",
+        ):
+            policy = one(render(sets=["networkPolicy.enabled=true", named]), "NetworkPolicy")
+            webhook = policy["spec"]["ingress"][0]
+            assert len(webhook["from"]) == 1
+        assert "apiServerCIDRs" in render_error(
+            sets=["networkPolicy.enabled=true", "networkPolicy.apiServerCIDRs[0]=anywhere"]
+        )
 
 
 # -- model configs (issue 15) ----------------------------------------------------------------

@@ -102,3 +102,30 @@ def test_load_config_reads_yaml_and_reports_unreadable_files(tmp_path: Path) -> 
     path.write_text("defaultPolicy: [\n")
     with pytest.raises(ConfigError, match="cannot read"):
         load_config(path)
+
+
+def test_the_webhook_section_is_strict_and_names_the_field() -> None:
+    from preflight_operator.config import ConfigError, WebhookConfig, parse_config
+
+    assert parse_config({}).webhook == WebhookConfig()
+    assert parse_config({}).webhook.admission_events is False  # denial Events off by default
+    config = parse_config(
+        {"webhook": {"validating": {"failurePolicy": "Fail", "timeoutSeconds": 5},
+                     "admissionEvents": {"enabled": True, "perMinute": 10},
+                     "server": {"maxConnections": 100, "maxConnectionsPerPeer": 10,
+                                "headerTimeoutSeconds": 2.5}}}
+    ).webhook  # fmt: skip
+    assert (config.validating_failure_policy, config.validating_timeout_seconds) == ("Fail", 5)
+    assert (config.admission_events, config.events_per_minute) == (True, 10)
+    assert (config.max_connections, config.max_connections_per_peer) == (100, 10)
+    assert config.header_timeout_seconds == 2.5
+    for bad, field in (
+        ({"validating": {"failurePolicy": "Open"}}, "webhook.validating.failurePolicy"),
+        ({"mutating": {"timeoutSeconds": 31}}, "webhook.mutating.timeoutSeconds"),
+        ({"admissionEvents": {"enabled": "yes"}}, "webhook.admissionEvents.enabled"),
+        ({"server": {"maxConnections": 10, "maxConnectionsPerPeer": 11}},
+         "webhook.server.maxConnectionsPerPeer"),
+        ({"server": {"headerTimeoutSeconds": 0}}, "webhook.server.headerTimeoutSeconds"),
+    ):  # fmt: skip
+        with pytest.raises(ConfigError, match=field):
+            parse_config({"webhook": bad})

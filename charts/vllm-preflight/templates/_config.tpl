@@ -25,6 +25,7 @@
     "budgetSeconds" (.Values.rules.budgetSeconds | float64)
     "memoryMiB" (int .Values.rules.memoryMiB)
     "workers" (int .Values.rules.workers))
+  "webhook" (include "vllm-preflight.webhookServerConfig" . | fromYaml)
 }}
 {{- /* models: only when a source is on (modelcache.py; no model rule at admission else) */}}
 {{- $m := .Values.models | default dict }}
@@ -48,4 +49,22 @@
 {{/* Where the operator keeps the model configs it fetched (an emptyDir, models.fetch). */}}
 {{- define "vllm-preflight.modelCacheDir" -}}
 /var/cache/vllm-preflight/models
+{{- end }}
+
+{{/* The operator's `webhook` section: the webhooks' failure answers, denial Events, the
+port's limits (config.py parse_webhook). */}}
+{{- define "vllm-preflight.webhookServerConfig" -}}
+{{- $w := .Values.webhook }}
+{{- $e := $w.admissionEvents | default dict }}
+{{- $s := $w.server | default dict }}
+{{- toYaml (dict
+  "validating" (dict "failurePolicy" $w.validating.failurePolicy "timeoutSeconds" (int $w.validating.timeoutSeconds))
+  "mutating" (dict "failurePolicy" $w.mutating.failurePolicy "timeoutSeconds" (int $w.mutating.timeoutSeconds))
+  "admissionEvents" (dict "enabled" (eq (toString $e.enabled) "true") "perMinute" (int ($e.perMinute | default 60)))
+  "server" (dict
+    "maxConnections" (int ($s.maxConnections | default 512))
+    "maxConnectionsPerPeer" (int ($s.maxConnectionsPerPeer | default 256))
+    "headerTimeoutSeconds" ($s.headerTimeoutSeconds | default 10 | float64)
+    "bodyTimeoutSeconds" ($s.bodyTimeoutSeconds | default 10 | float64)
+    "idleTimeoutSeconds" ($s.idleTimeoutSeconds | default 60 | float64))) }}
 {{- end }}

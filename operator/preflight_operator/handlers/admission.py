@@ -20,7 +20,7 @@ from preflight_operator import constants, metrics, provenance
 from preflight_operator.handlers.provenance import review_provenance_async
 from preflight_operator.injection import Injection, already_injected, json_patch
 from preflight_operator.webhooks import AdmissionService, Validation
-from preflight_operator.webhookserver import ReviewFn
+from preflight_operator.webhookserver import FallbackFn, ReviewFn
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +44,23 @@ async def review_validation_async(
     except Exception:
         logger.exception("validating webhook failed; admitting the object")
         result = None
+    return _validation_response(review, result, started)
+
+
+def validation_fallback(
+    service: AdmissionService, review: Mapping[str, Any], seconds: float
+) -> dict[str, Any]:
+    """/validate's answer when the review could not be answered by its deadline
+    (webhookserver.py): what the object's policy says of an object it could not check."""
+    started = time.perf_counter()
+    request = review.get("request") or {}
+    body = request.get("object") or request.get("oldObject") or {}
+    result = service.overloaded(
+        body if isinstance(body, Mapping) else {},
+        old=request.get("oldObject"),
+        operation=str(request.get("operation", "")),
+        seconds=seconds,
+    )
     return _validation_response(review, result, started)
 
 
@@ -136,3 +153,9 @@ def routes(service: AdmissionService) -> dict[str, ReviewFn]:
             review_provenance_async, service.pod_creators
         ),
     }
+
+
+def fallbacks(service: AdmissionService) -> dict[str, FallbackFn]:
+    """The answers by the deadline (webhookserver.py): /validate's follows the object's
+    policy; /mutate-pods has none of its own (its failurePolicy: the pod unchanged)."""
+    return {constants.VALIDATE_WEBHOOK_ID: functools.partial(validation_fallback, service)}

@@ -1,4 +1,4 @@
-"""Start-up, clean-up and probes: kopf settings, then the controller primed and started,
+"""Start-up and clean-up: kopf settings, then the controller primed and started,
 the webhook server and the leader election with it.
 
 Settings that matter (and why):
@@ -7,10 +7,11 @@ Settings that matter (and why):
   review already sees the policies; ``admission.managed = None``: the chart ships the
   webhook configurations (kopf's own have no namespaceSelector and could deny pods
   cluster-wide);
-- kopf in standalone mode on every replica (main.py): no kopf peering, every replica's
-  watches run and its store stays warm; only the holder of the Lease writes (elector.py);
-- server-side label selectors for pods (``vllm-preflight.io/injected=true``), namespaces
-  (the opt-in label) and GPUValidations (ours): kopf never lists what we do not handle;
+- kopf in standalone mode on every replica (main.py): no kopf peering; every replica's
+  watches (watches.py, our own since issue 23) run and its store stays warm; only the
+  holder of the Lease writes (elector.py);
+- kopf watches nothing and scans nothing (``scanning.disabled``): it runs the life cycle
+  and login (/healthz is health.py's, from a thread);
 - kopf's own Events off: its handler-failure Events would land on users' pods.
 """
 
@@ -75,8 +76,10 @@ def register(registry: kopf.OperatorRegistry, options: RunOptions) -> None:
         await controller.prime()
         await controller.start(workers=options.workers)
         watches.start()
-        server = WebhookServer(
+        server = WebhookServer.configured(
             handlers_admission.routes(memo.admission),
+            controller.config.webhook,
+            fallbacks=handlers_admission.fallbacks(memo.admission),
             addr=options.webhook_addr,
             port=options.webhook_port,
             certfile=options.cert_file,
@@ -84,6 +87,9 @@ def register(registry: kopf.OperatorRegistry, options: RunOptions) -> None:
         )
         await server.start()
         memo.webhook_server = server
+        health = getattr(memo, "health", None)
+        if health is not None:
+            health.serving()
         memo.tasks = [asyncio.get_running_loop().create_task(server.watch_certificates())]
         if not options.standalone:
             memo.elector = LeaderElector(
@@ -128,13 +134,3 @@ def register(registry: kopf.OperatorRegistry, options: RunOptions) -> None:
         if isinstance(controller.analyser, RulesPool):
             controller.analyser.close()
         await controller.api.close()
-
-    @kopf.on.probe(id="workloads", registry=registry)
-    async def workloads(memo: Any, **_: Any) -> int:
-        controller: Controller = memo.controller
-        return len(controller.store.workloads)
-
-    @kopf.on.probe(id="queue", registry=registry)
-    async def queue(memo: Any, **_: Any) -> int:
-        controller: Controller = memo.controller
-        return len(controller.queue)
