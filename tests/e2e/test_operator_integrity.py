@@ -364,3 +364,24 @@ def injected(cluster: Cluster, namespace: str, selector: str) -> list[dict[str, 
 
 
 play_kubelet = fakekubelet.play
+
+
+def test_a_deep_managedfields_does_not_get_a_broken_object_past_admission(
+    cluster: Cluster, namespaces: tuple[str, str], tmp_path: Path
+) -> None:
+    """The same bomb at admission: the review is judged as if the object had no
+    managedFields, so Enforce denies a broken Deployment by the rules (a 400 from the
+    webhook would make the API server fail open under the chart's failurePolicy Ignore)."""
+    opted_in, _ = namespaces
+    operator = localoperator.start_with_webhooks(cluster, tmp_path)
+    try:
+        broken = deployment("bad-tp4-deployment.yaml", opted_in)
+        refused = cluster.kubectl(
+            "create", "--raw", f"/apis/apps/v1/namespaces/{opted_in}/deployments", "-f", "-",
+            input=with_deep_managed_fields(broken), check=False,
+        )  # fmt: skip
+        assert refused.returncode != 0
+        assert "gpu-count-too-low" in refused.stderr, refused.stderr
+    finally:
+        localoperator.remove_webhooks(cluster)
+        operator.stop()
