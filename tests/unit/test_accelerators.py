@@ -122,8 +122,14 @@ def test_every_row_cites_its_source() -> None:
 
 
 def test_generation_lookup() -> None:
-    assert tpu_generation({"nodeSelector": {GKE_LABEL: "tpu-v5-lite-podslice"}}).name == "v5e"  # type: ignore[union-attr]
-    assert tpu_generation({"nodeSelector": {GKE_LABEL: "tpu7x"}}).devices_per_chip == 2  # type: ignore[union-attr]
+    v5e = tpu_generation({"nodeSelector": {GKE_LABEL: "tpu-v5-lite-podslice"}})
+    assert v5e is not None
+    assert v5e.name == "v5e"
+    v7x = tpu_generation({"nodeSelector": {GKE_LABEL: "tpu7x"}})
+    assert v7x is not None
+    assert v7x.devices_per_chip == 2
     assert tpu_generation({"nodeSelector": {GKE_LABEL: 5}}) is None
     assert tpu_generation({}) is None
-    assert accelerator("google.com/tpu").ranks_per_unit is None  # type: ignore[union-attr]
+    tpu = accelerator("google.com/tpu")
+    assert tpu is not None
+    assert tpu.ranks_per_unit is None
