@@ -1,21 +1,28 @@
 """Metamorphic tests (issue 24 item 9): rewrites of a manifest that change nothing vLLM or
 Kubernetes does must not change a known verdict.
 
-For every vLLM workload of the corpora (tests/data/realworld, tests/data/manifests), each
-transformation below rewrites the manifest set into one that runs the same vLLM command on
-the same devices: the command wrapped in a shell idiom (the idioms and launchers of
-test_shell_oracle, which checks them against bash and dash), `--flag=value` <-> `--flag
-value`, short <-> long names, `_` <-> `-`, flags moved between command and args, into a
-`--config` file from a ConfigMap in the set or into env from a ConfigMap, flags reordered,
-sidecars and init containers added, the container renamed, Deployment <-> StatefulSet <->
-Pod, unrelated objects added. The relation checked:
+For every vLLM workload of the corpora (tests/data/realworld, tests/data/manifests), and a
+twin of each passing multi-GPU workload with one GPU fewer (a known failure: the corpus has
+few, and a bypass needs one), each transformation below rewrites the manifest set into one
+that runs the same vLLM command on the same devices: the command run by `sh -c` in a shell
+idiom and launcher of test_shell_oracle (which checks them against bash and dash), its
+words quoted single, double or bare, with line continuations; one value read from
+`"$VAR"` (env from a ConfigMap or a literal); `--flag=value` <-> `--flag value`, short <->
+long names, `_` <-> `-`; the words cut elsewhere between command and args; flags moved
+into a `--config` file from a ConfigMap mounted in the pod, or values into `$(VAR)` from a
+ConfigMap (configMapKeyRef or envFrom); flags reordered (where none is given twice);
+`vllm`/`python3` by absolute path; device quantities as int or string, requests equal to
+limits added; a sidecar, an init container and a native sidecar added; the container
+renamed (core kinds); Deployment <-> StatefulSet <-> Pod; unrelated objects added. The
+relation checked:
 
 - a known pass or warn never becomes fail (a false denial under Enforce);
 - a fail never becomes pass (a bypass); a workload no longer judged counts as pass.
 
 A fail or pass may become warn: the rewrite may hide what the reader needs (unknown).
 
-Hypothesis draws one to three transformations and their parameters per example; the run
+Each transformation runs once on every workload; then Hypothesis draws two or three in a
+row, with their parameters, per workload (METAMORPHIC_EXAMPLES, default 20). The run
 is derandomized (the same examples every run), and a failure prints the falsifying example
 (workload, transformation names, seed) and a `@reproduce_failure` blob. Set
 METAMORPHIC_SEED=N to explore other examples, METAMORPHIC_EXAMPLES=N for more of them.
@@ -46,7 +53,7 @@ from preflight_operator.rules.engine import check_objects
 
 DATA = Path(__file__).parents[1] / "data"
 CORPORA = (DATA / "realworld", DATA / "manifests")
-EXAMPLES = int(os.environ.get("METAMORPHIC_EXAMPLES", "5"))
+EXAMPLES = int(os.environ.get("METAMORPHIC_EXAMPLES", "20"))
 SEED = os.environ.get("METAMORPHIC_SEED")
 
 Objects = list[dict[str, Any]]
