@@ -343,6 +343,8 @@ def test_tpu_pods_are_not_injected_the_check_is_nvidia_only() -> None:
     container = tpu["spec"]["containers"][0]
     container["image"] = "vllm/vllm-tpu:nightly"
     container["resources"] = {"limits": {"google.com/tpu": 2}}
+    # the generation says how many devices vLLM counts per chip (rules.accelerators)
+    tpu["spec"]["nodeSelector"] = {"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice"}
     assert mutate(tpu, svc) == []
     target = RulesAnalyser().injection_target(tpu, DEFAULT_POLICY)
     assert target.reason == "not-nvidia"

@@ -18,14 +18,22 @@ def tpu_container(*args: str, chips: int | None = 8) -> dict[str, Any]:
     return container
 
 
+def tpu_spec(container: dict[str, Any]) -> dict[str, Any]:
+    """A TPU pod as GKE schedules it: its nodeSelector names the generation (v5e: one JAX
+    device per chip; test_accelerators covers the others)."""
+    spec = pod_spec(container, volumes=())
+    spec["nodeSelector"] = {"cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice"}
+    return spec
+
+
 def test_a_tpu_deployment_counts_tpu_chips_and_needs_no_shm() -> None:
-    result = one(deployment(pod_spec(tpu_container("m", "-tp", "8"), volumes=())))
+    result = one(deployment(tpu_spec(tpu_container("m", "-tp", "8"))))
     assert result.verdict == PASS, ids(result)
     assert (result.gpus_needed, result.gpus_requested) == (8, 8)
 
 
 def test_too_few_tpu_chips_fails_naming_the_tpu_resource() -> None:
-    result = one(deployment(pod_spec(tpu_container("m", "-tp", "8", chips=4), volumes=())))
+    result = one(deployment(tpu_spec(tpu_container("m", "-tp", "8", chips=4))))
     f = finding(result, "gpu-count-too-low")
     assert 'limits["google.com/tpu"]' in f.field
     assert "google.com/tpu" in f.fix
@@ -43,7 +51,7 @@ def test_cuda_visible_devices_rules_are_nvidia_only() -> None:
     env = [{"name": "CUDA_VISIBLE_DEVICES", "value": "0"}]
     tpu = tpu_container("m", "-tp", "8")
     tpu["env"] = env
-    assert ids(one(deployment(pod_spec(tpu, volumes=())))) == []
+    assert ids(one(deployment(tpu_spec(tpu)))) == []
     gpu = vllm("m", "-tp", "2", gpus=2, env=env)
     assert "cvd-too-few" in ids(one(deployment(pod_spec(gpu))))
 

@@ -10,11 +10,15 @@ from typing import Any
 from preflight_operator.rules.accelerators import (
     CUDA,
     SHM_PLATFORMS,
+    TPU,
+    TpuGeneration,
     accelerator,
+    devices_per_unit,
     fix_resource,
     image_platform,
     is_accelerator,
     node_platform,
+    tpu_generation,
 )
 from preflight_operator.rules.discovery import MIG_PREFIX
 from preflight_operator.rules.dra import ClaimDevices, container_claims
@@ -76,12 +80,6 @@ class GpuEntry:
         found = accelerator(self.resource)
         return found.platform if found else None
 
-    @property
-    def countable(self) -> bool:
-        """One unit is one vLLM rank (not so for Neuron devices of several cores)."""
-        found = accelerator(self.resource)
-        return found is not None and found.ranks_per_unit == 1
-
 
 @dataclass(frozen=True)
 class GpuResources:
@@ -94,6 +92,20 @@ class GpuResources:
     image_platform: str | None = None
     node_platform: str | None = None
     forced_unknown: str = ""  # the count is known to be unknowable (a cluster-side profile)
+    tpu: TpuGeneration | None = None  # the TPU generation the pod's nodeSelector names
+
+    def per_unit(self, entry: GpuEntry) -> tuple[int | None, str]:
+        """(devices vLLM counts per unit of the entry's resource, why unknown)."""
+        found = accelerator(entry.resource)
+        if found is None:
+            return None, f"{entry.resource} is not a known accelerator"
+        return devices_per_unit(found, self.tpu)
+
+    def _claim_per_unit(self, claim: ClaimDevices) -> int | None:
+        """A DRA TPU device is a chip too (tpu.google.com); other classes count devices."""
+        if claim.platform != TPU:
+            return 1
+        return self.tpu.devices_per_chip if self.tpu else None
 
     @property
     def accelerator_claims(self) -> tuple[ClaimDevices, ...]:
@@ -140,20 +152,34 @@ class GpuResources:
         if self.forced_unknown:
             return self.forced_unknown
         for entry in self.entries:
-            if not entry.countable:
-                return (
-                    f"{entry.effective_path} counts {entry.resource} devices, each of "
-                    "several NeuronCores; vLLM's parallel sizes count cores"
-                )
+            per_unit, why = self.per_unit(entry)
+            if per_unit is None:
+                return f"{entry.effective_path}: {why}"
         for claim in self.accelerator_claims:
             if not claim.known:
                 return f"{claim.path} (DRA claim {claim.claim!r}): {claim.reason}"
+            if self._claim_per_unit(claim) is None:
+                return (
+                    f"{claim.path} (DRA claim {claim.claim!r}) counts TPU chips and vLLM's "
+                    "TPU backend counts JAX devices, and the pod's TPU generation is not "
+                    "known here (nodeSelector cloud.google.com/gke-tpu-accelerator)"
+                )
         return None
 
     @property
     def requested(self) -> int | None:
         """Devices the container gets (full GPUs, MIG slices, other accelerators, DRA
         devices); None if it asks none. Meaningless while ``unknown`` is set."""
+        claims = self.accelerator_claims
+        if not self.entries and not claims:
+            return None
+        return sum((e.count or 0) * (self.per_unit(e)[0] or 1) for e in self.entries) + sum(
+            (c.count or 0) * (self._claim_per_unit(c) or 1) for c in claims
+        )
+
+    @property
+    def units(self) -> int | None:
+        """What the manifest asks, in its own units (TPU chips, GPUs, ...)."""
         claims = self.accelerator_claims
         if not self.entries and not claims:
             return None
@@ -193,6 +219,7 @@ def gpu_resources(
     platforms: dict[str, Any] = {
         "image_platform": image_platform(container.get("image")),
         "node_platform": node_platform(pod),
+        "tpu": tpu_generation(pod),
     }
     if not isinstance(resources, Mapping):
         return GpuResources((), ((f"{path}.resources", "is not a mapping"),), (), **platforms)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from preflight_contract.verdicts import FAIL, WARN
-from preflight_operator.rules.accelerators import CPU
+from preflight_operator.rules.accelerators import CPU, TPU, short_error
 from preflight_operator.rules.context import ContainerContext
 from preflight_operator.rules.model import Finding, Policy
 from preflight_operator.rules.registry import RULE_INFO, register
@@ -32,6 +32,32 @@ def _unit(ctx: ContainerContext) -> str:
     """'GPUs' for nvidia.com/gpu, else the resource named (google.com/tpu, amd.com/gpu)."""
     resource = ctx.gpus.fix_resource
     return "GPUs" if resource == "nvidia.com/gpu" else f"x {resource}"
+
+
+def _per_unit(ctx: ContainerContext) -> int:
+    """Devices vLLM counts per unit of the resource a fix names (2 per chip on a TPU v3)."""
+    tpu = ctx.gpus.tpu
+    if ctx.gpus.platform == TPU and tpu is not None and tpu.devices_per_chip:
+        return tpu.devices_per_chip
+    return 1
+
+
+def _units(ctx: ContainerContext, devices: int) -> int:
+    """Units of the fix's resource that give vLLM ``devices`` devices."""
+    return -(-devices // _per_unit(ctx))
+
+
+def _have_text(ctx: ContainerContext, have: int) -> str:
+    """The devices a container gets, with its TPU chips when vLLM counts more per chip."""
+    tpu, units = ctx.gpus.tpu, ctx.gpus.units
+    if ctx.gpus.platform == TPU and tpu is not None and units is not None and units != have:
+        return f"{units} TPU {tpu.name} chips = {have} JAX devices"
+    return f"{have} devices"
+
+
+def _backend(ctx: ContainerContext) -> str:
+    """Who fails: vLLM's TPU backend says its own words."""
+    return "vLLM's TPU backend fails with" if ctx.gpus.platform == TPU else "vLLM fails with"
 
 
 def _countable(ctx: ContainerContext) -> bool:
@@ -94,11 +120,11 @@ def request_missing(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     resource = ctx.gpus.fix_resource
     yield RULE_INFO["gpu-request-missing"].finding(
         f"vLLM runs {_plan_text(ctx)} = {need} accelerator processes in this pod but "
-        f"{ctx.path} requests no accelerator ({resource} or a DRA claim): vLLM fails with "
-        f"'World size ({need}) is larger than the number of available GPUs' or finds no "
-        "device at all",
+        f"{ctx.path} requests no accelerator ({resource} or a DRA claim): the device plugin "
+        f"gives it none and vLLM finds no device or too few "
+        f"({_backend(ctx)} '{short_error(ctx.gpus.platform, need, 0)}')",
         ctx.gpu_path,
-        f"request the devices: {_limit_snippet(resource, need)}",
+        f"request the devices: {_limit_snippet(resource, _units(ctx, need))}",
     )
 
 
@@ -125,11 +151,11 @@ def count_too_low(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
         return
     path = ctx.gpu_path
     yield RULE_INFO["gpu-count-too-low"].finding(
-        f"vLLM needs {need} devices in this pod ({_plan_text(ctx)}) but {path} gives it {have}: "
-        f"vLLM fails with 'World size ({need}) is larger than the number of available GPUs "
-        f"({have})' (or waits forever for Ray resources)",
+        f"vLLM needs {need} devices in this pod ({_plan_text(ctx)}) but {path} gives it "
+        f"{_have_text(ctx, have)}: {_backend(ctx)} "
+        f"'{short_error(ctx.gpus.platform, need, have)}' (or waits forever for Ray resources)",
         path,
-        f"request {need} {_unit(ctx)}, or lower the parallel sizes to fit {have} "
+        f"request {_units(ctx, need)} {_unit(ctx)}, or lower the parallel sizes to fit {have} "
         f"({ctx.flag('tensor_parallel_size', '--tensor-parallel-size')} at "
         f"{ctx.arg_path('tensor_parallel_size')})",
     )
@@ -144,10 +170,10 @@ def count_extra(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
         return
     path = ctx.gpu_path
     yield RULE_INFO["gpu-count-extra"].finding(
-        f"{path} requests {have} devices but vLLM uses {need} ({_plan_text(ctx)}): "
+        f"{path} requests {_have_text(ctx, have)} but vLLM uses {need} ({_plan_text(ctx)}): "
         f"{have - need} stay allocated and idle",
         path,
-        f"request {need} {_unit(ctx)}, or raise the parallel sizes to use all {have}",
+        f"request {_units(ctx, need)} {_unit(ctx)}, or raise the parallel sizes to use all {have}",
     )
 
 
