@@ -8,6 +8,7 @@
     "tier" $p.tier
     "thresholds" (dict "shmMin" (toString $p.thresholds.shmMin) "extraGPUsAllowed" (int $p.thresholds.extraGPUsAllowed))
     "checks" (dict "disabled" ($p.checks.disabled | default list))
+    "rules" ($p.rules | default dict)
     "onRuntimeFailure" $p.onRuntimeFailure)
   "injection" (dict
     "mode" $i.mode
