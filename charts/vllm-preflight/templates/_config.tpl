@@ -8,7 +8,6 @@
     "tier" $p.tier
     "thresholds" (dict "shmMin" (toString $p.thresholds.shmMin) "extraGPUsAllowed" (int $p.thresholds.extraGPUsAllowed))
     "checks" (dict "disabled" ($p.checks.disabled | default list))
-    "rules" ($p.rules | default dict)
     "onRuntimeFailure" $p.onRuntimeFailure)
   "injection" (dict
     "mode" $i.mode
@@ -27,6 +26,10 @@
     "memoryMiB" (int .Values.rules.memoryMiB)
     "workers" (int .Values.rules.workers))
 }}
+{{- /* per-rule actions (rules.certainty): only when some are set */}}
+{{- if $p.rules }}
+{{- $_ := set $config.defaultPolicy "rules" $p.rules }}
+{{- end }}
 {{- /* models: only when a source is on (modelcache.py; no model rule at admission else) */}}
 {{- $m := .Values.models | default dict }}
 {{- $fetch := $m.fetch | default dict }}
