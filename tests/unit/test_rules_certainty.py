@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from test_rules_support import deployment, finding, ids, one, pod_spec, vllm
+from test_rules_support import check, deployment, finding, ids, one, pod_spec, vllm
 
 from preflight_contract.verdicts import FAIL, WARN
 from preflight_operator.rules import RULE_INFO, engine
@@ -119,3 +119,34 @@ def test_the_realistic_case_of_a_secret_model_keeps_its_failures() -> None:
     result = one(deployment(pod_spec(vllm("$(MODEL)", "-tp", "4", gpus=2, env=env))))
     assert "gpu-count-too-low" in ids(result)
     assert finding(result, "gpu-count-too-low").severity == FAIL
+
+
+def _dp_group(worker_dpl: str) -> dict[str, Any]:
+    """Multi-node DP over 2 pods, -dp 32 -dpl 8 on the leader: 16 ranks start, not 32."""
+    leader = ["m", "-dp", "32", "-dpl", "8", "--data-parallel-address", "x"]
+    worker = ["m", "-dp", "32", "-dpl", worker_dpl, "--data-parallel-address", "x", "--headless"]
+    return {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": "dp", "namespace": "ns"},
+        "spec": {
+            "leaderWorkerTemplate": {
+                "size": 2,
+                "leaderTemplate": {"spec": pod_spec(vllm(*leader, gpus=8))},
+                "workerTemplate": {"spec": pod_spec(vllm(*worker, gpus=8))},
+            }
+        },
+    }
+
+
+def test_the_workers_dp_local_is_read_not_assumed() -> None:
+    """lws-dp-mismatch counts every pod at the leader's -dpl: certain when the workers say
+    the same, an estimate (a warning) when their template says another."""
+    same = check(_dp_group("8"))[0]
+    assert finding(same, "lws-dp-mismatch").severity == FAIL
+    other = check(_dp_group("24"))[0]
+    mismatch = finding(other, "lws-dp-mismatch")
+    assert mismatch.severity == WARN
+    assert "the workers' --data-parallel-size-local is assumed to be the leader's" in (
+        mismatch.message
+    )

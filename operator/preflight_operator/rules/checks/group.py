@@ -19,7 +19,16 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from preflight_contract.verdicts import FAIL, WARN
-from preflight_operator.rules.certainty import HEURISTIC, VLLM_CODE, Basis
+from preflight_operator.rules.certainty import (
+    ARGV,
+    ESTIMATED,
+    EXACT,
+    HEURISTIC,
+    VLLM_CODE,
+    Basis,
+    Input,
+)
+from preflight_operator.rules.checks.consistency import read_worker
 from preflight_operator.rules.checks.shm import shm_findings
 from preflight_operator.rules.context import ContainerContext
 from preflight_operator.rules.inputs import plan_input
@@ -67,6 +76,7 @@ def dp_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     if started == plan.dp:
         return
     where = ctx.arg_path("data_parallel_size")
+    inputs = (plan_input(ctx), _workers_dp_local(ctx))
     sizes = (
         f"--data-parallel-size {plan.dp}, but {group.size} pods ({group.size_path}) x "
         f"--data-parallel-size-local {plan.dp_local} start {started} DP ranks"
@@ -78,7 +88,7 @@ def dp_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
             where,
             f"make --data-parallel-size equal {group.size_path} x --data-parallel-size-local"
             f" ({started}), e.g. $((LWS_GROUP_SIZE*{plan.dp_local})) in a shell command",
-            inputs=(plan_input(ctx),),
+            inputs=inputs,
         )
     else:
         yield DP_EXTRA.finding(
@@ -86,8 +96,33 @@ def dp_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
             f"{plan.dp - 1} are refused)",
             where,
             f"make --data-parallel-size equal {group.size_path} x --data-parallel-size-local",
-            inputs=(plan_input(ctx),),
+            inputs=inputs,
         )
+
+
+def _workers_dp_local(ctx: ContainerContext) -> Input:
+    """The rule counts every pod at the leader's -dpl: exact when the worker template is
+    the leader's, or its vLLM command says the same -dpl (read as the engine reads it)."""
+    group = ctx.template.group
+    what = "the workers' --data-parallel-size-local"
+    if group is None or group.worker_path == group.leader_path:
+        return Input(ARGV, what, EXACT)
+    worker = read_worker(ctx, 1)
+    parsed = worker.parsed if worker is not None else None
+    if (
+        parsed is not None
+        and parsed.plan_valid
+        and "data_parallel_size_local" in parsed.origins
+        and parsed.plan.dp_local == ctx.parsed.plan.dp_local
+    ):
+        return Input(ARGV, what, EXACT)
+    return Input(
+        ARGV,
+        what,
+        ESTIMATED,
+        "is assumed to be the leader's (the worker template gives another or none that "
+        "could be read)",
+    )
 
 
 @register(
