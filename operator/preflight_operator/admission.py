@@ -5,6 +5,10 @@
 * Warn admits with one admission warning per finding (kubectl prints ``Warning: ...``).
 * Audit admits silently.
 
+The action is per rule (issue 24): the policy's ``spec.rules`` names a rule's own action,
+as Gatekeeper names one per constraint; a rule not named takes the policy's action, except
+that a rule whose certainty source is a heuristic (rules.certainty) is Warn under Enforce.
+
 The result is recorded on the GPUValidation by the operator either way; a denied object
 never exists, so the webhook handler records the denial as an Event instead.
 """
@@ -18,6 +22,8 @@ from typing import Any
 from preflight_contract import actions
 from preflight_contract.verdicts import FAIL, WARN
 from preflight_operator.policy import ResolvedPolicy
+from preflight_operator.rules.model import Finding
+from preflight_operator.rules.registry import action_for
 from preflight_operator.static import StaticResult
 from preflight_operator.workloads import WorkloadRef
 
@@ -47,28 +53,50 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
 
+def finding_action(finding: Finding, policy: ResolvedPolicy) -> str:
+    """What this finding does under the policy: its rule's entry in ``spec.rules``, else
+    the policy's action (Warn for a rule whose certainty source is a heuristic)."""
+    return action_for(finding.id, policy.action, policy.spec.rule_actions)
+
+
+def _warning_line(finding: Finding, action: str, policy: ResolvedPolicy) -> str:
+    label = finding.severity
+    if finding.severity == FAIL and action != policy.action:
+        label = f"fail (admitted: rule action {action})"
+    return _cut(f"vllm-preflight {label}: {finding.one_line()}", WARNING_LIMIT)
+
+
 def decide(static: StaticResult, policy: ResolvedPolicy, ref: WorkloadRef) -> AdmissionDecision:
+    """Each finding by its rule's action: a failure of an Enforce rule denies; a failure
+    of a Warn rule, and every warning, is an admission warning; an Audit rule's findings
+    are only recorded (on the GPUValidation)."""
     if not static.has_vllm or static.error or static.verdict not in (FAIL, WARN):
         return ALLOW
-    if policy.action == actions.AUDIT:
-        return ALLOW
-    failures, warnings = static.failures, static.warnings
-    if policy.action == actions.ENFORCE and static.verdict == FAIL:
+    denying: list[Finding] = []
+    shown: list[tuple[Finding, str]] = []
+    for finding in [*static.failures, *static.warnings]:
+        action = finding_action(finding, policy)
+        if action == actions.AUDIT:
+            continue
+        if finding.severity == FAIL and action == actions.ENFORCE:
+            denying.append(finding)
+        else:
+            shown.append((finding, action))
+    if denying:
         lines = [
             f"vllm-preflight: {ref.display} cannot run on the GPUs it requests "
-            f"({_policy_label(policy)}); {len(failures)} problem(s):"
+            f"({_policy_label(policy)}); {len(denying)} problem(s):"
         ]
-        lines += [f"{i}. {f.one_line()}" for i, f in enumerate(failures, 1)]
-        if warnings:
+        lines += [f"{i}. {f.one_line()}" for i, f in enumerate(denying, 1)]
+        if shown:
             lines.append("Also:")
-            lines += [f"- {f.one_line()}" for f in warnings]
+            lines += [f"- {f.one_line()}" for f, _ in shown]
         return AdmissionDecision(allowed=False, message=_cut("\n".join(lines), MESSAGE_LIMIT))
-    shown = [*failures, *warnings][:MAX_WARNINGS]
+    if not shown:
+        return ALLOW
     return AdmissionDecision(
         allowed=True,
-        warnings=tuple(
-            _cut(f"vllm-preflight {f.severity}: {f.one_line()}", WARNING_LIMIT) for f in shown
-        ),
+        warnings=tuple(_warning_line(f, a, policy) for f, a in shown[:MAX_WARNINGS]),
     )
 
 

@@ -20,6 +20,8 @@ import yaml
 
 from preflight_contract.actions import ACTIONS, ENFORCE
 from preflight_operator import constants
+from preflight_operator.rules.model import RULE_ALIASES
+from preflight_operator.rules.registry import RULE_INFO
 
 TIERS = ("fast", "deep")
 ON_RUNTIME_FAILURE = ("None", "PauseRollout", "ScaleToZero")
@@ -55,6 +57,9 @@ class PolicySpec:
     on_runtime_failure: str = "None"
     injection_enabled: bool = True
     injection_mode: str | None = None  # None: the operator's injection.mode
+    # spec.rules: (rule id, action) pairs, sorted; a rule not named takes the policy's
+    # action, except heuristic rules, which default to Warn (rules.certainty)
+    rule_actions: tuple[tuple[str, str], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -284,6 +289,41 @@ def _disabled(value: Any, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+MAX_RULE_ACTIONS = 200
+
+
+def parse_rule_actions(
+    value: Any, where: str, problems: list[FieldProblem] | None
+) -> tuple[tuple[str, str], ...] | None:
+    """``rules: {<rule id>: Enforce|Warn|Audit}`` as sorted pairs. A former rule id
+    (RULE_ALIASES) names its successor. Strict (``problems`` None) raises on any bad
+    entry; lenient records each bad entry as a problem and drops it, keeping the good ones
+    (a typo in one never changes another rule). None when the field is absent."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or len(value) > MAX_RULE_ACTIONS:
+        problem = f"{where}: expected a map of rule id to Enforce, Warn or Audit"
+        if problems is None:
+            raise ConfigError(problem)
+        problems.append(FieldProblem(where, f"{problem}; using the default actions instead"))
+        return ()
+    taken: dict[str, str] = {}
+    for key, action in value.items():
+        spot = f"{where}[{key!r:.70}]"
+        rule_id = RULE_ALIASES.get(key, key) if isinstance(key, str) else key
+        if not isinstance(rule_id, str) or rule_id not in RULE_INFO:
+            problem = f"{spot}: not a rule id (`vllm-preflight lint --list-rules` lists them)"
+        elif action not in ACTIONS:
+            problem = f"{spot}: {action!r:.40} is not one of {', '.join(ACTIONS)}"
+        else:
+            taken[rule_id] = str(action)
+            continue
+        if problems is None:
+            raise ConfigError(problem)
+        problems.append(FieldProblem(spot, f"{problem}; the rule keeps its default action"))
+    return tuple(sorted(taken.items()))
+
+
 def parse_policy_spec(
     data: Any,
     where: str,
@@ -322,6 +362,7 @@ def parse_policy_spec(
                      fallback, fallback)  # fmt: skip
 
     mode_where = f"{where}.injection.mode"
+    rule_actions = parse_rule_actions(raw.get("rules"), f"{where}.rules", problems)
     return PolicySpec(
         action=field("action", ACTIONS, base.action),
         tier=field("tier", TIERS, base.tier),
@@ -343,6 +384,7 @@ def parse_policy_spec(
             lambda: None if mode is None else _enum(mode, INJECTION_MODES, mode_where),
             base.injection_mode, base.injection_mode or "the operator's injection.mode",
         ),
+        rule_actions=base.rule_actions if rule_actions is None else rule_actions,
     )  # fmt: skip
 
 

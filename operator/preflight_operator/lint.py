@@ -10,6 +10,8 @@ file or document is reported with its file, document and line, the rest is still
 and the exit code is 2 at the end. Results name the file and document they came from.
 
 Exit codes: 0 nothing fails, 1 something fails, 2 the input (or the options) cannot be read.
+A failure of a rule whose certainty source is a heuristic (its default action is Warn,
+docs/RULES.md) is reported and does not exit 1.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from preflight_contract import safejson
+from preflight_contract.actions import ENFORCE
 from preflight_contract.modelsource import directory_lookup
 from preflight_operator.rules import (
     FAIL,
@@ -39,6 +42,7 @@ from preflight_operator.rules.embedded import embedded_pod_specs, runs_vllm, vll
 from preflight_operator.rules.kinds import kind_spec
 from preflight_operator.rules.model import NO_LOOKUP, ClusterLookup
 from preflight_operator.rules.quantity import parse_quantity
+from preflight_operator.rules.registry import action_for
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -157,7 +161,18 @@ def main(argv: list[str]) -> int:
         _write(sys.stdout, _text_report(results, sources, args.namespace))
     if problems:
         return EXIT_UNREADABLE
-    return EXIT_FAILED if any(r.verdict == FAIL for r in results) else EXIT_OK
+    return EXIT_FAILED if enforced_failures(results) else EXIT_OK
+
+
+def enforced_failures(results: Sequence[ContainerResult]) -> bool:
+    """Something fails that the default policy would deny: a fail of a rule whose action
+    under Enforce is Enforce. A heuristic rule's fail (its default action is Warn,
+    rules.certainty) is reported and does not make lint exit 1."""
+    return any(
+        f.severity == FAIL and action_for(f.id, ENFORCE) == ENFORCE
+        for r in results
+        for f in r.findings
+    )
 
 
 def _write(out: TextIO, text: str) -> None:

@@ -835,6 +835,16 @@ class TestOperatorConfig:
         assert NAMESPACE in config.excluded_namespaces
         assert config.namespace_label == OPT_IN
 
+    def test_per_rule_actions_reach_the_config(self) -> None:
+        config_module = pytest.importorskip("preflight_operator.config")
+        objs = render(sets=["defaultPolicy.rules.shm-too-small=Enforce"])
+        config = config_module.parse_config(
+            yaml.safe_load(one(objs, "ConfigMap", FULLNAME)["data"]["config.yaml"])
+        )
+        assert config.default_policy.rule_actions == (("shm-too-small", "Enforce"),)
+        error = render_error(sets=["defaultPolicy.rules.shm-too-small=Block"])
+        assert "/defaultPolicy/rules/shm-too-small': value must be one of" in error
+
     def test_the_rules_budget_is_set_from_values(self) -> None:
         config_module = pytest.importorskip("preflight_operator.config")
         objs = render(sets=["rules.budgetSeconds=2", "rules.workers=4"])

@@ -159,7 +159,9 @@ def test_thresholds_and_disable(tmp_path: Path, capsys: pytest.CaptureFixture[st
         tmp_path, "d.yaml", deployment(pod_spec(vllm("m", "-tp", "2", gpus=3), volumes=(volume,)))
     )
     code, out, _ = run(capsys, "--format", "json", str(path))
-    assert code == lint.EXIT_FAILED
+    # shm-too-small fails, but its threshold is a heuristic: Warn by default, exit 0
+    assert code == lint.EXIT_OK
+    assert json.loads(out)["results"][0]["verdict"] == "fail"
     assert {f["id"] for f in json.loads(out)["results"][0]["findings"]} == {
         "shm-too-small",
         "gpu-count-extra",

@@ -356,6 +356,39 @@ def test_every_rule_is_documented() -> None:
     assert missing == []
 
 
+def test_every_rule_documents_its_certainty_source_and_default_action() -> None:
+    """The Rules table gives each rule's certainty source and default action as the code
+    has them; each rule's own section (or its line in a shared section) says both."""
+    import re
+    from pathlib import Path
+
+    from preflight_operator.rules.registry import action_for
+
+    doc = (Path(__file__).parents[2] / "docs" / "RULES.md").read_text()
+    table = doc.split("\n## Rules\n", 1)[1].split("\n\n### ", 1)[0]
+    rows = {
+        m.group(1): (m.group(2).strip(), m.group(3).strip())
+        for m in re.finditer(r"^\| `([a-z0-9-]+)` \|.*\|([^|]+)\|([^|]+)\|$", table, re.M)
+    }
+    wanted = {
+        rule_id: (info.basis.kind if info.basis else "", action_for(rule_id, "Enforce"))
+        for rule_id, info in RULE_INFO.items()
+    }
+    assert rows == wanted
+    sections = re.split(r"^### ", doc, flags=re.M)
+    for section in sections:
+        heading = section.split("\n", 1)[0]
+        named = [r for r in re.findall(r"`([a-z0-9-]+)`", heading) if r in RULE_INFO]
+        for rule_id in named:
+            kind, action = wanted[rule_id]
+            line = f"*Certainty source:* {kind}: "
+            said = [ln for ln in section.splitlines() if line in ln]
+            if len(named) > 1:
+                said = [ln for ln in said if ln.startswith(f"- `{rule_id}`: ")]
+            assert len(said) == 1, (rule_id, said)
+            assert f"*Default action:* {action}." in said[0], rule_id
+
+
 def test_non_vllm_containers_and_objects_are_ignored() -> None:
     sidecar = {"name": "proxy", "image": "envoyproxy/envoy:v1", "args": ["-c", "/etc/envoy"]}
     spec = pod_spec(vllm("m", gpus=1), sidecar)

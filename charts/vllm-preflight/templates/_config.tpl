@@ -27,6 +27,10 @@
     "workers" (int .Values.rules.workers))
   "webhook" (include "vllm-preflight.webhookServerConfig" . | fromYaml)
 }}
+{{- /* per-rule actions (rules.certainty): only when some are set */}}
+{{- if $p.rules }}
+{{- $_ := set $config.defaultPolicy "rules" $p.rules }}
+{{- end }}
 {{- /* models: only when a source is on (modelcache.py; no model rule at admission else) */}}
 {{- $m := .Values.models | default dict }}
 {{- $fetch := $m.fetch | default dict }}

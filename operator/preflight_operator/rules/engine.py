@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from preflight_contract.verdicts import FAIL, INFO, SEVERITIES, WARN
 from preflight_contract.vllm_args import parse_vllm_args
 from preflight_operator.rules import checks  # noqa: F401  (registers the rules)
+from preflight_operator.rules.certainty import (
+    HEURISTIC,
+    MEASUREMENT,
+    VENDOR_DOC,
+    Basis,
+    downgrade_note,
+    not_exact,
+)
 from preflight_operator.rules.checks.service import injects_links, link_prefix
 from preflight_operator.rules.command import Invocation, Unparsed, find_invocation
 from preflight_operator.rules.config import ConfigResolver
@@ -34,12 +43,30 @@ from preflight_operator.rules.resources import gpu_resources
 from preflight_operator.rules.template import meta
 
 COMMAND_UNPARSED = declare(
-    "vllm-command-unparsed", WARN, "a shell script that mentions vLLM could not be read"
+    "vllm-command-unparsed",
+    WARN,
+    "a shell script that mentions vLLM could not be read",
+    Basis(MEASUREMENT, "the shell oracle: scripts run under real bash and dash"),
 )
-MANIFEST_INVALID = declare("manifest-invalid", FAIL, "a manifest field the rules need is malformed")
-INTERNAL_ERROR = declare("rules-internal-error", WARN, "a rule crashed (a bug in vllm-preflight)")
+MANIFEST_INVALID = declare(
+    "manifest-invalid",
+    FAIL,
+    "a manifest field the rules need is malformed",
+    Basis(VENDOR_DOC, "Kubernetes API validation of the pod spec"),
+)
+INTERNAL_ERROR = declare(
+    "rules-internal-error",
+    WARN,
+    "a rule crashed (a bug in vllm-preflight)",
+    Basis(HEURISTIC, "a crash of vllm-preflight's own rules"),
+)
+log = logging.getLogger(__name__)
+
 KIND_GENERIC = declare(
-    "kind-generic", INFO, "a kind vllm-preflight does not know, judged by its embedded pod spec"
+    "kind-generic",
+    INFO,
+    "a kind vllm-preflight does not know, judged by its embedded pod spec",
+    Basis(HEURISTIC, "an unknown kind read as a plain pod"),
 )
 
 
@@ -323,6 +350,20 @@ def _unparsed(
     )
 
 
+def downgrade(finding: Finding) -> Finding:
+    """Enforce denies only what is certain: a fail that rests on an input that is not
+    exact (rules.certainty) becomes a warn saying which, whatever the rule did. Logged,
+    with the rule id, so a rule that keeps failing on estimates shows."""
+    if finding.severity != FAIL:
+        return finding
+    shaky = not_exact(finding.inputs)
+    if not shaky:
+        return finding
+    note = downgrade_note(shaky)
+    log.info("rule %s: fail downgraded to warn:%s", finding.id, note)
+    return dataclasses.replace(finding, severity=WARN, message=finding.message + note)
+
+
 def _result(
     template: PodTemplate,
     label: str,
@@ -330,7 +371,7 @@ def _result(
     findings: list[Finding],
     policy: Policy,
 ) -> ContainerResult:
-    kept = [f for f in findings if policy.enabled(f.id)]
+    kept = [downgrade(f) for f in findings if policy.enabled(f.id)]
     order = {severity: i for i, severity in enumerate(SEVERITIES)}
     kept.sort(key=lambda f: order.get(f.severity, len(order)))
     need = ctx.gpus_needed

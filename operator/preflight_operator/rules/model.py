@@ -6,12 +6,14 @@ results are safe to cache or hand to another thread.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from preflight_contract.verdicts import FAIL, verdict_of_severities
 from preflight_contract.vllm_args import ParallelPlan
+from preflight_operator.rules.certainty import Basis, Input
 
 # Former rule ids and their successors: still accepted wherever rules are switched off
 # (lint --disable, a PreflightPolicy's checks list).
@@ -63,6 +65,10 @@ class Finding:
     message: str
     field: str = ""
     fix: str = ""
+    # the values the finding rests on, with their certainty (rules.certainty): the engine
+    # downgrades a fail that rests on one that is not exact. Not compared: two findings
+    # that say the same are one.
+    inputs: tuple[Input, ...] = dataclasses.field(default=(), compare=False)
 
     def to_dict(self) -> dict[str, str]:
         """Every field (lint's JSON output)."""
@@ -186,6 +192,9 @@ class RuleInfo:
     id: str
     severity: str
     summary: str
+    # where the rule's knowledge comes from (rules.certainty.Basis); a heuristic rule's
+    # failures default to Warn
+    basis: Basis | None = None
 
-    def finding(self, message: str, field: str, fix: str) -> Finding:
-        return Finding(self.id, self.severity, message, field, fix)
+    def finding(self, message: str, field: str, fix: str, inputs: Iterable[Input] = ()) -> Finding:
+        return Finding(self.id, self.severity, message, field, fix, tuple(inputs))

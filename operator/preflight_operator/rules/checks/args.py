@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from preflight_contract.verdicts import FAIL, WARN
 from preflight_contract.vllm_args import ArgProblem
+from preflight_operator.rules.certainty import VENDOR_DOC, VLLM_CODE, Basis
 from preflight_operator.rules.context import ContainerContext
 from preflight_operator.rules.kubeenv import display, has_unknown, unknown_names
 from preflight_operator.rules.model import Finding, Policy
@@ -44,7 +45,12 @@ def _literal_reference(problem: ArgProblem) -> str:
     return ""
 
 
-@register("vllm-args-invalid", FAIL, "vLLM refuses this command line")
+@register(
+    "vllm-args-invalid",
+    FAIL,
+    "vLLM refuses this command line",
+    Basis(VLLM_CODE, "vLLM's argument parser and config validation (preflight_contract.vllm_args)"),
+)
 def args_invalid(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     info = RULE_INFO["vllm-args-invalid"]
     for problem in ctx.parsed.problems:
@@ -68,7 +74,12 @@ def args_invalid(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
         )
 
 
-@register("vllm-args-ignored", WARN, "vLLM accepts an argument and then ignores it")
+@register(
+    "vllm-args-ignored",
+    WARN,
+    "vLLM accepts an argument and then ignores it",
+    Basis(VLLM_CODE, "vLLM's FlexibleArgumentParser reads only `--config FILE`"),
+)
 def args_ignored(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     info = RULE_INFO["vllm-args-ignored"]
     for warning in ctx.parsed.warnings:
@@ -80,7 +91,12 @@ def args_ignored(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
             )
 
 
-@register("vllm-config-unresolved", WARN, "the --config file could not be read here")
+@register(
+    "vllm-config-unresolved",
+    WARN,
+    "the --config file could not be read here",
+    Basis(VLLM_CODE, "vLLM's --config loading"),
+)
 def config_unresolved(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     parsed = ctx.parsed
     if (
@@ -99,7 +115,12 @@ def config_unresolved(ctx: ContainerContext, policy: Policy) -> Iterator[Finding
     )
 
 
-@register("plan-unresolved", WARN, "the plan or a device count depends on values unknown here")
+@register(
+    "plan-unresolved",
+    WARN,
+    "the plan or a device count depends on values unknown here",
+    Basis(VENDOR_DOC, "Kubernetes $(VAR) expansion: an undefined reference stays literal"),
+)
 def plan_unresolved(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     """Unknown is never fail: say what could not be resolved, where, and that the rules
     that need it were not applied."""

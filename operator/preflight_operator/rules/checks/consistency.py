@@ -31,9 +31,11 @@ from typing import Any
 
 from preflight_contract.verdicts import FAIL, WARN
 from preflight_contract.vllm_args import ParsedArgs, parse_vllm_args
+from preflight_operator.rules.certainty import HEURISTIC, VLLM_CODE, Basis, Input
 from preflight_operator.rules.command import Invocation, find_invocation
 from preflight_operator.rules.config import ConfigResolver
 from preflight_operator.rules.context import ContainerContext
+from preflight_operator.rules.inputs import plan_input
 from preflight_operator.rules.kubeenv import ContainerEnv, build_env, display, has_unknown
 from preflight_operator.rules.model import Finding, Policy
 from preflight_operator.rules.registry import RULE_INFO, declare, register
@@ -44,16 +46,19 @@ ARG_DEFAULT = declare(
     "lws-args-default",
     WARN,
     "a vLLM option set on the leader is left to vLLM's default on the workers (or back)",
+    Basis(HEURISTIC, "an 'auto' default may or may not equal the other side's value"),
 )
 MASTER_ADDR = declare(
     "lws-master-addr-mismatch",
     WARN,
     "the leader and the workers name different --master-addr values",
+    Basis(HEURISTIC, "two addresses may both name the leader"),
 )
 NOT_HEADLESS = declare(
     "lws-worker-not-headless",
     WARN,
     "a LeaderWorkerSet worker runs vLLM without --headless",
+    Basis(VLLM_CODE, "vLLM without --headless starts its own API server"),
 )
 
 # vLLM options every node of one engine must agree on. ``int`` options have a known default
@@ -259,6 +264,7 @@ def _known(text: str | None) -> bool:
     "lws-args-mismatch",
     FAIL,
     "the LeaderWorkerSet's leader and workers give vLLM different engine arguments",
+    Basis(VLLM_CODE, "each vLLM node computes its own world size (vllm/config/parallel.py)"),
 )
 def args_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     """vLLM multiprocessing and multi-node DP: every node must build the same engine."""
@@ -274,6 +280,7 @@ def args_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
         return  # a --config not read here: its values are unknown, never a mismatch
     wparsed, winv = worker.parsed, worker.invocation
     where_worker = f"{group.worker_path} (worker)"
+    inputs = (plan_input(ctx),)
     for dest, flag in _INT_OPTIONS:
         mine, theirs = _int_value(ctx.parsed, dest), _int_value(wparsed, dest)
         if mine == theirs:
@@ -289,12 +296,13 @@ def args_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
             ctx.arg_path(dest),
             f"give {flag} the same value ({mine}) in the leader and the worker template "
             f"({where_worker})",
+            inputs=inputs,
         )
     for dest, label in _STR_OPTIONS:
         mine_s, theirs_s = _parsed_value(ctx.parsed, dest), _parsed_value(wparsed, dest)
         worker_origin = wparsed.origins.get(dest)
         wpath = _path_of(winv, worker_origin.index if worker_origin else None, worker.path)
-        yield from _compare_text(label, mine_s, ctx.arg_path(dest), theirs_s, wpath)
+        yield from _compare_text(label, mine_s, ctx.arg_path(dest), theirs_s, wpath, inputs=inputs)
     for option in _UNTRACKED:
         mine_s, mine_at = untracked_option(ctx.invocation.argv, option)
         theirs_s, theirs_at = untracked_option(winv.argv, option)
@@ -304,6 +312,7 @@ def args_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
             _path_of(ctx.invocation, mine_at, ctx.command_path),
             theirs_s,
             _path_of(winv, theirs_at, worker.path),
+            inputs=inputs,
         )
 
 
@@ -313,6 +322,8 @@ def _compare_text(
     mine_path: str,
     theirs: str | None,
     theirs_path: str,
+    *,
+    inputs: tuple[Input, ...],
 ) -> Iterator[Finding]:
     if mine == theirs or not _known(mine) or not _known(theirs):
         return
@@ -324,6 +335,7 @@ def _compare_text(
             "or fails",
             mine_path,
             f"give {label} the same value in the leader and the worker template",
+            inputs=inputs,
         )
         return
     side, value, path = (
@@ -343,6 +355,7 @@ def _compare_text(
     "lws-rank-mismatch",
     FAIL,
     "a worker's --node-rank / --data-parallel-start-rank is not its place in the group",
+    Basis(VLLM_CODE, "torch.distributed ranks: two nodes claim one rank"),
 )
 def rank_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     """``--nnodes``: worker i must be ``--node-rank i``, ``--headless`` and pointed at the
@@ -494,6 +507,7 @@ def _start_rank(parsed: ParsedArgs, argv: tuple[str, ...]) -> int | None:
     "lws-image-mismatch",
     WARN,
     "the LeaderWorkerSet's leader and workers run different images",
+    Basis(HEURISTIC, "another image may run another vLLM, torch or NCCL"),
 )
 def image_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     """All three shapes: a worker on another image may run another vLLM, torch or NCCL."""
@@ -520,6 +534,7 @@ def image_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     "lws-nccl-env-mismatch",
     WARN,
     "the LeaderWorkerSet's leader and workers set the env NCCL/gloo read differently",
+    Basis(HEURISTIC, "NCCL env read per node; many mismatches are harmless"),
 )
 def nccl_env_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     group = ctx.template.group

@@ -11,14 +11,26 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from preflight_contract.verdicts import FAIL, WARN
+from preflight_operator.rules.certainty import HEURISTIC, MEASUREMENT, VENDOR_DOC, VLLM_CODE, Basis
 from preflight_operator.rules.context import ContainerContext
+from preflight_operator.rules.inputs import devices_input, plan_input
 from preflight_operator.rules.kubeenv import display, has_unknown
 from preflight_operator.rules.model import Finding, Policy
 from preflight_operator.rules.registry import RULE_INFO, declare, register
 
 CVD = "CUDA_VISIBLE_DEVICES"
-CVD_UUID = declare("cvd-uuid", FAIL, "CUDA_VISIBLE_DEVICES names GPUs by UUID (vLLM parses int)")
-CVD_TOO_FEW = declare("cvd-too-few", FAIL, "CUDA_VISIBLE_DEVICES leaves fewer GPUs than needed")
+CVD_UUID = declare(
+    "cvd-uuid",
+    FAIL,
+    "CUDA_VISIBLE_DEVICES names GPUs by UUID (vLLM parses int)",
+    Basis(VLLM_CODE, "vLLM calls int() on each CUDA_VISIBLE_DEVICES entry it uses"),
+)
+CVD_TOO_FEW = declare(
+    "cvd-too-few",
+    FAIL,
+    "CUDA_VISIBLE_DEVICES leaves fewer GPUs than needed",
+    Basis(MEASUREMENT, "docs/GPU_FACTS.md: CUDA_VISIBLE_DEVICES as the driver reads it"),
+)
 
 
 def visible_count(value: str, devices: int | None) -> tuple[int, str]:
@@ -54,7 +66,12 @@ def visible_count(value: str, devices: int | None) -> tuple[int, str]:
     return len(seen), ""
 
 
-@register("cvd-set", WARN, "CUDA_VISIBLE_DEVICES is set in the pod spec")
+@register(
+    "cvd-set",
+    WARN,
+    "CUDA_VISIBLE_DEVICES is set in the pod spec",
+    Basis(HEURISTIC, "the device plugin already numbers the container's GPUs 0..N-1"),
+)
 def cvd(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     value, path = ctx.process_env(CVD)
     if path is None or not ctx.gpus.on_nvidia:
@@ -79,6 +96,7 @@ def cvd(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
             f"10: '{uuids[0]}'\"",
             path,
             f"remove {CVD}, or use ordinals (0,1,...)",
+            inputs=(plan_input(ctx), devices_input(ctx)),
         )
     count, why = visible_count(value, ctx.gpus_have)
     if need is not None and count < need:
@@ -89,10 +107,16 @@ def cvd(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
             f"({count})' or 'invalid device ordinal'",
             path,
             f"remove {CVD} (the GPU request already selects the devices)",
+            inputs=(plan_input(ctx), devices_input(ctx)),
         )
 
 
-@register("nvidia-visible-devices-set", WARN, "NVIDIA_VISIBLE_DEVICES is set in the pod spec")
+@register(
+    "nvidia-visible-devices-set",
+    WARN,
+    "NVIDIA_VISIBLE_DEVICES is set in the pod spec",
+    Basis(VENDOR_DOC, "NVIDIA container toolkit: NVIDIA_VISIBLE_DEVICES"),
+)
 def nvidia_visible_devices(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     value, path = ctx.process_env("NVIDIA_VISIBLE_DEVICES")
     if path is None or not ctx.gpus.on_nvidia:
@@ -111,7 +135,12 @@ def nvidia_visible_devices(ctx: ContainerContext, policy: Policy) -> Iterator[Fi
     )
 
 
-@register("vllm-port-invalid", FAIL, "VLLM_PORT is set to something that is not a port")
+@register(
+    "vllm-port-invalid",
+    FAIL,
+    "VLLM_PORT is set to something that is not a port",
+    Basis(VLLM_CODE, "vllm/envs.py: VLLM_PORT must be a valid integer"),
+)
 def vllm_port_invalid(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     value, path = ctx.process_env("VLLM_PORT")
     if path is None or value is None or has_unknown(value):

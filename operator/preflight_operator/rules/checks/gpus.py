@@ -6,7 +6,9 @@ from collections.abc import Iterator
 
 from preflight_contract.verdicts import FAIL, WARN
 from preflight_operator.rules.accelerators import CPU, TPU, short_error
+from preflight_operator.rules.certainty import HEURISTIC, VENDOR_DOC, VLLM_CODE, Basis
 from preflight_operator.rules.context import ContainerContext
+from preflight_operator.rules.inputs import devices_input, plan_input
 from preflight_operator.rules.model import Finding, Policy
 from preflight_operator.rules.registry import RULE_INFO, register
 from preflight_operator.rules.resources import format_raw
@@ -66,7 +68,12 @@ def _countable(ctx: ContainerContext) -> bool:
     return ctx.gpus.unknown is None and ctx.gpus.platform != CPU
 
 
-@register("gpu-quantity-invalid", FAIL, "a GPU quantity is not a whole number")
+@register(
+    "gpu-quantity-invalid",
+    FAIL,
+    "a GPU quantity is not a whole number",
+    Basis(VENDOR_DOC, "Kubernetes: extended resources take whole numbers"),
+)
 def quantity_invalid(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     info = RULE_INFO["gpu-quantity-invalid"]
     for entry in ctx.gpus.entries:
@@ -84,7 +91,12 @@ def quantity_invalid(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]
                 )
 
 
-@register("gpu-request-limit-mismatch", FAIL, "GPU requests and limits disagree")
+@register(
+    "gpu-request-limit-mismatch",
+    FAIL,
+    "GPU requests and limits disagree",
+    Basis(VENDOR_DOC, "Kubernetes: extended resources cannot be overcommitted"),
+)
 def request_limit_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     info = RULE_INFO["gpu-request-limit-mismatch"]
     for entry in ctx.gpus.entries:
@@ -110,7 +122,12 @@ def request_limit_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Fi
             )
 
 
-@register("gpu-request-missing", FAIL, "vLLM needs several GPUs and the container requests none")
+@register(
+    "gpu-request-missing",
+    FAIL,
+    "vLLM needs several GPUs and the container requests none",
+    Basis(VLLM_CODE, "vLLM's world size check against the visible devices"),
+)
 def request_missing(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     need = ctx.gpus_needed
     if need is None or need <= 1 or ctx.gpus.requested or ctx.spread or not _countable(ctx):
@@ -125,10 +142,16 @@ def request_missing(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
         f"({_backend(ctx)} '{short_error(ctx.gpus.platform, need, 0)}')",
         ctx.gpu_path,
         f"request the devices: {_limit_snippet(resource, _units(ctx, need))}",
+        inputs=(plan_input(ctx),),
     )
 
 
-@register("gpu-request-none", WARN, "vLLM needs a GPU and the container requests none")
+@register(
+    "gpu-request-none",
+    WARN,
+    "vLLM needs a GPU and the container requests none",
+    Basis(HEURISTIC, "a one-device plan without a request is probably a mistake"),
+)
 def request_none(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     if ctx.gpus_needed != 1 or ctx.gpus.requested or ctx.spread or not _countable(ctx):
         return
@@ -141,10 +164,16 @@ def request_none(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
         "build of vLLM)",
         ctx.gpu_path,
         f"request one device: {_limit_snippet(resource, 1)}",
+        inputs=(plan_input(ctx),),
     )
 
 
-@register("gpu-count-too-low", FAIL, "fewer GPUs requested than vLLM's plan needs")
+@register(
+    "gpu-count-too-low",
+    FAIL,
+    "fewer GPUs requested than vLLM's plan needs",
+    Basis(VLLM_CODE, "vLLM's 'World size (N) is larger than the number of available GPUs'"),
+)
 def count_too_low(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     need, have = ctx.gpus_needed, ctx.gpus_have
     if need is None or not have or have >= need or ctx.spread or not _countable(ctx):
@@ -158,10 +187,16 @@ def count_too_low(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
         f"request {_units(ctx, need)} {_unit(ctx)}, or lower the parallel sizes to fit {have} "
         f"({ctx.flag('tensor_parallel_size', '--tensor-parallel-size')} at "
         f"{ctx.arg_path('tensor_parallel_size')})",
+        inputs=(plan_input(ctx), devices_input(ctx)),
     )
 
 
-@register("gpu-count-extra", WARN, "more GPUs requested than vLLM will use")
+@register(
+    "gpu-count-extra",
+    WARN,
+    "more GPUs requested than vLLM will use",
+    Basis(HEURISTIC, "requested devices vLLM does not use stay idle"),
+)
 def count_extra(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     need, have = ctx.gpus_needed, ctx.gpus_have
     if need is None or have is None or ctx.spread or have <= need + policy.extra_gpus_allowed:
@@ -174,10 +209,16 @@ def count_extra(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
         f"{have - need} stay allocated and idle",
         path,
         f"request {_units(ctx, need)} {_unit(ctx)}, or raise the parallel sizes to use all {have}",
+        inputs=(plan_input(ctx), devices_input(ctx)),
     )
 
 
-@register("mig-multi-gpu", FAIL, "MIG slices with a plan that needs more than one device")
+@register(
+    "mig-multi-gpu",
+    FAIL,
+    "MIG slices with a plan that needs more than one device",
+    Basis(VENDOR_DOC, "NVIDIA MIG user guide: one MIG instance per CUDA process"),
+)
 def mig_multi(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     mig = ctx.gpus.mig_entries
     if not mig:
@@ -192,4 +233,6 @@ def mig_multi(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
         "cannot join MIG instances, so tensor/pipeline parallelism over MIG fails",
         mig[0].effective_path,
         "use whole GPUs (nvidia.com/gpu) for TP/PP > 1, or one MIG slice with TP=PP=1",
+        # several slices fail whatever the plan; one slice fails only for the plan's sake
+        inputs=(devices_input(ctx),) if total > 1 else (plan_input(ctx), devices_input(ctx)),
     )

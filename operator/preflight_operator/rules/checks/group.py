@@ -19,21 +19,43 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from preflight_contract.verdicts import FAIL, WARN
+from preflight_operator.rules.certainty import (
+    ARGV,
+    ESTIMATED,
+    EXACT,
+    HEURISTIC,
+    VLLM_CODE,
+    Basis,
+    Input,
+)
+from preflight_operator.rules.checks.consistency import read_worker
 from preflight_operator.rules.checks.shm import shm_findings
 from preflight_operator.rules.context import ContainerContext
+from preflight_operator.rules.inputs import plan_input
 from preflight_operator.rules.model import Finding, Policy
 from preflight_operator.rules.registry import RULE_INFO, declare, register
 from preflight_operator.rules.resources import gpu_resources, pod_gpus
 
 GROUP_EXTRA = declare(
-    "lws-gpu-extra", WARN, "the LeaderWorkerSet group requests more GPUs than vLLM uses"
+    "lws-gpu-extra",
+    WARN,
+    "the LeaderWorkerSet group requests more GPUs than vLLM uses",
+    Basis(HEURISTIC, "group GPUs vLLM does not use stay idle"),
 )
 DP_EXTRA = declare(
-    "lws-dp-extra", WARN, "the LeaderWorkerSet group starts more DP ranks than --data-parallel-size"
+    "lws-dp-extra",
+    WARN,
+    "the LeaderWorkerSet group starts more DP ranks than --data-parallel-size",
+    Basis(VLLM_CODE, "vLLM refuses start ranks beyond -dp"),
 )
 
 
-@register("lws-dp-mismatch", FAIL, "the LeaderWorkerSet group starts fewer DP ranks than -dp")
+@register(
+    "lws-dp-mismatch",
+    FAIL,
+    "the LeaderWorkerSet group starts fewer DP ranks than -dp",
+    Basis(VLLM_CODE, "vLLM's DP coordinator waits for every rank of -dp"),
+)
 def dp_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     """Multi-node DP: size pods x -dpl ranks each must start all -dp ranks."""
     group = ctx.template.group
@@ -54,6 +76,7 @@ def dp_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     if started == plan.dp:
         return
     where = ctx.arg_path("data_parallel_size")
+    inputs = (plan_input(ctx), _workers_dp_local(ctx))
     sizes = (
         f"--data-parallel-size {plan.dp}, but {group.size} pods ({group.size_path}) x "
         f"--data-parallel-size-local {plan.dp_local} start {started} DP ranks"
@@ -65,6 +88,7 @@ def dp_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
             where,
             f"make --data-parallel-size equal {group.size_path} x --data-parallel-size-local"
             f" ({started}), e.g. $((LWS_GROUP_SIZE*{plan.dp_local})) in a shell command",
+            inputs=inputs,
         )
     else:
         yield DP_EXTRA.finding(
@@ -72,10 +96,41 @@ def dp_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
             f"{plan.dp - 1} are refused)",
             where,
             f"make --data-parallel-size equal {group.size_path} x --data-parallel-size-local",
+            inputs=inputs,
         )
 
 
-@register("lws-nnodes-mismatch", FAIL, "--nnodes differs from the LeaderWorkerSet size")
+def _workers_dp_local(ctx: ContainerContext) -> Input:
+    """The rule counts every pod at the leader's -dpl: exact when the worker template is
+    the leader's, or its vLLM command says the same -dpl (read as the engine reads it)."""
+    group = ctx.template.group
+    what = "the workers' --data-parallel-size-local"
+    if group is None or group.worker_path == group.leader_path:
+        return Input(ARGV, what, EXACT)
+    worker = read_worker(ctx, 1)
+    parsed = worker.parsed if worker is not None else None
+    if (
+        parsed is not None
+        and parsed.plan_valid
+        and "data_parallel_size_local" in parsed.origins
+        and parsed.plan.dp_local == ctx.parsed.plan.dp_local
+    ):
+        return Input(ARGV, what, EXACT)
+    return Input(
+        ARGV,
+        what,
+        ESTIMATED,
+        "is assumed to be the leader's (the worker template gives another or none that "
+        "could be read)",
+    )
+
+
+@register(
+    "lws-nnodes-mismatch",
+    FAIL,
+    "--nnodes differs from the LeaderWorkerSet size",
+    Basis(VLLM_CODE, "torch.distributed rendezvous waits for --nnodes nodes"),
+)
 def nnodes_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     group = ctx.template.group
     nnodes = ctx.parsed.plan.nnodes
@@ -93,6 +148,7 @@ def nnodes_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
         "torch.distributed initialisation",
         ctx.arg_path("nnodes"),
         f"make --nnodes equal {group.size_path} ({group.size}), e.g. --nnodes $(LWS_GROUP_SIZE)",
+        inputs=(plan_input(ctx),),
     )
 
 
@@ -107,7 +163,12 @@ def _gpu_container(spec: Mapping[str, Any], path: str) -> tuple[Mapping[str, Any
     return None
 
 
-@register("lws-gpu-total", FAIL, "the LeaderWorkerSet group has fewer GPUs than the engine")
+@register(
+    "lws-gpu-total",
+    FAIL,
+    "the LeaderWorkerSet group has fewer GPUs than the engine",
+    Basis(VLLM_CODE, "vLLM's Ray executor: a placement group of TP x PP GPU bundles"),
+)
 def group_total(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     group = ctx.template.group
     if group is None or group.family != "lws" or not ctx.spread or ctx.template.role != "leader":
@@ -130,12 +191,14 @@ def group_total(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
             worker_limit,
             f"give each pod {need // group.size if need % group.size == 0 else 'its share of'}"
             f" GPUs, or change {group.size_path} / the parallel sizes",
+            inputs=(plan_input(ctx),),
         )
     elif have > need + policy.extra_gpus_allowed * group.size:
         yield GROUP_EXTRA.finding(
             f"the group of {group.size} pods requests {have} GPUs but vLLM uses {need}",
             worker_limit,
             "request only the GPUs the engine uses",
+            inputs=(plan_input(ctx),),
         )
     # worker pods run vLLM's GPU processes too: they need /dev/shm just like the leader
     share = worker
@@ -152,7 +215,12 @@ def group_total(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
         )
 
 
-@register("ray-gpu-total", FAIL, "the Ray cluster can never hold the GPUs one engine needs")
+@register(
+    "ray-gpu-total",
+    FAIL,
+    "the Ray cluster can never hold the GPUs one engine needs",
+    Basis(VLLM_CODE, "vLLM's Ray executor: a placement group of TP x PP GPU bundles"),
+)
 def ray_total(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     """A Ray cluster (RayCluster, RayService, RayJob, RayClusterFleet): vLLM's Ray
     executor asks for a placement group of TP x PP GPU bundles (x the Serve replicas); if
@@ -186,4 +254,5 @@ def ray_total(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
         ctx.arg_path("tensor_parallel_size"),
         "give the worker groups more GPUs (nvidia.com/gpu limits and rayStartParams num-gpus, "
         "or replicas/maxReplicas), or lower the parallel sizes",
+        inputs=(plan_input(ctx),),
     )

@@ -16,7 +16,18 @@ from typing import Any
 
 from preflight_contract import modelfacts as mf
 from preflight_contract.verdicts import FAIL, INFO, WARN
+from preflight_operator.rules.certainty import (
+    ESTIMATED,
+    EXACT,
+    HEURISTIC,
+    MODEL_FACT,
+    VLLM_CODE,
+    WEIGHT_BYTES,
+    Basis,
+    Input,
+)
 from preflight_operator.rules.context import ContainerContext
+from preflight_operator.rules.inputs import plan_input
 from preflight_operator.rules.model import Finding, Policy
 from preflight_operator.rules.registry import RULE_INFO, declare, register
 
@@ -37,11 +48,26 @@ _FIELD_DEST = {
     mf.QUANT_CAPABILITY: "quantization",
 }
 _GPU_RULES = frozenset((mf.WEIGHTS_FIT, mf.DTYPE_CAPABILITY, mf.QUANT_CAPABILITY))
+# Where each model rule's knowledge comes from: vLLM's own code, recorded over the corpus
+# (tests/data/models/vllm_verdicts.json), except the memory fit, whose 2 GiB of
+# activations and CUDA graphs (RUNTIME_OVERHEAD_BYTES) is an estimate at default settings.
+_VERDICTS = "recorded in tests/data/models/vllm_verdicts.json"
+BASES = {
+    mf.TP_HEADS: Basis(VLLM_CODE, f"ModelConfig.verify_with_parallel_config, {_VERDICTS}"),
+    mf.TP_KV_HEADS: Basis(VLLM_CODE, f"QKVParallelLinear's KV head split, {_VERDICTS}"),
+    mf.EP_EXPERTS: Basis(VLLM_CODE, "_verify_with_expert_parallelism, determine_expert_map"),
+    mf.PP_LAYERS: Basis(VLLM_CODE, "vllm/distributed/utils.py get_pp_indices"),
+    mf.MAX_LEN: Basis(VLLM_CODE, f"_get_and_verify_max_len, {_VERDICTS}"),
+    mf.WEIGHTS_FIT: Basis(HEURISTIC, "vLLM's memory profile with an estimated 2 GiB overhead"),
+    mf.DTYPE_CAPABILITY: Basis(VLLM_CODE, "vllm/platforms/cuda.py check_if_supports_dtype"),
+    mf.QUANT_CAPABILITY: Basis(VLLM_CODE, f"each method's get_min_capability(), {_VERDICTS}"),
+    mf.UNREADABLE: Basis(HEURISTIC, "the model's files could not be read here"),
+}
 # Their worst severity (some also warn); model-tp-heads is the registered function below.
 for _rule in mf.RULE_IDS[1:]:
-    declare(_rule, FAIL, mf.RULE_SUMMARIES[_rule])
+    declare(_rule, FAIL, mf.RULE_SUMMARIES[_rule], BASES[_rule])
 # info, not warn: an unknown model is said once per result and never changes the verdict
-declare(mf.UNREADABLE, INFO, mf.RULE_SUMMARIES[mf.UNREADABLE])
+declare(mf.UNREADABLE, INFO, mf.RULE_SUMMARIES[mf.UNREADABLE], BASES[mf.UNREADABLE])
 
 
 def _selector_terms(spec: Mapping[str, Any]) -> list[dict[str, list[str]]]:
@@ -124,7 +150,7 @@ def _flag_text(ctx: ContainerContext, dest: str) -> str:
     return origin.spelling if origin is not None else "--" + dest.replace("_", "-")
 
 
-@register(mf.TP_HEADS, FAIL, mf.RULE_SUMMARIES[mf.TP_HEADS])
+@register(mf.TP_HEADS, FAIL, mf.RULE_SUMMARIES[mf.TP_HEADS], BASES[mf.TP_HEADS])
 def model_rules(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     """Every model rule at once: the model's files are looked up a single time."""
     lookup = ctx.lookup.model
@@ -151,6 +177,7 @@ def model_rules(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
         return
     serving = serving_of(ctx)
     gpu = gpu_of(ctx.spec)
+    inputs = (plan_input(ctx), Input(MODEL_FACT, f"the config.json of {model}", EXACT))
     for verdict in mf.evaluate(facts, serving, gpu):
         if verdict.status not in (mf.FAIL, mf.WARN):
             continue
@@ -159,6 +186,7 @@ def model_rules(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
         detail = ""
         if verdict.rule in _GPU_RULES and gpu is not None and gpu.source:
             detail = f" (GPU from {gpu.source})"
+        rests_on = (*inputs, _weights_input(facts)) if verdict.rule == mf.WEIGHTS_FIT else inputs
         yield Finding(
             verdict.rule,
             FAIL if verdict.status == mf.FAIL else WARN,
@@ -167,4 +195,18 @@ def model_rules(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
             verdict.fix.replace("--tensor-parallel-size", _flag_text(ctx, "tensor_parallel_size"))
             if "tensor_parallel_size" in ctx.parsed.origins
             else verdict.fix,
+            rests_on,
         )
+
+
+def _weights_input(facts: mf.ModelFacts) -> Input:
+    """The weights' size: exact only from the safetensors index's total_size."""
+    if facts.weight_text.startswith("estimated"):
+        return Input(
+            WEIGHT_BYTES,
+            "the size of the weights",
+            ESTIMATED,
+            "is estimated from the architecture in config.json (no "
+            "model.safetensors.index.json total_size)",
+        )
+    return Input(WEIGHT_BYTES, "the size of the weights", EXACT)

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from preflight_contract.verdicts import FAIL
+from preflight_operator.rules.certainty import VLLM_CODE, Basis
 from preflight_operator.rules.context import ContainerContext
 from preflight_operator.rules.model import Finding, Policy
 from preflight_operator.rules.registry import RULE_INFO, register
@@ -33,7 +34,12 @@ def link_prefix(service: Mapping[str, Any]) -> str:
     return str(name or "").upper().replace("-", "_")
 
 
-@register("vllm-port-service", FAIL, "a Service named vllm injects VLLM_PORT=tcp://...")
+@register(
+    "vllm-port-service",
+    FAIL,
+    "a Service named vllm injects VLLM_PORT=tcp://...",
+    Basis(VLLM_CODE, "vllm/envs.py: a VLLM_PORT that is a URI is refused"),
+)
 def vllm_port_service(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     if ctx.spec.get("enableServiceLinks") is False:
         return

@@ -12,15 +12,25 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from preflight_contract.verdicts import FAIL, WARN
+from preflight_operator.rules.certainty import HEURISTIC, VENDOR_DOC, Basis, Input
 from preflight_operator.rules.context import ContainerContext
+from preflight_operator.rules.inputs import devices_input, plan_input
 from preflight_operator.rules.model import Finding, Policy
 from preflight_operator.rules.quantity import format_bytes, parse_quantity
 from preflight_operator.rules.registry import RULE_INFO, declare, register
 
 SHM = "/dev/shm"
-SHM_TOO_SMALL = declare("shm-too-small", FAIL, "/dev/shm sizeLimit under the policy minimum")
+SHM_TOO_SMALL = declare(
+    "shm-too-small",
+    FAIL,
+    "/dev/shm sizeLimit under the policy minimum",
+    Basis(HEURISTIC, "the policy's shmMin threshold (default 1Gi)"),
+)
 SHM_NOT_MEMORY = declare(
-    "shm-not-memory", WARN, "/dev/shm is mounted from a volume that is not in memory"
+    "shm-not-memory",
+    WARN,
+    "/dev/shm is mounted from a volume that is not in memory",
+    Basis(HEURISTIC, "shared memory on disk is slow"),
 )
 
 
@@ -59,6 +69,7 @@ def shm_findings(
     container_path: str,
     processes: int,
     policy: Policy,
+    inputs: tuple[Input, ...] = (),
 ) -> Iterator[Finding]:
     """The /dev/shm findings of one container running ``processes`` GPU processes."""
     if processes <= 1 or spec.get("hostIPC") is True:
@@ -71,6 +82,7 @@ def shm_findings(
             "memory segment' / 'unhandled system error' or vLLM hangs at start-up",
             f"{container_path}.volumeMounts",
             _snippet(policy),
+            inputs,
         )
         return
     index, volume = found
@@ -88,6 +100,7 @@ def shm_findings(
                 "NCCL runs out of shared memory",
                 f"{vpath}.emptyDir.sizeLimit",
                 f"raise sizeLimit to at least {format_bytes(policy.shm_min_bytes)} (or remove it)",
+                inputs,
             )
         return
     if isinstance(volume.get("hostPath"), Mapping):
@@ -97,10 +110,18 @@ def shm_findings(
         "lives on disk, which is slow and may not support what NCCL needs",
         vpath,
         "use emptyDir: {medium: Memory} for the /dev/shm volume",
+        inputs,
     )
 
 
-@register("shm-missing", FAIL, "several GPU processes and no /dev/shm volume")
+@register(
+    "shm-missing",
+    FAIL,
+    "several GPU processes and no /dev/shm volume",
+    Basis(
+        VENDOR_DOC, "NCCL troubleshooting and vLLM's container docs: 64 MiB /dev/shm is too small"
+    ),
+)
 def shm(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     if not ctx.gpus.uses_shm or ctx.template.shm_provided:
         # TPU, Neuron, Gaudi, ...: no NCCL/RCCL shared-memory transport; KubeRay mounts a
@@ -115,4 +136,5 @@ def shm(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
         container_path=ctx.path,
         processes=processes,
         policy=policy,
+        inputs=(devices_input(ctx),) if ctx.spread else (plan_input(ctx),),
     )
