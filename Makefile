@@ -71,6 +71,7 @@ reliability: venv controlplane
 	$(PY) hack/reliability/inputs.py
 	$(PY) hack/reliability/integrity.py
 	$(PY) hack/reliability/webhook_port.py
+	$(PY) hack/reliability/loopstall.py
 	if [ -f hack/reliability/churn.py ]; then $(PY) hack/reliability/churn.py; fi
 
 clean:
