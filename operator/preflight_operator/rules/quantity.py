@@ -27,6 +27,7 @@ arithmetic, and never Python's 4300-digit ``int()`` limit.
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 from typing import NamedTuple
@@ -119,6 +120,11 @@ def parse_quantity(value: object) -> Fraction | None:
     return _parse_quantity_text(value.strip(_JSON_SPACES))
 
 
+# The same few quantities ("2", "1Gi") are read several times per container by the rules
+# (the device count by four rules, /dev/shm by three): parsed once each. Fractions are
+# immutable, so sharing them is safe; 4,096 texts bound the memory (each is at most a
+# manifest's field).
+@functools.lru_cache(maxsize=4096)
 def _parse_quantity_text(text: str) -> Fraction | None:
     """A quantity string (JSON spaces stripped), as apimachinery's ParseQuantity reads it."""
     if not text:
