@@ -7,10 +7,7 @@ into ~/.cache/vllm-preflight; without Go these tests are skipped.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,35 +16,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from preflight_dev.testing.oracles import oracle_binary
 from preflight_operator.rules.kubeenv import expand
-
-SOURCE = Path(__file__).parents[2] / "hack" / "expansion"
 
 
 def _binary() -> Path:
-    go = shutil.which("go")
-    if go is None:
-        pytest.skip("no Go toolchain: the kubelet expansion oracle cannot be built")
-    key = hashlib.sha256()
-    for name in ("main.go", "go.mod", "go.sum"):
-        key.update((SOURCE / name).read_bytes())
-    key.update(subprocess.run([go, "version"], capture_output=True, check=True).stdout)
-    cache = Path(os.environ.get("VLLM_PREFLIGHT_CACHE", Path.home() / ".cache" / "vllm-preflight"))
-    binary = cache / f"expansion-{key.hexdigest()[:12]}" / "expansion"
-    if not binary.exists():
-        binary.parent.mkdir(parents=True, exist_ok=True)
-        built = subprocess.run(
-            [go, "build", "-o", f"{binary}.partial", "."],
-            cwd=SOURCE,
-            env={**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-mod=readonly"},
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
-        if built.returncode != 0:
-            pytest.skip(f"cannot build the kubelet expansion oracle: {built.stderr[-500:]}")
-        os.replace(f"{binary}.partial", binary)
+    binary, why = oracle_binary("expansion")
+    if binary is None:
+        pytest.skip(why)
     return binary
 
 

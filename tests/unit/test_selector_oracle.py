@@ -9,10 +9,7 @@ a valid selector which label sets it selects.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import shutil
 import subprocess
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -22,11 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from preflight_dev.testing.oracles import oracle_binary
 from preflight_operator.config import ConfigError
 from preflight_operator.policy import parse_policy, parse_selector
-
-SOURCE = Path(__file__).parents[2] / "hack" / "selector"
-
 
 # -- the tester's selectors, and the syntax edges ---------------------------------------------
 
@@ -102,29 +97,9 @@ def test_a_selector_kubernetes_takes_is_taken(selector: Any) -> None:
 
 
 def _binary() -> Path:
-    go = shutil.which("go")
-    if go is None:
-        pytest.skip("no Go toolchain: the apimachinery selector oracle cannot be built")
-    key = hashlib.sha256()
-    for name in ("main.go", "go.mod", "go.sum"):
-        key.update((SOURCE / name).read_bytes())
-    key.update(subprocess.run([go, "version"], capture_output=True, check=True).stdout)
-    cache = Path(os.environ.get("VLLM_PREFLIGHT_CACHE", Path.home() / ".cache" / "vllm-preflight"))
-    binary = cache / f"selector-{key.hexdigest()[:12]}" / "selector"
-    if not binary.exists():
-        binary.parent.mkdir(parents=True, exist_ok=True)
-        built = subprocess.run(
-            [go, "build", "-o", f"{binary}.partial", "."],
-            cwd=SOURCE,
-            env={**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-mod=readonly"},
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
-        if built.returncode != 0:
-            pytest.skip(f"cannot build the apimachinery selector oracle: {built.stderr[-500:]}")
-        os.replace(f"{binary}.partial", binary)
+    binary, why = oracle_binary("selector")
+    if binary is None:
+        pytest.skip(why)
     return binary
 
 
