@@ -25,9 +25,10 @@ import yaml
 
 from preflight_dev import localsetup
 from preflight_dev.testing import Cluster
+from preflight_dev.testing.corpus import load_expected
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "realworld"
-EXPECTED = json.loads((CORPUS / "expected.json").read_text(encoding="utf-8"))["files"]
+EXPECTED = load_expected(CORPUS)
 
 # Kinds of the corpus that are not what these CRDs are about (they ride along in files).
 OTHER_KINDS = {"Secret", "Service", "Namespace", "ResourceClaimTemplate", "ConfigMap"}

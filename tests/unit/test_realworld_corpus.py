@@ -15,10 +15,11 @@ from typing import Any
 
 import pytest
 
+from preflight_dev.testing.corpus import load_expected
 from preflight_operator import lint
 
 ROOT = Path(__file__).parents[1] / "data" / "realworld"
-EXPECTED: dict[str, Any] = json.loads((ROOT / "expected.json").read_text())["files"]
+EXPECTED: dict[str, Any] = load_expected(ROOT)
 PLAN_KEYS = ("tp", "pp", "dp", "dp_local", "gpus_needed")
 # What the tool may say although the reader found the manifest right: it could not count
 # the devices (unknown is a warning, never a failure).
