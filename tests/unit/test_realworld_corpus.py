@@ -57,9 +57,25 @@ def _cases() -> list[tuple[str, dict[str, Any]]]:
     return [(rel, w) for rel, entry in EXPECTED.items() for w in entry.get("workloads", [])]
 
 
-@pytest.mark.parametrize(
-    ("rel", "expected"), _cases(), ids=[f"{r}:{w['container']}" for r, w in _cases()]
-)
+def _params() -> list[Any]:
+    """One case per workload. A workload whose reading the tool does not match yet carries
+    `known_gap` (why) in its entry: strict xfail, so the case fails once the tool agrees
+    and the entry must then lose its gap. A gap never excuses a false failure: that one is
+    checked for every workload by test_no_false_failure_anywhere."""
+    return [
+        pytest.param(
+            rel,
+            w,
+            id=f"{rel}:{w['container']}",
+            marks=[pytest.mark.xfail(strict=True, reason=w["known_gap"])]
+            if w.get("known_gap")
+            else [],
+        )
+        for rel, w in _cases()
+    ]
+
+
+@pytest.mark.parametrize(("rel", "expected"), _params())
 def test_lint_agrees_with_the_reading(
     corpus: tuple[int, dict[str, list[dict[str, Any]]], str], rel: str, expected: dict[str, Any]
 ) -> None:
