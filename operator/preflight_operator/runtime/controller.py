@@ -16,22 +16,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from preflight_operator.core import constants, provenance
-from preflight_operator.core.analysis import Analyser, analyse_off_loop
+from preflight_operator.core.analysis import Analyser
 from preflight_operator.core.config import OperatorConfig
-from preflight_operator.core.events import now_rfc3339, policy_invalid_event
+from preflight_operator.core.events import now_rfc3339
 from preflight_operator.core.nodefeedback import Levels, finding, parse_levels
 from preflight_operator.core.podresults import PodResult, pod_result, unschedulable
-from preflight_operator.core.policy import (
-    VALID_CONDITION,
-    Policy,
-    PolicyBook,
-    ResolvedPolicy,
-    parse_policy,
-    policy_status,
-    status_differs,
-    stored_status,
-)
-from preflight_operator.core.static import StaticResult, crashed
+from preflight_operator.core.policy import Policy, PolicyBook, ResolvedPolicy, parse_policy
+from preflight_operator.core.static import StaticResult
 from preflight_operator.core.store import (
     Key,
     PodState,
@@ -42,7 +33,6 @@ from preflight_operator.core.store import (
 )
 from preflight_operator.core.workloads import (
     POD,
-    VALIDATED_KINDS,
     WorkloadKind,
     WorkloadRef,
     is_bare_pod,
@@ -52,18 +42,19 @@ from preflight_operator.core.workloads import (
     wrapper_owner,
 )
 from preflight_operator.runtime import metrics
+from preflight_operator.runtime.analyses import AnalysisScheduler
 from preflight_operator.runtime.api import (
-    API_ERRORS,
     POLICIES,
     KubeApi,
-    NotFound,
     collection_path,
 )
 from preflight_operator.runtime.eventsink import EventSink
+from preflight_operator.runtime.listing import WorkloadLister
 from preflight_operator.runtime.nodehealth import NodeFeedback
+from preflight_operator.runtime.policystatus import PolicyStatusWriter
 from preflight_operator.runtime.reconciler import Reconciler
 from preflight_operator.runtime.reflector import Reflector
-from preflight_operator.runtime.rulesworker import BudgetExceeded, RulesPool
+from preflight_operator.runtime.workers import ReconcileWorkers
 from preflight_operator.runtime.workqueue import WorkQueue
 from preflight_operator.runtime.writegate import WriteGate
 
@@ -98,30 +89,31 @@ class Controller:
     ) -> None:
         self.config = config
         self.api = api
-        self.analyser = analyser
         self.identity = identity
         self._now = now
         self._clock = clock
         self.store = Store()
-        self.queue: WorkQueue[Key] = WorkQueue()
         self.policies = PolicyBook()
         self.opted_in: set[str] = set()
         self.events = EventSink(api, identity, now)
         # The gate is made below; the lambda reads it when a finding is applied.
         self.node_feedback = NodeFeedback(api, now, lambda: self.gate.allows())  # noqa: PLW0108
-        self.reconciler = Reconciler(
+        self._tasks: list[asyncio.Task[Any]] = []
+        # When the rules run (now, or later in a worker) and which answer counts.
+        self.analyses = AnalysisScheduler(analyser, spawn=self._spawn, now=now)
+        # The reads observations cannot bring (a namespace's workloads, one afresh, the
+        # pods that run without the check after an outage of the webhook).
+        self.listing = WorkloadLister(api, self.store, self.observe_workload, self.analyses.settled)
+        reconciler = Reconciler(
             self.store,
             api,
             self.events,
-            load_workload=self._load_workload,
+            load_workload=self.listing.load_workload,
             history_limit=config.history_pods_per_workload,
             now=now,
             clock=clock,
-            uninjected=self._uninjected_pods,
+            uninjected=self.listing.uninjected_pods,
         )
-        # Per workload: how many pods its controller reports, and the labels its pods
-        # carry (to find pods that run without the check, after an outage of the webhook).
-        self._pod_hints: dict[Key, tuple[int, str]] = {}
         self.policy_reflector = Reflector(
             api,
             collection_path(POLICIES, None),
@@ -139,7 +131,6 @@ class Controller:
             on_object=self.observe_validation,
             transform=_identity_fields,
         )
-        self._tasks: list[asyncio.Task[Any]] = []
         self._context_revision = 0
         # Caches the rules read (Services named vllm): primed and run with the others,
         # on every replica; a change re-analyses the namespace's workloads.
@@ -149,17 +140,27 @@ class Controller:
         for reflector in self.context_reflectors:
             reflector.subscribe(self.context_changed)
         # Reconciles write only while this replica holds the Lease (writegate.py,
-        # elector.py); keys met while following wait in `_deferred` until it leads.
+        # elector.py); keys met while following wait until it leads (workers.py).
         self.gate = gate or WriteGate(identity, standalone=True)
-        self._deferred: set[Key] = set()
-        # Per workload, the newest observation: an analysis answered late by a rules worker
-        # is dropped when a newer one was made meanwhile.
-        self._observed_seq: dict[Key, int] = {}
-        self._analysing: set[Key] = set()
-        # Namespaces whose PreflightPolicy statuses wait for the gate to open.
-        self._policy_status_pending: set[str] = set()
-        self._policy_status_lock = asyncio.Lock()
-        self._started = False
+        self.workers = ReconcileWorkers(self.store, reconciler, self.gate, clock=clock)
+        # PreflightPolicy statuses, written only while this replica may write.
+        self.policy_statuses = PolicyStatusWriter(
+            api, self.policy_reflector, self.events, allowed=self.gate.allows,
+            spawn=self._spawn, now=now,
+        )  # fmt: skip
+
+    @property
+    def queue(self) -> WorkQueue[Key]:
+        return self.workers.queue
+
+    @property
+    def analyser(self) -> Analyser:
+        """The rules (in this process, or a pool of workers the life cycle swaps in)."""
+        return self.analyses.analyser
+
+    @analyser.setter
+    def analyser(self, analyser: Analyser) -> None:
+        self.analyses.analyser = analyser
 
     # -- scope ------------------------------------------------------------------------
 
@@ -203,17 +204,12 @@ class Controller:
             has_injected_pods and not self.excluded(ref.namespace)
         )
         if deleted or not in_scope:
-            self._pod_hints.pop(key, None)
+            self.listing.note_hint(key, kind, None)
             if key in self.store.workloads:
                 self.store.forget_workload(key)
                 metrics.WORKLOADS.set(len(self.store.workloads))
             return
-        hint = _pod_hint(kind, body)
-        hint_changed = self._pod_hints.get(key) != hint
-        if hint is None:
-            self._pod_hints.pop(key, None)
-        else:
-            self._pod_hints[key] = hint
+        hint_changed = self.listing.note_hint(key, kind, body)
         meta = body.get("metadata") or {}
         labels = dict(meta.get("labels") or {})
         uid = str(meta.get("uid", ""))
@@ -223,73 +219,25 @@ class Controller:
         before = self.store.workloads.get(key)
         # Items of a LIST carry no kind; the rules find pod templates by it.
         typed = {"apiVersion": kind.api_version, "kind": kind.kind, **body}
-        self._observed_seq[key] = seq = self._observed_seq.get(key, 0) + 1
+        seq = self.analyses.observe(key)
         if before is not None and before.static_key == memo:
             static, checked_at = before.static, before.static_checked_at
-        elif isinstance(self.analyser, RulesPool):
-            # Rules in worker processes: never hold up the event loop (it serves the
-            # webhooks) for up to their budget; the rest follows when they answer.
-            self._analysing.add(key)
-            self._spawn(
-                self._analysed_later(
-                    kind, body, typed=typed, policy=policy, memo=memo,
-                    hint_changed=hint_changed, seq=seq,
-                )
-            )  # fmt: skip
+        elif self.analyses.off_loop:
+            # the rest of the observation follows when the rules worker answers
+            def deliver(static: StaticResult, checked_at: str) -> None:
+                self._observed(
+                    kind, body, policy=policy, memo=memo, static=static,
+                    checked_at=checked_at, hint_changed=hint_changed,
+                )  # fmt: skip
+
+            self.analyses.analyse_later(key, ref.display, typed, policy, seq=seq, deliver=deliver)
             return
         else:
-            static, checked_at = self._analyse(ref, typed, policy), self._now()
+            static, checked_at = self.analyses.analyse_now(ref.display, typed, policy), self._now()
         self._observed(
             kind, body, policy=policy, memo=memo, static=static, checked_at=checked_at,
             hint_changed=hint_changed,
         )  # fmt: skip
-
-    def _analyse(
-        self, ref: WorkloadRef, typed: Mapping[str, Any], policy: ResolvedPolicy
-    ) -> StaticResult:
-        try:
-            return self.analyser.analyse(typed, policy.spec)
-        except BudgetExceeded as exc:  # a stored hostile object: same budget as admission
-            logger.warning("rules on %s stopped: %s", ref.display, exc.reason)
-            metrics.RECONCILE_ERRORS.labels(stage="budget").inc()
-            return crashed(f"could not be checked in time: the rules stopped, {exc.reason}")
-        except Exception as exc:  # the rules must never stop the operator
-            logger.exception("rules failed on %s", ref.display)
-            metrics.RECONCILE_ERRORS.labels(stage="rules").inc()
-            return crashed(f"{type(exc).__name__}: {exc}")
-
-    async def _analysed_later(
-        self,
-        kind: WorkloadKind,
-        body: Mapping[str, Any],
-        *,
-        typed: Mapping[str, Any],
-        policy: ResolvedPolicy,
-        memo: tuple[Any, ...],
-        hint_changed: bool,
-        seq: int,
-    ) -> None:
-        ref = ref_of(body, kind)
-        try:
-            try:
-                static = await analyse_off_loop(self.analyser, typed, policy.spec)
-            except BudgetExceeded as exc:  # a stored hostile object: same budget as admission
-                logger.warning("rules on %s stopped: %s", ref.display, exc.reason)
-                metrics.RECONCILE_ERRORS.labels(stage="budget").inc()
-                static = crashed(f"could not be checked in time: the rules stopped, {exc.reason}")
-            except Exception as exc:  # the rules must never stop the operator
-                logger.exception("rules failed on %s", ref.display)
-                metrics.RECONCILE_ERRORS.labels(stage="rules").inc()
-                static = crashed(f"{type(exc).__name__}: {exc}")
-            if self._observed_seq.get(ref.key) != seq:
-                return  # a newer observation of the workload is on its way
-            self._observed(
-                kind, body, policy=policy, memo=memo, static=static, checked_at=self._now(),
-                hint_changed=hint_changed,
-            )  # fmt: skip
-        finally:
-            if self._observed_seq.get(ref.key) == seq:
-                self._analysing.discard(ref.key)
 
     def _observed(
         self,
@@ -442,132 +390,24 @@ class Controller:
         return False
 
     def enqueue(self, key: Key) -> None:
-        self.queue.add(key)
-        metrics.QUEUE_DEPTH.set(len(self.queue))
-
-    # -- reads the observations cannot bring ------------------------------------------
-
-    async def reprocess_namespace(self, namespace: str) -> None:
-        """Reads every workload of a namespace (it opted in, or its policies changed)."""
-        for kind in VALIDATED_KINDS.values():
-            if kind is POD:
-                continue
-            try:
-                async for items, _ in self.api.list_pages(collection_path(kind, namespace)):
-                    for item in items:
-                        item.setdefault("metadata", {}).setdefault("namespace", namespace)
-                        self.observe_workload(kind, item, deleted=False)
-            except NotFound:
-                continue  # e.g. LeaderWorkerSet is not installed
-            except API_ERRORS as exc:
-                logger.warning("could not list %s in %s: %s", kind.plural, namespace, exc)
-
-    async def _uninjected_pods(self, workload: WorkloadState) -> list[str]:
-        """Names of the workload's pods that lack the injected label (one label-selected
-        list of its namespace, only when its controller reports pods)."""
-        hint = self._pod_hints.get(workload.ref.key)
-        if hint is None or hint[0] <= 0:
-            return []
-        selector = f"{hint[1]},!{constants.LABEL_INJECTED}"
-        names: list[str] = []
-        async for items, _ in self.api.list_pages(
-            f"/api/v1/namespaces/{workload.ref.namespace}/pods",
-            {"labelSelector": selector, "limit": "50"},
-        ):
-            names += [
-                str((p.get("metadata") or {}).get("name", ""))
-                for p in items
-                if not (p.get("metadata") or {}).get("deletionTimestamp")
-            ]
-            break  # one page is enough to say so
-        return sorted(names)
-
-    async def _load_workload(self, key: Key) -> WorkloadState | None:
-        namespace, kind_name, name = key
-        kind = VALIDATED_KINDS.get(kind_name)
-        if kind is None:
-            return None
-        try:
-            body = await self.api.get_workload(
-                ref_of({"metadata": {"namespace": namespace, "name": name}}, kind)
-            )
-        except NotFound:
-            return None
-        body.setdefault("metadata", {}).setdefault("namespace", namespace)
-        self.observe_workload(kind, body, deleted=False, has_injected_pods=True)
-        for _ in range(600):  # the rules may answer from a worker: within their budget
-            if key not in self._analysing:
-                break
-            await asyncio.sleep(0.02)
-        return self.store.workloads.get(key)
+        self.workers.enqueue(key)
 
     def _policies_changed(self, namespace: str) -> None:
         parsed = self._parsed_policies()
         before = self.policies.in_namespace(namespace)
         self.policies.replace_all(parsed)
-        self._sync_policy_statuses({namespace})
+        self.policy_statuses.sync({namespace})
         if _by_name(before) != _by_name(self.policies.in_namespace(namespace)):
             # Only a change of what the policies say re-analyses the namespace, not the
             # echo of our own status write on a policy.
             self.context_changed(namespace)
-
-    def _sync_policy_statuses(self, namespaces: set[str]) -> None:
-        self._policy_status_pending |= namespaces
-        if self._started and self._policy_status_pending and self.gate.allows():
-            pending, self._policy_status_pending = self._policy_status_pending, set()
-            self._spawn(self._write_policy_statuses(pending))
-
-    async def _write_policy_statuses(self, namespaces: set[str]) -> None:
-        """Each PreflightPolicy's status: observedGeneration and a Valid condition naming
-        every field the operator did not take; a PolicyInvalid Event when that is new."""
-        async with self._policy_status_lock:
-            for namespace in sorted(namespaces):
-                for body in self.policy_reflector.in_namespace(namespace):
-                    await self._write_policy_status(body)
-
-    async def _write_policy_status(self, body: Mapping[str, Any]) -> None:
-        meta = body.get("metadata") or {}
-        namespace, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
-        problems = parse_policy(body).problems
-        wanted = policy_status(body, problems, self._now())
-        if not status_differs(body, wanted):
-            return
-        stored = stored_status(body)
-        before = next(
-            (
-                c
-                for c in stored.get("conditions") or []
-                if isinstance(c, Mapping) and c.get("type") == VALID_CONDITION
-            ),
-            {},
-        )
-        condition = wanted["conditions"][0]
-        try:
-            await self.api.patch_policy_status(namespace, name, wanted)
-        except API_ERRORS as exc:
-            logger.warning("status of PreflightPolicy %s/%s not written: %s", namespace, name, exc)
-            return
-        metrics.STATUS_WRITES.inc()
-        if problems and (
-            before.get("status") != "False" or before.get("message") != condition["message"]
-        ):
-            logger.warning("PreflightPolicy %s/%s: %s", namespace, name, condition["message"])
-            self.events.post(
-                policy_invalid_event(
-                    namespace,
-                    name,
-                    str(meta.get("uid", "")),
-                    f"{condition['message']}. Fix the field(s) named; until then the"
-                    " defaults shown apply",
-                )
-            )
 
     def context_changed(self, namespace: str) -> None:
         """Something the rules read besides the workload changed in a namespace (its
         policies, a Service named vllm): its workloads are analysed again."""
         self._context_revision += 1
         if any(w.ref.namespace == namespace for w in self.store.workloads.values()):
-            self._spawn(self.reprocess_namespace(namespace))
+            self._spawn(self.listing.reprocess_namespace(namespace))
 
     def _parsed_policies(self) -> list[Policy]:
         """Every policy, each bad field replaced by its default (policy.parse_policy)."""
@@ -593,10 +433,8 @@ class Controller:
         metrics.LEADER_TRANSITIONS.labels(to="leader" if leading else "follower").inc()
         if not leading:
             return
-        self._sync_policy_statuses(set())
-        deferred, self._deferred = self._deferred, set()
-        for key in sorted(deferred):
-            self.enqueue(key)
+        self.policy_statuses.sync(set())
+        self.workers.catch_up()
 
     async def start(self, workers: int = 4) -> None:
         self.events.start()
@@ -606,9 +444,8 @@ class Controller:
         for reflector in self.context_reflectors:
             self._spawn(reflector.run())
         for _ in range(workers):
-            self._spawn(self._worker())
-        self._started = True
-        self._sync_policy_statuses({ns for ns, _ in self.policy_reflector.items})
+            self._spawn(self.workers.run())
+        self.policy_statuses.start()
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -616,7 +453,7 @@ class Controller:
         task.add_done_callback(lambda t: self._tasks.remove(t) if t in self._tasks else None)
 
     async def stop(self) -> None:
-        self.queue.close()
+        self.workers.close()
         for task in list(self._tasks):
             task.cancel()
         for task in list(self._tasks):
@@ -625,37 +462,6 @@ class Controller:
         await self.events.drain(timeout=2.0)
         await self.events.stop()
         await self.node_feedback.stop()
-
-    async def _worker(self) -> None:
-        while True:
-            key = await self.queue.get()
-            if not self.gate.allows():
-                # A follower: the leader writes. Remember the key, in case this replica
-                # takes over (leadership_changed) before a watch brings the key again.
-                self._deferred.add(key)
-                self.queue.done(key, failed=False)
-                continue
-            failed = False
-            started = self._clock()
-            try:
-                await self.reconciler.reconcile(key)
-            except NotFound as exc:
-                # The GPUValidation (or the workload) vanished under us: start over.
-                self.store.forget_validation(key)
-                failed = True
-                logger.info("%s: %s; retrying", "/".join(key), exc)
-            except API_ERRORS as exc:
-                failed = True
-                metrics.RECONCILE_ERRORS.labels(stage="api").inc()
-                logger.warning("reconcile of %s failed: %s", "/".join(key), exc)
-            except Exception:
-                failed = True
-                metrics.RECONCILE_ERRORS.labels(stage="bug").inc()
-                logger.exception("reconcile of %s failed", "/".join(key))
-            finally:
-                metrics.RECONCILE_LATENCY.observe(self._clock() - started)
-                self.queue.done(key, failed=failed)
-                metrics.QUEUE_DEPTH.set(len(self.queue))
 
 
 def _identity_fields(body: dict[str, Any]) -> dict[str, Any]:
@@ -666,29 +472,6 @@ def _identity_fields(body: dict[str, Any]) -> dict[str, Any]:
         "metadata": {"namespace": meta.get("namespace"), "name": meta.get("name")},
         "spec": body.get("spec") or {},
     }
-
-
-def _pod_hint(kind: WorkloadKind, body: Mapping[str, Any]) -> tuple[int, str] | None:
-    """(pods its controller reports, the label selector of its pods), or None when unknown.
-    Deployments, StatefulSets and Jobs select their pods by ``spec.selector.matchLabels``;
-    a LeaderWorkerSet labels its pods with its name."""
-    spec = body.get("spec") or {}
-    status = body.get("status") or {}
-    if not isinstance(spec, Mapping) or not isinstance(status, Mapping):
-        return None
-    name = str((body.get("metadata") or {}).get("name", ""))
-    if kind.kind == "LeaderWorkerSet":
-        labels: Mapping[str, Any] = {"leaderworkerset.sigs.k8s.io/name": name}
-        count = status.get("replicas")
-    else:
-        selector = spec.get("selector") or {}
-        labels = (selector.get("matchLabels") or {}) if isinstance(selector, Mapping) else {}
-        count = status.get("active") if kind.kind == "Job" else status.get("replicas")
-    if not labels or not isinstance(labels, Mapping):
-        return None
-    pods = count if isinstance(count, int) and not isinstance(count, bool) else 0
-    selector_text = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
-    return pods, selector_text
 
 
 def _by_name(policies: Sequence[Policy]) -> list[tuple[str, Policy]]:

@@ -148,7 +148,7 @@ class Watches:
         # The watch is label-selected: DELETED also means "no longer labelled enabled".
         name = str((body.get("metadata") or {}).get("name", ""))
         if self._controller.observe_namespace(name, opted_in=not deleted) and self._started:
-            self._spawn(self._controller.reprocess_namespace(name))
+            self._spawn(self._controller.listing.reprocess_namespace(name))
 
     def _rejected(self, rejection: Rejection) -> None:
         """api.py counted it; the Lease holder also tells the object's owner, once."""
