@@ -88,6 +88,58 @@ def _probe(cls: Any, base: Any, key: str, other: str, how: str) -> str | None:
     return None
 
 
+def _default(base: Any, key: str) -> Any:
+    """The class's value for ``key``, or _MISSING when none can be kept (None, not a
+    plain value, not finite, or a class that refuses to say)."""
+    try:
+        value = getattr(base, key, _MISSING)
+    except Exception:
+        return _MISSING
+    if value is _MISSING or value is None or not _plain(value):
+        return _MISSING
+    if isinstance(value, float) and not math.isfinite(value):
+        return _MISSING
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _entry(cls: Any, base: Any) -> dict[str, Any]:
+    """One class's defaults, relations, aliases and text config type."""
+    entry: dict[str, Any] = {}
+    defaults: dict[str, Any] = {}
+    derived: dict[str, str] = {}
+    aliases: dict[str, str] = {}
+    attribute_map = getattr(cls, "attribute_map", None) or {}
+    for key in DEFAULTED_KEYS:
+        target = attribute_map.get(key) if isinstance(attribute_map, dict) else None
+        if isinstance(target, str) and target != key:
+            aliases[key] = target  # getattr(config, key) reads config.<target>
+            value = getattr(base, target, None)
+            if _plain(value) and value is not None and not isinstance(value, (list, tuple)):
+                defaults[target] = value
+            continue
+        value = _default(base, key)
+        if value is not _MISSING:
+            defaults[key] = value
+    for key, other, how in _RELATIONS:
+        if key in defaults:
+            rel = _relation(cls, base, key, other, how)
+            if rel is not None:
+                derived[key] = rel
+                del defaults[key]
+    if defaults:
+        entry["defaults"] = defaults
+    if derived:
+        entry["derived"] = derived
+    if aliases:
+        entry["aliases"] = dict(sorted(aliases.items()))
+    sub = getattr(cls, "sub_configs", None) or {}
+    text_cls = sub.get("text_config") if isinstance(sub, dict) else None
+    text_type = getattr(text_cls, "model_type", "") if text_cls is not None else ""
+    if text_type:
+        entry["text"] = text_type
+    return entry
+
+
 def table() -> dict[str, Any]:
     """model type -> {"defaults": {key: value}, "derived": {key: relation}, "aliases":
     {key: the attribute it reads}, "text": type}."""
@@ -104,46 +156,7 @@ def table() -> dict[str, Any]:
             base = _build(cls)
         except Exception:
             continue
-        entry: dict[str, Any] = {}
-        defaults: dict[str, Any] = {}
-        derived: dict[str, str] = {}
-        aliases: dict[str, str] = {}
-        attribute_map = getattr(cls, "attribute_map", None) or {}
-        for key in DEFAULTED_KEYS:
-            target = attribute_map.get(key) if isinstance(attribute_map, dict) else None
-            if isinstance(target, str) and target != key:
-                aliases[key] = target  # getattr(config, key) reads config.<target>
-                value = getattr(base, target, None)
-                if value is not None and _plain(value) and not isinstance(value, (list, tuple)):
-                    defaults[target] = value
-                continue
-            try:
-                value = getattr(base, key, _MISSING)
-            except Exception:
-                value = _MISSING
-            if value is _MISSING or value is None or not _plain(value):
-                continue
-            if isinstance(value, float) and not math.isfinite(value):
-                continue
-            defaults[key] = list(value) if isinstance(value, tuple) else value
-        for key, other, how in _RELATIONS:
-            if key in defaults:
-                rel = _relation(cls, base, key, other, how)
-                if rel is not None:
-                    derived[key] = rel
-                    del defaults[key]
-        if defaults:
-            entry["defaults"] = defaults
-        if derived:
-            entry["derived"] = derived
-        if aliases:
-            entry["aliases"] = dict(sorted(aliases.items()))
-        sub = getattr(cls, "sub_configs", None) or {}
-        text_cls = sub.get("text_config") if isinstance(sub, dict) else None
-        text_type = getattr(text_cls, "model_type", "") if text_cls is not None else ""
-        if text_type:
-            entry["text"] = text_type
-        out[model_type] = entry
+        out[model_type] = _entry(cls, base)
     return {"version": transformers.__version__, "models": out}
 
 

@@ -232,47 +232,52 @@ def _default_source(model_type: str) -> str:
     )
 
 
+def _fill(
+    key: str,
+    config: Mapping[str, Any],
+    model_type: str,
+    entry: Optional[Mapping[str, Any]],
+    merged: Dict[str, Any],
+) -> Fact:
+    """One key of ``DEFAULTED_KEYS`` as the class gives it to vLLM (see ``resolve``)."""
+    defaults: Mapping[str, Any] = (entry or {}).get("defaults", {})
+    target = (entry or {}).get("aliases", {}).get(key)
+    if config.get(key) is not None:
+        return Fact(key, EXACT, "config.json")
+    if entry is None:
+        why = (
+            f"config.json leaves {key} out and the {model_type!r} config class is not known here"
+            if model_type
+            else f"config.json leaves {key} out and names no model_type"
+        )
+        return Fact(key, EXACT if key in config else FACT_UNKNOWN, why)
+    if target is not None:  # the class reads this name as another key (attribute_map)
+        if config.get(target) is not None:
+            merged[key] = config[target]
+            return Fact(key, EXACT, f"config.json {target} (the class's alias)")
+        if target in defaults:
+            merged[key] = defaults[target]
+            return Fact(key, DEFAULT, f"{_default_source(model_type)} of {target}")
+        return Fact(key, DEFAULT, f"the {model_type!r} config class has no {target}")
+    derived = entry.get("derived", {}).get(key)
+    if derived is not None:
+        return Fact(key, DEFAULT, f"{_default_source(model_type)}: {derived}")
+    if key in config:  # stated as null: the class keeps None
+        return Fact(key, EXACT, "config.json (null)")
+    if key in defaults:
+        merged[key] = defaults[key]
+        return Fact(key, DEFAULT, _default_source(model_type))
+    return Fact(key, DEFAULT, f"the {model_type!r} config class has no {key}")
+
+
 def resolve(config: Mapping[str, Any], model_type: str) -> Tuple[Dict[str, Any], Dict[str, Fact]]:
     """The config as vLLM reads it through transformers: the keys it states, and for the
     keys it leaves out (``DEFAULTED_KEYS``) the class's default, each with its certainty.
     A key the class does not define stays None: vLLM's own fallback applies (exact)."""
     entry = _defaults_entry(model_type)
     merged: Dict[str, Any] = dict(config)
-    facts: Dict[str, Fact] = {}
-    defaults: Mapping[str, Any] = (entry or {}).get("defaults", {})
-    derived: Mapping[str, str] = (entry or {}).get("derived", {})
-    aliases: Mapping[str, str] = (entry or {}).get("aliases", {})
-    for key in DEFAULTED_KEYS:
-        target = aliases.get(key)
-        if config.get(key) is not None:
-            facts[key] = Fact(key, EXACT, "config.json")
-        elif target is not None:  # the class reads this name as another key
-            if config.get(target) is not None:
-                merged[key] = config[target]
-                facts[key] = Fact(key, EXACT, f"config.json {target} (the class's alias)")
-            elif target in defaults:
-                merged[key] = defaults[target]
-                facts[key] = Fact(key, DEFAULT, f"{_default_source(model_type)} of {target}")
-            else:
-                facts[key] = Fact(key, DEFAULT, f"the {model_type!r} config class has no {target}")
-        elif entry is None:
-            why = (
-                f"config.json leaves {key} out and the {model_type!r} config class is not "
-                "known here"
-                if model_type
-                else f"config.json leaves {key} out and names no model_type"
-            )
-            facts[key] = Fact(key, EXACT if key in config else FACT_UNKNOWN, why)
-        elif key in derived:
-            facts[key] = Fact(key, DEFAULT, f"{_default_source(model_type)}: {derived[key]}")
-        elif key in config:  # stated as null: the class keeps None
-            facts[key] = Fact(key, EXACT, "config.json (null)")
-        elif key in defaults:
-            merged[key] = defaults[key]
-            facts[key] = Fact(key, DEFAULT, _default_source(model_type))
-        else:
-            facts[key] = Fact(key, DEFAULT, f"the {model_type!r} config class has no {key}")
-    for key, rule in derived.items():
+    facts = {key: _fill(key, config, model_type, entry, merged) for key in DEFAULTED_KEYS}
+    for key, rule in (entry or {}).get("derived", {}).items():
         if config.get(key) is not None:
             continue
         heads = _int(merged.get("num_attention_heads"))
@@ -725,7 +730,10 @@ def _attention(text: Mapping[str, Any], hidden: int, heads: int, kv: int, head_d
             else hidden * heads * (nope + rope)
         )
         return float(
-            q + hidden * (kv_lora + rope) + kv_lora * heads * (nope + v_dim) + heads * v_dim * hidden
+            q
+            + hidden * (kv_lora + rope)
+            + kv_lora * heads * (nope + v_dim)
+            + heads * v_dim * hidden
         )
     return float(hidden * heads * head_dim * 2 + hidden * kv * head_dim * 2)
 
@@ -760,7 +768,9 @@ def _param_estimate(
     if pattern is not None:
         mamba_heads = _int(text.get("mamba_num_heads")) or 0
         mamba_inner = mamba_heads * (_int(text.get("mamba_head_dim")) or 0)
-        groups_state = 2 * (_int(text.get("n_groups")) or 1) * (_int(text.get("ssm_state_size")) or 0)
+        groups_state = (
+            2 * (_int(text.get("n_groups")) or 1) * (_int(text.get("ssm_state_size")) or 0)
+        )
         mamba = hidden * (2 * mamba_inner + groups_state + mamba_heads) + mamba_inner * hidden
         moe_inter = _int(text.get("moe_intermediate_size")) or inter
         base = pattern.count("*") * attn + pattern.count("M") * mamba
@@ -846,9 +856,7 @@ def checkpoint_bytes(files: Mapping[str, Any]) -> WeightBytes:
             total = sum(c for c in counts if c is not None)
             if total > 0:
                 where = str(sizes.get("where") or "the model directory")
-                return WeightBytes(
-                    total, EXACT, f"{len(counts)} *.safetensors file(s) in {where}"
-                )
+                return WeightBytes(total, EXACT, f"{len(counts)} *.safetensors file(s) in {where}")
     hub = files.get(HUB_SAFETENSORS)
     params = hub.get("parameters") if isinstance(hub, Mapping) else None
     if isinstance(params, Mapping) and params:
@@ -910,7 +918,7 @@ def weight_bytes(files: Mapping[str, Any]) -> WeightBytes:
 
 
 def _kv_layout(
-    text: Mapping[str, Any], model_type: str, layers: Optional[int], kv: Optional[int]
+    text: Mapping[str, Any], model_type: str, kv: Optional[int]
 ) -> Tuple[Optional[int], Tuple[int, ...]]:
     """(KV heads summed over the attention layers, the distinct per-layer KV head counts)
     for per-layer NAS configs and Nemotron-H's pattern; (None, ()) for uniform models."""
@@ -938,9 +946,9 @@ def read_facts(files: Mapping[str, Any], source: str = "") -> Optional[ModelFact
     heads = _int(text.get("num_attention_heads"))
     if heads is None:
         problems.append("num_attention_heads")
-    facts.append(_combined(keyed, ("num_attention_heads",), "num_attention_heads", "num_attention_heads"))
-    kv_raw, kv_key = _first(text, _KV_HEAD_KEYS)
-    kv = _int(kv_raw) if kv_raw is not None else heads
+    facts.append(
+        _combined(keyed, ("num_attention_heads",), "num_attention_heads", "num_attention_heads")
+    )
     model_type = str(text.get("model_type") or text_type or config.get("model_type") or "")
     # MLA caches one latent vector per token and layer; vLLM still reports the heads
     use_mla = model_type in _MLA_TYPES and text.get("kv_lora_rank") is not None
@@ -948,14 +956,7 @@ def read_facts(files: Mapping[str, Any], source: str = "") -> Optional[ModelFact
     if layers is None:
         problems.append("num_hidden_layers")
     facts.append(_combined(keyed, _LAYER_KEYS, "num_hidden_layers", "num_layers"))
-    kv_fact = _combined(keyed, _KV_HEAD_KEYS, kv_key, "num_kv_heads")
-    kv_total, kv_per_layer = _kv_layout(text, model_type, layers, kv)
-    if kv_per_layer and nas_layers(text) is not None:
-        # vLLM's NemotronNasModelArchConfigConvertor: the first attention block's KV heads
-        kv = kv_per_layer[0] if len(kv_per_layer) == 1 else _nas_first_kv(text)
-        kv_fact = Fact("num_kv_heads", EXACT, "block_configs (per layer)")
-    elif not kv_key and kv_fact.certainty != FACT_UNKNOWN:
-        kv_fact = Fact("num_kv_heads", kv_fact.certainty, "no KV head key: one per attention head")
+    kv, kv_fact, kv_total, kv_per_layer = _kv_heads(text, keyed, model_type, heads)
     facts.append(kv_fact)
     experts_raw, experts_key = _first(text, _EXPERT_KEYS)
     if isinstance(experts_raw, list) and experts_raw:
@@ -974,26 +975,15 @@ def read_facts(files: Mapping[str, Any], source: str = "") -> Optional[ModelFact
         hidden = _int(text.get("hidden_size"))
         head_dim = hidden // heads if hidden else None
     kv_per_token: Optional[int] = None
-    if layers:
-        if use_mla:
-            width = (_int(text.get("kv_lora_rank")) or 0) + (
-                _int(text.get("qk_rope_head_dim")) or 0
-            )
-            kv_per_token = layers * width * 2
-        elif kv_total is not None and head_dim:
-            kv_per_token = 2 * kv_total * head_dim * 2
-        elif kv and head_dim:
-            kv_per_token = 2 * layers * kv * head_dim * 2
+    if layers and use_mla:
+        width = (_int(text.get("kv_lora_rank")) or 0) + (_int(text.get("qk_rope_head_dim")) or 0)
+        kv_per_token = layers * width * 2
+    elif layers and head_dim and (kv_total or kv):
+        kv_per_token = 2 * (kv_total if kv_total is not None else layers * (kv or 0)) * head_dim * 2
     weights = weight_bytes(files)
     facts.append(Fact("weight_bytes", weights.certainty, weights.source))
-    mamba2: Optional[Tuple[int, int, str]] = None
-    keys = MAMBA2_KEYS.get(model_type)
-    if keys is not None and _has_mamba_layers(text, model_type):
-        groups, mamba_heads = _int(text.get(keys[0])), _int(text.get(keys[1]))
-        if groups and mamba_heads:
-            mamba2 = (groups, mamba_heads, f"{keys[0]}/{keys[1]}")
-        facts.append(_combined(keyed, (keys[0],), keys[0], "mamba_groups"))
-        facts.append(_combined(keyed, (keys[1],), keys[1], "mamba_heads"))
+    mamba2, mamba_facts = _mamba2(text, keyed, model_type)
+    facts.extend(mamba_facts)
     archs = config.get("architectures")
     return ModelFacts(
         source=source,
@@ -1020,6 +1010,41 @@ def read_facts(files: Mapping[str, Any], source: str = "") -> Optional[ModelFact
         facts=tuple(facts),
         auto_map=config.get("auto_map") if isinstance(config.get("auto_map"), Mapping) else None,
     )
+
+
+def _kv_heads(
+    text: Mapping[str, Any], keyed: Mapping[str, Fact], model_type: str, heads: Optional[int]
+) -> Tuple[Optional[int], Fact, Optional[int], Tuple[int, ...]]:
+    """(KV heads as vLLM counts them, their Fact, KV heads summed over the attention layers
+    or None when uniform, the distinct per-layer counts)."""
+    kv_raw, kv_key = _first(text, _KV_HEAD_KEYS)
+    kv = _int(kv_raw) if kv_raw is not None else heads
+    kv_fact = _combined(keyed, _KV_HEAD_KEYS, kv_key, "num_kv_heads")
+    kv_total, kv_per_layer = _kv_layout(text, model_type, kv)
+    if kv_per_layer and nas_layers(text) is not None:
+        # vLLM's NemotronNasModelArchConfigConvertor: the first attention block's KV heads
+        kv = _nas_first_kv(text)
+        kv_fact = Fact("num_kv_heads", EXACT, "block_configs (per layer)")
+    elif not kv_key and kv_fact.certainty != FACT_UNKNOWN:
+        kv_fact = Fact("num_kv_heads", kv_fact.certainty, "no KV head key: one per attention head")
+    return kv, kv_fact, kv_total, kv_per_layer
+
+
+def _mamba2(
+    text: Mapping[str, Any], keyed: Mapping[str, Fact], model_type: str
+) -> Tuple[Optional[Tuple[int, int, str]], List[Fact]]:
+    """The Mamba-2 mixers' (groups, heads, keys) and their Facts; (None, []) without."""
+    keys = MAMBA2_KEYS.get(model_type)
+    if keys is None or not _has_mamba_layers(text, model_type):
+        return None, []
+    facts = [
+        _combined(keyed, (keys[0],), keys[0], "mamba_groups"),
+        _combined(keyed, (keys[1],), keys[1], "mamba_heads"),
+    ]
+    groups, mamba_heads = _int(text.get(keys[0])), _int(text.get(keys[1]))
+    if groups and mamba_heads:
+        return (groups, mamba_heads, f"{keys[0]}/{keys[1]}"), facts
+    return None, facts
 
 
 def _nas_first_kv(text: Mapping[str, Any]) -> Optional[int]:
@@ -1160,7 +1185,9 @@ def rule_tp_kv_heads(facts: ModelFacts, serving: Serving) -> Verdict:
         layers = facts.kv_heads_per_layer
         if len(layers) > 1:
             return Verdict(
-                TP_KV_HEADS, PASS, f"KV heads per layer ({', '.join(map(str, layers))}) over TP {tp}"
+                TP_KV_HEADS,
+                PASS,
+                f"KV heads per layer ({', '.join(map(str, layers))}) over TP {tp}",
             )
         return Verdict(TP_KV_HEADS, PASS, f"{kv} KV heads {how} over TP {tp}")
     return Verdict(
@@ -1472,9 +1499,7 @@ def rule_arch_registered(facts: ModelFacts, config: Optional[Mapping[str, Any]] 
             {"architectures": list(archs)},
         )
     auto_map = config.get("auto_map") if isinstance(config, Mapping) else None
-    custom = isinstance(auto_map, Mapping) and any(
-        str(k).startswith("AutoModel") for k in auto_map
-    )
+    custom = isinstance(auto_map, Mapping) and any(str(k).startswith("AutoModel") for k in auto_map)
     fallback = (
         "vLLM then tries its Transformers backend with the model's own code (auto_map; "
         "needs --trust-remote-code)"

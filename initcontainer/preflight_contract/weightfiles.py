@@ -17,7 +17,6 @@ Incomplete (a file the index names is missing, or none is there) is said, never 
 from __future__ import annotations
 
 import os
-import struct
 from typing import Any, Dict, Mapping, Optional
 
 SUFFIX = ".safetensors"
@@ -39,7 +38,7 @@ def tensor_bytes(path: str) -> Optional[int]:
         return None
     if len(head) < 8:
         return None
-    (header,) = struct.unpack("<Q", head)
+    header = int.from_bytes(head, "little")
     if header > MAX_HEADER_BYTES or 8 + header > size:
         return size
     return size - 8 - header

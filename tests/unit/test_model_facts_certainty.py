@@ -55,7 +55,9 @@ def found(res: Any) -> dict[str, Any]:
     return {f.id: f for f in res.findings}
 
 
-def run_time(files: dict[str, Any], serving: mf.Serving, gpu: mf.Gpu | None = None) -> dict[str, Any]:
+def run_time(
+    files: dict[str, Any], serving: mf.Serving, gpu: mf.Gpu | None = None
+) -> dict[str, Any]:
     """The checker's verdicts: every model rule, settled as checks/model.py settles them."""
     settle = getattr(mf, "settle", lambda v: v)  # absent before this change
     return {v.rule: settle(v) for v in mf.evaluate(facts_of(files), serving, gpu)}
@@ -140,7 +142,9 @@ def test_the_engine_downgrades_a_fail_on_estimated_weight_bytes_only() -> None:
 
 def test_the_checker_settles_a_fail_on_estimated_weights_to_a_warning() -> None:
     h100 = mf.gpu_from_product("NVIDIA H100 80GB HBM3")
-    estimated = run_time({mf.CONFIG: config_of("meta-llama/Meta-Llama-3.1-70B")}, mf.Serving(), h100)
+    estimated = run_time(
+        {mf.CONFIG: config_of("meta-llama/Meta-Llama-3.1-70B")}, mf.Serving(), h100
+    )
     assert estimated[mf.WEIGHTS_FIT].status == mf.WARN
     assert "weight_bytes is estimated" in estimated[mf.WEIGHTS_FIT].message
     exact = run_time(_llama70b_index(141 * 10**9), mf.Serving(), h100)
@@ -186,7 +190,12 @@ def test_safetensors_files_on_a_mounted_volume_are_exact(tmp_path: Path) -> None
 
 def test_a_shard_missing_from_the_index_is_not_exact(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text(json.dumps(config_of("meta-llama/Meta-Llama-3.1-8B")))
-    index = {"weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}}
+    index = {
+        "weight_map": {
+            "a": "model-00001-of-00002.safetensors",
+            "b": "model-00002-of-00002.safetensors",
+        }
+    }
     (tmp_path / "model.safetensors.index.json").write_text(json.dumps(index))
     _safetensors(tmp_path / "model-00001-of-00002.safetensors", 10**9)
     # a stray file vLLM would not load (not in the weight_map) is not counted either
@@ -284,7 +293,9 @@ def test_a_nas_model_that_fits_one_h200_is_not_failed() -> None:
 NEMOTRON_H = "nvidia/Nemotron-H-56B-Base-8K"
 
 
-@pytest.mark.parametrize(("tp", "status"), [(1, mf.PASS), (4, mf.PASS), (8, mf.PASS), (16, mf.FAIL)])
+@pytest.mark.parametrize(
+    ("tp", "status"), [(1, mf.PASS), (4, mf.PASS), (8, mf.PASS), (16, mf.FAIL)]
+)
 def test_mamba2_groups_must_split_over_tp(tp: int, status: str) -> None:
     # mamba_mixer2.py MambaMixer2: assert n_groups % tp == 0 or n_groups == 1; Nemotron-H
     # 56B has n_groups 8 and 256 Mamba heads
@@ -347,7 +358,10 @@ def test_unregistered_architectures_warn(archs: list[str], status: str, text: st
 
 
 def test_an_unregistered_architecture_is_a_warning_at_admission() -> None:
-    config = {**config_of("meta-llama/Meta-Llama-3.1-8B"), "architectures": ["NotAModelForCausalLM"]}
+    config = {
+        **config_of("meta-llama/Meta-Llama-3.1-8B"),
+        "architectures": ["NotAModelForCausalLM"],
+    }
     res = admit({mf.CONFIG: config}, gpus=1)
     assert found(res)["model-arch-unregistered"].severity == "warn"
     assert res.verdict == "warn"

@@ -20,8 +20,8 @@ sys.path.insert(0, str(ROOT / "hack" / "models"))
 def test_the_defaults_table_matches_the_installed_transformers() -> None:
     if importlib.util.find_spec("transformers") is None:
         pytest.skip("transformers is not installed here (dev only: pip install transformers)")
-    import gen_model_defaults  # noqa: PLC0415
-    import transformers  # noqa: PLC0415
+    import gen_model_defaults
+    import transformers
 
     if transformers.__version__ != model_defaults.TRANSFORMERS_VERSION:
         pytest.skip(
@@ -47,7 +47,7 @@ def test_the_registry_table_matches_vllm() -> None:
     source = _vllm_source()
     if source is None:
         pytest.skip("no vLLM source here (set VLLM_SOURCE to a vLLM tree, or install vllm)")
-    import gen_vllm_registry  # noqa: PLC0415
+    import gen_vllm_registry
 
     fresh = gen_vllm_registry.read(source)
     assert fresh["architectures"] == list(vllm_registry.ARCHITECTURES)
@@ -69,7 +69,7 @@ def test_the_tables_are_the_versions_the_rules_name() -> None:
 
 
 def test_the_vllm_generator_renders_what_it_reads(tmp_path: Path) -> None:
-    import gen_vllm_registry  # noqa: PLC0415
+    import gen_vllm_registry
 
     data = {
         "architectures": ["AForCausalLM"],
@@ -79,6 +79,6 @@ def test_the_vllm_generator_renders_what_it_reads(tmp_path: Path) -> None:
     }
     text = gen_vllm_registry.render(data, "9.9.9", "abc")
     namespace: dict[str, object] = {}
-    exec(compile(text, "vllm_registry", "exec"), namespace)  # noqa: S102
+    exec(compile(text, "vllm_registry", "exec"), namespace)
     assert namespace["ARCHITECTURES"] == ("AForCausalLM",)
     assert namespace["PREVIOUSLY_SUPPORTED"] == {"B": "0.1.0"}
