@@ -18,7 +18,7 @@ from test_rules_support import deployment, pod_spec, vllm
 
 from preflight_contract import modelfacts as mf
 from preflight_contract.modelsource import read_model_dir
-from preflight_operator.rules import ClusterLookup, check_objects
+from preflight_operator.core.rules import ClusterLookup, check_objects
 
 CORPUS = Path(__file__).parents[1] / "data" / "models"
 GIB = 1 << 30
