@@ -275,6 +275,12 @@ def resolve(config: Mapping[str, Any], model_type: str) -> Tuple[Dict[str, Any],
     keys it leaves out (``DEFAULTED_KEYS``) the class's default, each with its certainty.
     A key the class does not define stays None: vLLM's own fallback applies (exact)."""
     entry = _defaults_entry(model_type)
+    auto_map = config.get("auto_map")
+    if isinstance(auto_map, Mapping) and "AutoConfig" in auto_map:
+        # the checkpoint ships its own config class: with --trust-remote-code transformers
+        # uses it, and its defaults are not known here
+        entry = None
+        model_type = f"{model_type or '?'} (its own AutoConfig, auto_map)"
     merged: Dict[str, Any] = dict(config)
     facts = {key: _fill(key, config, model_type, entry, merged) for key in DEFAULTED_KEYS}
     for key, rule in (entry or {}).get("derived", {}).items():

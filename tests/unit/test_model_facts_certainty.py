@@ -98,6 +98,17 @@ def test_an_omitted_key_of_an_unknown_class_is_unknown_never_a_fail() -> None:
     assert "not a failure: num_experts is unknown" in verdict[mf.EP_EXPERTS].message
 
 
+def test_a_config_with_its_own_config_class_has_unknown_defaults() -> None:
+    # auto_map.AutoConfig: with --trust-remote-code transformers builds the checkpoint's own
+    # class, whose defaults are not known here (not the native class's)
+    config = config_of("Qwen/Qwen3-30B-A3B")
+    del config["num_experts"]
+    config["auto_map"] = {"AutoConfig": "configuration_x.XConfig"}
+    got = facts_of({mf.CONFIG: config})
+    assert got.fact("num_experts").certainty == mf.FACT_UNKNOWN
+    assert "its own AutoConfig" in got.fact("num_experts").source
+
+
 def test_a_dense_model_of_a_known_class_still_fails_expert_parallel() -> None:
     # LlamaConfig has no expert key at all: 0 experts is exact, the fail stands
     res = admit(files_of("meta-llama/Meta-Llama-3.1-8B"), "--enable-expert-parallel", gpus=1)
