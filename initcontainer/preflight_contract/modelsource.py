@@ -22,7 +22,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
-from preflight_contract.modelfacts import CONFIG, HF_QUANT, INDEX, MODEL_FILES
+from preflight_contract.modelfacts import CONFIG, HF_QUANT, INDEX, MODEL_FILES, SAFETENSORS_SIZES
+from preflight_contract.weightfiles import safetensors_sizes
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 DEFAULT_TIMEOUT_S = 5.0
@@ -50,6 +51,10 @@ def read_model_dir(path: str) -> Tuple[Optional[Files], str]:
                 return None, f"{full} cannot be read: {exc}"
     if CONFIG not in files:
         return None, f"no config.json in {path}"
+    # the checkpoint's own size, when its files are here (modelfacts.checkpoint_bytes)
+    sizes = safetensors_sizes(path, files.get(INDEX))
+    if sizes is not None:
+        files[SAFETENSORS_SIZES] = sizes
     return files, path
 
 

@@ -8,6 +8,11 @@ by ``load_model_sources`` beside ``config.load_config``):
   ``<org>--<name>.json`` is the model's config.json, ``<org>--<name>.hf_quant_config.json``
   and ``<org>--<name>.model.safetensors.index.json`` the others (Hub repo ids never
   contain ``--``, so the key names the model unambiguously). Values are the files' JSON.
+  The weights' size is then the checkpoint's own (exact), not arithmetic over config.json,
+  when the index is there (its ``metadata.total_size``) or
+  ``<org>--<name>.hub-safetensors.json``: the Hub's per-dtype parameter counts (the
+  ``safetensors`` field of the Hub's ``/api/models/<org>/<name>``: ``{"parameters":
+  {"BF16": n, ...}}``).
 * a fetch from the Hub or a mirror (``models.fetch: true``, ``models.endpoint`` as
   HF_ENDPOINT, the operator's own ``HF_TOKEN``, ``models.timeoutSeconds``), run in a
   background thread; results are kept in memory and, with ``models.cacheDir``, on disk as
@@ -35,7 +40,7 @@ from typing import Any
 import yaml
 
 from preflight_contract import safejson
-from preflight_contract.modelfacts import CONFIG, HF_QUANT, INDEX
+from preflight_contract.modelfacts import CONFIG, HF_QUANT, HUB_SAFETENSORS, INDEX
 from preflight_contract.modelsource import directory_lookup, fetch_hub, is_repo_id
 from preflight_operator.core.config import DEFAULT_CONFIG_PATH, ConfigError
 
@@ -43,7 +48,12 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 # Key suffixes in the ConfigMap, longest first.
-_SUFFIXES = ((f".{HF_QUANT}", HF_QUANT), (f".{INDEX}", INDEX), (".json", CONFIG))
+_SUFFIXES = (
+    (f".{HF_QUANT}", HF_QUANT),
+    (f".{INDEX}", INDEX),
+    (f".{HUB_SAFETENSORS}", HUB_SAFETENSORS),
+    (".json", CONFIG),
+)
 # A ConfigMap holds at most 1 MiB of data in all (the API server's limit)
 MAX_CONFIG_BYTES = 1 << 20
 Files = dict[str, Any]

@@ -21,6 +21,7 @@ from preflight_operator.core.rules.certainty import (
     EXACT,
     HEURISTIC,
     MODEL_FACT,
+    UNKNOWN,
     VLLM_CODE,
     WEIGHT_BYTES,
     Basis,
@@ -46,6 +47,8 @@ _FIELD_DEST = {
     mf.WEIGHTS_FIT: "tensor_parallel_size",
     mf.DTYPE_CAPABILITY: "dtype",
     mf.QUANT_CAPABILITY: "quantization",
+    mf.MAMBA_GROUPS: "tensor_parallel_size",
+    mf.ARCH_UNREGISTERED: "model",
 }
 _GPU_RULES = frozenset((mf.WEIGHTS_FIT, mf.DTYPE_CAPABILITY, mf.QUANT_CAPABILITY))
 # Where each model rule's knowledge comes from: vLLM's own code, recorded over the corpus
@@ -61,6 +64,15 @@ BASES = {
     mf.WEIGHTS_FIT: Basis(HEURISTIC, "vLLM's memory profile with an estimated 2 GiB overhead"),
     mf.DTYPE_CAPABILITY: Basis(VLLM_CODE, "vllm/platforms/cuda.py check_if_supports_dtype"),
     mf.QUANT_CAPABILITY: Basis(VLLM_CODE, f"each method's get_min_capability(), {_VERDICTS}"),
+    mf.MAMBA_GROUPS: Basis(
+        VLLM_CODE,
+        "vLLM 0.33.0 (4ba787ec9) vllm/model_executor/layers/mamba/mamba_mixer2.py MambaMixer2",
+    ),
+    mf.ARCH_UNREGISTERED: Basis(
+        VLLM_CODE,
+        "vLLM 0.33.0 (4ba787ec9) vllm/model_executor/models/registry.py, generated into "
+        "preflight_contract/vllm_registry.py",
+    ),
     mf.UNREADABLE: Basis(HEURISTIC, "the model's files could not be read here"),
 }
 # Their worst severity (some also warn); model-tp-heads is the registered function below.
@@ -177,7 +189,7 @@ def model_rules(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
         return
     serving = serving_of(ctx)
     gpu = gpu_of(ctx.spec)
-    inputs = (plan_input(ctx), Input(MODEL_FACT, f"the config.json of {model}", EXACT))
+    plan = plan_input(ctx)
     for verdict in mf.evaluate(facts, serving, gpu):
         if verdict.status not in (mf.FAIL, mf.WARN):
             continue
@@ -186,7 +198,7 @@ def model_rules(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
         detail = ""
         if verdict.rule in _GPU_RULES and gpu is not None and gpu.source:
             detail = f" (GPU from {gpu.source})"
-        rests_on = (*inputs, _weights_input(facts)) if verdict.rule == mf.WEIGHTS_FIT else inputs
+        rests_on = (plan, *(fact_input(f, model) for f in verdict.rests_on))
         yield Finding(
             verdict.rule,
             FAIL if verdict.status == mf.FAIL else WARN,
@@ -199,14 +211,26 @@ def model_rules(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
         )
 
 
-def _weights_input(facts: mf.ModelFacts) -> Input:
-    """The weights' size: exact only from the safetensors index's total_size."""
-    if facts.weight_text.startswith("estimated"):
-        return Input(
-            WEIGHT_BYTES,
-            "the size of the weights",
-            ESTIMATED,
-            "is estimated from the architecture in config.json (no "
-            "model.safetensors.index.json total_size)",
+# a model fact's certainty (preflight_contract.modelfacts) as the engine's: a class default
+# is what transformers gives vLLM for a key config.json leaves out, so it is as exact
+_CERTAINTY = {mf.EXACT: EXACT, mf.DEFAULT: EXACT, mf.ESTIMATED: ESTIMATED}
+
+
+def fact_input(fact: mf.Fact, model: str) -> Input:
+    """A model fact a verdict rests on, as an engine input: the engine downgrades a fail
+    resting on one that is estimated (weight bytes from config arithmetic) or unknown (a
+    key config.json leaves out of a config class not known here)."""
+    kind = WEIGHT_BYTES if fact.name == "weight_bytes" else MODEL_FACT
+    what = "the size of the weights" if kind == WEIGHT_BYTES else f"{fact.name} of {model}"
+    certainty = _CERTAINTY.get(fact.certainty, UNKNOWN)
+    if certainty == EXACT:
+        return Input(kind, what, EXACT)
+    why = fact.source
+    if kind == WEIGHT_BYTES and fact.certainty == mf.ESTIMATED:
+        why = (
+            f"is estimated from the architecture in config.json ({fact.source}; no "
+            "model.safetensors.index.json total_size, *.safetensors files or Hub counts)"
         )
-    return Input(WEIGHT_BYTES, "the size of the weights", EXACT)
+    elif fact.certainty == mf.FACT_UNKNOWN:
+        why = f"is unknown: {fact.source}"
+    return Input(kind, what, certainty, why)
