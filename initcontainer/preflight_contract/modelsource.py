@@ -20,7 +20,7 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from preflight_contract.modelfacts import CONFIG, HF_QUANT, INDEX, MODEL_FILES
 
@@ -201,6 +201,8 @@ __all__ = [
     "DEFAULT_TIMEOUT_S",
     "INDEX",
     "FoundModel",
+    "Readiness",
+    "check_source",
     "collect_model",
     "directory_lookup",
     "fetch_hub",
@@ -220,12 +222,19 @@ class FoundModel:
     ms: float = 0.0
     # vLLM's own switches that change a model rule (VLLM_ALLOW_LONG_MAX_MODEL_LEN)
     flags: Dict[str, str] = field(default_factory=dict)
+    # will vLLM find the weights (check 'model-source'); None when not looked at
+    ready: Optional["Readiness"] = None
 
 
 def collect_model(
-    model: str, environ: Mapping[str, str], timeout_s: float = DEFAULT_TIMEOUT_S
+    model: str,
+    environ: Mapping[str, str],
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    source: Optional[Mapping[str, Any]] = None,
 ) -> FoundModel:
-    """find_model as a fact: never raises, times itself."""
+    """find_model as a fact, then (with ``source``: --revision, --download-dir,
+    --tokenizer as model_args holds them) check_source in what is left of ``timeout_s``:
+    never raises, times itself."""
     started = time.perf_counter()
     try:
         files, where = find_model(model, environ, timeout_s)
@@ -233,4 +242,521 @@ def collect_model(
         files, where = None, f"could not look for the model: {exc!r}"
     flags = {k: environ[k] for k in ("VLLM_ALLOW_LONG_MAX_MODEL_LEN",) if k in environ}
     ms = round((time.perf_counter() - started) * 1000.0, 1)
-    return FoundModel(model, files, where, ms, flags)
+    found = FoundModel(model, files, where, ms, flags)
+    if source is not None:
+        left = max(0.05, timeout_s - (time.perf_counter() - started))
+        found.ready = check_source(
+            model,
+            environ,
+            left,
+            revision=source.get("revision"),
+            download_dir=source.get("download_dir"),
+            tokenizer=source.get("tokenizer"),
+        )
+    return found
+
+
+# -- will vLLM find the weights? (check 'model-source') ----------------------------------
+#
+# The Hub's answers read here (huggingface/huggingface_hub, src/huggingface_hub/utils/
+# _http.py hf_raise_for_status and hf_api.py model_info, commit 01dd37b8): a response's
+# ``X-Error-Code`` header is ``RepoNotFound``, ``RevisionNotFound``, ``EntryNotFound`` or
+# ``GatedRepo``; 401 is returned for a missing repo, and for a private or gated one asked
+# without a token; 403 for a token without access. ``GET /api/models/<repo>/revision/<rev>
+# ?blobs=true`` gives ``sha``, ``gated`` (false, "auto" or "manual") and ``siblings``
+# [{rfilename, size}].
+
+SCHEMES = ("s3://", "gs://", "pvc://", "oci://", "azure://", "hf://", "http://", "https://")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tekken.json", "vocab.json", "spiece.model")
+ST_INDEX = INDEX
+BIN_INDEX = "pytorch_model.bin.index.json"
+SINGLE_WEIGHTS = ("model.safetensors", "consolidated.safetensors", "pytorch_model.bin")
+# A safetensors header is at most 100 MB (the format's own limit); past it the file is
+# not one.
+MAX_HEADER_BYTES = 100_000_000
+READY_PASS, READY_WARN, READY_FAIL, READY_SKIP = "pass", "warn", "fail", "skip"
+TRUTHY = ("1", "true", "yes", "on")
+
+
+@dataclass
+class Readiness:
+    """The answer to "will vLLM find the weights?": a status of preflight_contract.
+    verdicts (pass, warn, fail, skip), the sentence, the fix, the evidence."""
+
+    status: str
+    message: str
+    fix: str = ""
+    evidence: Dict[str, Any] = field(default_factory=dict)
+    ms: float = 0.0
+
+
+def _safetensors_size(path: str) -> Tuple[Optional[int], str]:
+    """The size a safetensors file must have (8 + header + the end of its last tensor),
+    from its header; (None, why) when the header cannot be read."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(8)
+            if len(head) < 8:
+                return None, "shorter than a safetensors header"
+            length = int.from_bytes(head, "little")
+            if length <= 0 or length > MAX_HEADER_BYTES:
+                return None, f"header length {length} is not a safetensors header"
+            raw = handle.read(length)
+    except OSError as exc:
+        return None, f"cannot be read: {exc.strerror or exc}"
+    if len(raw) < length:
+        return None, "truncated inside its header"
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except ValueError:
+        return None, "its header is not JSON"
+    end = 0
+    for name, entry in header.items() if isinstance(header, dict) else []:
+        if name == "__metadata__" or not isinstance(entry, dict):
+            continue
+        offsets = entry.get("data_offsets")
+        if isinstance(offsets, list) and len(offsets) == 2 and isinstance(offsets[1], int):
+            end = max(end, offsets[1])
+    return 8 + length + end, ""
+
+
+def _shards(path: str) -> Tuple[List[str], str, Optional[str]]:
+    """(the weight files vLLM will open, where that list came from, a problem with the
+    index)."""
+    for index_name in (ST_INDEX, BIN_INDEX):
+        full = os.path.join(path, index_name)
+        if not os.path.isfile(full):
+            continue
+        try:
+            if os.path.getsize(full) > MAX_FILE_BYTES:
+                return [], index_name, f"{full} is larger than {MAX_FILE_BYTES >> 20} MiB"
+            with open(full, encoding="utf-8") as handle:
+                data = json.load(handle)
+        except (OSError, ValueError) as exc:
+            return [], index_name, f"{full} cannot be read: {exc}"
+        weight_map = data.get("weight_map") if isinstance(data, dict) else None
+        if not isinstance(weight_map, dict) or not weight_map:
+            return [], index_name, f"{full} has no weight_map"
+        names = sorted({str(v) for v in weight_map.values()})
+        return names, index_name, None
+    present = [n for n in SINGLE_WEIGHTS if os.path.isfile(os.path.join(path, n))]
+    if present:
+        return present[:1], present[0], None
+    try:
+        loose = sorted(n for n in os.listdir(path) if n.endswith(".safetensors"))
+    except OSError:
+        loose = []
+    return loose, "*.safetensors", None
+
+
+def check_directory(path: str, deadline: float, tokenizer_given: bool = False) -> Readiness:
+    """config.json, every weight file the index names with its full size, a tokenizer."""
+    if os.path.isfile(os.path.join(path, "params.json")) and not os.path.isfile(
+        os.path.join(path, CONFIG)
+    ):
+        config_name = "params.json"  # Mistral's own format (--config-format mistral)
+    else:
+        config_name = CONFIG
+        if not os.path.isfile(os.path.join(path, CONFIG)):
+            return Readiness(
+                READY_FAIL,
+                f"{path} has no config.json: vLLM cannot load the model from it",
+                f"copy the model's files into {path} (config.json, the weights, the "
+                "tokenizer), or point --model at the directory that holds them",
+                {"path": path},
+            )
+    shards, listed_by, problem = _shards(path)
+    if problem is not None:
+        return Readiness(READY_FAIL, problem, f"copy {listed_by} into {path} again", {"path": path})
+    if not shards:
+        return Readiness(
+            READY_FAIL,
+            f"{path} has a {config_name} but no weights (*.safetensors, pytorch_model.bin)",
+            f"copy the weight files into {path}",
+            {"path": path},
+        )
+    missing: List[str] = []
+    truncated: List[str] = []
+    unverified = 0
+    total = 0
+    for name in shards:
+        full = os.path.join(path, name)
+        try:
+            size = os.path.getsize(full)
+        except OSError:
+            missing.append(name)
+            continue
+        total += size
+        if not name.endswith(".safetensors"):
+            continue
+        if time.monotonic() > deadline:
+            unverified += 1
+            continue
+        expected, why = _safetensors_size(full)
+        if expected is None:
+            truncated.append(f"{name} ({why})")
+        elif size < expected:
+            truncated.append(f"{name} ({size} of {expected} bytes)")
+    evidence: Dict[str, Any] = {
+        "path": path,
+        "weight_files": len(shards),
+        "listed_by": listed_by,
+        "bytes": total,
+    }
+    if missing or truncated:
+        parts = []
+        if missing:
+            evidence["missing"] = missing[:20]
+            parts.append(
+                f"{len(missing)} of the {len(shards)} weight files {listed_by} names "
+                f"are missing ({', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''})"
+            )
+        if truncated:
+            evidence["truncated"] = truncated[:20]
+            parts.append(
+                f"{len(truncated)} are shorter than their header says "
+                f"({', '.join(truncated[:3])}{', ...' if len(truncated) > 3 else ''})"
+            )
+        return Readiness(
+            READY_FAIL,
+            f"{path}: " + "; ".join(parts) + ": vLLM fails while loading the weights",
+            f"finish copying the model into {path} (the volume or the download that fills it "
+            "stopped part way), then restart the pod",
+            evidence,
+        )
+    tokenizer = [n for n in TOKENIZER_FILES if os.path.isfile(os.path.join(path, n))]
+    if not tokenizer and not tokenizer_given:
+        return Readiness(
+            READY_WARN,
+            f"{path} holds the config and all {len(shards)} weight files but no tokenizer "
+            f"({', '.join(TOKENIZER_FILES)}): vLLM loads its tokenizer from there",
+            f"copy the tokenizer files into {path}, or give --tokenizer",
+            evidence,
+        )
+    if unverified:
+        evidence["not_verified"] = unverified
+        return Readiness(
+            READY_PASS,
+            f"{path}: config and all {len(shards)} weight files present; the sizes of "
+            f"{unverified} were not verified within the deadline",
+            "",
+            evidence,
+        )
+    return Readiness(
+        READY_PASS,
+        f"{path}: {config_name}, all {len(shards)} weight files at their full size "
+        f"({total / 1e9:.1f} GB) and a tokenizer",
+        "",
+        evidence,
+    )
+
+
+def cached_snapshot(
+    model: str, revision: str, environ: Mapping[str, str], cache: str
+) -> Optional[str]:
+    """The snapshot directory of ``revision`` in a Hugging Face cache, if there is one."""
+    repo = os.path.join(cache, "models--" + model.replace("/", "--"))
+    snapshots = os.path.join(repo, "snapshots")
+    candidate = os.path.join(snapshots, revision)
+    if len(revision) == 40 and os.path.isdir(candidate):
+        return candidate
+    try:
+        with open(os.path.join(repo, "refs", revision), encoding="utf-8") as handle:
+            commit = handle.read(100).strip()
+    except OSError:
+        return None
+    chosen = os.path.join(snapshots, commit)
+    return chosen if commit and os.path.isdir(chosen) else None
+
+
+def _free_bytes(path: str) -> Tuple[Optional[str], Optional[int], bool]:
+    """(the nearest existing directory, its free bytes, writable)."""
+    probe = os.path.abspath(path)
+    while probe and not os.path.isdir(probe):
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    try:
+        stat = os.statvfs(probe)
+    except OSError:
+        return None, None, False
+    return probe, stat.f_bavail * stat.f_frsize, os.access(probe, os.W_OK | os.X_OK)
+
+
+def on_volume(path: str) -> bool:
+    """Whether ``path`` lies on a mounted volume (a mount point other than /). The check
+    sees the vLLM container's volumes (the operator mounts them into it, read-only), but
+    not necessarily its image: a path missing outside any volume may be in vLLM's image."""
+    probe = os.path.abspath(path)
+    while True:
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            return False
+        if os.path.ismount(probe):
+            return True
+        probe = parent
+
+
+def _hub_call(
+    url: str, token: Optional[str], timeout_s: float, method: str = "GET"
+) -> Tuple[int, Dict[str, str], Optional[Any], str]:
+    """(HTTP status or 0 when unreachable, headers, JSON body or None, why)."""
+    import urllib.error  # noqa: PLC0415  (see _get_json)
+    import urllib.request  # noqa: PLC0415
+
+    request = urllib.request.Request(url, method=method, headers={"User-Agent": "vllm-preflight"})
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=max(0.05, timeout_s)) as response:
+            status = response.status
+            headers = {k.lower(): v for k, v in response.headers.items()}
+            body = response.read(MAX_FILE_BYTES + 1) if method == "GET" else b""
+    except urllib.error.HTTPError as exc:
+        headers = {k.lower(): v for k, v in (exc.headers or {}).items()}
+        return exc.code, headers, None, f"HTTP {exc.code}"
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        return 0, {}, None, f"{getattr(exc, 'reason', exc)}"
+    if len(body) > MAX_FILE_BYTES:
+        return status, headers, None, "too large"
+    try:
+        return status, headers, json.loads(body.decode("utf-8")) if body else None, ""
+    except ValueError:
+        return status, headers, None, "not JSON"
+
+
+def _download_bytes(siblings: Any) -> Optional[int]:
+    """Bytes vLLM downloads: the safetensors weights (else the .bin ones) and the small
+    files; Mistral's consolidated.safetensors is skipped when sharded files exist."""
+    if not isinstance(siblings, list):
+        return None
+    sizes: Dict[str, int] = {}
+    for entry in siblings:
+        if isinstance(entry, dict) and isinstance(entry.get("rfilename"), str):
+            size = entry.get("size")
+            sizes[entry["rfilename"]] = size if isinstance(size, int) else 0
+    st = {n: s for n, s in sizes.items() if n.endswith(".safetensors") and "/" not in n}
+    if len(st) > 1:
+        st = {n: s for n, s in st.items() if not n.startswith("consolidated")}
+    weights = st or {n: s for n, s in sizes.items() if n.endswith((".bin", ".pt")) and "/" not in n}
+    small = {
+        n: s for n, s in sizes.items() if n.endswith((".json", ".txt", ".model")) and "/" not in n
+    }
+    return sum(weights.values()) + sum(small.values())
+
+
+def check_hub(
+    model: str,
+    revision: str,
+    environ: Mapping[str, str],
+    timeout_s: float,
+    download_dir: Optional[str] = None,
+    tokenizer_given: bool = False,
+) -> Readiness:
+    """A Hub repo id: a complete cached copy needs nothing else; else the Hub must answer,
+    the revision exist, a gated repo accept the token, the cache take the download."""
+    started = time.monotonic()
+    deadline = started + timeout_s
+    caches = [download_dir] if download_dir else cache_dirs(environ)
+    cache = caches[0]
+    cache_env = (
+        "--download-dir"
+        if download_dir
+        else (
+            "HF_HUB_CACHE"
+            if environ.get("HF_HUB_CACHE")
+            else ("HF_HOME" if environ.get("HF_HOME") else "HOME")
+        )
+    )
+    snapshot = cached_snapshot(model, revision, environ, cache)
+    partial: Optional[Readiness] = None
+    if snapshot is not None:
+        found = check_directory(snapshot, deadline, tokenizer_given)
+        if found.status in (READY_PASS, READY_WARN):
+            found.message = f"complete cached copy of {model}@{revision}: {found.message}"
+            found.evidence["cache"] = cache
+            return found
+        partial = found
+    offline = environ.get("HF_HUB_OFFLINE", "").strip().lower() in TRUTHY
+    if offline:
+        status = READY_FAIL if (partial is not None or on_volume(cache)) else READY_WARN
+        what = (
+            partial.message
+            if partial is not None
+            else (f"there is no cached copy of {model}@{revision} under {cache} ({cache_env})")
+        )
+        if status == READY_WARN:
+            what += " (not on a volume here: a cache inside vLLM's own image is not visible)"
+        return Readiness(
+            status,
+            f"HF_HUB_OFFLINE is set, so vLLM reads only the cache, and {what}",
+            f"pre-fill the cache volume at {cache} with {model} (huggingface-cli download "
+            f"{model} --revision {revision}), or unset HF_HUB_OFFLINE so vLLM downloads it",
+            {"cache": cache, "env": "HF_HUB_OFFLINE"},
+        )
+    endpoint = (environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
+    token_env = next((k for k in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN") if environ.get(k)), None)
+    token = environ.get(token_env) if token_env else None
+    import urllib.parse  # noqa: PLC0415  (see _get_json)
+
+    repo = urllib.parse.quote(model, safe="/")
+    rev = urllib.parse.quote(revision, safe="")
+    status, headers, info, why = _hub_call(
+        f"{endpoint}/api/models/{repo}/revision/{rev}?blobs=true",
+        token,
+        deadline - time.monotonic(),
+    )
+    evidence: Dict[str, Any] = {"endpoint": endpoint, "repo": model, "revision": revision}
+    code = headers.get("x-error-code", "")
+    if status == 0:
+        return Readiness(
+            READY_WARN,
+            f"the Hub at {endpoint} did not answer within {timeout_s:.1f} s ({why}) and there "
+            f"is no complete cached copy of {model} under {cache}: vLLM will try to download it",
+            "let the pod reach the Hub (HF_ENDPOINT, a proxy, the network policy), or pre-fill "
+            f"the cache at {cache}",
+            evidence,
+        )
+    no_token = "HF_TOKEN is not set" if token is None else f"the token in {token_env}"
+    if code == "RevisionNotFound":
+        return Readiness(
+            READY_FAIL,
+            f"revision {revision!r} of {model} does not exist on {endpoint} (HTTP {status})",
+            "give a branch, tag or commit that exists (--revision), or drop --revision for main",
+            evidence,
+        )
+    if status in (401, 403) or code == "RepoNotFound":
+        who = "without a token" if token is None else f"with the token in {token_env}"
+        return Readiness(
+            READY_FAIL,
+            f"{endpoint} answers HTTP {status} for {model} {who}: the repo does not exist, or "
+            f"it is private and {no_token if token is None else 'that token cannot read it'}",
+            "check the repo id; for a private repo set HF_TOKEN (from a Secret) to a token "
+            "that can read it",
+            evidence,
+        )
+    if status != 200 or not isinstance(info, dict):
+        return Readiness(
+            READY_WARN,
+            f"{endpoint} answered HTTP {status} ({why or 'unexpected body'}) for {model}",
+            "retry; if it persists, check HF_ENDPOINT",
+            evidence,
+        )
+    gated = info.get("gated")
+    evidence["gated"] = gated
+    if gated:
+        left = deadline - time.monotonic()
+        status, headers, _, why = _hub_call(
+            f"{endpoint}/{repo}/resolve/{rev}/{CONFIG}", token, left, method="HEAD"
+        )
+        if status in (401, 403):
+            if token is None:
+                message = f"{model} is a gated repo and HF_TOKEN is not set: the Hub answers HTTP {status}"
+                fix = (
+                    f"accept the model's terms at {endpoint}/{model} with your account, then set "
+                    "HF_TOKEN from a Secret (env: [{name: HF_TOKEN, valueFrom: {secretKeyRef: "
+                    "...}}]) in the vLLM container"
+                )
+            else:
+                message = (
+                    f"{model} is a gated repo and the token in {token_env} has no access to it "
+                    f"(HTTP {status})"
+                )
+                fix = (
+                    f"request access at {endpoint}/{model} with the account of that token, or "
+                    f"put a token of an account that has access in {token_env}"
+                )
+            evidence["env"] = token_env or "HF_TOKEN"
+            return Readiness(READY_FAIL, message, fix, evidence)
+        if status == 0:
+            return Readiness(
+                READY_WARN,
+                f"{model} is gated and the Hub did not answer the access check in time ({why})",
+                "retry; check the network path to the Hub",
+                evidence,
+            )
+    needed = _download_bytes(info.get("siblings"))
+    where, free, writable = _free_bytes(cache)
+    # writable here is evidence only: the operator mounts the vLLM container's volumes
+    # read-only into the check, so "read-only here" says nothing of vLLM's mount
+    evidence.update(
+        {"cache": cache, "download_bytes": needed, "free_bytes": free, "writable_here": writable}
+    )
+    if needed and free is not None and free < needed:
+        return Readiness(
+            READY_FAIL,
+            f"{model}@{revision} needs {needed / 1e9:.1f} GB downloaded into {cache} "
+            f"({cache_env}), but {where} has {free / 1e9:.1f} GB free",
+            f"give the cache volume at least {needed / 1e9 * 1.1:.0f} GB, or pre-fill it",
+            evidence,
+        )
+    size = f"{needed / 1e9:.1f} GB to download" if needed else "sizes not given"
+    return Readiness(
+        READY_PASS,
+        f"{model}@{revision} is on {endpoint}{' (gated; the token has access)' if gated else ''}; "
+        f"{size}, {free / 1e9 if free is not None else 0:.0f} GB free in {cache}",
+        "",
+        evidence,
+    )
+
+
+def check_source(
+    model: str,
+    environ: Mapping[str, str],
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    revision: Optional[str] = None,
+    download_dir: Optional[str] = None,
+    tokenizer: Optional[str] = None,
+) -> Readiness:
+    """Will vLLM find the weights of ``model``? Never raises; bounded by ``timeout_s``."""
+    started = time.perf_counter()
+    try:
+        ready = _check_source(model, environ, timeout_s, revision, download_dir, tokenizer)
+    except Exception as exc:  # the contract: unknown, never a crash
+        ready = Readiness(READY_WARN, f"the model source could not be checked: {exc!r}")
+    ready.ms = round((time.perf_counter() - started) * 1000.0, 1)
+    return ready
+
+
+def _check_source(
+    model: str,
+    environ: Mapping[str, str],
+    timeout_s: float,
+    revision: Optional[str],
+    download_dir: Optional[str],
+    tokenizer: Optional[str],
+) -> Readiness:
+    lowered = model.lower()
+    for scheme in SCHEMES:
+        if lowered.startswith(scheme):
+            return Readiness(
+                READY_SKIP,
+                f"the model is {model}: fetched by a loader or controller ({scheme}), not checked "
+                "here",
+                "",
+                {"scheme": scheme},
+            )
+    expanded = os.path.expanduser(model)
+    deadline = time.monotonic() + timeout_s
+    if os.path.isdir(expanded):
+        return check_directory(expanded, deadline, bool(tokenizer))
+    if os.path.isfile(expanded):
+        return Readiness(READY_PASS, f"{expanded} is a file (a GGUF model): present")
+    if not is_repo_id(model) and not on_volume(expanded):
+        return Readiness(
+            READY_SKIP,
+            f"--model {model} is not visible here and lies on no volume: it may be inside "
+            "vLLM's own image, not checked",
+            "",
+            {"path": model},
+        )
+    if not is_repo_id(model):
+        return Readiness(
+            READY_FAIL,
+            f"--model {model} does not exist on the volume mounted there, and is not a Hub "
+            "repo id: vLLM cannot load it",
+            "mount the volume that holds the model at that path (volumeMounts), or fix the path",
+            {"path": model},
+        )
+    return check_hub(model, revision or "main", environ, timeout_s, download_dir, bool(tokenizer))
