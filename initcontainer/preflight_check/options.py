@@ -372,6 +372,7 @@ def plan_from_vllm_args(text: str, where: str) -> Tuple[Dict[str, int], Dict[str
             "revision": parsed.revision,
             "download_dir": parsed.download_dir,
             "tokenizer": parsed.tokenizer,
+            "load_format": parsed.load_format,
         }
     notes = [
         f"{p.flag} {_shown(str(p.value))}: {_short(p.message)}"

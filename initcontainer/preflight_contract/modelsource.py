@@ -252,6 +252,7 @@ def collect_model(
             revision=source.get("revision"),
             download_dir=source.get("download_dir"),
             tokenizer=source.get("tokenizer"),
+            load_format=source.get("load_format"),
         )
     return found
 
@@ -349,7 +350,15 @@ def _shards(path: str) -> Tuple[List[str], str, Optional[str]]:
     return loose, "*.safetensors", None
 
 
-def check_directory(path: str, deadline: float, tokenizer_given: bool = False) -> Readiness:
+# --load-format values that read the checkpoint's *.safetensors / *.bin files; the others
+# (dummy, runai_streamer, tensorizer, sharded_state, gguf, bitsandbytes, ...) read other
+# files or none, and the weights are then not checked here
+WEIGHT_FORMATS = (None, "auto", "safetensors", "pt", "fastsafetensors")
+
+
+def check_directory(
+    path: str, deadline: float, tokenizer_given: bool = False, load_format: Optional[str] = None
+) -> Readiness:
     """config.json, every weight file the index names with its full size, a tokenizer."""
     if os.path.isfile(os.path.join(path, "params.json")) and not os.path.isfile(
         os.path.join(path, CONFIG)
@@ -358,6 +367,21 @@ def check_directory(path: str, deadline: float, tokenizer_given: bool = False) -
     else:
         config_name = CONFIG
         if not os.path.isfile(os.path.join(path, CONFIG)):
+            try:
+                empty = not os.listdir(path)
+            except OSError:
+                empty = True
+            if empty:
+                # the check runs before the pod's other init containers: one of them may
+                # fill it (a downloader, KServe's storage-initializer)
+                return Readiness(
+                    READY_WARN,
+                    f"{path} is empty: vLLM cannot load from it unless an init container of "
+                    "the pod fills it after this check",
+                    f"copy the model into the volume mounted at {path}, or fill it from an "
+                    "init container",
+                    {"path": path},
+                )
             return Readiness(
                 READY_FAIL,
                 f"{path} has no config.json: vLLM cannot load the model from it",
@@ -365,6 +389,14 @@ def check_directory(path: str, deadline: float, tokenizer_given: bool = False) -
                 "tokenizer), or point --model at the directory that holds them",
                 {"path": path},
             )
+    if load_format not in WEIGHT_FORMATS:
+        return Readiness(
+            READY_PASS,
+            f"{path}: {config_name} present; the weights are not checked with --load-format "
+            f"{load_format}",
+            "",
+            {"path": path, "load_format": load_format},
+        )
     shards, listed_by, problem = _shards(path)
     if problem is not None:
         return Readiness(READY_FAIL, problem, f"copy {listed_by} into {path} again", {"path": path})
@@ -553,6 +585,7 @@ def check_hub(
     timeout_s: float,
     download_dir: Optional[str] = None,
     tokenizer_given: bool = False,
+    load_format: Optional[str] = None,
 ) -> Readiness:
     """A Hub repo id: a complete cached copy needs nothing else; else the Hub must answer,
     the revision exist, a gated repo accept the token, the cache take the download."""
@@ -572,7 +605,7 @@ def check_hub(
     snapshot = cached_snapshot(model, revision, environ, cache)
     partial: Optional[Readiness] = None
     if snapshot is not None:
-        found = check_directory(snapshot, deadline, tokenizer_given)
+        found = check_directory(snapshot, deadline, tokenizer_given, load_format)
         if found.status in (READY_PASS, READY_WARN):
             found.message = f"complete cached copy of {model}@{revision}: {found.message}"
             found.evidence["cache"] = cache
@@ -708,11 +741,14 @@ def check_source(
     revision: Optional[str] = None,
     download_dir: Optional[str] = None,
     tokenizer: Optional[str] = None,
+    load_format: Optional[str] = None,
 ) -> Readiness:
     """Will vLLM find the weights of ``model``? Never raises; bounded by ``timeout_s``."""
     started = time.perf_counter()
     try:
-        ready = _check_source(model, environ, timeout_s, revision, download_dir, tokenizer)
+        ready = _check_source(
+            model, environ, timeout_s, revision, download_dir, tokenizer, load_format
+        )
     except Exception as exc:  # the contract: unknown, never a crash
         ready = Readiness(READY_WARN, f"the model source could not be checked: {exc!r}")
     ready.ms = round((time.perf_counter() - started) * 1000.0, 1)
@@ -726,6 +762,7 @@ def _check_source(
     revision: Optional[str],
     download_dir: Optional[str],
     tokenizer: Optional[str],
+    load_format: Optional[str] = None,
 ) -> Readiness:
     lowered = model.lower()
     for scheme in SCHEMES:
@@ -740,7 +777,7 @@ def _check_source(
     expanded = os.path.expanduser(model)
     deadline = time.monotonic() + timeout_s
     if os.path.isdir(expanded):
-        return check_directory(expanded, deadline, bool(tokenizer))
+        return check_directory(expanded, deadline, bool(tokenizer), load_format)
     if os.path.isfile(expanded):
         return Readiness(READY_PASS, f"{expanded} is a file (a GGUF model): present")
     if not is_repo_id(model) and not on_volume(expanded):
@@ -752,11 +789,15 @@ def _check_source(
             {"path": model},
         )
     if not is_repo_id(model):
+        # on a volume, but perhaps filled by an init container that runs after the check
         return Readiness(
-            READY_FAIL,
-            f"--model {model} does not exist on the volume mounted there, and is not a Hub "
-            "repo id: vLLM cannot load it",
+            READY_WARN,
+            f"--model {model} does not exist on the volume mounted there (and is not a Hub "
+            "repo id): vLLM cannot load it unless an init container of the pod creates it "
+            "after this check",
             "mount the volume that holds the model at that path (volumeMounts), or fix the path",
             {"path": model},
         )
-    return check_hub(model, revision or "main", environ, timeout_s, download_dir, bool(tokenizer))
+    return check_hub(
+        model, revision or "main", environ, timeout_s, download_dir, bool(tokenizer), load_format
+    )
