@@ -144,13 +144,9 @@ class FakeHub:
         if repo.gated and token not in repo.tokens:
             message = f"Access to model {repo_id} is restricted."
             if token is None:
-                return self._error(
-                    401,
-                    "GatedRepo",
-                    message
-                    + " You must have access to it and be authenticated to access it. Please log in.",
-                )  # noqa: E501
-            return self._error(403, "GatedRepo", message + " You are not in the authorized list.")  # noqa: E501
+                login = " You must have access to it and be authenticated to access it."
+                return self._error(401, "GatedRepo", message + login)
+            return self._error(403, "GatedRepo", message + " You are not in the authorized list.")
         body = repo.files.get(name)
         if body is None:
             return self._error(404, "EntryNotFound", f'{name} does not exist on "{revision}"')

@@ -223,7 +223,7 @@ class FoundModel:
     # vLLM's own switches that change a model rule (VLLM_ALLOW_LONG_MAX_MODEL_LEN)
     flags: Dict[str, str] = field(default_factory=dict)
     # will vLLM find the weights (check 'model-source'); None when not looked at
-    ready: Optional["Readiness"] = None
+    ready: Optional[Readiness] = None
 
 
 def collect_model(
@@ -356,39 +356,79 @@ def _shards(path: str) -> Tuple[List[str], str, Optional[str]]:
 WEIGHT_FORMATS = (None, "auto", "safetensors", "pt", "fastsafetensors")
 
 
+def _config_problem(path: str) -> Tuple[str, Optional[Readiness]]:
+    """(the config file's name, a Readiness when there is none)."""
+    if os.path.isfile(os.path.join(path, CONFIG)):
+        return CONFIG, None
+    if os.path.isfile(os.path.join(path, "params.json")):
+        return "params.json", None  # Mistral's own format (--config-format mistral)
+    try:
+        empty = not os.listdir(path)
+    except OSError:
+        empty = True
+    if empty:
+        # the check runs before the pod's other init containers: one of them may fill it
+        # (a downloader, KServe's storage-initializer)
+        return CONFIG, Readiness(
+            READY_WARN,
+            f"{path} is empty: vLLM cannot load from it unless an init container of the pod "
+            "fills it after this check",
+            f"copy the model into the volume mounted at {path}, or fill it from an init container",
+            {"path": path},
+        )
+    return CONFIG, Readiness(
+        READY_FAIL,
+        f"{path} has no config.json: vLLM cannot load the model from it",
+        f"copy the model's files into {path} (config.json, the weights, the tokenizer), or "
+        "point --model at the directory that holds them",
+        {"path": path},
+    )
+
+
+@dataclass
+class _Shards:
+    missing: List[str] = field(default_factory=list)
+    truncated: List[str] = field(default_factory=list)
+    unverified: int = 0
+    total: int = 0
+
+
+def _verify(path: str, shards: List[str], deadline: float) -> _Shards:
+    """Each weight file present, each safetensors one at the size its header gives (until
+    the deadline: the rest are counted as not verified)."""
+    out = _Shards()
+    for name in shards:
+        full = os.path.join(path, name)
+        try:
+            size = os.path.getsize(full)
+        except OSError:
+            out.missing.append(name)
+            continue
+        out.total += size
+        if not name.endswith(".safetensors"):
+            continue
+        if time.monotonic() > deadline:
+            out.unverified += 1
+            continue
+        expected, why = _safetensors_size(full)
+        if expected is None:
+            out.truncated.append(f"{name} ({why})")
+        elif size < expected:
+            out.truncated.append(f"{name} ({size} of {expected} bytes)")
+    return out
+
+
+def _listed(names: List[str], limit: int) -> str:
+    return ", ".join(names[:limit]) + (", ..." if len(names) > limit else "")
+
+
 def check_directory(
     path: str, deadline: float, tokenizer_given: bool = False, load_format: Optional[str] = None
 ) -> Readiness:
     """config.json, every weight file the index names with its full size, a tokenizer."""
-    if os.path.isfile(os.path.join(path, "params.json")) and not os.path.isfile(
-        os.path.join(path, CONFIG)
-    ):
-        config_name = "params.json"  # Mistral's own format (--config-format mistral)
-    else:
-        config_name = CONFIG
-        if not os.path.isfile(os.path.join(path, CONFIG)):
-            try:
-                empty = not os.listdir(path)
-            except OSError:
-                empty = True
-            if empty:
-                # the check runs before the pod's other init containers: one of them may
-                # fill it (a downloader, KServe's storage-initializer)
-                return Readiness(
-                    READY_WARN,
-                    f"{path} is empty: vLLM cannot load from it unless an init container of "
-                    "the pod fills it after this check",
-                    f"copy the model into the volume mounted at {path}, or fill it from an "
-                    "init container",
-                    {"path": path},
-                )
-            return Readiness(
-                READY_FAIL,
-                f"{path} has no config.json: vLLM cannot load the model from it",
-                f"copy the model's files into {path} (config.json, the weights, the "
-                "tokenizer), or point --model at the directory that holds them",
-                {"path": path},
-            )
+    config_name, problem_config = _config_problem(path)
+    if problem_config is not None:
+        return problem_config
     if load_format not in WEIGHT_FORMATS:
         return Readiness(
             READY_PASS,
@@ -407,47 +447,26 @@ def check_directory(
             f"copy the weight files into {path}",
             {"path": path},
         )
-    missing: List[str] = []
-    truncated: List[str] = []
-    unverified = 0
-    total = 0
-    for name in shards:
-        full = os.path.join(path, name)
-        try:
-            size = os.path.getsize(full)
-        except OSError:
-            missing.append(name)
-            continue
-        total += size
-        if not name.endswith(".safetensors"):
-            continue
-        if time.monotonic() > deadline:
-            unverified += 1
-            continue
-        expected, why = _safetensors_size(full)
-        if expected is None:
-            truncated.append(f"{name} ({why})")
-        elif size < expected:
-            truncated.append(f"{name} ({size} of {expected} bytes)")
+    found = _verify(path, shards, deadline)
     evidence: Dict[str, Any] = {
         "path": path,
         "weight_files": len(shards),
         "listed_by": listed_by,
-        "bytes": total,
+        "bytes": found.total,
     }
-    if missing or truncated:
+    if found.missing or found.truncated:
         parts = []
-        if missing:
-            evidence["missing"] = missing[:20]
+        if found.missing:
+            evidence["missing"] = found.missing[:20]
             parts.append(
-                f"{len(missing)} of the {len(shards)} weight files {listed_by} names "
-                f"are missing ({', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''})"
+                f"{len(found.missing)} of the {len(shards)} weight files {listed_by} names "
+                f"are missing ({_listed(found.missing, 5)})"
             )
-        if truncated:
-            evidence["truncated"] = truncated[:20]
+        if found.truncated:
+            evidence["truncated"] = found.truncated[:20]
             parts.append(
-                f"{len(truncated)} are shorter than their header says "
-                f"({', '.join(truncated[:3])}{', ...' if len(truncated) > 3 else ''})"
+                f"{len(found.truncated)} are shorter than their header says "
+                f"({_listed(found.truncated, 3)})"
             )
         return Readiness(
             READY_FAIL,
@@ -465,19 +484,19 @@ def check_directory(
             f"copy the tokenizer files into {path}, or give --tokenizer",
             evidence,
         )
-    if unverified:
-        evidence["not_verified"] = unverified
+    if found.unverified:
+        evidence["not_verified"] = found.unverified
         return Readiness(
             READY_PASS,
             f"{path}: config and all {len(shards)} weight files present; the sizes of "
-            f"{unverified} were not verified within the deadline",
+            f"{found.unverified} were not verified within the deadline",
             "",
             evidence,
         )
     return Readiness(
         READY_PASS,
         f"{path}: {config_name}, all {len(shards)} weight files at their full size "
-        f"({total / 1e9:.1f} GB) and a tokenizer",
+        f"({found.total / 1e9:.1f} GB) and a tokenizer",
         "",
         evidence,
     )
@@ -578,177 +597,236 @@ def _download_bytes(siblings: Any) -> Optional[int]:
     return sum(weights.values()) + sum(small.values())
 
 
+@dataclass(frozen=True)
+class _Ask:
+    """One Hub repo to ask about, with what the pod's env says of the Hub and the cache."""
+
+    model: str
+    revision: str
+    endpoint: str
+    token: Optional[str]
+    token_env: Optional[str]
+    cache: str
+    cache_env: str
+    deadline: float
+    timeout_s: float
+
+    @property
+    def left(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def evidence(self) -> Dict[str, Any]:
+        return {"endpoint": self.endpoint, "repo": self.model, "revision": self.revision}
+
+
+def _cache_env(environ: Mapping[str, str], download_dir: Optional[str]) -> str:
+    if download_dir:
+        return "--download-dir"
+    for name in ("HF_HUB_CACHE", "HF_HOME"):
+        if environ.get(name):
+            return name
+    return "HOME"
+
+
+def _offline(ask: _Ask, partial: Optional[Readiness]) -> Readiness:
+    """HF_HUB_OFFLINE and no complete cached copy: vLLM has nothing to load."""
+    status = READY_FAIL if (partial is not None or on_volume(ask.cache)) else READY_WARN
+    if partial is not None:
+        what = partial.message
+    else:
+        what = f"there is no cached copy of {ask.model}@{ask.revision} under {ask.cache} "
+        what += f"({ask.cache_env})"
+    if status == READY_WARN:
+        what += " (not on a volume here: a cache inside vLLM's own image is not visible)"
+    return Readiness(
+        status,
+        f"HF_HUB_OFFLINE is set, so vLLM reads only the cache, and {what}",
+        f"pre-fill the cache volume at {ask.cache} with {ask.model} (huggingface-cli download "
+        f"{ask.model} --revision {ask.revision}), or unset HF_HUB_OFFLINE so vLLM downloads it",
+        {"cache": ask.cache, "env": "HF_HUB_OFFLINE"},
+    )
+
+
+def _refused(ask: _Ask, status: int, code: str) -> Optional[Readiness]:
+    """The Hub's answer settles it: no such revision, no such repo, or no access."""
+    evidence = ask.evidence()
+    if code == "RevisionNotFound":
+        return Readiness(
+            READY_FAIL,
+            f"revision {ask.revision!r} of {ask.model} does not exist on {ask.endpoint} "
+            f"(HTTP {status})",
+            "give a branch, tag or commit that exists (--revision), or drop --revision for main",
+            evidence,
+        )
+    if status in (401, 403) or code == "RepoNotFound":
+        who = "without a token" if ask.token is None else f"with the token in {ask.token_env}"
+        why = "HF_TOKEN is not set" if ask.token is None else "that token cannot read it"
+        evidence["env"] = ask.token_env or "HF_TOKEN"
+        return Readiness(
+            READY_FAIL,
+            f"{ask.endpoint} answers HTTP {status} for {ask.model} {who}: the repo does not "
+            f"exist, or it is private and {why}",
+            "check the repo id; for a private repo set HF_TOKEN (from a Secret) to a token "
+            "that can read it",
+            evidence,
+        )
+    return None
+
+
+def _gated(ask: _Ask, repo: str, rev: str) -> Optional[Readiness]:
+    """A gated repo: its model info is public, its files need a token with access."""
+    status, _, _, why = _hub_call(
+        f"{ask.endpoint}/{repo}/resolve/{rev}/{CONFIG}", ask.token, ask.left, method="HEAD"
+    )
+    evidence = {**ask.evidence(), "env": ask.token_env or "HF_TOKEN"}
+    if status == 0:
+        return Readiness(
+            READY_WARN,
+            f"{ask.model} is gated and the Hub did not answer the access check in time ({why})",
+            "retry; check the network path to the Hub",
+            evidence,
+        )
+    if status not in (401, 403):
+        return None
+    if ask.token is None:
+        return Readiness(
+            READY_FAIL,
+            f"{ask.model} is a gated repo and HF_TOKEN is not set: the Hub answers HTTP {status}",
+            f"accept the model's terms at {ask.endpoint}/{ask.model} with your account, then "
+            "set HF_TOKEN from a Secret (env: [{name: HF_TOKEN, valueFrom: {secretKeyRef: "
+            "...}}]) in the vLLM container",
+            evidence,
+        )
+    return Readiness(
+        READY_FAIL,
+        f"{ask.model} is a gated repo and the token in {ask.token_env} has no access to it "
+        f"(HTTP {status})",
+        f"request access at {ask.endpoint}/{ask.model} with the account of that token, or put "
+        f"a token of an account that has access in {ask.token_env}",
+        evidence,
+    )
+
+
+def _room(ask: _Ask, info: Mapping[str, Any]) -> Readiness:
+    """The cache's free space against the bytes vLLM will download."""
+    needed = _download_bytes(info.get("siblings"))
+    where, free, writable = _free_bytes(ask.cache)
+    # writable here is evidence only: the operator mounts the vLLM container's volumes
+    # read-only into the check, so "read-only here" says nothing of vLLM's mount
+    evidence = {
+        **ask.evidence(),
+        "gated": info.get("gated"),
+        "cache": ask.cache,
+        "download_bytes": needed,
+        "free_bytes": free,
+        "writable_here": writable,
+    }
+    if needed and free is not None and free < needed:
+        return Readiness(
+            READY_FAIL,
+            f"{ask.model}@{ask.revision} needs {needed / 1e9:.1f} GB downloaded into "
+            f"{ask.cache} ({ask.cache_env}), but {where} has {free / 1e9:.1f} GB free",
+            f"give the cache volume at least {needed / 1e9 * 1.1:.0f} GB, or pre-fill it",
+            evidence,
+        )
+    size = f"{needed / 1e9:.1f} GB to download" if needed else "sizes not given"
+    gated = " (gated; the token has access)" if info.get("gated") else ""
+    free_text = f"{free / 1e9:.0f} GB free" if free is not None else "free space unknown"
+    return Readiness(
+        READY_PASS,
+        f"{ask.model}@{ask.revision} is on {ask.endpoint}{gated}; {size}, {free_text} in "
+        f"{ask.cache}",
+        "",
+        evidence,
+    )
+
+
 def check_hub(
     model: str,
     revision: str,
     environ: Mapping[str, str],
     timeout_s: float,
+    *,
     download_dir: Optional[str] = None,
     tokenizer_given: bool = False,
     load_format: Optional[str] = None,
 ) -> Readiness:
     """A Hub repo id: a complete cached copy needs nothing else; else the Hub must answer,
     the revision exist, a gated repo accept the token, the cache take the download."""
-    started = time.monotonic()
-    deadline = started + timeout_s
-    caches = [download_dir] if download_dir else cache_dirs(environ)
-    cache = caches[0]
-    cache_env = (
-        "--download-dir"
-        if download_dir
-        else (
-            "HF_HUB_CACHE"
-            if environ.get("HF_HUB_CACHE")
-            else ("HF_HOME" if environ.get("HF_HOME") else "HOME")
-        )
+    token_env = next((k for k in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN") if environ.get(k)), None)
+    ask = _Ask(
+        model=model,
+        revision=revision,
+        endpoint=(environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/"),
+        token=environ.get(token_env) if token_env else None,
+        token_env=token_env,
+        cache=download_dir or cache_dirs(environ)[0],
+        cache_env=_cache_env(environ, download_dir),
+        deadline=time.monotonic() + timeout_s,
+        timeout_s=timeout_s,
     )
-    snapshot = cached_snapshot(model, revision, environ, cache)
+    snapshot = cached_snapshot(model, revision, environ, ask.cache)
     partial: Optional[Readiness] = None
     if snapshot is not None:
-        found = check_directory(snapshot, deadline, tokenizer_given, load_format)
+        found = check_directory(snapshot, ask.deadline, tokenizer_given, load_format)
         if found.status in (READY_PASS, READY_WARN):
             found.message = f"complete cached copy of {model}@{revision}: {found.message}"
-            found.evidence["cache"] = cache
+            found.evidence["cache"] = ask.cache
             return found
         partial = found
-    offline = environ.get("HF_HUB_OFFLINE", "").strip().lower() in TRUTHY
-    if offline:
-        status = READY_FAIL if (partial is not None or on_volume(cache)) else READY_WARN
-        what = (
-            partial.message
-            if partial is not None
-            else (f"there is no cached copy of {model}@{revision} under {cache} ({cache_env})")
-        )
-        if status == READY_WARN:
-            what += " (not on a volume here: a cache inside vLLM's own image is not visible)"
-        return Readiness(
-            status,
-            f"HF_HUB_OFFLINE is set, so vLLM reads only the cache, and {what}",
-            f"pre-fill the cache volume at {cache} with {model} (huggingface-cli download "
-            f"{model} --revision {revision}), or unset HF_HUB_OFFLINE so vLLM downloads it",
-            {"cache": cache, "env": "HF_HUB_OFFLINE"},
-        )
-    endpoint = (environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
-    token_env = next((k for k in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN") if environ.get(k)), None)
-    token = environ.get(token_env) if token_env else None
+    if environ.get("HF_HUB_OFFLINE", "").strip().lower() in TRUTHY:
+        return _offline(ask, partial)
     import urllib.parse  # noqa: PLC0415  (see _get_json)
 
     repo = urllib.parse.quote(model, safe="/")
     rev = urllib.parse.quote(revision, safe="")
     status, headers, info, why = _hub_call(
-        f"{endpoint}/api/models/{repo}/revision/{rev}?blobs=true",
-        token,
-        deadline - time.monotonic(),
+        f"{ask.endpoint}/api/models/{repo}/revision/{rev}?blobs=true", ask.token, ask.left
     )
-    evidence: Dict[str, Any] = {"endpoint": endpoint, "repo": model, "revision": revision}
-    code = headers.get("x-error-code", "")
     if status == 0:
         return Readiness(
             READY_WARN,
-            f"the Hub at {endpoint} did not answer within {timeout_s:.1f} s ({why}) and there "
-            f"is no complete cached copy of {model} under {cache}: vLLM will try to download it",
+            f"the Hub at {ask.endpoint} did not answer within {timeout_s:.1f} s ({why}) and "
+            f"there is no complete cached copy of {model} under {ask.cache}: vLLM will try to "
+            "download it",
             "let the pod reach the Hub (HF_ENDPOINT, a proxy, the network policy), or pre-fill "
-            f"the cache at {cache}",
-            evidence,
+            f"the cache at {ask.cache}",
+            ask.evidence(),
         )
-    no_token = "HF_TOKEN is not set" if token is None else f"the token in {token_env}"
-    if code == "RevisionNotFound":
-        return Readiness(
-            READY_FAIL,
-            f"revision {revision!r} of {model} does not exist on {endpoint} (HTTP {status})",
-            "give a branch, tag or commit that exists (--revision), or drop --revision for main",
-            evidence,
-        )
-    if status in (401, 403) or code == "RepoNotFound":
-        who = "without a token" if token is None else f"with the token in {token_env}"
-        return Readiness(
-            READY_FAIL,
-            f"{endpoint} answers HTTP {status} for {model} {who}: the repo does not exist, or "
-            f"it is private and {no_token if token is None else 'that token cannot read it'}",
-            "check the repo id; for a private repo set HF_TOKEN (from a Secret) to a token "
-            "that can read it",
-            evidence,
-        )
+    refused = _refused(ask, status, headers.get("x-error-code", ""))
+    if refused is not None:
+        return refused
     if status != 200 or not isinstance(info, dict):
         return Readiness(
             READY_WARN,
-            f"{endpoint} answered HTTP {status} ({why or 'unexpected body'}) for {model}",
+            f"{ask.endpoint} answered HTTP {status} ({why or 'unexpected body'}) for {model}",
             "retry; if it persists, check HF_ENDPOINT",
-            evidence,
+            ask.evidence(),
         )
-    gated = info.get("gated")
-    evidence["gated"] = gated
-    if gated:
-        left = deadline - time.monotonic()
-        status, headers, _, why = _hub_call(
-            f"{endpoint}/{repo}/resolve/{rev}/{CONFIG}", token, left, method="HEAD"
-        )
-        if status in (401, 403):
-            if token is None:
-                message = f"{model} is a gated repo and HF_TOKEN is not set: the Hub answers HTTP {status}"
-                fix = (
-                    f"accept the model's terms at {endpoint}/{model} with your account, then set "
-                    "HF_TOKEN from a Secret (env: [{name: HF_TOKEN, valueFrom: {secretKeyRef: "
-                    "...}}]) in the vLLM container"
-                )
-            else:
-                message = (
-                    f"{model} is a gated repo and the token in {token_env} has no access to it "
-                    f"(HTTP {status})"
-                )
-                fix = (
-                    f"request access at {endpoint}/{model} with the account of that token, or "
-                    f"put a token of an account that has access in {token_env}"
-                )
-            evidence["env"] = token_env or "HF_TOKEN"
-            return Readiness(READY_FAIL, message, fix, evidence)
-        if status == 0:
-            return Readiness(
-                READY_WARN,
-                f"{model} is gated and the Hub did not answer the access check in time ({why})",
-                "retry; check the network path to the Hub",
-                evidence,
-            )
-    needed = _download_bytes(info.get("siblings"))
-    where, free, writable = _free_bytes(cache)
-    # writable here is evidence only: the operator mounts the vLLM container's volumes
-    # read-only into the check, so "read-only here" says nothing of vLLM's mount
-    evidence.update(
-        {"cache": cache, "download_bytes": needed, "free_bytes": free, "writable_here": writable}
-    )
-    if needed and free is not None and free < needed:
-        return Readiness(
-            READY_FAIL,
-            f"{model}@{revision} needs {needed / 1e9:.1f} GB downloaded into {cache} "
-            f"({cache_env}), but {where} has {free / 1e9:.1f} GB free",
-            f"give the cache volume at least {needed / 1e9 * 1.1:.0f} GB, or pre-fill it",
-            evidence,
-        )
-    size = f"{needed / 1e9:.1f} GB to download" if needed else "sizes not given"
-    return Readiness(
-        READY_PASS,
-        f"{model}@{revision} is on {endpoint}{' (gated; the token has access)' if gated else ''}; "
-        f"{size}, {free / 1e9 if free is not None else 0:.0f} GB free in {cache}",
-        "",
-        evidence,
-    )
+    if info.get("gated"):
+        denied = _gated(ask, repo, rev)
+        if denied is not None:
+            return denied
+    return _room(ask, info)
 
 
 def check_source(
     model: str,
     environ: Mapping[str, str],
     timeout_s: float = DEFAULT_TIMEOUT_S,
+    *,
     revision: Optional[str] = None,
     download_dir: Optional[str] = None,
     tokenizer: Optional[str] = None,
     load_format: Optional[str] = None,
 ) -> Readiness:
-    """Will vLLM find the weights of ``model``? Never raises; bounded by ``timeout_s``."""
+    """Will vLLM find the weights of ``model``? Never raises; bounded by ``timeout_s``.
+    ``revision``, ``download_dir``, ``tokenizer`` and ``load_format`` are vLLM's options
+    of those names, as written."""
     started = time.perf_counter()
+    options = {"revision": revision, "download_dir": download_dir, "tokenizer": tokenizer}
     try:
-        ready = _check_source(
-            model, environ, timeout_s, revision, download_dir, tokenizer, load_format
-        )
+        ready = _check_source(model, environ, timeout_s, options, load_format)
     except Exception as exc:  # the contract: unknown, never a crash
         ready = Readiness(READY_WARN, f"the model source could not be checked: {exc!r}")
     ready.ms = round((time.perf_counter() - started) * 1000.0, 1)
@@ -759,11 +837,10 @@ def _check_source(
     model: str,
     environ: Mapping[str, str],
     timeout_s: float,
-    revision: Optional[str],
-    download_dir: Optional[str],
-    tokenizer: Optional[str],
+    options: Mapping[str, Optional[str]],
     load_format: Optional[str] = None,
 ) -> Readiness:
+    tokenizer = options.get("tokenizer")
     lowered = model.lower()
     for scheme in SCHEMES:
         if lowered.startswith(scheme):
@@ -799,5 +876,11 @@ def _check_source(
             {"path": model},
         )
     return check_hub(
-        model, revision or "main", environ, timeout_s, download_dir, bool(tokenizer), load_format
+        model,
+        options.get("revision") or "main",
+        environ,
+        timeout_s,
+        download_dir=options.get("download_dir"),
+        tokenizer_given=bool(tokenizer),
+        load_format=load_format,
     )

@@ -138,7 +138,8 @@ def test_wrong_token_is_unknown_to_the_model_rules_and_fails_model_source(
     assert run.check("model-tp-heads").status == SKIP
     # the Hub refuses the token: vLLM's download fails the same way (check 'model-source')
     source = run.check("model-source")
-    assert source.status == FAIL and "HF_TOKEN" in source.message
+    assert source.status == FAIL
+    assert "HF_TOKEN" in source.message
     assert [c.id for c in run.report.checks if c.status == FAIL] == ["model-source"]
 
 

@@ -73,11 +73,13 @@ def test_a_truncated_shard_fails_with_its_sizes(tmp_path: Path) -> None:
 def test_no_config_fails_no_tokenizer_warns(tmp_path: Path) -> None:
     path = model_dir(tmp_path / "m", tokenizer=False)
     ready = ms.check_source(str(path), {})
-    assert ready.status == "warn" and "no tokenizer" in ready.message
+    assert ready.status == "warn"
+    assert "no tokenizer" in ready.message
     assert ms.check_source(str(path), {}, tokenizer="other/tok").status == "pass"
     (path / "config.json").unlink()
     ready = ms.check_source(str(path), {})
-    assert ready.status == "fail" and "no config.json" in ready.message
+    assert ready.status == "fail"
+    assert "no config.json" in ready.message
     empty = tmp_path / "empty"
     empty.mkdir()  # perhaps filled by a later init container: not a failure
     assert ms.check_source(str(empty), {}).status == "warn"
@@ -86,7 +88,8 @@ def test_no_config_fails_no_tokenizer_warns(tmp_path: Path) -> None:
 def test_a_storage_uri_is_recognised_and_not_checked() -> None:
     for uri in ("s3://bucket/llama", "gs://b/m", "pvc://models/llama"):
         ready = ms.check_source(uri, {})
-        assert ready.status == "skip" and "not checked" in ready.message
+        assert ready.status == "skip"
+        assert "not checked" in ready.message
 
 
 def test_a_missing_path_warns_on_a_volume_only(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -96,7 +99,8 @@ def test_a_missing_path_warns_on_a_volume_only(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(ms, "on_volume", lambda path: True)
     ready = ms.check_source("/models/nowhere/llama", {})
     # a warning: an init container running after the check may create it
-    assert ready.status == "warn" and "volumeMounts" in ready.fix
+    assert ready.status == "warn"
+    assert "volumeMounts" in ready.fix
 
 
 def cache_with(tmp_path: Path, complete: bool) -> dict[str, str]:
@@ -113,7 +117,8 @@ def test_offline_with_a_complete_cache_passes_without_the_network(tmp_path: Path
     env = cache_with(tmp_path, complete=True)
     env.update(HF_HUB_OFFLINE="1", HF_ENDPOINT="http://127.0.0.1:9")  # nothing listens
     ready = ms.check_source(REPO, env)
-    assert ready.status == "pass" and "complete cached copy" in ready.message
+    assert ready.status == "pass"
+    assert "complete cached copy" in ready.message
 
 
 def test_offline_with_an_incomplete_cache_fails_naming_the_env(tmp_path: Path) -> None:
@@ -121,7 +126,8 @@ def test_offline_with_an_incomplete_cache_fails_naming_the_env(tmp_path: Path) -
     env["HF_HUB_OFFLINE"] = "1"
     ready = ms.check_source(REPO, env)
     assert ready.status == "fail"
-    assert "HF_HUB_OFFLINE" in ready.message and "model-00001" in ready.message
+    assert "HF_HUB_OFFLINE" in ready.message
+    assert "model-00001" in ready.message
     assert "unset HF_HUB_OFFLINE" in ready.fix
 
 
@@ -136,8 +142,11 @@ def test_offline_with_no_cache_fails_on_a_volume(
 
 
 def tiny(**kwargs: object) -> FakeRepo:
-    files: dict[str, bytes | int] = {"config.json": b'{"model_type": "llama"}',
-                                     "model.safetensors": 3_000_000, "tokenizer.json": b"{}"}  # fmt: skip
+    files: dict[str, bytes | int] = {
+        "config.json": b'{"model_type": "llama"}',
+        "model.safetensors": 3_000_000,
+        "tokenizer.json": b"{}",
+    }
     return FakeRepo(files, **kwargs)  # type: ignore[arg-type]
 
 
@@ -156,8 +165,10 @@ def test_a_gated_repo_without_a_token_fails_naming_hf_token(tmp_path: Path) -> N
     with FakeHub({REPO: tiny(gated="manual", tokens=frozenset({"good"}))}) as hub:
         ready = ms.check_source(REPO, hub_env(hub, tmp_path))
         assert ready.status == "fail"
-        assert "gated" in ready.message and "HF_TOKEN is not set" in ready.message
-        assert "HF_TOKEN" in ready.fix and "secretKeyRef" in ready.fix
+        assert "gated" in ready.message
+        assert "HF_TOKEN is not set" in ready.message
+        assert "HF_TOKEN" in ready.fix
+        assert "secretKeyRef" in ready.fix
         assert ms.check_source(REPO, hub_env(hub, tmp_path, HF_TOKEN="good")).status == "pass"
 
 
@@ -168,7 +179,8 @@ def test_a_gated_repo_with_a_token_without_access_fails_403(tmp_path: Path) -> N
     ) as hub:
         ready = ms.check_source(REPO, hub_env(hub, tmp_path, HF_TOKEN="other-account"))
     assert ready.status == "fail"
-    assert "HTTP 403" in ready.message and "HF_TOKEN" in ready.message
+    assert "HTTP 403" in ready.message
+    assert "HF_TOKEN" in ready.message
     assert "request access" in ready.fix
 
 
@@ -177,9 +189,12 @@ def test_a_missing_repo_an_invalid_token_and_a_missing_revision_fail(tmp_path: P
         missing = ms.check_source("acme/nothing", hub_env(hub, tmp_path))
         invalid = ms.check_source(REPO, hub_env(hub, tmp_path, HF_TOKEN="forged"))
         revision = ms.check_source(REPO, hub_env(hub, tmp_path), revision="v9")
-    assert missing.status == "fail" and "HTTP 401" in missing.message
-    assert invalid.status == "fail" and "HF_TOKEN" in invalid.message
-    assert revision.status == "fail" and "revision 'v9'" in revision.message
+    assert missing.status == "fail"
+    assert "HTTP 401" in missing.message
+    assert invalid.status == "fail"
+    assert "HF_TOKEN" in invalid.message
+    assert revision.status == "fail"
+    assert "revision 'v9'" in revision.message
     assert "--revision" in revision.fix
 
 
@@ -188,7 +203,8 @@ def test_a_cache_too_small_for_the_download_fails(tmp_path: Path) -> None:
     repo = FakeRepo({"config.json": b"{}", "model.safetensors": 10**15})
     with FakeHub({REPO: repo}) as hub:
         ready = ms.check_source(REPO, hub_env(hub, tmp_path))
-    assert ready.status == "fail" and "GB free" in ready.message
+    assert ready.status == "fail"
+    assert "GB free" in ready.message
     assert "HF_HOME" in ready.message
 
 
@@ -197,7 +213,8 @@ def test_a_slow_hub_is_a_warning_within_the_timeout(tmp_path: Path) -> None:
         started = time.monotonic()
         ready = ms.check_source(REPO, hub_env(hub, tmp_path), timeout_s=0.5)
         elapsed = time.monotonic() - started
-    assert ready.status == "warn" and "did not answer" in ready.message
+    assert ready.status == "warn"
+    assert "did not answer" in ready.message
     assert elapsed < 30  # the Hub answers after 60 s: the answer came from the timeout
 
 

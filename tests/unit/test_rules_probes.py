@@ -51,7 +51,8 @@ def test_the_window_is_delay_plus_threshold_times_period() -> None:
     assert window_of("livenessProbe", {}).seconds == 30  # Kubernetes' defaults
     window = window_of("startupProbe", {"initialDelaySeconds": 60, "failureThreshold": 5,
                                         "periodSeconds": 20})  # fmt: skip
-    assert window is not None and window.seconds == 160
+    assert window is not None
+    assert window.seconds == 160
     assert window_of("startupProbe", {"periodSeconds": "{{ .Values.period }}"}) is None
 
 
@@ -59,12 +60,12 @@ def test_a_liveness_window_shorter_than_the_estimate_warns_with_both_figures_and
     (found,) = findings(QWEN32, livenessProbe=probe(initialDelaySeconds=60))
     assert found.severity == "warn"
     assert "after 90 s" in found.message
-    assert (
-        "estimated at" in found.message and "GB of weights from a Hugging Face Hub" in found.message
-    )
+    assert "estimated at" in found.message
+    assert "GB of weights from a Hugging Face Hub" in found.message
     assert "engine start-up" in found.message
     assert found.field.endswith(".livenessProbe")
-    assert "add a startupProbe" in found.fix and "failureThreshold" in found.fix
+    assert "add a startupProbe" in found.fix
+    assert "failureThreshold" in found.fix
 
 
 def test_a_long_enough_startup_probe_says_nothing() -> None:
@@ -74,13 +75,15 @@ def test_a_long_enough_startup_probe_says_nothing() -> None:
 
 def test_a_liveness_probe_alone_on_a_big_model_warns_even_when_its_window_covers() -> None:
     (found,) = findings(QWEN32, livenessProbe=probe(initialDelaySeconds=600))
-    assert found.severity == "warn" and "only a livenessProbe" in found.message
+    assert found.severity == "warn"
+    assert "only a livenessProbe" in found.message
 
 
 def test_a_known_lower_bound_over_the_window_fails_an_estimate_does_not() -> None:
     tight = probe(periodSeconds=1, failureThreshold=1)  # 1 s
     (fail,) = findings("acme/big", lookup=exact(2_000_000_000_000), startupProbe=tight)
-    assert fail.severity == "fail" and "at least 4.4 s" in fail.message
+    assert fail.severity == "fail"
+    assert "at least 4.4 s" in fail.message
     # the same size only estimated from config.json: the engine downgrades it
     (warn,) = findings("Qwen/Qwen3-Coder-480B-A35B-Instruct", startupProbe=tight)
     assert warn.severity == "warn"
@@ -95,12 +98,14 @@ def test_no_model_facts_the_engine_start_up_alone_may_warn_eager_shortens_it() -
 
 def test_a_probe_on_a_port_nothing_serves_or_a_path_vllm_does_not_answer_warns() -> None:
     (port,) = findings(QWEN32, startupProbe=probe(port=8080, failureThreshold=100))
-    assert port.severity == "warn" and "vLLM listens on 8000" in port.message
+    assert port.severity == "warn"
+    assert "vLLM listens on 8000" in port.message
     assert port.field.endswith("startupProbe.httpGet.port")
     (named,) = findings(QWEN32, startupProbe=probe(port="http", failureThreshold=100))
     assert "'http'" in named.message
     (path,) = findings(QWEN32, startupProbe=probe(path="/healthz", failureThreshold=100))
-    assert "404" in path.message and path.field.endswith("httpGet.path")
+    assert "404" in path.message
+    assert path.field.endswith("httpGet.path")
     ported = findings(QWEN32, "--port", "9000", startupProbe=probe(port=9000, failureThreshold=100))
     assert ported == []
 
@@ -112,9 +117,10 @@ def test_exec_probes_and_other_servers_are_not_judged() -> None:
 
 def test_the_source_of_the_weights_sets_the_bandwidth() -> None:
     window = probe(initialDelaySeconds=60)
+    claim = {"name": "models", "persistentVolumeClaim": {"claimName": "m"}}
+    mount = {"name": "models", "mountPath": "/models"}
     pvc = findings("/models/qwen", lookup=exact(100_000_000_000), livenessProbe=window,
-                   mounts=({"name": "models", "mountPath": "/models"},),
-                   volumes=({"name": "models", "persistentVolumeClaim": {"claimName": "m"}},))  # fmt: skip
+                   mounts=(mount,), volumes=(claim,))  # fmt: skip
     assert "a PersistentVolumeClaim" not in pvc[0].message  # named by the volume
     assert "volume 'models' at /models at 0.3 GB/s" in pvc[0].message
     mem = findings("/models/qwen", lookup=exact(100_000_000_000), livenessProbe=window,

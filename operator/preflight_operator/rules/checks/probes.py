@@ -203,9 +203,9 @@ def _mount_for(container: Mapping[str, Any], path: str) -> Mapping[str, Any] | N
         if not isinstance(where, str) or not where.startswith("/"):
             continue
         root = where.rstrip("/") or "/"
-        if path == root or path.startswith(root.rstrip("/") + "/"):
-            if best is None or len(root) > len(str(best.get("mountPath", "")).rstrip("/")):
-                best = mount
+        inside = path == root or path.startswith(root.rstrip("/") + "/")
+        if inside and (best is None or len(root) > len(str(best.get("mountPath", "")).rstrip("/"))):
+            best = mount
     return best
 
 
@@ -305,6 +305,50 @@ def _fix(window: Window, needed_s: float, has_startup: bool) -> str:
     )
 
 
+def _target_problem(ctx: ContainerContext, name: str, target: Target) -> Finding | None:
+    """A probe that fails for ever whatever the load time: a port nothing serves, a path
+    vLLM answers 404 on."""
+    field = f"{ctx.path}.{name}"
+    port = ctx.parsed.port if ctx.parsed.port is not None else 8000
+    if target.port is None:
+        return _finding(
+            WARN,
+            f"the {name} names port {target.port_text!r}, which no port of container "
+            f"{ctx.name!r} is called: the kubelet cannot probe it and restarts the container",
+            f"{field}.{target.handler}.port",
+            f"use vLLM's port number ({port}) or name a containerPort {target.port_text!r}",
+        )
+    port_known = ctx.parsed.port is not None or "port" not in ctx.parsed.origins
+    if port_known and target.port != port and target.port not in _declared_ports(ctx.spec):
+        return _finding(
+            WARN,
+            f"the {name} probes port {target.port}, but vLLM listens on {port} and no "
+            "container of the pod declares that port: the probe fails for ever and the "
+            "kubelet restarts the container in a loop",
+            f"{field}.{target.handler}.port",
+            f"probe port {port} (vLLM's --port)",
+        )
+    on_vllm = not port_known or target.port == port
+    if on_vllm and target.path is not None and target.path.rstrip("/") not in VLLM_PATHS:
+        return _finding(
+            WARN,
+            f"the {name} asks for {target.path} on vLLM's port, which vLLM's server answers "
+            "with 404: the probe fails for ever and the kubelet restarts the container",
+            f"{field}.httpGet.path",
+            "probe /health (200 once the engine is up)",
+        )
+    return None
+
+
+def _reaches_vllm(ctx: ContainerContext, target: Target) -> bool:
+    """A network probe on vLLM's port (or a port unknown here): it fails until vLLM is up."""
+    if target.handler not in ("httpGet", "tcpSocket", "grpc"):
+        return False  # an exec probe: what it tests is not known here
+    if ctx.parsed.port is None and "port" in ctx.parsed.origins:
+        return True  # --port from a value unknown here
+    return target.port == (ctx.parsed.port if ctx.parsed.port is not None else 8000)
+
+
 @register(
     RULE,
     FAIL,
@@ -320,55 +364,38 @@ def probe_window(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     if ctx.parsed.entrypoint not in (SERVE, API_SERVER):
         return  # another server (a Ray worker, a wrapper): its routes and port are not vLLM's
     startup = _probe(ctx.container, "startupProbe")
-    liveness = _probe(ctx.container, "livenessProbe")
-    killing = ("startupProbe", startup) if startup is not None else ("livenessProbe", liveness)
-    name, probe = killing
+    name, probe = (
+        ("startupProbe", startup)
+        if startup is not None
+        else (
+            "livenessProbe",
+            _probe(ctx.container, "livenessProbe"),
+        )
+    )
     if probe is None:
         return
-    field = f"{ctx.path}.{name}"
     target = target_of(probe, ctx.container)
-    port = ctx.parsed.port if ctx.parsed.port is not None else 8000
-    port_known = ctx.parsed.port is not None or "port" not in ctx.parsed.origins
     if target.handler in ("httpGet", "tcpSocket", "grpc"):
-        if target.port is None:
-            yield _finding(
-                WARN,
-                f"the {name} names port {target.port_text!r}, which no port of container "
-                f"{ctx.name!r} is called: the kubelet cannot probe it and restarts the container",
-                f"{field}.{target.handler}.port",
-                f"use vLLM's port number ({port}) or name a containerPort {target.port_text!r}",
-            )
+        problem = _target_problem(ctx, name, target)
+        if problem is not None:
+            yield problem
             return
-        if port_known and target.port != port:
-            if target.port not in _declared_ports(ctx.spec):
-                yield _finding(
-                    WARN,
-                    f"the {name} probes port {target.port}, but vLLM listens on {port} and no "
-                    "container of the pod declares that port: the probe fails for ever and the "
-                    "kubelet restarts the container in a loop",
-                    f"{field}.{target.handler}.port",
-                    f"probe port {port} (vLLM's --port)",
-                )
-                return
-            return  # another container's port (a sidecar): not vLLM's start-up
-        if target.path is not None and target.path.rstrip("/") not in VLLM_PATHS:
-            yield _finding(
-                WARN,
-                f"the {name} asks for {target.path} on vLLM's port, which vLLM's server answers "
-                "with 404: the probe fails for ever and the kubelet restarts the container",
-                f"{field}.httpGet.path",
-                "probe /health (200 once the engine is up)",
-            )
-            return
-    else:
-        return  # an exec probe: what it tests is not known here
     window = window_of(name, probe)
-    if window is None:
+    if window is None or not _reaches_vllm(ctx, target):
         return
+    yield from _timing(ctx, window, has_startup=startup is not None)
+
+
+def _timing(ctx: ContainerContext, window: Window, has_startup: bool) -> Iterator[Finding]:
+    """The window against the lower bound (FAIL), the estimate (WARN), and a liveness
+    probe alone on a big model (WARN)."""
+    field = f"{ctx.path}.{window.probe}"
+    name = window.probe
     estimate = estimate_start(ctx)
     inputs: tuple[Input, ...] = (plan_input(ctx),)
     if estimate.weights is not None:
         inputs = (*inputs, estimate.weights)
+    fix = _fix(window, estimate.seconds, has_startup)
     if estimate.weight_bytes is not None and ctx.gpus_needed:
         lower = estimate.weight_bytes / (ctx.gpus_needed * FASTEST_LINK_BYTES_PER_S)
         if lower > window.seconds:
@@ -379,7 +406,7 @@ def probe_window(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
                 f"{ctx.gpus_needed} GPU(s) takes at least {lower:.1f} s even at "
                 f"{FASTEST_LINK_BYTES_PER_S / GB:.0f} GB/s per GPU: vLLM never starts",
                 field,
-                _fix(window, estimate.seconds, startup is not None),
+                fix,
                 inputs,
             )
             return
@@ -390,18 +417,19 @@ def probe_window(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
             f"vLLM's start is estimated at {estimate.seconds:.0f} s ({estimate.text}): the "
             "pod may restart before it ever serves",
             field,
-            _fix(window, estimate.seconds, startup is not None),
+            fix,
             inputs,
         )
         return
-    if startup is None and (estimate.weight_bytes or 0) > BIG_MODEL_BYTES:
+    if not has_startup and (estimate.weight_bytes or 0) > BIG_MODEL_BYTES:
         yield _finding(
             WARN,
             f"only a livenessProbe guards start-up ({window.seconds} s: {window.text}) for "
-            f"{estimate.weight_bytes / GB:.0f} GB of weights (estimate {estimate.seconds:.0f} s: "
-            f"{estimate.text}): a slower volume or a cold cache restarts the pod in a loop",
+            f"{(estimate.weight_bytes or 0) / GB:.0f} GB of weights (estimate "
+            f"{estimate.seconds:.0f} s: {estimate.text}): a slower volume or a cold cache "
+            "restarts the pod in a loop",
             field,
-            _fix(window, estimate.seconds, False),
+            fix,
             inputs,
         )
 
