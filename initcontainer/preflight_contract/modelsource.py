@@ -226,6 +226,15 @@ class FoundModel:
     ready: Optional[Readiness] = None
 
 
+def _parsed_index(files: Optional[Files], where: str) -> Optional[Tuple[str, Mapping[str, Any]]]:
+    """(directory, safetensors index) find_model already read, for check_source."""
+    index = files.get(INDEX) if files is not None else None
+    if not isinstance(index, Mapping):
+        return None
+    prefix = "Hugging Face cache "
+    return (where[len(prefix) :] if where.startswith(prefix) else where), index
+
+
 def collect_model(
     model: str,
     environ: Mapping[str, str],
@@ -253,6 +262,7 @@ def collect_model(
             download_dir=source.get("download_dir"),
             tokenizer=source.get("tokenizer"),
             load_format=source.get("load_format"),
+            known_index=_parsed_index(files, where),
         )
     return found
 
@@ -321,33 +331,63 @@ def _safetensors_size(path: str) -> Tuple[Optional[int], str]:
     return 8 + length + end, ""
 
 
-def _shards(path: str) -> Tuple[List[str], str, Optional[str]]:
-    """(the weight files vLLM will open, where that list came from, a problem with the
-    index)."""
+@dataclass
+class _WeightList:
+    """The weight files vLLM will open, where that list came from, the index's
+    total_size (the sum of the tensors' bytes, None when not given), a problem."""
+
+    names: List[str]
+    listed_by: str
+    total_size: Optional[int] = None
+    problem: Optional[str] = None
+
+
+def _read_index(full: str) -> Tuple[Optional[Any], str]:
+    try:
+        if os.path.getsize(full) > MAX_FILE_BYTES:
+            return None, f"{full} is larger than {MAX_FILE_BYTES >> 20} MiB"
+        with open(full, encoding="utf-8") as handle:
+            return json.load(handle), ""
+    except (OSError, ValueError) as exc:
+        return None, f"{full} cannot be read: {exc}"
+
+
+def _shards(path: str, known_index: Optional[Mapping[str, Any]] = None) -> _WeightList:
+    """The weight files of a directory, from its index (``known_index``: the
+    safetensors index already parsed for the model rules, not read twice)."""
     for index_name in (ST_INDEX, BIN_INDEX):
         full = os.path.join(path, index_name)
         if not os.path.isfile(full):
             continue
-        try:
-            if os.path.getsize(full) > MAX_FILE_BYTES:
-                return [], index_name, f"{full} is larger than {MAX_FILE_BYTES >> 20} MiB"
-            with open(full, encoding="utf-8") as handle:
-                data = json.load(handle)
-        except (OSError, ValueError) as exc:
-            return [], index_name, f"{full} cannot be read: {exc}"
-        weight_map = data.get("weight_map") if isinstance(data, dict) else None
-        if not isinstance(weight_map, dict) or not weight_map:
-            return [], index_name, f"{full} has no weight_map"
+        data: Optional[Any] = known_index if index_name == ST_INDEX else None
+        if data is None:
+            data, why = _read_index(full)
+            if data is None:
+                return _WeightList([], index_name, problem=why)
+        weight_map = data.get("weight_map") if isinstance(data, Mapping) else None
+        if not isinstance(weight_map, Mapping) or not weight_map:
+            return _WeightList([], index_name, problem=f"{full} has no weight_map")
+        metadata = data.get("metadata") if isinstance(data, Mapping) else None
+        total = metadata.get("total_size") if isinstance(metadata, Mapping) else None
         names = sorted({str(v) for v in weight_map.values()})
-        return names, index_name, None
+        return _WeightList(names, index_name, total if isinstance(total, int) else None)
     present = [n for n in SINGLE_WEIGHTS if os.path.isfile(os.path.join(path, n))]
     if present:
-        return present[:1], present[0], None
+        return _WeightList(present[:1], present[0])
     try:
         loose = sorted(n for n in os.listdir(path) if n.endswith(".safetensors"))
     except OSError:
         loose = []
-    return loose, "*.safetensors", None
+    return _WeightList(loose, "*.safetensors")
+
+
+def _header_length(path: str) -> Optional[int]:
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(8)
+    except OSError:
+        return None
+    return int.from_bytes(head, "little") if len(head) == 8 else None
 
 
 # --load-format values that read the checkpoint's *.safetensors / *.bin files; the others
@@ -393,24 +433,34 @@ class _Shards:
     total: int = 0
 
 
-def _verify(path: str, shards: List[str], deadline: float) -> _Shards:
-    """Each weight file present, each safetensors one at the size its header gives (until
-    the deadline: the rest are counted as not verified)."""
+def _verify(path: str, weights: _WeightList, deadline: float) -> _Shards:
+    """Each weight file present; each safetensors one as long as its header says. Fast
+    path: the tensors' bytes of every shard (its size less 8 and its header's length, one
+    8-byte read each) add up to at least the index's total_size, so none is short. Else
+    (or without a total_size) each header is read (until the deadline: the rest are
+    counted as not verified) to name the short ones."""
     out = _Shards()
-    for name in shards:
-        full = os.path.join(path, name)
+    sizes: Dict[str, int] = {}
+    data_bytes = 0
+    for name in weights.names:
         try:
-            size = os.path.getsize(full)
+            sizes[name] = os.path.getsize(os.path.join(path, name))
         except OSError:
             out.missing.append(name)
             continue
-        out.total += size
+        out.total += sizes[name]
+        if name.endswith(".safetensors") and weights.total_size is not None:
+            length = _header_length(os.path.join(path, name))
+            data_bytes += max(0, sizes[name] - 8 - (length or 0))
+    if weights.total_size is not None and data_bytes >= weights.total_size:
+        return out
+    for name, size in sizes.items():
         if not name.endswith(".safetensors"):
             continue
         if time.monotonic() > deadline:
             out.unverified += 1
             continue
-        expected, why = _safetensors_size(full)
+        expected, why = _safetensors_size(os.path.join(path, name))
         if expected is None:
             out.truncated.append(f"{name} ({why})")
         elif size < expected:
@@ -423,9 +473,14 @@ def _listed(names: List[str], limit: int) -> str:
 
 
 def check_directory(
-    path: str, deadline: float, tokenizer_given: bool = False, load_format: Optional[str] = None
+    path: str,
+    deadline: float,
+    tokenizer_given: bool = False,
+    load_format: Optional[str] = None,
+    known_index: Optional[Tuple[str, Mapping[str, Any]]] = None,
 ) -> Readiness:
-    """config.json, every weight file the index names with its full size, a tokenizer."""
+    """config.json, every weight file the index names with its full size, a tokenizer.
+    ``known_index``: (directory, its safetensors index) already parsed, not read twice."""
     config_name, problem_config = _config_problem(path)
     if problem_config is not None:
         return problem_config
@@ -437,9 +492,13 @@ def check_directory(
             "",
             {"path": path, "load_format": load_format},
         )
-    shards, listed_by, problem = _shards(path)
-    if problem is not None:
-        return Readiness(READY_FAIL, problem, f"copy {listed_by} into {path} again", {"path": path})
+    index = known_index[1] if known_index is not None and known_index[0] == path else None
+    weights = _shards(path, index)
+    shards, listed_by = weights.names, weights.listed_by
+    if weights.problem is not None:
+        return Readiness(
+            READY_FAIL, weights.problem, f"copy {listed_by} into {path} again", {"path": path}
+        )
     if not shards:
         return Readiness(
             READY_FAIL,
@@ -447,7 +506,7 @@ def check_directory(
             f"copy the weight files into {path}",
             {"path": path},
         )
-    found = _verify(path, shards, deadline)
+    found = _verify(path, weights, deadline)
     evidence: Dict[str, Any] = {
         "path": path,
         "weight_files": len(shards),
@@ -465,7 +524,8 @@ def check_directory(
         if found.truncated:
             evidence["truncated"] = found.truncated[:20]
             parts.append(
-                f"{len(found.truncated)} are shorter than their header says "
+                f"{len(found.truncated)} {'is' if len(found.truncated) == 1 else 'are'} "
+                "shorter than their header says "
                 f"({_listed(found.truncated, 3)})"
             )
         return Readiness(
@@ -750,6 +810,7 @@ def check_hub(
     download_dir: Optional[str] = None,
     tokenizer_given: bool = False,
     load_format: Optional[str] = None,
+    known_index: Optional[Tuple[str, Mapping[str, Any]]] = None,
 ) -> Readiness:
     """A Hub repo id: a complete cached copy needs nothing else; else the Hub must answer,
     the revision exist, a gated repo accept the token, the cache take the download."""
@@ -768,7 +829,7 @@ def check_hub(
     snapshot = cached_snapshot(model, revision, environ, ask.cache)
     partial: Optional[Readiness] = None
     if snapshot is not None:
-        found = check_directory(snapshot, ask.deadline, tokenizer_given, load_format)
+        found = check_directory(snapshot, ask.deadline, tokenizer_given, load_format, known_index)
         if found.status in (READY_PASS, READY_WARN):
             found.message = f"complete cached copy of {model}@{revision}: {found.message}"
             found.evidence["cache"] = ask.cache
@@ -819,14 +880,16 @@ def check_source(
     download_dir: Optional[str] = None,
     tokenizer: Optional[str] = None,
     load_format: Optional[str] = None,
+    known_index: Optional[Tuple[str, Mapping[str, Any]]] = None,
 ) -> Readiness:
     """Will vLLM find the weights of ``model``? Never raises; bounded by ``timeout_s``.
     ``revision``, ``download_dir``, ``tokenizer`` and ``load_format`` are vLLM's options
-    of those names, as written."""
+    of those names, as written; ``known_index`` (directory, safetensors index) one the
+    model rules already parsed."""
     started = time.perf_counter()
     options = {"revision": revision, "download_dir": download_dir, "tokenizer": tokenizer}
     try:
-        ready = _check_source(model, environ, timeout_s, options, load_format)
+        ready = _check_source(model, environ, timeout_s, options, load_format, known_index)
     except Exception as exc:  # the contract: unknown, never a crash
         ready = Readiness(READY_WARN, f"the model source could not be checked: {exc!r}")
     ready.ms = round((time.perf_counter() - started) * 1000.0, 1)
@@ -839,6 +902,7 @@ def _check_source(
     timeout_s: float,
     options: Mapping[str, Optional[str]],
     load_format: Optional[str] = None,
+    known_index: Optional[Tuple[str, Mapping[str, Any]]] = None,
 ) -> Readiness:
     tokenizer = options.get("tokenizer")
     lowered = model.lower()
@@ -854,7 +918,7 @@ def _check_source(
     expanded = os.path.expanduser(model)
     deadline = time.monotonic() + timeout_s
     if os.path.isdir(expanded):
-        return check_directory(expanded, deadline, bool(tokenizer), load_format)
+        return check_directory(expanded, deadline, bool(tokenizer), load_format, known_index)
     if os.path.isfile(expanded):
         return Readiness(READY_PASS, f"{expanded} is a file (a GGUF model): present")
     if not is_repo_id(model) and not on_volume(expanded):
@@ -883,4 +947,5 @@ def _check_source(
         download_dir=options.get("download_dir"),
         tokenizer_given=bool(tokenizer),
         load_format=load_format,
+        known_index=known_index,
     )

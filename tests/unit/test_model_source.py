@@ -70,6 +70,26 @@ def test_a_truncated_shard_fails_with_its_sizes(tmp_path: Path) -> None:
     assert f"({full - 100} of {full} bytes)" in ready.message
 
 
+def test_a_wrong_total_size_is_no_failure_and_no_total_size_still_finds_a_short_shard(
+    tmp_path: Path,
+) -> None:
+    path = model_dir(tmp_path / "m")
+    index = json.loads((path / ms.INDEX).read_text())
+    index["metadata"]["total_size"] *= 10  # overstated: every header is then read
+    (path / ms.INDEX).write_text(json.dumps(index))
+    assert ms.check_source(str(path), {}).status == "pass"
+    del index["metadata"]
+    (path / ms.INDEX).write_text(json.dumps(index))
+    with (path / "model-00001-of-00003.safetensors").open("r+b") as handle:
+        handle.truncate(100)
+    ready = ms.check_source(str(path), {})
+    assert ready.status == "fail"
+    assert "model-00001-of-00003.safetensors (100 of " in ready.message
+    with (path / "model-00002-of-00003.safetensors").open("r+b") as handle:
+        handle.truncate(20)  # inside its header
+    assert "truncated inside its header" in ms.check_source(str(path), {}).message
+
+
 def test_no_config_fails_no_tokenizer_warns(tmp_path: Path) -> None:
     path = model_dir(tmp_path / "m", tokenizer=False)
     ready = ms.check_source(str(path), {})
