@@ -101,7 +101,7 @@ def test_a_probe_window_too_short_for_the_start_is_warned_at_admission(
 
     status = wait_for(static, what="the static result of the short-probe Deployment")
     assert status["staticVerdict"] == "warn"
-    (finding,) = [f for f in status["findings"] if f["id"] == "probe-window"]
+    (finding,) = [f for f in status["static"]["findings"] if f["id"] == "probe-window"]
     assert "startupProbe" in finding["fix"]
 
     # the fix the finding gives, applied: a startupProbe long enough says nothing more
