@@ -110,6 +110,12 @@ def test_a_probe_on_a_port_nothing_serves_or_a_path_vllm_does_not_answer_warns()
     assert ported == []
 
 
+def test_a_port_unknown_here_is_not_judged_by_its_path() -> None:
+    # --port from a variable: the probe's port may be a sidecar's, whose paths are its own
+    unknown = probe(path="/healthz", port=9999, failureThreshold=100)
+    assert findings(QWEN32, "--port", "$(PORT)", startupProbe=unknown) == []
+
+
 def test_exec_probes_and_other_servers_are_not_judged() -> None:
     exec_probe = {"exec": {"command": ["true"]}, "periodSeconds": 1, "failureThreshold": 1}
     assert findings(QWEN32, livenessProbe=exec_probe) == []

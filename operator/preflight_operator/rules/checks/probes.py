@@ -328,7 +328,8 @@ def _target_problem(ctx: ContainerContext, name: str, target: Target) -> Finding
             f"{field}.{target.handler}.port",
             f"probe port {port} (vLLM's --port)",
         )
-    on_vllm = not port_known or target.port == port
+    # the path only where the port is known to be vLLM's: another port may be a sidecar's
+    on_vllm = port_known and target.port == port
     if on_vllm and target.path is not None and target.path.rstrip("/") not in VLLM_PATHS:
         return _finding(
             WARN,
