@@ -889,7 +889,9 @@ def check_source(
     started = time.perf_counter()
     options = {"revision": revision, "download_dir": download_dir, "tokenizer": tokenizer}
     try:
-        ready = _check_source(model, environ, timeout_s, options, load_format, known_index)
+        ready = _check_source(
+            model, environ, timeout_s, options, load_format=load_format, known_index=known_index
+        )
     except Exception as exc:  # the contract: unknown, never a crash
         ready = Readiness(READY_WARN, f"the model source could not be checked: {exc!r}")
     ready.ms = round((time.perf_counter() - started) * 1000.0, 1)
@@ -901,6 +903,7 @@ def _check_source(
     environ: Mapping[str, str],
     timeout_s: float,
     options: Mapping[str, Optional[str]],
+    *,
     load_format: Optional[str] = None,
     known_index: Optional[Tuple[str, Mapping[str, Any]]] = None,
 ) -> Readiness:
