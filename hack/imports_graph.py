@@ -48,6 +48,7 @@ HARNESS = {
     "demo",
     "fakedriver",
     "hubserver",
+    "fakehub",
 }
 # Third-party packages worth showing (the rest are standard library or small helpers).
 EXTERNAL = {"kopf", "kubernetes", "aiohttp", "yaml", "pynvml", "torch", "prometheus_client"}

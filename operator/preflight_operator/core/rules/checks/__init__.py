@@ -10,8 +10,9 @@ from preflight_operator.core.rules.checks import (
     gpus,
     group,
     modelfit,
+    probes,
     service,
     shm,
 )
 
-__all__ = ["args", "consistency", "env", "gpus", "group", "modelfit", "service", "shm"]
+__all__ = ["args", "consistency", "env", "gpus", "group", "modelfit", "probes", "service", "shm"]
