@@ -226,6 +226,20 @@ _ALL_LONG: Tuple[str, ...] = tuple(
 _ALL_SHORT: Tuple[str, ...] = tuple(
     sorted({n for n in _BY_NAME if not n.startswith("--")} | _OTHER_SHORT_WITH_VALUE | {"-h"})
 )
+
+
+def _known_option(name: str) -> bool:
+    """An option string vLLM registers, exactly as written (after FlexibleArgumentParser's
+    underscores-to-dashes)."""
+    return (
+        name in _BY_NAME
+        or name in _OTHER_NO_VALUE
+        or name in _OTHER_MANY_VALUES
+        or name in _OTHER_LONG
+        or name in _OTHER_SHORT_WITH_VALUE
+    )
+
+
 # `--tp 4` is not an option anywhere in vLLM; people write it (and `tp: 4` in --config).
 _SHORT_ALIAS_WORDS: Dict[str, str] = {
     n[1:]: o.names[0] for o in _TRACKED for n in o.names[1:] if len(n) > 2
@@ -746,11 +760,17 @@ class _Parser:
                     return
 
     def is_option(self, text: str) -> bool:
-        """argparse's test: does this token start an option (else it is a value)?"""
+        """argparse's test (`_parse_optional`): does this token start an option (else it
+        is a value)? Its order matters: the name before a `=`, and a long prefix of a
+        known option, are looked up before a word holding a space is taken as a
+        positional, so `--limit-mm-per-prompt={"image": 0}` is an option."""
         if not text.startswith("-") or text == "-":
             return False
-        if text in _BY_NAME or text.split("=", 1)[0] in _BY_NAME:
+        name, eq, _ = text.partition("=")
+        if _known_option(text) or (eq and _known_option(name)):
             return True
+        if text.startswith("--") and any(o.startswith(name) for o in _ALL_LONG):
+            return True  # an abbreviation (or an ambiguous one argparse refuses)
         if _NEGATIVE_NUMBER.match(text):
             return False
         return " " not in text
