@@ -127,7 +127,7 @@ def build(options: RunOptions) -> tuple[kopf.OperatorRegistry, kopf.Memo, Contro
     admission = AdmissionService(
         config,
         analyser,
-        controller.policies,
+        controller.policy_watch.book,
         events=controller.events,
         owner_body=api.get_workload,
         opted_in=controller.opted_in.__contains__,
@@ -137,7 +137,7 @@ def build(options: RunOptions) -> tuple[kopf.OperatorRegistry, kopf.Memo, Contro
     health = Health(
         options.health_stall_seconds,
         facts={"workloads": lambda: len(controller.store.workloads),
-               "queue": lambda: len(controller.queue)},
+               "queue": lambda: len(controller.workers.queue)},
     )  # fmt: skip
     memo = kopf.Memo(controller=controller, admission=admission, health=health, watches=watches)
     return registry, memo, controller

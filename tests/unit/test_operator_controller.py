@@ -154,7 +154,7 @@ async def settle(ctl: Controller) -> None:
         await ctl.start(workers=2)
     for _ in range(500):
         await asyncio.sleep(0.005)
-        if ctl.queue.idle():
+        if ctl.workers.queue.idle():
             break
     await ctl.events.drain(1.0)
 
@@ -449,11 +449,11 @@ def test_a_late_echo_never_replaces_a_newer_status() -> None:
             "status": {"runtimeVerdict": verdict},
         }  # fmt: skip
 
-    ctl.observe_validation(event("10", "pass"), deleted=False)
+    ctl.validations.observe(event("10", "pass"), deleted=False)
     key = (NS, "Deployment", "vllm-good")
-    ctl.observe_validation(event("9", "pending"), deleted=False)
+    ctl.validations.observe(event("9", "pending"), deleted=False)
     assert ctl.store.validations[key].status == {"runtimeVerdict": "pass"}
-    ctl.observe_validation(event("11", "fail"), deleted=False)
+    ctl.validations.observe(event("11", "fail"), deleted=False)
     assert ctl.store.validations[key].status == {"runtimeVerdict": "fail"}
     assert ctl.store.validations[key].resource_version == 11
 
@@ -523,7 +523,7 @@ def test_a_bad_policy_field_gets_a_status_an_event_and_the_default_once() -> Non
         return ctl
 
     ctl = run(one_run())
-    resolved = ctl.policies.resolve(NS, {}, PolicySpec())
+    resolved = ctl.policy_watch.book.resolve(NS, {}, PolicySpec())
     assert (resolved.name, resolved.action) == ("trial", "Warn")
     assert resolved.spec.thresholds.shm_min == "1Gi"
     status = api.policies[NS, "trial"]["status"]

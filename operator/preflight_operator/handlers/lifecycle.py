@@ -112,7 +112,7 @@ def register(registry: kopf.OperatorRegistry, options: RunOptions) -> None:
             " %d GPUValidation(s) known",
             controller.identity,
             len(controller.opted_in),
-            len(controller.policy_reflector.items),
+            len(controller.policy_watch.reflector.items),
             len(controller.store.validations),
         )
 

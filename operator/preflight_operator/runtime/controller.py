@@ -21,20 +21,17 @@ from preflight_operator.core.config import OperatorConfig
 from preflight_operator.core.events import now_rfc3339
 from preflight_operator.core.nodefeedback import Levels, finding, parse_levels
 from preflight_operator.core.podresults import PodResult, pod_result, unschedulable
-from preflight_operator.core.policy import Policy, PolicyBook, ResolvedPolicy, parse_policy
+from preflight_operator.core.policy import ResolvedPolicy
 from preflight_operator.core.static import StaticResult
 from preflight_operator.core.store import (
     Key,
     PodState,
     Store,
-    StoredValidation,
     WorkloadState,
-    resource_version_of,
 )
 from preflight_operator.core.workloads import (
     POD,
     WorkloadKind,
-    WorkloadRef,
     is_bare_pod,
     ref_of,
     template_labels,
@@ -44,18 +41,17 @@ from preflight_operator.core.workloads import (
 from preflight_operator.runtime import metrics
 from preflight_operator.runtime.analyses import AnalysisScheduler
 from preflight_operator.runtime.api import (
-    POLICIES,
     KubeApi,
-    collection_path,
 )
 from preflight_operator.runtime.eventsink import EventSink
 from preflight_operator.runtime.listing import WorkloadLister
 from preflight_operator.runtime.nodehealth import NodeFeedback
-from preflight_operator.runtime.policystatus import PolicyStatusWriter
+from preflight_operator.runtime.ownership import Ownership
+from preflight_operator.runtime.policies import PolicyWatch
 from preflight_operator.runtime.reconciler import Reconciler
 from preflight_operator.runtime.reflector import Reflector
+from preflight_operator.runtime.validations import ValidationWatch
 from preflight_operator.runtime.workers import ReconcileWorkers
-from preflight_operator.runtime.workqueue import WorkQueue
 from preflight_operator.runtime.writegate import WriteGate
 
 logger = logging.getLogger(__name__)
@@ -93,11 +89,12 @@ class Controller:
         self._now = now
         self._clock = clock
         self.store = Store()
-        self.policies = PolicyBook()
         self.opted_in: set[str] = set()
         self.events = EventSink(api, identity, now)
-        # The gate is made below; the lambda reads it when a finding is applied.
-        self.node_feedback = NodeFeedback(api, now, lambda: self.gate.allows())  # noqa: PLW0108
+        # Reconciles write only while this replica holds the Lease (writegate.py,
+        # elector.py); keys met while following wait until it leads (workers.py).
+        self.gate = gate or WriteGate(identity, standalone=True)
+        self.node_feedback = NodeFeedback(api, now, self.gate.allows)
         self._tasks: list[asyncio.Task[Any]] = []
         # When the rules run (now, or later in a worker) and which answer counts.
         self.analyses = AnalysisScheduler(analyser, spawn=self._spawn, now=now)
@@ -105,53 +102,26 @@ class Controller:
         # pods that run without the check after an outage of the webhook).
         self.listing = WorkloadLister(api, self.store, self.observe_workload, self.analyses.settled)
         reconciler = Reconciler(
-            self.store,
-            api,
-            self.events,
-            load_workload=self.listing.load_workload,
-            history_limit=config.history_pods_per_workload,
-            now=now,
-            clock=clock,
+            self.store, api, self.events, load_workload=self.listing.load_workload,
+            history_limit=config.history_pods_per_workload, now=now, clock=clock,
             uninjected=self.listing.uninjected_pods,
-        )
-        self.policy_reflector = Reflector(
-            api,
-            collection_path(POLICIES, None),
-            name="preflightpolicies",
-            on_change=self._policies_changed,
-        )
-        # GPUValidations come from a watch of our own, not kopf's: it runs on paused peers
-        # too (so a peer taking over starts from the cluster's state, not a stale one), and
-        # the echo of each of our status writes costs a dict comparison, not a kopf event.
-        self.validation_reflector = Reflector(
-            api,
-            "/apis/vllm-preflight.io/v1alpha1/gpuvalidations",
-            name="gpuvalidations",
-            params={"labelSelector": f"app.kubernetes.io/managed-by={constants.COMPONENT}"},
-            on_object=self.observe_validation,
-            transform=_identity_fields,
-        )
+        )  # fmt: skip
+        # GPUValidations as the cluster has them (validations.py)
+        self.validations = ValidationWatch(api, self.store, self.enqueue)
         self._context_revision = 0
         # Caches the rules read (Services named vllm): primed and run with the others,
         # on every replica; a change re-analyses the namespace's workloads.
         self.context_reflectors = list(context_reflectors)
-        # child workload -> the serving-stack object that controls it (workloads.wrapper_owner)
-        self._owners: dict[Key, Key] = {}
+        # child workload -> the serving-stack object that controls it (ownership.py)
+        self.ownership = Ownership(self.store)
         for reflector in self.context_reflectors:
             reflector.subscribe(self.context_changed)
-        # Reconciles write only while this replica holds the Lease (writegate.py,
-        # elector.py); keys met while following wait until it leads (workers.py).
-        self.gate = gate or WriteGate(identity, standalone=True)
         self.workers = ReconcileWorkers(self.store, reconciler, self.gate, clock=clock)
-        # PreflightPolicy statuses, written only while this replica may write.
-        self.policy_statuses = PolicyStatusWriter(
-            api, self.policy_reflector, self.events, allowed=self.gate.allows,
-            spawn=self._spawn, now=now,
+        # The PreflightPolicies: resolved for each workload, statuses written (policies.py).
+        self.policy_watch = PolicyWatch(
+            api, self.events, allowed=self.gate.allows, spawn=self._spawn, now=now,
+            said_otherwise=self.context_changed,
         )  # fmt: skip
-
-    @property
-    def queue(self) -> WorkQueue[Key]:
-        return self.workers.queue
 
     @property
     def analyser(self) -> Analyser:
@@ -193,10 +163,7 @@ class Controller:
         owner = wrapper_owner(body, kind.kind)
         if owner is not None:
             # made by a serving stack's controller: its pods report to that object
-            if deleted:
-                self._owners.pop(key, None)
-            else:
-                self._owners[key] = owner.key
+            self.ownership.note(key, None if deleted else owner.key)
             if key in self.store.workloads:
                 self.store.forget_workload(key)
             return
@@ -214,7 +181,7 @@ class Controller:
         labels = dict(meta.get("labels") or {})
         uid = str(meta.get("uid", ""))
         generation = meta.get("generation")
-        policy = self.policies.resolve(ref.namespace, labels, self.config.default_policy)
+        policy = self.policy_watch.book.resolve(ref.namespace, labels, self.config.default_policy)
         memo = (uid, generation, tuple(sorted(labels.items())), self._context_revision)
         before = self.store.workloads.get(key)
         # Items of a LIST carry no kind; the rules find pod templates by it.
@@ -288,14 +255,18 @@ class Controller:
         if self.excluded(namespace):
             return
         ref = workload_of_pod(body)
-        key = self.top_owner(ref.key)
+        key = self.ownership.top_owner(ref.key)
         uid = str(meta.get("uid", ""))
         if deleted:
             if self.store.forget_pod(key, uid):
                 self.enqueue(key)
             return
         result = pod_result(body)
-        if result is not None and result.trusted and not self._owned_by_known_uid(body, ref):
+        if (
+            result is not None
+            and result.trusted
+            and not self.ownership.owned_by_known_uid(body, ref)
+        ):
             result = dataclasses.replace(result, created_by=provenance.OTHER)
         before = self.store.pods.get(key, {}).get(uid)
         pod = PodState(
@@ -317,66 +288,15 @@ class Controller:
         if changed:
             self.enqueue(key)
 
-    def _owned_by_known_uid(self, pod: Mapping[str, Any], ref: WorkloadRef) -> bool:
-        """Where the pod's controller is the workload itself (StatefulSet, Job, ...), its
-        ownerReference's uid must be the workload's as watched (provenance.py: the chain
-        of controller references, uid checked where the operator knows it)."""
-        owner = provenance.controller_owner(pod)
-        workload = self.store.workloads.get(ref.key)
-        if owner is None or workload is None or not workload.uid:
-            return True
-        if owner.get("kind") != ref.kind or owner.get("name") != ref.name:
-            return True  # a ReplicaSet or StatefulSet between them: its uid is not watched
-        return str(owner.get("uid", "")) == workload.uid
-
-    def top_owner(self, key: Key) -> Key:
-        """The workload whose GPUValidation a result of ``key`` belongs to: up the
-        controller ownerReferences to the serving-stack object (Pod -> ReplicaSet ->
-        Deployment -> InferenceService; RayCluster -> RayService), as observed."""
-        for _ in range(4):  # bounded: a reference loop cannot hang us
-            owner = self._owners.get(key)
-            if owner is None:
-                break
-            key = owner
-        return key
-
     def _feed_node(self, key: Key, namespace: str, result: PodResult) -> None:
         """Node feedback (nodefeedback.py) at the levels of the workload's policy."""
         found = finding(result, namespace)
         if found is None:
             return
         workload = self.store.workloads.get(key)
-        body = self.policy_reflector.get(namespace, workload.policy.name) if workload else None
+        body = self.policy_watch.body(namespace, workload.policy.name) if workload else None
         levels = parse_levels((body or {}).get("spec"))[0] if body else Levels()
         self.node_feedback.observe(found, levels)
-
-    def observe_validation(self, body: Mapping[str, Any], deleted: bool) -> None:
-        meta = body.get("metadata") or {}
-        ref = (body.get("spec") or {}).get("workloadRef") or {}
-        key: Key = (
-            str(meta.get("namespace", "")),
-            str(ref.get("kind", "")),
-            str(ref.get("name", "")),
-        )
-        stored = self.store.validations.get(key)
-        if deleted:
-            if stored is not None and stored.name == meta.get("name"):
-                self.store.forget_validation(key)
-                self.enqueue(key)  # re-created if the workload still exists
-            return
-        version = resource_version_of(body)
-        if stored is not None and version and not stored.is_older_than(version):
-            return  # the echo of our own write, or an event older than it
-        status = dict(body.get("status") or {})
-        fresh = StoredValidation(
-            str(meta.get("name", "")), str(ref.get("uid", "")), status, version
-        )
-        if stored is not None and stored.status == status and stored.owner_uid == fresh.owner_uid:
-            stored.resource_version = version
-            return
-        self.store.put_validation(key, fresh)
-        if key in self.store.workloads:
-            self.enqueue(key)
 
     def observe_namespace(self, name: str, opted_in: bool) -> bool:
         """Updates the opted-in set; True when the namespace just opted in (its existing
@@ -392,16 +312,6 @@ class Controller:
     def enqueue(self, key: Key) -> None:
         self.workers.enqueue(key)
 
-    def _policies_changed(self, namespace: str) -> None:
-        parsed = self._parsed_policies()
-        before = self.policies.in_namespace(namespace)
-        self.policies.replace_all(parsed)
-        self.policy_statuses.sync({namespace})
-        if _by_name(before) != _by_name(self.policies.in_namespace(namespace)):
-            # Only a change of what the policies say re-analyses the namespace, not the
-            # echo of our own status write on a policy.
-            self.context_changed(namespace)
-
     def context_changed(self, namespace: str) -> None:
         """Something the rules read besides the workload changed in a namespace (its
         policies, a Service named vllm): its workloads are analysed again."""
@@ -409,19 +319,14 @@ class Controller:
         if any(w.ref.namespace == namespace for w in self.store.workloads.values()):
             self._spawn(self.listing.reprocess_namespace(namespace))
 
-    def _parsed_policies(self) -> list[Policy]:
-        """Every policy, each bad field replaced by its default (policy.parse_policy)."""
-        return [parse_policy(body) for body in self.policy_reflector.items.values()]
-
     # -- lifecycle --------------------------------------------------------------------
 
     async def prime(self) -> None:
         """Before any event (watches.py primed the opted-in namespaces): policies and the
         GPUValidations as the cluster has them (so a restart that finds nothing new writes
         nothing)."""
-        await self.policy_reflector.sync()
-        self.policies.replace_all(self._parsed_policies())
-        await self.validation_reflector.sync()
+        await self.policy_watch.prime()
+        await self.validations.reflector.sync()
         for reflector in self.context_reflectors:
             await reflector.sync()
 
@@ -433,19 +338,19 @@ class Controller:
         metrics.LEADER_TRANSITIONS.labels(to="leader" if leading else "follower").inc()
         if not leading:
             return
-        self.policy_statuses.sync(set())
+        self.policy_watch.statuses.sync(set())
         self.workers.catch_up()
 
     async def start(self, workers: int = 4) -> None:
         self.events.start()
         self.node_feedback.start()
-        self._spawn(self.policy_reflector.run())
-        self._spawn(self.validation_reflector.run())
+        self._spawn(self.policy_watch.reflector.run())
+        self._spawn(self.validations.reflector.run())
         for reflector in self.context_reflectors:
             self._spawn(reflector.run())
         for _ in range(workers):
             self._spawn(self.workers.run())
-        self.policy_statuses.start()
+        self.policy_watch.statuses.start()
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -462,20 +367,6 @@ class Controller:
         await self.events.drain(timeout=2.0)
         await self.events.stop()
         await self.node_feedback.stop()
-
-
-def _identity_fields(body: dict[str, Any]) -> dict[str, Any]:
-    """What a GPUValidation's deletion needs to find its workload (the status lives in the
-    store, once)."""
-    meta = body.get("metadata") or {}
-    return {
-        "metadata": {"namespace": meta.get("namespace"), "name": meta.get("name")},
-        "spec": body.get("spec") or {},
-    }
-
-
-def _by_name(policies: Sequence[Policy]) -> list[tuple[str, Policy]]:
-    return sorted(((p.name, p) for p in policies), key=lambda item: item[0])
 
 
 def _relevant(state: WorkloadState) -> tuple[Any, ...]:

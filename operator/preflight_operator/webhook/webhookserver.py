@@ -56,7 +56,6 @@ import dataclasses
 import logging
 import re
 import ssl
-import tempfile
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -68,6 +67,7 @@ from preflight_operator.core import constants
 from preflight_operator.core.config import WebhookConfig
 from preflight_operator.core.decoding import decode_review
 from preflight_operator.runtime import metrics
+from preflight_operator.webhook.tls import ServingCertificate
 
 logger = logging.getLogger(__name__)
 
@@ -302,8 +302,7 @@ class WebhookServer:
         self.routes = dict(routes)
         self.addr = addr
         self.port = port
-        self.certfile = Path(certfile)
-        self.keyfile = Path(keyfile)
+        self.certificate = ServingCertificate(Path(certfile), Path(keyfile))
         self.reload_interval = reload_interval
         self.failure = dict(failure or {})
         self.fallbacks = dict(fallbacks or {})
@@ -312,8 +311,6 @@ class WebhookServer:
         self.header_timeout = header_timeout
         self.body_timeout = body_timeout
         self.idle_timeout = idle_timeout
-        self._loaded: tuple[bytes, bytes] | None = None
-        self._context: ssl.SSLContext | None = None
         self._runner: aiohttp.web.AppRunner | None = None
         self._listener: asyncio.AbstractServer | None = None
         self._connections: set[_Connection] = set()
@@ -344,48 +341,13 @@ class WebhookServer:
     def open_connections(self) -> int:
         return len(self._connections)
 
-    # -- TLS ----------------------------------------------------------------------------
-
-    def _read_pair(self) -> tuple[bytes, bytes]:
-        return self.certfile.read_bytes(), self.keyfile.read_bytes()
+    # -- TLS (tls.py) --------------------------------------------------------------------
 
     def ssl_context(self) -> ssl.SSLContext:
-        if self._context is None:
-            context = ssl.create_default_context(purpose=ssl.Purpose.CLIENT_AUTH)
-            pair = self._read_pair()
-            context.load_cert_chain(self.certfile, self.keyfile)
-            self._context, self._loaded = context, pair
-        return self._context
+        return self.certificate.context()
 
     def reload_if_changed(self) -> bool:
-        """True when the files changed and the new pair was loaded. The pair is read once
-        and tried on a scratch context first: a pair that fails to load half-way would
-        leave the live context with a certificate and no matching key (measured: every
-        new handshake then fails), so only a pair known to load reaches it."""
-        context = self.ssl_context()
-        try:
-            pair = self._read_pair()
-        except OSError as exc:
-            logger.warning("webhook certificate not re-read (%s); serving the old one", exc)
-            return False
-        if pair == self._loaded:
-            return False
-        with tempfile.TemporaryDirectory(prefix="vllm-preflight-tls-") as scratch:
-            cert, key = Path(scratch, "tls.crt"), Path(scratch, "tls.key")
-            cert.write_bytes(pair[0])
-            key.write_bytes(pair[1])
-            try:
-                ssl.create_default_context(purpose=ssl.Purpose.CLIENT_AUTH).load_cert_chain(
-                    cert, key
-                )
-            except (OSError, ssl.SSLError) as exc:
-                # e.g. the Secret's files caught between their two writes: next time
-                logger.warning("new webhook certificate not loaded (%s); serving the old one", exc)
-                return False
-            context.load_cert_chain(cert, key)
-        self._loaded = pair
-        logger.info("webhook certificate re-read from %s", self.certfile)
-        return True
+        return self.certificate.reload_if_changed()
 
     # -- serving ------------------------------------------------------------------------
 
@@ -519,28 +481,6 @@ class WebhookServer:
             _reject(safejson.TOO_LARGE)
             raise
 
-    @staticmethod
-    def _decode(raw: bytes) -> dict[str, Any]:
-        """The AdmissionReview, decoded as hostile input (decoding.decode_review); or a 400.
-        The object's managedFields are dropped (a user may nest them 1,000 deep: a 400
-        would let the API server fail open and admit it unjudged); an object nested too
-        deep elsewhere is judged with that part replaced by a marker (no real manifest
-        nests that deep), never admitted unread."""
-        if len(raw) > MAX_BODY:
-            _reject(safejson.TOO_LARGE)
-            raise aiohttp.web.HTTPBadRequest(reason=f"{safejson.TOO_LARGE}: {len(raw)} bytes")
-        data, why = decode_review(raw, "AdmissionReview")
-        if why is not None:
-            _reject(why.reason)
-            logger.warning("review: %s", why.display)
-        if data is None:
-            reason = why.reason if why is not None else safejson.NOT_JSON
-            raise aiohttp.web.HTTPBadRequest(reason=f"{reason}: {why.detail if why else ''}"[:200])
-        if not isinstance(data, dict) or not isinstance(data.get("request"), dict):
-            _reject("not-a-review")
-            raise aiohttp.web.HTTPBadRequest(reason="not an AdmissionReview request")
-        return data
-
     async def _slot(self, left: float) -> bool:
         """One of the ``active_reviews`` slots, waited for at most ``left`` seconds."""
         acquiring = asyncio.ensure_future(self._active.acquire())
@@ -565,9 +505,9 @@ class WebhookServer:
         deadline = started + seconds
         if not await self._slot(started + SHED_SHARE * timeout - loop.time()):
             # as many reviews running as the loop can carry: this one waited its time
-            return self._failed(webhook, self._decode(raw), failure, seconds, "shed")
+            return self._failed(webhook, decode_body(raw), failure, seconds, "shed")
         try:
-            data = self._decode(raw)
+            data = decode_body(raw)
         except aiohttp.web.HTTPException:
             self._active.release()
             raise
@@ -627,6 +567,28 @@ class WebhookServer:
             except Exception:
                 logger.exception("webhook %s: its answer by the deadline failed", webhook)
         return aiohttp.web.json_response(failure_answer(webhook, data, failure.policy, seconds))
+
+
+def decode_body(raw: bytes) -> dict[str, Any]:
+    """The AdmissionReview, decoded as hostile input (decoding.decode_review); or a 400.
+    The object's managedFields are dropped (a user may nest them 1,000 deep: a 400
+    would let the API server fail open and admit it unjudged); an object nested too
+    deep elsewhere is judged with that part replaced by a marker (no real manifest
+    nests that deep), never admitted unread."""
+    if len(raw) > MAX_BODY:
+        _reject(safejson.TOO_LARGE)
+        raise aiohttp.web.HTTPBadRequest(reason=f"{safejson.TOO_LARGE}: {len(raw)} bytes")
+    data, why = decode_review(raw, "AdmissionReview")
+    if why is not None:
+        _reject(why.reason)
+        logger.warning("review: %s", why.display)
+    if data is None:
+        reason = why.reason if why is not None else safejson.NOT_JSON
+        raise aiohttp.web.HTTPBadRequest(reason=f"{reason}: {why.detail if why else ''}"[:200])
+    if not isinstance(data, dict) or not isinstance(data.get("request"), dict):
+        _reject("not-a-review")
+        raise aiohttp.web.HTTPBadRequest(reason="not an AdmissionReview request")
+    return data
 
 
 def failure_answer(
