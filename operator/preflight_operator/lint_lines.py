@@ -80,13 +80,13 @@ class Lines:
         node = self._object_node(source)
         if node is None:
             return source.line
-        best = node
+        at, shown = node, node  # shown: the key of a mapping's value, where a person looks
         for step in field_steps(field):
-            child = _child(best, step)
+            child = _child(at, step)
             if child is None:
                 break
-            best = child
-        return self._line(source, best)
+            at, shown = child, _key(at, step) or child
+        return self._line(source, shown)
 
     def container_line(self, source: Located, container: str) -> int:
         """The line of the container named ``container`` (``leader/NAME`` and
@@ -147,6 +147,16 @@ def _child(node: Any, step: str | int) -> Any:
     for key, child in value if value and isinstance(value[0], tuple) else ():
         if isinstance(key.value, str) and key.value == step:
             return child
+    return None
+
+
+def _key(node: Any, step: str | int) -> Any:
+    """The key node of ``step`` in a mapping node; None for a sequence."""
+    if isinstance(step, int):
+        return None
+    for key, _ in node.value:
+        if isinstance(key.value, str) and key.value == step:
+            return key
     return None
 
 
