@@ -1,19 +1,21 @@
 """`vllm-preflight lint --format junit`: JUnit XML, the test report every CI shows.
 
-The shape is Jenkins' JUnit schema as the xunit plugin writes it down (junit-10.xsd,
-jenkinsci/xunit-plugin, src/main/resources/org/jenkinsci/plugins/xunit/types/model/xsd/
-junit-10.xsd at 0c3752259ca17669b739481b2785a3e4cea1cc0f; kept verbatim in
-tests/data/schemas/, where the test checks the output against its elements and
-attributes), which GitLab's unit test reports read too: ``testsuites``, one ``testsuite``
-per input file, one ``testcase`` per vLLM container of a workload (``classname``
-namespace/Kind/name, ``name`` the container, ``file`` and ``line`` where it is).
+There is no schema from JUnit itself; the one followed is Jenkins' xunit plugin's, the
+strictest reader (junit-10.xsd, jenkinsci/xunit-plugin,
+src/main/resources/org/jenkinsci/plugins/xunit/types/model/xsd/junit-10.xsd at
+8c515de2804b3fd591a3b0f1ff8908a1b1a41887; verbatim in tests/data/schemas/, where the test
+checks every element and attribute of the output against it). GitLab's unit test reports
+read the same elements. ``testsuites``; one ``testsuite`` per input file (``name`` and
+``file`` the path as given); one ``testcase`` per vLLM container of a workload
+(``classname`` namespace/Kind/name, ``name`` "container NAME"). That schema has no
+``file``/``line`` on a testcase and no properties in one, so each finding's text starts
+with ``FILE:LINE:`` (the line of its field, lint_lines), as a compiler prints it.
 
 A testcase has a ``failure`` when a finding of it makes lint exit 1 under ``--fail-on``
 (by default: a failure admission would deny under the workload's policy), so the report
-and the exit code agree. Every other finding (a heuristic rule's failure, a warning, an
-info) is a line of its ``system-out``; each finding is also a ``property``
-(``finding.N`` = ``severity action rule-id``), which CIs keep but do not show. An unreadable
-file or document is a testcase with an ``error``.
+and the exit code agree; every other finding (a heuristic rule's failure, a warning, an
+info) is in its ``system-out``. An unreadable file or document is a testcase with an
+``error``.
 
 Everything a manifest says is hostile text: XML 1.0 cannot carry most control characters
 even escaped, so they are written as ``\\xHH`` (lone surrogates as ``\\uHHHH``);
@@ -23,9 +25,10 @@ attributes), and no CDATA section is ever written.
 
 from __future__ import annotations
 
+import functools
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from preflight_operator.lint_lines import Lines
@@ -57,8 +60,10 @@ def _element(parent: ET.Element, tag: str, text: str | None = None, **attrs: str
     return element
 
 
-def _finding_text(finding: Finding, action: str) -> str:
-    lines = [f"{finding.severity.upper()} {finding.id} (action {action}): {finding.message}"]
+def _finding_text(finding: Finding, action: str, where: str) -> str:
+    lines = [
+        f"{where}: {finding.severity.upper()} {finding.id} (action {action}): {finding.message}"
+    ]
     if finding.field:
         lines.append(f"  at:  {finding.field}")
     if finding.fix:
@@ -86,23 +91,18 @@ def junit_document(
     for result in judged.results:
         index = result.object_index
         source = sources[index] if index is not None and 0 <= index < len(sources) else None
-        file = source.file if source is not None else "?"
         case = _element(
-            suite(file),
+            suite(source.file if source is not None else "?"),
             "testcase",
             name=f"container {result.container}",
             classname=f"{result.namespace or '(unset)'}/{result.workload}",
-            file=file,
         )
-        if source is not None:
-            case.set("line", str(lines.container_line(source, result.container)))
-        _fill(case, judged, result, fail_on)
+        _fill(case, judged, result, fail_on, functools.partial(_where, lines, source))
     for problem in problems:
         case = _element(suite(problem.file), "testcase", name="read", classname=problem.file)
-        case.set("file", xml_text(problem.file))
-        if problem.line is not None:
-            case.set("line", str(problem.line))
-        _element(case, "error", problem.message, type="unreadable", message=problem.message)
+        at = problem.file if problem.line is None else f"{problem.file}:{problem.line}"
+        _element(case, "error", f"{at}: {problem.message}", type="unreadable",
+                 message=problem.message)  # fmt: skip
     totals = {"tests": 0, "failures": 0, "errors": 0}
     for element in suites.values():
         counts = {
@@ -120,32 +120,40 @@ def junit_document(
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def _fill(case: ET.Element, judged: Judged, result: ContainerResult, fail_on: str) -> None:
+def _where(lines: Lines, source: Source | None, finding: Finding) -> str:
+    """``file:line`` of a finding, as compilers print it (CIs link or show it as text)."""
+    if source is None:
+        return "?"
+    return f"{source.file}:{lines.field_line(source, finding.field)}"
+
+
+def _fill(
+    case: ET.Element,
+    judged: Judged,
+    result: ContainerResult,
+    fail_on: str,
+    where: Callable[[Finding], str],
+) -> None:
     policy = judged.policy_of(result)
+    label = f"PreflightPolicy {policy.name}" if policy.name else "the default policy"
     failing = [f for f in result.findings if judged.counts(result, f, fail_on)]
     others = [f for f in result.findings if f not in failing]
-    if result.findings:
-        properties = _element(case, "properties")
-        _element(properties, "property", name="policy", value=policy.name or "(default)")
-        for n, f in enumerate(result.findings, 1):
-            action = judged.action(result, f)
-            value = f"{f.severity} {action} {f.id}"
-            _element(properties, "property", name=f"finding.{n}", value=value)
+
+    def text(findings: list[Finding]) -> str:
+        shown = [_finding_text(f, judged.action(result, f), where(f)) for f in findings]
+        return "\n\n".join([*shown, f"(under {label}, action {policy.action})"])
+
     if failing:
         ids = ", ".join(dict.fromkeys(f.id for f in failing))
         _element(
             case,
             "failure",
-            "\n\n".join(_finding_text(f, judged.action(result, f)) for f in failing),
+            text(failing),
             type=failing[0].id,
             message=f"{len(failing)} problem(s) ({ids}): {failing[0].message}",
         )
     if others:
-        _element(
-            case,
-            "system-out",
-            "\n\n".join(_finding_text(f, judged.action(result, f)) for f in others),
-        )
+        _element(case, "system-out", text(others))
 
 
 __all__ = ["junit_document", "xml_text"]
