@@ -23,7 +23,7 @@ import dataclasses
 import json
 import re
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -42,6 +42,7 @@ from preflight_operator.lint_policy import (
 )
 from preflight_operator.lint_sarif import sarif_document
 from preflight_operator.policy import Policy as PreflightPolicy
+from preflight_operator.policy import ResolvedPolicy
 from preflight_operator.rules import (
     RULE_ALIASES,
     RULE_INFO,
@@ -208,7 +209,8 @@ def _report(
     elif args.format == "junit":
         _write(sys.stdout, junit_document(judged, sources, problems, args.fail_on))
     elif sources or not problems:
-        _write(sys.stdout, _text_report(judged.results, sources, args.namespace))
+        shown = judged.policy_of if with_policy else None
+        _write(sys.stdout, _text_report(judged.results, sources, args.namespace, shown))
 
 
 def _policies(args: argparse.Namespace) -> list[PreflightPolicy] | None:
@@ -221,6 +223,8 @@ def _policies(args: argparse.Namespace) -> list[PreflightPolicy] | None:
     objects = [(s.where, s.obj) for s in _read_all([args.policy], problems)]
     if problems:
         raise PolicyFileError("\n".join(f"--policy {p.text()}" for p in problems))
+    if not objects:
+        raise PolicyFileError(f"--policy {args.policy}: no PreflightPolicy in it")
     try:
         return parse_policies(objects, args.namespace)
     except PolicyFileError as exc:
@@ -794,7 +798,10 @@ def _not_checked(
 
 
 def _text_report(
-    results: Sequence[ContainerResult], sources: Sequence[Source], namespace: str | None
+    results: Sequence[ContainerResult],
+    sources: Sequence[Source],
+    namespace: str | None,
+    policy_of: Callable[[ContainerResult], ResolvedPolicy] | None = None,
 ) -> str:
     lines: list[str] = []
     skipped = _not_checked(results, sources, namespace)
@@ -807,7 +814,11 @@ def _text_report(
             source = _source_of(result, sources)
             origin = source.where if source is not None else "?"
             ns = result.namespace or "(unset)"
-            lines.append(f"\n{result.workload}  namespace {ns}  [{origin}]")
+            header = f"\n{result.workload}  namespace {ns}  [{origin}]"
+            if policy_of is not None:  # --policy: the one admission would pick
+                chosen = policy_of(result)
+                header += f"  policy {chosen.name or '(default)'} ({chosen.action})"
+            lines.append(header)
         requested = "none" if result.gpus_requested is None else str(result.gpus_requested)
         lines.append(
             f"  container {result.container}: {_plan_line(result)}, requests {requested}"
