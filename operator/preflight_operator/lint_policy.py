@@ -52,10 +52,11 @@ class Judged:
 
     results: list[ContainerResult]
     policies: Mapping[int, ResolvedPolicy]
+    default: ResolvedPolicy = DEFAULT
 
     def policy_of(self, result: ContainerResult) -> ResolvedPolicy:
         index = result.object_index
-        return self.policies.get(index, DEFAULT) if index is not None else DEFAULT
+        return self.policies.get(index, self.default) if index is not None else self.default
 
     def action(self, result: ContainerResult, finding: Finding) -> str:
         """Enforce, Warn or Audit: admission.finding_action under the workload's policy."""
@@ -132,15 +133,19 @@ def judge(
     *,
     lookup: ClusterLookup,
     default_namespace: str | None,
+    default: PolicySpec = DEFAULT.spec,
 ) -> Judged:
     """The rules over the manifest set, each workload under its policy's thresholds and
     disabled checks (one pass over the set for each distinct rules policy; one pass without
-    --policy, as before)."""
+    --policy, as before). ``base``: the rules' policy of a workload no policy selects, whose
+    policy is ``default`` (the chart's defaultPolicy: Enforce unless told)."""
+    fallback = ResolvedPolicy(DEFAULT_POLICY_NAME, default)
     if policies is None:
         plain = check_objects(objects, base, lookup=lookup, default_namespace=default_namespace)
-        return Judged(plain, {})
+        return Judged(plain, {}, fallback)
     resolved = {
-        index: resolve_for(obj, policies, default_namespace) for index, obj in enumerate(objects)
+        index: resolve_for(obj, policies, default_namespace, default)
+        for index, obj in enumerate(objects)
     }
     by_rules: dict[RulesPolicy, set[int]] = {}
     for index, policy in resolved.items():
@@ -152,11 +157,14 @@ def judge(
         checked = check_objects(objects, rules, lookup=lookup, default_namespace=default_namespace)
         results += [r for r in checked if r.object_index in indexes]
     results.sort(key=lambda r: -1 if r.object_index is None else r.object_index)  # stable
-    return Judged(results, resolved)
+    return Judged(results, resolved, fallback)
 
 
 def resolve_for(
-    obj: Mapping[str, Any], policies: Sequence[Policy], default_namespace: str | None
+    obj: Mapping[str, Any],
+    policies: Sequence[Policy],
+    default_namespace: str | None,
+    default: PolicySpec = DEFAULT.spec,
 ) -> ResolvedPolicy:
     """The policy admission would resolve for this object: policy.resolve_policy over the
     policies of its namespace, by its own labels (the webhook's AdmissionService.policy_for
@@ -166,7 +174,7 @@ def resolve_for(
     namespace = meta.get("namespace") or default_namespace or DEFAULT_NAMESPACE
     labels = meta.get("labels")
     labels = labels if isinstance(labels, Mapping) else {}
-    return resolve_policy((p for p in policies if p.namespace == namespace), labels, DEFAULT.spec)
+    return resolve_policy((p for p in policies if p.namespace == namespace), labels, default)
 
 
 def annotate(doc: dict[str, Any], judged: Judged) -> None:
