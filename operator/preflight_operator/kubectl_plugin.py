@@ -728,7 +728,10 @@ def cmd_lint(argv: list[str]) -> int:
 def cmd_audit(global_argv: list[str], argv: list[str], out: TextIO) -> int:
     from preflight_operator import audit  # noqa: PLC0415 - only this subcommand needs the rules
 
-    global_args = build_parser().parse_args([*global_argv, "status"])  # --context, --kubeconfig
+    try:  # --context, --kubeconfig: the main parser's, before the subcommand
+        global_args = build_parser().parse_args([*global_argv, "status"])
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else EXIT_ERROR
     return audit.main(_global_args(global_args), argv, out)
 
 
