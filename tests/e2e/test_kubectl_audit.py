@@ -10,7 +10,7 @@ from test_kubectl_plugin import kubectl_plugin, manifest
 
 from preflight_dev import localsetup
 from preflight_dev.testing import Cluster
-from preflight_operator import constants
+from preflight_operator.core import constants
 
 
 def test_audit_counts_and_names_what_enforce_would_deny(k8s: Cluster) -> None:

@@ -8,9 +8,10 @@ import json
 from test_admission_webhook import service
 from test_lint_policy import POLICIES, WORKLOADS
 
-from preflight_operator import audit, constants
-from preflight_operator.config import PolicySpec
-from preflight_operator.policy import parse_policy
+from preflight_operator.cli import audit
+from preflight_operator.core import constants
+from preflight_operator.core.config import PolicySpec
+from preflight_operator.core.policy import parse_policy
 
 
 def rows(default: str = "Enforce") -> dict[str, audit.AuditRow]:

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from preflight_dev.testing import BinariesNotFound, find_bin_dir
-from preflight_operator import lint
+from preflight_operator.cli import lint
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "tests" / "data" / "manifests"
@@ -175,10 +175,13 @@ def _tool(name: str) -> str:
     return str(path)
 
 
+RUN_LINT = "import sys; from preflight_operator.cli import lint; sys.exit(lint.main(sys.argv[1:]))"
+
+
 def _lint_stdin(stream: str, *args: str) -> subprocess.CompletedProcess[str]:
     """`... | vllm-preflight lint ARGS -` as a shell pipeline would run it."""
     return subprocess.run(
-        [sys.executable, "-m", "preflight_operator.cli", "lint", *args, "-"],
+        [sys.executable, "-c", RUN_LINT, *args, "-"],
         input=stream, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
 

@@ -12,8 +12,8 @@ import pytest
 import yaml
 from test_rules_support import deployment, pod_spec, vllm
 
-from preflight_operator import lint
-from preflight_operator.lint_junit import xml_text
+from preflight_operator.cli import lint
+from preflight_operator.cli.lint_junit import xml_text
 
 ROOT = Path(__file__).resolve().parents[2]
 XSD = ROOT / "tests" / "data" / "schemas" / "junit-10.xsd"

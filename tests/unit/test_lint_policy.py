@@ -16,7 +16,7 @@ from test_admission_webhook import service
 from test_rules_support import deployment, pod_spec, vllm
 
 from preflight_contract.actions import AUDIT, ENFORCE
-from preflight_operator import lint
+from preflight_operator.cli import lint
 
 API = "vllm-preflight.io/v1alpha1"
 SMALL_SHM = {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "512Mi"}}

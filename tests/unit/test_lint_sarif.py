@@ -15,9 +15,9 @@ import pytest
 import yaml
 from test_rules_support import deployment, pod_spec, vllm
 
-from preflight_operator import lint, lint_sarif
-from preflight_operator.lint_lines import Lines
-from preflight_operator.rules import RULE_INFO
+from preflight_operator.cli import lint, lint_sarif
+from preflight_operator.cli.lint_lines import Lines
+from preflight_operator.core.rules import RULE_INFO
 
 jsonschema = pytest.importorskip("jsonschema")
 

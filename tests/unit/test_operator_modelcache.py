@@ -11,15 +11,15 @@ from typing import Any
 import pytest
 
 from preflight_dev.hubserver import CORPUS, HubServer
-from preflight_operator.config import ConfigError
-from preflight_operator.modelcache import (
+from preflight_operator.core.config import ConfigError
+from preflight_operator.core.modelcache import (
     ModelCache,
     ModelSources,
     files_from_config_map,
     load_model_sources,
     parse_model_sources,
 )
-from preflight_operator.rules import ClusterLookup, check_objects
+from preflight_operator.core.rules import ClusterLookup, check_objects
 
 QWEN = "Qwen/Qwen2.5-0.5B-Instruct"
 
