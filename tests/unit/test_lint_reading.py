@@ -13,7 +13,7 @@ import pytest
 import yaml
 from test_rules_support import deployment, pod_spec, vllm
 
-from preflight_operator.cli import lint
+from preflight_operator.cli import lint, lint_policy
 from preflight_operator.core.rules import embedded
 from preflight_operator.core.rules.embedded import embedded_pod_specs, runs_vllm
 
@@ -240,7 +240,7 @@ def test_kinds_not_checked_are_listed(
 ) -> None:
     # whatever kinds the engine judges (it judges unknown ones by their pod specs), an
     # object it returns nothing for while it embeds vLLM is listed, not dropped
-    monkeypatch.setattr(lint, "check_objects", lambda *_a, **_k: [])
+    monkeypatch.setattr(lint_policy, "check_objects", lambda *_a, **_k: [])
     path = tmp_path / "crs.yaml"
     path.write_text(yaml.safe_dump_all([inference_service(), ray_service(), {"kind": "Other"}]))
     code, out, _ = run(capsys, str(path))

@@ -9,6 +9,8 @@ user's kubectl does) and never imports the Kubernetes client:
 - `explain WORKLOAD|POD`  one view of why a vLLM pod does (not) start: the static
   findings, each pod's runtime report, scheduling, the Events and the fixes;
 - `lint ...`              exactly `vllm-preflight lint`;
+- `audit [-n NS | -A]`    what admission would answer for the workloads that exist
+  (audit.py);
 - `check-node NODE --tp N` a one-off canary Job that runs the checker on that node (or on
   a node pool, `--pool LABEL=VALUE`) and prints its report.
 
@@ -724,6 +726,23 @@ def cmd_lint(argv: list[str]) -> int:
     return lint.main(argv)
 
 
+def cmd_audit(global_argv: list[str], argv: list[str], out: TextIO) -> int:
+    from preflight_operator.cli import audit  # noqa: PLC0415 - only this subcommand needs the rules
+
+    try:  # --context, --kubeconfig: the main parser's, before the subcommand
+        global_args = build_parser().parse_args([*global_argv, "status"])
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else EXIT_ERROR
+    return audit.main(_global_args(global_args), argv, out)
+
+
+def _global_args(args: argparse.Namespace) -> list[str]:
+    return [
+        *(["--context", args.context] if args.context else []),
+        *(["--kubeconfig", args.kubeconfig] if args.kubeconfig else []),
+    ]
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
@@ -733,7 +752,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--context", help="the kubeconfig context to use (as kubectl's)")
     parser.add_argument("--kubeconfig", help="path to the kubeconfig file (as kubectl's)")
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="{status,explain,lint,check-node}")
+    sub = parser.add_subparsers(dest="command", metavar="{status,explain,lint,audit,check-node}")
 
     def common(p: argparse.ArgumentParser, all_ns: bool = False) -> None:
         p.add_argument("-n", "--namespace", default="", help="namespace (default: the context's)")
@@ -757,6 +776,11 @@ def build_parser() -> argparse.ArgumentParser:
     common(explain)
     sub.add_parser(
         "lint", help="the same as `vllm-preflight lint` (its -h lists the options)", add_help=False
+    )
+    sub.add_parser(
+        "audit",
+        help="what admission would answer for the vLLM workloads that exist (-h: options)",
+        add_help=False,
     )
     check = sub.add_parser(
         "check-node", help="run the checker once on a node or pool (a canary Job)"
@@ -808,6 +832,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     command_at = _command_index(args_list)
     if command_at is not None and args_list[command_at] == "lint":
         return cmd_lint(args_list[command_at + 1 :])
+    if command_at is not None and args_list[command_at] == "audit":  # audit.py's own flags
+        return cmd_audit(args_list[:command_at], args_list[command_at + 1 :], out)
     try:
         args = parser.parse_args(args_list)
     except SystemExit as exc:
@@ -815,11 +841,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     if args.command is None:
         parser.print_help(out)
         return EXIT_ERROR
-    global_args = [
-        *(["--context", args.context] if args.context else []),
-        *(["--kubeconfig", args.kubeconfig] if args.kubeconfig else []),
-    ]
-    kubectl = Kubectl(global_args)
+    kubectl = Kubectl(_global_args(args))
     try:
         if args.command == "status":
             if args.all_namespaces and args.namespace:

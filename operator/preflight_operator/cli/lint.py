@@ -9,40 +9,52 @@ Reading is kubectl's: libyaml, one document at a time, go-yaml's alias limit. An
 file or document is reported with its file, document and line, the rest is still judged,
 and the exit code is 2 at the end. Results name the file and document they came from.
 
-Exit codes: 0 nothing fails, 1 something fails, 2 the input (or the options) cannot be read.
-A failure of a rule whose certainty source is a heuristic (its default action is Warn,
-docs/RULES.md) is reported and does not exit 1.
+Exit codes: 0 nothing fails, 1 something fails, 2 the input (or the options, or the
+--policy file) cannot be read. "Fails" is --fail-on's: by default a failure admission would
+deny (lint_policy.py), so a failure of a rule whose certainty source is a heuristic (its
+default action is Warn, docs/RULES.md) is reported and does not exit 1. --format sarif and
+junit are lint_sarif.py and lint_junit.py.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from preflight_contract import safejson
-from preflight_contract.actions import ENFORCE
 from preflight_contract.modelsource import directory_lookup
+from preflight_operator.cli.lint_junit import junit_document
+from preflight_operator.cli.lint_policy import (
+    FAIL_ON,
+    FAIL_ON_DENY,
+    Judged,
+    PolicyFileError,
+    annotate,
+    judge,
+    parse_policies,
+)
+from preflight_operator.cli.lint_sarif import sarif_document
+from preflight_operator.core.policy import Policy as PreflightPolicy
+from preflight_operator.core.policy import ResolvedPolicy
 from preflight_operator.core.rules import (
-    FAIL,
     RULE_ALIASES,
     RULE_INFO,
     ContainerResult,
     Policy,
     boundedyaml,
-    check_objects,
     results_document,
 )
 from preflight_operator.core.rules.embedded import embedded_pod_specs, runs_vllm, vllm_mentions
 from preflight_operator.core.rules.kinds import kind_spec
 from preflight_operator.core.rules.model import NO_LOOKUP, ClusterLookup
 from preflight_operator.core.rules.quantity import parse_quantity
-from preflight_operator.core.rules.registry import action_for
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -61,6 +73,10 @@ class Source:
     file: str = "?"
     document: int = 1
     item: int | None = None  # index in a List kind's items
+    # the document's first line (1-based) and its text: lint_lines finds the lines of
+    # objects and fields in it for --format sarif|junit
+    line: int = 1
+    text: str = dataclasses.field(default="", repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -92,7 +108,20 @@ def _parser() -> argparse.ArgumentParser:
         "mistakes. Exit 0: nothing fails; 1: something fails; 2: unreadable input.",
     )
     parser.add_argument("paths", nargs="*", metavar="FILE|DIR|-", help="manifests; - is stdin")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--format", choices=("text", "json", "sarif", "junit"), default="text")
+    parser.add_argument(
+        "--fail-on",
+        choices=FAIL_ON,
+        default=FAIL_ON_DENY,
+        help="what exits 1: deny (default) a failure admission would deny under the policy; "
+        "fail any failure; warn any failure or warning",
+    )
+    parser.add_argument(
+        "--policy",
+        metavar="FILE",
+        help="PreflightPolicy objects (YAML): each workload is judged under the policy "
+        "admission would pick for it (its namespace, selector, priority, rules)",
+    )
     parser.add_argument(
         "--shm-min",
         default="1Gi",
@@ -144,35 +173,70 @@ def main(argv: list[str]) -> int:
         if not args.paths:
             raise InputError("no input: give FILE, DIR or - (standard input)")
         lookup = _lookup(args.model_config)
-    except InputError as exc:
-        print(f"vllm-preflight lint: {exc}", file=sys.stderr)
+        policies = _policies(args)
+    except (InputError, PolicyFileError) as exc:
+        for line in str(exc).splitlines():
+            _write(sys.stderr, f"vllm-preflight lint: {line}\n")
         return EXIT_UNREADABLE
     problems: list[Problem] = []
     sources = list(_read_all(args.paths, problems))
     for problem in problems:
         _write(sys.stderr, f"vllm-preflight lint: {problem.text()}\n")
-    results = check_objects(
-        [s.obj for s in sources], policy, lookup=lookup, default_namespace=args.namespace
+    judged = judge(
+        [s.obj for s in sources], policies, policy, lookup=lookup, default_namespace=args.namespace
     )
-    if args.format == "json":  # always a document: CI reads the errors from it too
-        _write(sys.stdout, json.dumps(_json_document(results, sources, problems), indent=2))
-        _write(sys.stdout, "\n")
-    elif sources or not problems:
-        _write(sys.stdout, _text_report(results, sources, args.namespace))
+    _report(args, judged, sources, problems, with_policy=policies is not None)
     if problems:
         return EXIT_UNREADABLE
-    return EXIT_FAILED if enforced_failures(results) else EXIT_OK
+    return EXIT_FAILED if judged.failed(args.fail_on) else EXIT_OK
+
+
+def _report(
+    args: argparse.Namespace,
+    judged: Judged,
+    sources: Sequence[Source],
+    problems: Sequence[Problem],
+    *,
+    with_policy: bool,
+) -> None:
+    if args.format == "json":  # always a document: CI reads the errors from it too
+        doc = _json_document(judged.results, sources, problems)
+        if with_policy:
+            annotate(doc, judged)
+        _write(sys.stdout, json.dumps(doc, indent=2) + "\n")
+    elif args.format == "sarif":
+        _write(sys.stdout, json.dumps(sarif_document(judged, sources, problems), indent=2) + "\n")
+    elif args.format == "junit":
+        _write(sys.stdout, junit_document(judged, sources, problems, args.fail_on))
+    elif sources or not problems:
+        shown = judged.policy_of if with_policy else None
+        _write(sys.stdout, _text_report(judged.results, sources, args.namespace, shown))
+
+
+def _policies(args: argparse.Namespace) -> list[PreflightPolicy] | None:
+    """--policy FILE read as the manifests are (the same reader and limits)."""
+    if args.policy is None:
+        return None
+    if args.policy == "-" and "-" in args.paths:
+        raise InputError("--policy - and - among the manifests: standard input is read once")
+    problems: list[Problem] = []
+    objects = [(s.where, s.obj) for s in _read_all([args.policy], problems)]
+    if problems:
+        raise PolicyFileError("\n".join(f"--policy {p.text()}" for p in problems))
+    if not objects:
+        raise PolicyFileError(f"--policy {args.policy}: no PreflightPolicy in it")
+    try:
+        return parse_policies(objects, args.namespace)
+    except PolicyFileError as exc:
+        lines = str(exc).splitlines()
+        raise PolicyFileError("\n".join(f"--policy {line}" for line in lines)) from None
 
 
 def enforced_failures(results: Sequence[ContainerResult]) -> bool:
     """Something fails that the default policy would deny: a fail of a rule whose action
     under Enforce is Enforce. A heuristic rule's fail (its default action is Warn,
     rules.certainty) is reported and does not make lint exit 1."""
-    return any(
-        f.severity == FAIL and action_for(f.id, ENFORCE) == ENFORCE
-        for r in results
-        for f in r.findings
-    )
+    return Judged(list(results), {}).failed(FAIL_ON_DENY)
 
 
 def _write(out: TextIO, text: str) -> None:
@@ -286,6 +350,7 @@ def _parse(name: str, text: str, *, json_file: bool, problems: list[Problem]) ->
     chunks = [(1, 0, text)] if json_file else _documents(text)
     loaded: list[tuple[int, Any]] = []
     failed: list[Problem] = []
+    spans = {number: (first_line + 1, chunk) for number, first_line, chunk in chunks}
     for number, first_line, chunk in chunks:
         try:
             loaded.append((number, _load_json(chunk) if json_file else _load_yaml(chunk)))
@@ -309,7 +374,9 @@ def _parse(name: str, text: str, *, json_file: bool, problems: list[Problem]) ->
     many = len(chunks) > 1
     for number, doc in loaded:
         where = f"{name} (document {number})" if many else name
-        yield from _objects(doc, where, name, number, item=None, problems=problems)
+        line, chunk = spans[number]
+        for source in _objects(doc, where, name, number, item=None, problems=problems):
+            yield dataclasses.replace(source, line=line, text=chunk)
 
 
 def _documents(text: str) -> list[tuple[int, int, str]]:
@@ -731,7 +798,10 @@ def _not_checked(
 
 
 def _text_report(
-    results: Sequence[ContainerResult], sources: Sequence[Source], namespace: str | None
+    results: Sequence[ContainerResult],
+    sources: Sequence[Source],
+    namespace: str | None,
+    policy_of: Callable[[ContainerResult], ResolvedPolicy] | None = None,
 ) -> str:
     lines: list[str] = []
     skipped = _not_checked(results, sources, namespace)
@@ -744,7 +814,11 @@ def _text_report(
             source = _source_of(result, sources)
             origin = source.where if source is not None else "?"
             ns = result.namespace or "(unset)"
-            lines.append(f"\n{result.workload}  namespace {ns}  [{origin}]")
+            header = f"\n{result.workload}  namespace {ns}  [{origin}]"
+            if policy_of is not None:  # --policy: the one admission would pick
+                chosen = policy_of(result)
+                header += f"  policy {chosen.name or '(default)'} ({chosen.action})"
+            lines.append(header)
         requested = "none" if result.gpus_requested is None else str(result.gpus_requested)
         lines.append(
             f"  container {result.container}: {_plan_line(result)}, requests {requested}"
