@@ -81,7 +81,7 @@ def test_the_issue_case_pp2_over_ray_on_two_one_gpu_pods_is_not_failed() -> None
 def test_a_generic_group_without_a_worker_count_warns_that_the_topology_is_unknown() -> None:
     (result,) = check(role_crd(workers=None))
     assert result.verdict == WARN, result.findings
-    f = finding(result, "spread-topology-unknown")
+    f = finding(result, "plan-unresolved")
     assert "Ray" in f.message
     assert not fails([result])
 
@@ -100,7 +100,7 @@ def test_a_ray_head_deployment_alone_warns_never_fails() -> None:
     head = deployment(sh(HEAD, 1), name="head")
     result = one(head)
     assert not fails([result]), result.findings
-    f = finding(result, "spread-topology-unknown")
+    f = finding(result, "plan-unresolved")
     assert "1 devices" in f.message or "1 device" in f.message
     assert "shm-too-small" not in ids(result)
 
@@ -126,7 +126,7 @@ def test_multi_node_serving_leader_in_a_statefulset_is_not_failed() -> None:
     }
     result = one(sts)
     assert not fails([result]), result.findings
-    assert "spread-topology-unknown" in ids(result)
+    assert "plan-unresolved" in ids(result)
 
 
 def test_a_genuinely_short_single_pod_still_fails() -> None:
@@ -134,12 +134,12 @@ def test_a_genuinely_short_single_pod_still_fails() -> None:
     result = one(deployment(pod_spec(vllm("m", "--pipeline-parallel-size", "2", gpus=1))))
     assert result.verdict == FAIL
     assert "gpu-count-too-low" in ids(result)
-    assert "spread-topology-unknown" not in ids(result)
+    assert "plan-unresolved" not in ids(result)
 
 
 def test_a_ray_head_with_every_rank_in_its_pod_says_nothing_of_topology() -> None:
     result = one(deployment(sh(HEAD, 2, volumes=()), name="head"))
-    assert "spread-topology-unknown" not in ids(result)
+    assert "plan-unresolved" not in ids(result)
 
 
 # -- LeaderWorkerSet (Ray pattern): totals exact, shm per pod ---------------------------------
