@@ -269,11 +269,11 @@ def pods_input(group: Group) -> Input:
 
 
 def topology_unknown(ctx: ContainerContext) -> Iterator[Finding]:
-    """plan-unresolved for a pod that starts or joins a Ray cluster, runs vLLM on Ray, and holds fewer devices
-    than the engine: the other pods are elsewhere (another object, a cluster started by
-    hand). Which pods and how many GPUs they bring is unknown here, so the per-pod count
-    rules judge this pod on its own devices and the total is not checked: a warning,
-    never a failure."""
+    """plan-unresolved for a pod that starts or joins a Ray cluster, runs vLLM on Ray and
+    holds fewer devices than the engine: the other pods are elsewhere (another object, a
+    cluster started by hand). Which pods and how many GPUs they bring is unknown here, so
+    the per-pod count rules judge this pod on its own devices and the total is not
+    checked: a warning, never a failure."""
     if not ctx.ray_unplaced:
         return
     plan = ctx.parsed.plan
