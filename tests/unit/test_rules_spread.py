@@ -93,6 +93,46 @@ def test_a_short_generic_group_is_a_warning_its_worker_count_is_a_guess() -> Non
     assert "downgraded from fail" in finding(result, "ray-gpu-total").message
 
 
+def kthena_multi_node(worker_replicas: int) -> dict[str, Any]:
+    """The shape of volcano-sh/kthena examples/model-serving/multi-node.yaml (commit
+    66165331ba695b5bf4a9266c4dd785571603380b), reduced: an entry pod running vLLM's
+    multi-node-serving.sh leader then TP 8 x PP 2 on 8 GPUs, workers joining with
+    multi-node-serving.sh worker on 8 GPUs each, 15Gi /dev/shm."""
+    shm = {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "15Gi"}}
+    leader = (
+        "bash /vllm-workspace/examples/online_serving/multi-node-serving.sh leader "
+        "--ray_cluster_size=2; python3 -m vllm.entrypoints.openai.api_server --port 8080 "
+        "--model meta-llama/Llama-3.1-405B-Instruct --tensor-parallel-size 8 "
+        "--pipeline_parallel_size 2"
+    )
+    worker = (
+        "bash /vllm-workspace/examples/online_serving/multi-node-serving.sh worker "
+        "--ray_address=$(ENTRY_ADDRESS)"
+    )
+    role = {
+        "name": "llama-405b",
+        "replicas": 2,
+        "entryTemplate": {"spec": sh(leader, 8, volumes=(shm,))},
+        "workerReplicas": worker_replicas,
+        "workerTemplate": {"spec": sh(worker, 8, volumes=(shm,))},
+    }
+    return {
+        "apiVersion": "workload.serving.volcano.sh/v1alpha1",
+        "kind": "ModelServing",
+        "metadata": {"name": "llama-multinode", "namespace": "default"},
+        "spec": {"replicas": 1, "template": {"roles": [role]}},
+    }
+
+
+def test_kthena_multi_node_example_passes_and_a_missing_worker_warns() -> None:
+    (result,) = check(kthena_multi_node(1))
+    assert result.verdict == PASS, result.findings  # kind-generic is information
+    assert result.gpus_needed == 8
+    (short,) = check(kthena_multi_node(0))
+    assert short.verdict == WARN
+    assert "ray-gpu-total" in ids(short)
+
+
 # -- a Ray head in a plain workload: its workers are other objects ---------------------------
 
 
