@@ -145,12 +145,29 @@ def test_a_ray_head_deployment_alone_warns_never_fails() -> None:
     assert "shm-too-small" not in ids(result)
 
 
-def test_the_head_and_its_worker_deployment_in_one_set_are_not_failed() -> None:
-    head = deployment(sh(HEAD, 1), name="head")
+def ray_workers(replicas: int | None) -> dict[str, Any]:
     worker = deployment(sh("ray start --address=head:6379 --block", 1), name="worker")
-    results = check(head, worker)
+    if replicas is not None:
+        worker["spec"]["replicas"] = replicas
+    return worker
+
+
+def test_the_head_and_its_worker_deployment_in_one_set_make_a_group() -> None:
+    """lint over a manifest set: the Ray workers of the head's namespace are counted (an
+    estimated group: nothing says they join this head rather than another)."""
+    results = check(deployment(sh(HEAD, 1), name="head"), ray_workers(None))
     assert [r.workload for r in results] == ["Deployment/head"]
-    assert not fails(results), results[0].findings
+    (result,) = results
+    assert result.verdict == PASS, result.findings
+    assert result.gpus_needed == 1
+    (short,) = check(deployment(sh(HEAD, 1), name="head"), ray_workers(0))
+    f = finding(short, "ray-gpu-total")
+    assert f.severity == WARN and "downgraded from fail" in f.message
+    assert "Deployment/worker spec.replicas" in f.message
+    other = ray_workers(None)
+    other["metadata"]["namespace"] = "elsewhere"
+    (alone,) = check(deployment(sh(HEAD, 1), name="head"), other)
+    assert "plan-unresolved" in ids(alone)  # another namespace's workers do not count
 
 
 def test_multi_node_serving_leader_in_a_statefulset_is_not_failed() -> None:

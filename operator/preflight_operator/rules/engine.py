@@ -40,6 +40,7 @@ from preflight_operator.rules.model import (
 )
 from preflight_operator.rules.registry import REGISTRY, declare
 from preflight_operator.rules.resources import gpu_resources
+from preflight_operator.rules.spread import with_ray_workers
 from preflight_operator.rules.template import meta
 
 COMMAND_UNPARSED = declare(
@@ -117,6 +118,7 @@ def _check_object(
         return [_crashed(str(obj.get("kind")), "?", None, "?", exc)]
     results: list[ContainerResult] = []
     for template in templates:
+        template = with_ray_workers(template, manifests.ray_workers.get(template.namespace, []))
         if template.unread is not None:
             results.append(_unread(template, *template.unread))
             continue

@@ -35,9 +35,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
-from preflight_operator.rules.template import Group, GroupMember, num
+from preflight_operator.rules.template import Group, GroupMember, PodTemplate, dig, num
 
 RAY = "ray"  # the Group family of a Ray cluster (rules.kinds)
 HEAD = "head"
@@ -182,3 +183,70 @@ def generic_group(
         estimated=f"was read from {where}, a field of a kind vllm-preflight does not know "
         "(assumed to count the pods that join the head's Ray cluster)",
     )
+
+
+# -- Ray workers that are objects of their own (lint over a manifest set) ---------------------
+
+# Core kinds whose pods a manifest set may hold as Ray workers, and where their pod count is:
+# a Deployment/StatefulSet/ReplicaSet `spec.replicas` (default 1), a Job `spec.parallelism`
+# (default 1), a Pod 1. A DaemonSet's count is the nodes it runs on: unknown here.
+_WORKER_KINDS: dict[str, tuple[tuple[str, ...], str]] = {
+    "Deployment": (("spec", "template", "spec"), "spec.replicas"),
+    "StatefulSet": (("spec", "template", "spec"), "spec.replicas"),
+    "ReplicaSet": (("spec", "template", "spec"), "spec.replicas"),
+    "Job": (("spec", "template", "spec"), "spec.parallelism"),
+    "Pod": (("spec",), ""),
+}
+
+
+def joins_ray(spec: Mapping[str, Any]) -> bool:
+    """A container of the pod spec joins a Ray cluster (and none starts a head)."""
+    containers = spec.get("containers")
+    roles = [ray_node(c) for c in containers if isinstance(c, Mapping)] if isinstance(
+        containers, list
+    ) else []  # fmt: skip
+    return MEMBER in roles and HEAD not in roles
+
+
+def ray_worker_member(obj: Mapping[str, Any]) -> GroupMember | None:
+    """A plain workload whose pods join a Ray cluster (``ray start --address``), as a group
+    member: its pod spec and pod count; None for anything else or an unknown count."""
+    kind = obj.get("kind")
+    if not isinstance(kind, str) or kind not in _WORKER_KINDS:
+        return None
+    keys, field = _WORKER_KINDS[kind]
+    spec = dig(obj, keys)
+    if not isinstance(spec, Mapping) or not joins_ray(spec):
+        return None
+    name = dig(obj, ("metadata", "name"))
+    where = f"{kind}/{name}"
+    if not field:
+        return GroupMember(spec, f"{where} spec", 1, where)
+    raw = dig(obj, tuple(field.split(".")))
+    count = 1 if raw is None else num(raw, -1)
+    if count < 0:
+        return None
+    return GroupMember(spec, f"{where} {'.'.join(keys)}", count, f"{where} {field}")
+
+
+def with_ray_workers(template: PodTemplate, workers: Sequence[GroupMember]) -> PodTemplate:
+    """A plain workload's template that starts a Ray head, grouped with the Ray workers of
+    its namespace in the same manifest set (assumed to join it: an estimated group). The
+    template as it is when it starts no head, already has a group, or none are found."""
+    if template.group is not None or not workers or template.generic:
+        return template
+    containers = template.spec.get("containers")
+    if not isinstance(containers, list) or not any(
+        isinstance(c, Mapping) and ray_node(c) == HEAD for c in containers
+    ):
+        return template
+    head = GroupMember(template.spec, template.path, 1, template.path)
+    where = ", ".join(w.replicas_path for w in workers)
+    group = Group(
+        where,
+        RAY,
+        (head, *workers),
+        estimated=f"counts the Ray workers of this namespace in the checked manifests ({where}), "
+        "assumed to join this pod's Ray head",
+    )
+    return replace(template, group=group)
