@@ -162,7 +162,8 @@ def test_the_head_and_its_worker_deployment_in_one_set_make_a_group() -> None:
     assert result.gpus_needed == 1
     (short,) = check(deployment(sh(HEAD, 1), name="head"), ray_workers(0))
     f = finding(short, "ray-gpu-total")
-    assert f.severity == WARN and "downgraded from fail" in f.message
+    assert f.severity == WARN
+    assert "downgraded from fail" in f.message
     assert "Deployment/worker spec.replicas" in f.message
     other = ray_workers(None)
     other["metadata"]["namespace"] = "elsewhere"

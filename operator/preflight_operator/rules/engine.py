@@ -117,8 +117,8 @@ def _check_object(
     except Exception as exc:  # a rules bug must never take the webhook or lint down
         return [_crashed(str(obj.get("kind")), "?", None, "?", exc)]
     results: list[ContainerResult] = []
-    for template in templates:
-        template = with_ray_workers(template, manifests.ray_workers.get(template.namespace, []))
+    for found in templates:
+        template = with_ray_workers(found, manifests.ray_workers.get(found.namespace, []))
         if template.unread is not None:
             results.append(_unread(template, *template.unread))
             continue
