@@ -30,7 +30,7 @@ from preflight_operator.rules.certainty import (
     Input,
 )
 from preflight_operator.rules.checks.consistency import read_worker
-from preflight_operator.rules.checks.shm import shm_findings
+from preflight_operator.rules.checks.shm import ranks_inputs, shm_findings
 from preflight_operator.rules.context import ContainerContext, group_devices
 from preflight_operator.rules.inputs import plan_input
 from preflight_operator.rules.model import Finding, Policy
@@ -203,8 +203,8 @@ def group_total(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
             "request only the GPUs the engine uses",
             inputs=(plan_input(ctx),),
         )
-    # worker pods run vLLM's GPU processes too: they need /dev/shm just like the leader
-    share = worker
+    # worker pods run vLLM's GPU processes too: /dev/shm for the ranks Ray places on
+    # one (one per GPU when the group has exactly the engine's GPUs; else at most its GPUs)
     found = _gpu_container(group.worker_spec, group.worker_path)
     if found is not None and group.worker_path != group.leader_path:
         container, cpath = found
@@ -213,8 +213,9 @@ def group_total(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
             pod_path=group.worker_path,
             container=container,
             container_path=cpath,
-            processes=share,
+            processes=min(worker, need),
             policy=policy,
+            inputs=ranks_inputs(ctx),
         )
 
 

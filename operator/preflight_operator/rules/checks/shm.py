@@ -160,9 +160,9 @@ def ranks_inputs(ctx: ContainerContext) -> tuple[Input, ...]:
         devices_input(ctx),
         Input(
             DEVICE_COUNT,
-            "the ranks Ray places on this pod",
+            "the ranks Ray places on each pod",
             ESTIMATED,
-            f"are Ray's choice (packed, at most the pod's {ctx.pod_ranks} devices): the "
-            "group's devices are not exactly the engine's",
+            "are Ray's choice (packed, at most a pod's devices): the group's devices are "
+            "not exactly the engine's",
         ),
     )
