@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -77,7 +78,7 @@ class ContainerContext:
         given = any(dest in self.parsed.origins for dest in _OWN_DP_RANKS)
         return given or plan.headless or plan.external_lb
 
-    @property
+    @functools.cached_property
     def ray_node(self) -> str | None:
         """rules.spread.HEAD / MEMBER when the container starts or joins a Ray cluster."""
         return ray_node(self.container)

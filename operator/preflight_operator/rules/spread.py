@@ -246,7 +246,7 @@ def with_ray_workers(template: PodTemplate, workers: Sequence[GroupMember]) -> P
         where,
         RAY,
         (head, *workers),
-        estimated=f"counts the Ray workers of this namespace in the checked manifests ({where}), "
-        "assumed to join this pod's Ray head",
+        estimated=f"was taken from the Ray workers of this namespace in the checked manifests "
+        f"({where}), assumed to join this pod's Ray head",
     )
     return replace(template, group=group)

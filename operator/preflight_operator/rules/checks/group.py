@@ -280,7 +280,11 @@ def topology_unknown(ctx: ContainerContext) -> Iterator[Finding]:
     plan = ctx.parsed.plan
     need = ctx.group_gpus_needed
     have = ctx.gpus_have
-    holds = "an unknown number of devices" if have is None else f"{have} devices"
+    holds = (
+        "an unknown number of devices"
+        if have is None
+        else f"{have} device{'' if have == 1 else 's'}"
+    )
     started = (
         "starts a Ray head that other pods may join"
         if ctx.ray_node == HEAD
