@@ -358,3 +358,28 @@ def test_shm_mount_kept_when_a_pod_holds_several_ray_ranks() -> None:
     # how many of the 8 ranks Ray places here is Ray's choice: at most 4, a guess
     assert f.severity == WARN
     assert not fails([result]), result.findings
+
+
+def test_a_pod_the_controller_made_is_judged_the_same_at_its_own_admission() -> None:
+    """The webhook sees each pod of a generic CRD alone: the entry pod starts a Ray head,
+    its workers are other pods: a warning, not the FAIL the pod got judged as a whole."""
+    from preflight_operator.rules import check_object
+
+    spec = role_crd()["spec"]["template"]["roles"][0]["entryTemplate"]["spec"]
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pp2-0"}, "spec": spec}
+    (result,) = check_object(pod)
+    assert result.verdict == WARN, result.findings
+    assert "plan-unresolved" in ids(result)
+
+
+def test_a_driver_that_joins_a_cluster_by_ray_address_is_a_member() -> None:
+    container = vllm(
+        "m", "-tp", "4", "--distributed-executor-backend", "ray", gpus=1,
+        env=[{"name": "RAY_ADDRESS", "value": "ray-head:6379"}],
+    )  # fmt: skip
+    result = one(deployment(pod_spec(container)))
+    assert not fails([result]), result.findings
+    assert "joins a Ray cluster" in finding(result, "plan-unresolved").message
+    explicit_mp = vllm("m", "-tp", "4", "--distributed-executor-backend", "mp", gpus=1)
+    explicit_mp["env"] = [{"name": "RAY_ADDRESS", "value": "ray-head:6379"}]
+    assert "gpu-count-too-low" in fails([one(deployment(pod_spec(explicit_mp)))])
