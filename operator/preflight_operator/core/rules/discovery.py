@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from preflight_operator.core.rules.kinds import pod_templates
+from preflight_operator.core.rules.spread import ray_worker_member
 from preflight_operator.core.rules.template import Group, GroupMember, PodTemplate, meta
 
 LWS_GROUP = "leaderworkerset.x-k8s.io"
@@ -25,17 +26,24 @@ CLUSTER_SCOPED = frozenset(("ClusterServingRuntime",))
 @dataclass
 class ManifestSet:
     """ConfigMaps, Services, ResourceClaims and ResourceClaimTemplates of the objects
-    being checked together, by namespace."""
+    being checked together, by namespace; and the plain workloads whose pods join a Ray
+    cluster (``ray start --address``), which a Ray head's engine may spread over
+    (rules.spread.with_ray_workers)."""
 
     config_maps: dict[tuple[str | None, str], Mapping[str, Any]] = field(default_factory=dict)
     services: dict[str | None, list[Mapping[str, Any]]] = field(default_factory=dict)
     referenced: dict[tuple[str | None, str, str], Mapping[str, Any]] = field(default_factory=dict)
+    ray_workers: dict[str | None, list[GroupMember]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, objects: Iterable[Mapping[str, Any]], default_namespace: str | None) -> ManifestSet:
         found = cls()
         for obj in objects:
             kind = obj.get("kind")
+            worker = ray_worker_member(obj)
+            if worker is not None:
+                found.ray_workers.setdefault(meta(obj, default_namespace)[1], []).append(worker)
+                continue
             if kind not in ("ConfigMap", "Service", *REFERENCED_KINDS):
                 continue
             name, namespace = meta(obj, default_namespace)

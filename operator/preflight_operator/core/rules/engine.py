@@ -40,6 +40,7 @@ from preflight_operator.core.rules.model import (
 )
 from preflight_operator.core.rules.registry import REGISTRY, declare
 from preflight_operator.core.rules.resources import gpu_resources
+from preflight_operator.core.rules.spread import with_ray_workers
 from preflight_operator.core.rules.template import meta
 
 COMMAND_UNPARSED = declare(
@@ -116,7 +117,8 @@ def _check_object(
     except Exception as exc:  # a rules bug must never take the webhook or lint down
         return [_crashed(str(obj.get("kind")), "?", None, "?", exc)]
     results: list[ContainerResult] = []
-    for template in templates:
+    for found in templates:
+        template = with_ray_workers(found, manifests.ray_workers.get(found.namespace, []))
         if template.unread is not None:
             results.append(_unread(template, *template.unread))
             continue

@@ -24,6 +24,7 @@ import yaml
 
 from preflight_operator.core.rules import boundedyaml
 from preflight_operator.core.rules.embedded import embedded_pod_specs, runs_vllm
+from preflight_operator.core.rules.spread import generic_group
 from preflight_operator.core.rules.template import (
     AIBRIX,
     CORE,
@@ -479,11 +480,15 @@ def kind_spec(obj: Mapping[str, Any]) -> KindSpec | None:
 
 def _generic(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[PodTemplate]:
     kind = str(obj.get("kind"))
+    found = embedded_pod_specs(obj)
     return [
-        PodTemplate(kind, name, namespace, spec, path, family=GENERIC, generic=True)
-        for path, spec in embedded_pod_specs(obj)
+        PodTemplate(
+            kind, name, namespace, spec, path, family=GENERIC, generic=True,
+            group=generic_group(obj, path, spec, found),
+        )
+        for path, spec in found
         if path and runs_vllm(spec, path)
-    ]
+    ]  # fmt: skip
 
 
 def pod_templates(

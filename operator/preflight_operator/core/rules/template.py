@@ -54,6 +54,8 @@ class Group:
     size_path: str
     family: str
     members: tuple[GroupMember, ...]
+    # why the pod counts are a guess (a CRD judged generically, rules.spread); "" = exact
+    estimated: str = ""
 
     @property
     def size(self) -> int:

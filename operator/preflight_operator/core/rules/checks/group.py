@@ -21,6 +21,7 @@ from typing import Any
 from preflight_contract.verdicts import FAIL, WARN
 from preflight_operator.core.rules.certainty import (
     ARGV,
+    DEVICE_COUNT,
     ESTIMATED,
     EXACT,
     HEURISTIC,
@@ -29,12 +30,14 @@ from preflight_operator.core.rules.certainty import (
     Input,
 )
 from preflight_operator.core.rules.checks.consistency import read_worker
-from preflight_operator.core.rules.checks.shm import shm_findings
-from preflight_operator.core.rules.context import ContainerContext
+from preflight_operator.core.rules.checks.shm import ranks_inputs, shm_findings
+from preflight_operator.core.rules.context import ContainerContext, group_devices
 from preflight_operator.core.rules.inputs import plan_input
 from preflight_operator.core.rules.model import Finding, Policy
 from preflight_operator.core.rules.registry import RULE_INFO, declare, register
 from preflight_operator.core.rules.resources import gpu_resources, pod_gpus
+from preflight_operator.core.rules.spread import HEAD, RAY
+from preflight_operator.core.rules.template import Group
 
 GROUP_EXTRA = declare(
     "lws-gpu-extra",
@@ -200,8 +203,8 @@ def group_total(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
             "request only the GPUs the engine uses",
             inputs=(plan_input(ctx),),
         )
-    # worker pods run vLLM's GPU processes too: they need /dev/shm just like the leader
-    share = worker
+    # worker pods run vLLM's GPU processes too: /dev/shm for the ranks Ray places on
+    # one (one per GPU when the group has exactly the engine's GPUs; else at most its GPUs)
     found = _gpu_container(group.worker_spec, group.worker_path)
     if found is not None and group.worker_path != group.leader_path:
         container, cpath = found
@@ -210,8 +213,9 @@ def group_total(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
             pod_path=group.worker_path,
             container=container,
             container_path=cpath,
-            processes=share,
+            processes=min(worker, need),
             policy=policy,
+            inputs=ranks_inputs(ctx),
         )
 
 
@@ -227,23 +231,21 @@ def ray_total(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     the whole cluster at its largest (head + every worker group at maxReplicas x
     numOfHosts, counting what rayStartParams.num-gpus advertises) has fewer GPUs, the
     placement group never fits. More GPUs than one engine is normal on a Ray cluster
-    (autoscaling, other applications) and is not reported."""
+    (autoscaling, other applications) and is not reported. A Ray cluster whose other
+    pods are not in the object: plan-unresolved (topology_unknown)."""
+    yield from topology_unknown(ctx)
     group = ctx.template.group
-    if group is None or group.family != "ray" or ctx.gpus_needed is None:
+    if group is None or group.family != RAY or ctx.gpus_needed is None:
         return
     need = ctx.group_gpus_needed
-    parts: list[str] = []
-    have = 0
-    for member in group.members:
-        gpus = member.gpus
-        if gpus is None:
-            gpus = pod_gpus(member.spec, member.path, ctx.resolve)
-            if gpus is None:
-                return  # a DRA count unknown here
-        have += gpus * member.replicas
-        parts.append(f"{member.replicas} x {gpus} ({member.path})")
-    if have >= need:
-        return
+    have = group_devices(group, ctx.resolve)
+    if have is None or have >= need:
+        return  # fits, or a DRA count unknown here
+    parts = [
+        f"{m.replicas} x {m.gpus if m.gpus is not None else pod_gpus(m.spec, m.path, ctx.resolve)}"
+        f" ({m.path})"
+        for m in group.members
+    ]
     plan = ctx.parsed.plan
     replicas = ctx.template.engine_replicas
     what = f"TP={plan.tp} x PP={plan.pp}" + (f" x {replicas} replicas" if replicas > 1 else "")
@@ -254,5 +256,49 @@ def ray_total(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
         ctx.arg_path("tensor_parallel_size"),
         "give the worker groups more GPUs (nvidia.com/gpu limits and rayStartParams num-gpus, "
         "or replicas/maxReplicas), or lower the parallel sizes",
+        inputs=(plan_input(ctx), pods_input(group)),
+    )
+
+
+def pods_input(group: Group) -> Input:
+    """How certain the group's pod counts are: exact from a kind's own fields (LWS size,
+    KubeRay replicas), estimated from a CRD judged generically (rules.spread)."""
+    what = "the group's pod count"
+    if group.estimated:
+        return Input(DEVICE_COUNT, what, ESTIMATED, group.estimated)
+    return Input(DEVICE_COUNT, what, EXACT)
+
+
+def topology_unknown(ctx: ContainerContext) -> Iterator[Finding]:
+    """plan-unresolved for a pod that starts or joins a Ray cluster, runs vLLM on Ray and
+    holds fewer devices than the engine: the other pods are elsewhere (another object, a
+    cluster started by hand). Which pods and how many GPUs they bring is unknown here, so
+    the per-pod count rules judge this pod on its own devices and the total is not
+    checked: a warning, never a failure."""
+    if not ctx.ray_unplaced:
+        return
+    plan = ctx.parsed.plan
+    need = ctx.group_gpus_needed
+    have = ctx.gpus_have
+    holds = (
+        "an unknown number of devices"
+        if have is None
+        else f"{have} device{'' if have == 1 else 's'}"
+    )
+    started = (
+        "starts a Ray head that other pods may join"
+        if ctx.ray_node == HEAD
+        else "joins a Ray cluster that other pods make up"
+    )
+    yield RULE_INFO["plan-unresolved"].finding(
+        f"vLLM runs TP={plan.tp} x PP={plan.pp} = {need} ranks through Ray, and this pod "
+        f"{started} ({ctx.command_path}); it holds {holds}: Ray places the other ranks on "
+        "pods that are not in this object, so how many pods there are and which ranks each "
+        f"runs is unknown here. This pod was judged on its own devices (/dev/shm for the "
+        f"ranks they hold); whether the Ray cluster has the {need} GPUs the engine needs "
+        "was not checked",
+        ctx.gpu_path,
+        "nothing to fix if the Ray workers bring the rest; to have the group checked, run "
+        "it as a LeaderWorkerSet or a KubeRay RayCluster (or give this pod every rank)",
         inputs=(plan_input(ctx),),
     )

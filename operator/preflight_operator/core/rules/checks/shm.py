@@ -12,7 +12,14 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from preflight_contract.verdicts import FAIL, WARN
-from preflight_operator.core.rules.certainty import HEURISTIC, VENDOR_DOC, Basis, Input
+from preflight_operator.core.rules.certainty import (
+    DEVICE_COUNT,
+    ESTIMATED,
+    HEURISTIC,
+    VENDOR_DOC,
+    Basis,
+    Input,
+)
 from preflight_operator.core.rules.context import ContainerContext
 from preflight_operator.core.rules.inputs import devices_input, plan_input
 from preflight_operator.core.rules.model import Finding, Policy
@@ -127,14 +134,35 @@ def shm(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
         # TPU, Neuron, Gaudi, ...: no NCCL/RCCL shared-memory transport; KubeRay mounts a
         # memory-backed /dev/shm into Ray containers itself
         return
-    # spread over a LeaderWorkerSet by Ray, a pod hosts one worker per GPU it holds
-    processes = (ctx.gpus_have or 0) if ctx.spread else (ctx.gpus_needed or 0)
+    # /dev/shm is judged by the engine's processes in THIS pod: its share (a pod that runs
+    # one rank of a spread engine needs what one rank needs)
     yield from shm_findings(
         ctx.spec,
         pod_path=ctx.pod_path,
         container=ctx.container,
         container_path=ctx.path,
-        processes=processes,
+        processes=ctx.pod_ranks,
         policy=policy,
-        inputs=(devices_input(ctx),) if ctx.spread else (plan_input(ctx),),
+        inputs=ranks_inputs(ctx),
+    )
+
+
+def ranks_inputs(ctx: ContainerContext) -> tuple[Input, ...]:
+    """What the count of this pod's GPU processes rests on: its own argv (its share), or,
+    when Ray places the ranks, the pod's devices; exact only when the group has exactly
+    the devices the engine needs (every one then holds a rank), else Ray's placement
+    (PACK) decides how many land here: estimated."""
+    if not ctx.spread:
+        return (plan_input(ctx),)
+    if ctx.ray_fills_every_device:
+        return (plan_input(ctx), devices_input(ctx))
+    return (
+        devices_input(ctx),
+        Input(
+            DEVICE_COUNT,
+            "the ranks Ray places on each pod",
+            ESTIMATED,
+            "are Ray's choice (packed, at most a pod's devices): the group's devices are "
+            "not exactly the engine's",
+        ),
     )
