@@ -29,6 +29,15 @@ cgroups: this machine mounts cgroup v1 hierarchies (cgroup2 only at
 false explicitly so that the next Kubernetes minor, whose default is true, fails loudly
 here only if this line is removed.
 
+oom_score_adj: this machine (root, all capabilities) refuses to lower any process's
+``/proc/self/oom_score_adj`` below 0 ("Permission denied", measured with `echo -5 >
+/proc/self/oom_score_adj`), and runc then fails every pod sandbox, whose score containerd
+sets to -998 ("can't get final child's PID from pipe: EOF"; runc's own message:
+"failed to update /proc/self/oom_score_adj: Permission denied"). containerd's
+``restrict_oom_score_adj`` (made for rootless containerd) clamps the scores it sets to no
+lower than its own (0); kubelet's own score stays 0 too. The only cost: under memory pressure
+the kernel does not prefer other processes over the node's; nothing here tests that.
+
 `unsupported()` says what the machine lacks (root, the packages, cgroup controllers,
 overlayfs); callers skip with that reason.
 """
@@ -243,6 +252,7 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
   enable_selinux = false
+  restrict_oom_score_adj = true
   max_container_log_line_size = 16384
 {cri[:-1]}.containerd]
   snapshotter = "overlayfs"
@@ -306,6 +316,7 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
             "cgroupsPerQOS": True,
             "failCgroupV1": False,  # see the module docstring
             "failSwapOn": False,
+            "oomScoreAdj": 0,  # see the module docstring: this machine forbids lowering it
             # Nothing may be evicted or garbage-collected for the shared machine's disk.
             "evictionHard": {
                 "memory.available": "1Mi",
