@@ -64,7 +64,14 @@ from preflight_dev.testing.kubeconfig import (
     write_kubeconfig,
 )
 from preflight_dev.testing.local import LocalCluster
-from preflight_dev.testing.process import Component, free_ports, unmount_under
+from preflight_dev.testing.process import (
+    OWNER_FILE,
+    WORKDIR_PREFIX,
+    Component,
+    free_ports,
+    pid_alive,
+    unmount_under,
+)
 
 NODE_NAME = "preflight-node-0"
 NODE_LABEL = "vllm-preflight.io/real-node"  # tests select the real node by it
@@ -120,6 +127,11 @@ def find_node_bin_dir() -> Path:
     return bin_dir
 
 
+def bridge_name(workdir_name: str) -> str:
+    """The node's bridge: named after its work directory, within Linux's 15 characters."""
+    return "vpf" + workdir_name[-8:].replace("_", "0")
+
+
 def _free_subnet() -> str:
     """A 10.2xx.y.0/24 that no route of this machine covers yet."""
     routes = subprocess.run(["ip", "-4", "route"], capture_output=True, text=True, check=False)
@@ -139,7 +151,7 @@ class RealNode:
         cluster: LocalCluster,
         *,
         name: str = NODE_NAME,
-        gpus: int = 1,
+        gpus: int = 8,
         start_timeout: float = 120.0,
     ) -> None:
         self.cluster = cluster
@@ -148,7 +160,7 @@ class RealNode:
         self.start_timeout = start_timeout
         self.dir = cluster.workdir / "node"
         self.cgroup = "/" + cluster.workdir.name  # e.g. /vllm-preflight-k8s-abcd1234
-        self.bridge = "vpf" + cluster.workdir.name[-8:].replace("_", "0")
+        self.bridge = bridge_name(cluster.workdir.name)
         self.containerd_socket = self.dir / "containerd" / "containerd.sock"
         self._components: list[Component] = []
         self.ready_after: dict[str, float] = {}
@@ -177,6 +189,7 @@ class RealNode:
         if reason:
             raise RuntimeError(reason)
         t0 = time.monotonic()
+        reap_stale_nodes(self.cluster.workdir.parent)
         bin_dir = find_node_bin_dir()
         try:
             self.dir.mkdir()
@@ -254,6 +267,9 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
   enable_selinux = false
   restrict_oom_score_adj = true
   max_container_log_line_size = 16384
+  # pods' network namespaces under the state directory, not /var/run/netns: stop()
+  # unmounts them with the rest of the node's directory
+  netns_mounts_under_state_dir = true
 {cri[:-1]}.containerd]
   snapshotter = "overlayfs"
   default_runtime_name = "runc"
@@ -331,7 +347,7 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
             "registerNode": True,
             "volumePluginDir": str(self.dir / "volume-plugins"),
             "containerLogMaxSize": "10Mi",
-            "podLogsDirectory": str(self.dir / "pod-logs"),
+            "podLogsDir": str(self.dir / "pod-logs"),
             # the GPU capacity patched after registration reaches allocatable sooner
             "nodeStatusUpdateFrequency": "4s",
         }
@@ -422,6 +438,10 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
             component.stop(grace=10.0)
         self._components = []
         kill_node_leftovers(self.dir, self.cgroup, self.bridge)
+        # The unpacked images and the kubelet's volumes are big and tell nothing; the
+        # logs (the cluster's logs/ and pod-logs/) stay with the work directory.
+        for bulky in ("containerd", "kubelet", "images"):
+            shutil.rmtree(self.dir / bulky, ignore_errors=True)
 
 
 def _cgroup_pids(cgroup: str) -> set[int]:
@@ -432,6 +452,30 @@ def _cgroup_pids(cgroup: str) -> set[int]:
             with contextlib.suppress(OSError, ValueError):
                 pids.update(int(p) for p in procs.read_text().split())
     return pids
+
+
+def reap_stale_nodes(parent: Path) -> list[str]:
+    """What a killed run's node left behind (its containers, cgroups, bridge): the cgroup
+    roots and bridges named after work directories in ``parent`` that are gone or whose
+    owner process is dead. (Its mounts and shims go with the work directory, which
+    process.reap_stale_workdirs unmounts and whose paths the shims' command lines name.)"""
+    names = {p.name for p in CGROUP_ROOT.glob(f"*/{WORKDIR_PREFIX}*")}
+    reaped = []
+    for name in sorted(names):
+        workdir = parent / name
+        owners = [int(x) for x in _read(workdir / OWNER_FILE).split() if x.isdigit()]
+        if workdir.is_dir() and (not owners or pid_alive(owners[0])):
+            continue  # alive, or kept by a developer (kept ones have no owner file)
+        kill_node_leftovers(workdir / "node", "/" + name, bridge_name(name))
+        reaped.append(name)
+    return reaped
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return ""
 
 
 def kill_node_leftovers(node_dir: Path, cgroup: str, bridge: str) -> None:
