@@ -316,7 +316,8 @@ def test_enforce_runs_both_containers_and_keeps_vllm_from_starting(
     assert vllm.get("started") is False
     assert set(vllm["state"]) == {"waiting"}, vllm["state"]
     assert vllm["state"]["waiting"]["reason"] == "PodInitializing"
-    assert vllm.get("restartCount", 0) == 0 and not vllm.get("lastState")
+    assert vllm.get("restartCount", 0) == 0
+    assert not vllm.get("lastState")
     # ... and the kubelet backs off restarting the check
     backoff = wait_for(
         lambda: (

@@ -98,11 +98,16 @@ def _unmounted_at_exit(path: Path) -> Iterator[None]:
         unmount_under(path)
 
 
+def rootfs_layer_path() -> Path:
+    """Where the root filesystem layer is cached (it may not exist yet)."""
+    key = hashlib.sha256(json.dumps([SUITE, mirror(), PACKAGES, 1]).encode()).hexdigest()[:12]
+    return cache_dir() / f"images-{key}" / "rootfs.tar"
+
+
 def rootfs_layer() -> Path:
     """The cached root filesystem layer (an uncompressed tar); built once by debootstrap."""
-    key = hashlib.sha256(json.dumps([SUITE, mirror(), PACKAGES, 1]).encode()).hexdigest()[:12]
-    dest = cache_dir() / f"images-{key}"
-    layer = dest / "rootfs.tar"
+    layer = rootfs_layer_path()
+    dest = layer.parent
     if layer.is_file():
         return layer
     if shutil.which("debootstrap") is None:

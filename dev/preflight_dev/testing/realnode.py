@@ -101,6 +101,8 @@ def unsupported() -> str | None:
     missing += [p for p in ("bridge", "host-local", "loopback") if not (CNI_BIN_DIR / p).exists()]
     if missing:
         return f"the real node needs {', '.join(missing)} ({INSTALL_HINT})"
+    if shutil.which("debootstrap") is None and not images.rootfs_layer_path().is_file():
+        return "the real node's workload image needs debootstrap (apt-get install debootstrap)"
     if (CGROUP_ROOT / "cgroup.controllers").exists():
         return "the real node is written for cgroup v1 hierarchies; this machine has cgroup v2"
     absent = [c for c in CONTROLLERS if not (CGROUP_ROOT / c / "cgroup.procs").exists()]
@@ -284,7 +286,9 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
 """
         base.mkdir(parents=True, exist_ok=True)
         (base / "config.toml").write_text(config)
-        containerd = self._launch("containerd", ["containerd", "--config", str(base / "config.toml")])
+        containerd = self._launch(
+            "containerd", ["containerd", "--config", str(base / "config.toml")]
+        )
         self._wait(containerd, lambda: self.ctr("version", check=False).returncode == 0)
 
     def _start_kubelet(self, kubelet: Path) -> None:
