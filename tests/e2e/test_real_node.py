@@ -34,7 +34,9 @@ from preflight_dev.testing.realnode import NODE_LABEL, RealNode
 from preflight_operator import constants
 from preflight_operator.injection import TOKEN_MOUNT_PATH
 
-pytestmark = pytest.mark.timeout(600)
+# The first run on a machine builds kubelet (2-6 min) and the workload root filesystem
+# (debootstrap, ~2 min) in the first test's setup; afterwards the file takes ~3 min.
+pytestmark = pytest.mark.timeout(1200)
 
 INJECT = {constants.LABEL_INJECT: constants.INJECT_ENABLED}
 HF_CACHE = "/root/.cache/huggingface"

@@ -76,6 +76,19 @@ def _sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _cached_sha256(path: Path) -> str:
+    """The digest of a cached layer, kept beside it (hashing 167 MiB twice per node start
+    cost seconds on a loaded machine); recomputed when the layer is newer."""
+    sidecar = path.with_name(path.name + ".sha256")
+    with contextlib.suppress(OSError):
+        if sidecar.stat().st_mtime >= path.stat().st_mtime:
+            return sidecar.read_text(encoding="ascii").strip()
+    digest = _sha256_file(path)
+    with contextlib.suppress(OSError):
+        sidecar.write_text(digest + "\n", encoding="ascii")
+    return digest
+
+
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -182,7 +195,7 @@ def write_oci_archive(
     diff_ids = []
     for layer in layers:
         if isinstance(layer, Path):
-            digest, size = _sha256_file(layer), layer.stat().st_size
+            digest, size = _cached_sha256(layer), layer.stat().st_size
         else:
             digest, size = hashlib.sha256(layer).hexdigest(), len(layer)
         blobs.append((digest, size, layer))
