@@ -12,15 +12,15 @@ import pytest
 from test_rules_support import check, deployment, finding, ids, one, pod_spec, vllm
 
 from preflight_contract.verdicts import FAIL, WARN
-from preflight_operator.rules import RULE_INFO, engine
-from preflight_operator.rules.certainty import (
+from preflight_operator.core.rules import RULE_INFO, engine
+from preflight_operator.core.rules.certainty import (
     ARGV,
     ESTIMATED,
     EXACT,
     SOURCE_KINDS,
     Input,
 )
-from preflight_operator.rules.model import Finding, Policy, RuleInfo
+from preflight_operator.core.rules.model import Finding, Policy, RuleInfo
 
 SECRET = [{"name": "EXTRA", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]
 

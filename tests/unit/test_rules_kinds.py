@@ -7,8 +7,8 @@ from typing import Any
 
 from test_rules_support import check, finding, ids, pod_spec, vllm
 
-from preflight_operator.rules import FAIL, PASS
-from preflight_operator.rules.kinds import KINDS, kind_spec
+from preflight_operator.core.rules import FAIL, PASS
+from preflight_operator.core.rules.kinds import KINDS, kind_spec
 
 
 def ray_group(gpus: int, replicas: int = 1, **extra: Any) -> dict[str, Any]:
