@@ -31,8 +31,8 @@ from preflight_dev.localoperator import OperatorProcess
 from preflight_dev.testing import Cluster, wait_for
 from preflight_dev.testing.images import INSTALLER_IMAGE, WORKLOAD_IMAGE
 from preflight_dev.testing.realnode import NODE_LABEL, RealNode
-from preflight_operator import constants
-from preflight_operator.injection import TOKEN_MOUNT_PATH
+from preflight_operator.core import constants
+from preflight_operator.core.injection import TOKEN_MOUNT_PATH
 
 # The first run on a machine builds kubelet (2-6 min) and the workload root filesystem
 # (debootstrap, ~2 min) in the first test's setup; afterwards the file takes ~3 min.
@@ -423,7 +423,7 @@ def test_a_broken_injection_fails_the_isolation_checks(
     (patch / "sitecustomize.py").write_text(
         textwrap.dedent(
             """
-            import preflight_operator.injection as injection
+            import preflight_operator.core.injection as injection
             injection.SECURITY_CONTEXT = {}
             injection.NO_TOKEN_MOUNT = {
                 "name": injection.NO_TOKEN_VOLUME, "mountPath": "/preflight-no-token"

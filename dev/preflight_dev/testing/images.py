@@ -10,7 +10,7 @@ an OCI image archive and imported (`ctr images import`):
   its arguments and sleeps (the main container's proof of having started).
 - the **installer image**: the same root filesystem plus the checker zipapp at the
   operator image's path and `vllm-preflight-install` (the operator's own
-  `preflight_operator/install.py`, standard library only), run as uid 65532 as the
+  `preflight_operator/cli/install.py`, standard library only), run as uid 65532 as the
   Dockerfile's operator stage does. The Dockerfile itself needs a base image from a registry;
   this is the part of it the injected `preflight-install` container uses.
 - the **sandbox ("pause") image**: one static binary, `pause` from hack/k8s/pause (ours,
@@ -51,7 +51,7 @@ WORKLOAD_IMAGE = "localhost/vllm-preflight/workload-python3:bookworm"
 INSTALLER_IMAGE = "localhost/vllm-preflight/installer:dev"
 PAUSE_IMAGE = "localhost/vllm-preflight/pause:dev"
 ZIPAPP_IN_IMAGE = "/opt/vllm-preflight/vllm-preflight.pyz"  # the Dockerfile's path
-INSTALL_PY = REPO_ROOT / "operator" / "preflight_operator" / "install.py"
+INSTALL_PY = REPO_ROOT / "operator" / "preflight_operator" / "cli" / "install.py"
 NONROOT = 65532  # the Dockerfile's operator user
 LAYER_MEDIA = "application/vnd.oci.image.layer.v1.tar"
 
