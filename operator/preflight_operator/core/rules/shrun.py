@@ -159,6 +159,10 @@ class Runner:
         # env values the script may run as words ($CMD): a script that names vLLM nowhere,
         # and is given nothing that does, is not read at all (sidecars cost nothing)
         self.mentions: tuple[str, ...] = ()
+        # the walk's three helpers, each a part of the shell's grammar
+        self.compounds = Compounds(self)
+        self.commands = Commands(self)
+        self.programs = Programs(self)
 
     # -- entry points -------------------------------------------------------------------
 
@@ -181,7 +185,7 @@ class Runner:
 
     def run_argv(self, argv: Sequence[str], exports: Mapping[str, str], offset: int | None) -> None:
         """A command already split into words (a container's command + args)."""
-        self._program(list(argv), dict(exports), offset)
+        self.programs._program(list(argv), dict(exports), offset)
 
     # -- variables ----------------------------------------------------------------------
 
@@ -329,19 +333,19 @@ class Runner:
         if self.steps[0] > MAX_STEPS:
             raise _Halt
         if isinstance(node, Simple):
-            return self._simple(node)
+            return self.commands._simple(node)
         if isinstance(node, Group):
             if node.subshell:
                 return self._subshell(lambda: self._list(node.body))
             return self._list(node.body)
         if isinstance(node, If):
-            self._if(node.clauses, node.otherwise)
+            self.compounds._if(node.clauses, node.otherwise)
             return None
         if isinstance(node, Case):
-            self._case(node)
+            self.compounds._case(node)
             return None
         if isinstance(node, Loop):
-            self._loop(node)
+            self.compounds._loop(node)
             return None
         if isinstance(node, Function):
             self.state.functions[node.name] = node.body
@@ -350,28 +354,38 @@ class Runner:
             return None
         return None
 
+    # -- simple commands ------------------------------------------------------------------
+
+
+class Compounds:
+    """The compound commands of one walk: if, case and the loops (each arm walked as a
+    branch of the state, the rest of the script after it on the merged state)."""
+
+    def __init__(self, runner: Runner) -> None:
+        self.r = runner
+
     def _if(
         self, clauses: list[tuple[CommandList, CommandList]], otherwise: CommandList | None
     ) -> None:
         if not clauses:
             if otherwise is not None:
-                self._list(otherwise)
+                self.r._list(otherwise)
             return
         (condition, body), rest = clauses[0], clauses[1:]
-        self.testing += 1
-        status = self._list(condition)
-        self.testing -= 1
-        if self.halt:
+        self.r.testing += 1
+        status = self.r._list(condition)
+        self.r.testing -= 1
+        if self.r.halt:
             return
         if status is True:
-            self._list(body)
+            self.r._list(body)
         elif status is False:
             self._if(rest, otherwise)
         else:
-            self._branches([lambda: self._list(body), lambda: self._if(rest, otherwise)])
+            self.r._branches([lambda: self.r._list(body), lambda: self._if(rest, otherwise)])
 
     def _case(self, node: Case) -> None:
-        subject = self.fields(node.word, split=False)
+        subject = self.r.fields(node.word, split=False)
         text = subject[0] if subject else ""
 
         def arms_from(k: int) -> None:
@@ -380,11 +394,11 @@ class Runner:
             patterns, body = node.arms[k]
             matched = self._case_match(text, patterns)
             if matched is True:
-                self._list(body)
+                self.r._list(body)
             elif matched is False:
                 arms_from(k + 1)
             else:
-                self._branches([lambda: self._list(body), lambda: arms_from(k + 1)])
+                self.r._branches([lambda: self.r._list(body), lambda: arms_from(k + 1)])
 
         arms_from(0)
 
@@ -405,47 +419,53 @@ class Runner:
         return False
 
     def _loop(self, node: Loop) -> None:
-        before = self.state.copy()
+        before = self.r.state.copy()
         if node.kind == "for":
             values = (
-                self.state.positional[1:]
+                self.r.state.positional[1:]
                 if node.values is None
-                else [f for w in node.values for f in self.fields(w)]
+                else [f for w in node.values for f in self.r.fields(w)]
             )
             if any(has_unknown(v) for v in values):
-                self.state.vars[node.variable or ""] = unknown_marker(node.variable or "")
-                self._branches([lambda: self._list(node.body), lambda: None])
+                self.r.state.vars[node.variable or ""] = unknown_marker(node.variable or "")
+                self.r._branches([lambda: self.r._list(node.body), lambda: None])
             elif values:
-                self.state.vars[node.variable or ""] = values[0]
-                self._list(node.body)
+                self.r.state.vars[node.variable or ""] = values[0]
+                self.r._list(node.body)
             self._after_loop(before)
             return
         assert node.condition is not None
-        self.testing += 1
-        status = self._list(node.condition)
-        self.testing -= 1
-        if self.halt:
+        self.r.testing += 1
+        status = self.r._list(node.condition)
+        self.r.testing -= 1
+        if self.r.halt:
             return
         if node.kind == "until" and status is not None:
             status = not status
         if status is False:
             return
         if status is True:
-            self._list(node.body)
-            if self.halt in ("break", "continue"):
-                self.halt = None
-            self.cond = True  # after an endless loop: only by `break`
+            self.r._list(node.body)
+            if self.r.halt in ("break", "continue"):
+                self.r.halt = None
+            self.r.cond = True  # after an endless loop: only by `break`
         else:
-            self._branches([lambda: self._list(node.body), lambda: None])
+            self.r._branches([lambda: self.r._list(node.body), lambda: None])
         self._after_loop(before)
 
     def _after_loop(self, before: State) -> None:
-        if self.halt in ("break", "continue"):
-            self.halt = None
-        if self.halt is None:
-            self.state = _merge([before, self.state])
+        if self.r.halt in ("break", "continue"):
+            self.r.halt = None
+        if self.r.halt is None:
+            self.r.state = _merge([before, self.r.state])
 
-    # -- simple commands ------------------------------------------------------------------
+
+class Commands:
+    """The simple commands of one walk: assignments, declarations and the builtins that
+    change the shell (set, shift, unset, source, eval, exec)."""
+
+    def __init__(self, runner: Runner) -> None:
+        self.r = runner
 
     def _simple(self, node: Simple) -> bool | None:
         prefix: dict[str, str] = {}
@@ -464,17 +484,17 @@ class Runner:
             return self._declare(head, node.words[1:])
         words: list[str] = []
         for word in node.words:
-            words.extend(self.fields(word))
+            words.extend(self.r.fields(word))
         if not words:
             return True
-        exports = {**self.state.exported, **prefix}
-        if any(_may_fail(r, self) for r in node.redirects):
-            saved = self.cond
-            self.cond = True  # it runs only if the file opens
+        exports = {**self.r.state.exported, **prefix}
+        if any(_may_fail(r, self.r) for r in node.redirects):
+            saved = self.r.cond
+            self.r.cond = True  # it runs only if the file opens
             try:
                 return self._argv(words, exports)
             finally:
-                self.cond = saved or self.cond
+                self.r.cond = saved or self.r.cond
         return self._argv(words, exports)
 
     def _assignment(self, word: Word) -> tuple[str, str, list[str] | None]:
@@ -483,27 +503,27 @@ class Runner:
         name, _, rest = first.partition("=")
         name = name.rstrip("+")
         if word.array is not None:
-            items = [f for w in word.array for f in self.fields(w)]
+            items = [f for w in word.array for f in self.r.fields(w)]
             return name, items[0] if items else "", items
         from preflight_operator.core.rules.shparse import Part  # noqa: PLC0415
 
         tail = Word((Part("lit", rest, word.parts[0].quoted), *word.parts[1:]))
-        values = self.fields(tail, split=False)
+        values = self.r.fields(tail, split=False)
         value = "".join(values)
         if first.startswith(name + "+="):
-            old = self.variable(name) or ""
+            old = self.r.variable(name) or ""
             value = old + value
         return name, value, None
 
     def _set(self, name: str, value: str, export: bool, items: list[str] | None = None) -> None:
-        self.state.arrays.pop(name, None)
+        self.r.state.arrays.pop(name, None)
         if items is not None:
-            self.state.arrays[name] = items
-        self.state.vars[name] = value
+            self.r.state.arrays[name] = items
+        self.r.state.vars[name] = value
         if name == "IFS":
-            self.state.ifs_set = True
-        if export or name in self.state.exported or self.lookup(name) is not None:
-            self.state.exported[name] = value
+            self.r.state.ifs_set = True
+        if export or name in self.r.state.exported or self.r.lookup(name) is not None:
+            self.r.state.exported[name] = value
 
     def _declare(self, head: str, args: list[Word]) -> bool | None:
         export = head == "export"
@@ -515,7 +535,7 @@ class Runner:
                 if any(c in literal for c in "inaAlu"):
                     for w in args:  # -i, -a, -A, -l, -u change values: not modelled
                         if _is_assignment_word(w):
-                            self.state.vars[w.parts[0].text.split("=")[0]] = unknown_marker(
+                            self.r.state.vars[w.parts[0].text.split("=")[0]] = unknown_marker(
                                 w.parts[0].text.split("=")[0]
                             )
                     return None
@@ -524,30 +544,143 @@ class Runner:
                 name, value, items = self._assignment(word)
                 self._set(name, value, export, items)
             else:
-                for name in self.fields(word):
-                    known = self.variable(name)
+                for name in self.r.fields(word):
+                    known = self.r.variable(name)
                     if export and known is not None and re.fullmatch(r"[A-Za-z_]\w*", name):
-                        self.state.exported[name] = known
+                        self.r.state.exported[name] = known
         return True
 
     def _argv(self, words: list[str], exports: dict[str, str]) -> bool | None:
         """Run the command ``words`` (expanded): a builtin, a function, a launcher, a
         nested shell, vLLM, or another program."""
         program = words[0]
-        if program in self.state.functions:
+        if program in self.r.state.functions:
             return self._call(program, words)
         builtin = self._builtin(words, exports)
         if builtin != "no":
             return builtin  # type: ignore[return-value]
-        self._program(words, exports, None)
+        self.r.programs._program(words, exports, None)
         return None
+
+    def _call(self, name: str, words: list[str]) -> bool | None:
+        body = self.r.state.functions[name]
+        if body is None:
+            self.r.programs._doubt_if_vllm(
+                ["?", *words], f"function {name} is defined on some paths only"
+            )
+            return None
+        if self.r.depth + 1 > MAX_DEPTH * 4:
+            raise _Halt
+        saved = self.r.state.positional
+        self.r.state.positional = [saved[0] if saved else "sh", *words[1:]]
+        self.r.depth += 1
+        try:
+            status = self.r._command(body)
+        finally:
+            self.r.depth -= 1
+        self.r.state.positional = saved
+        if self.r.halt == "return":
+            self.r.halt = None
+        return status
+
+    def _builtin(self, words: list[str], exports: dict[str, str]) -> object:
+        """The status of a builtin that matters here, or "no"."""
+        name = words[0]
+        if name in _STATUS:
+            return _STATUS[name]
+        if name in _HALTS:
+            self.r.halt = _HALTS[name]
+            return None
+        if name in ("test", "["):
+            return _test(words[1:-1] if name == "[" and words[-1:] == ["]"] else words[1:])
+        handler = _BUILTINS.get(name)
+        if handler is not None:
+            return handler(self, words, exports)
+        if name in _SETS_NAMES or (name == "printf" and "-v" in words):
+            for var in words[1:]:
+                if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", var):
+                    self.r.state.vars[var] = unknown_marker(var)
+            return None
+        if name == "cd" or (name == "command" and words[1:2] in (["-v"], ["-V"])):
+            return None  # `command -v NAME` looks NAME up; it runs nothing
+        return "no"
+
+    def _exec(self, words: list[str], exports: dict[str, str]) -> bool | None:
+        if len(words) == 1:
+            return True  # only redirections
+        self.r.programs._program(words, exports, None)
+        if self.r.halt is None:
+            self.r.halt = "exit"  # the shell is replaced: nothing after it runs
+        return None
+
+    def _eval_builtin(self, words: list[str], exports: dict[str, str]) -> bool | None:
+        text = " ".join(words[1:])
+        if has_unknown(text):
+            if "vllm" in text:
+                self.r.events.append(Doubt("`eval` of a value not known here"))
+            return None
+        return self._eval(text)
+
+    def _source(self, words: list[str], exports: dict[str, str]) -> bool | None:
+        self.r.state.opaque = True  # a file we cannot see: any variable may change
+        return None
+
+    def _set_builtin(self, words: list[str], exports: dict[str, str]) -> bool | None:
+        args = words[1:]
+        for k, arg in enumerate(args):
+            if arg.startswith(("-", "+")) and arg not in ("-", "--", "-o", "+o"):
+                if "e" in arg[1:]:
+                    self.r.state.errexit = arg[0] == "-"
+            elif args[k - 1 : k] in (["-o"], ["+o"]) and arg == "errexit":
+                self.r.state.errexit = args[k - 1] == "-o"
+        if args and args[0] == "--":
+            self.r.state.positional = self.r.state.positional[:1] + args[1:]
+        elif args and not args[0].startswith(("-", "+")):
+            self.r.state.positional = self.r.state.positional[:1] + args
+        return True
+
+    def _shift(self, words: list[str], exports: dict[str, str]) -> bool | None:
+        count = int(words[1]) if len(words) > 1 and words[1].isdigit() else 1
+        del self.r.state.positional[1 : 1 + count]
+        return True
+
+    def _unset(self, words: list[str], exports: dict[str, str]) -> bool | None:
+        for var in words[1:]:
+            if not var.startswith("-"):
+                self.r.state.vars[var] = _UNSET
+                self.r.state.exported.pop(var, None)
+        return True
+
+    def _eval(self, text: str) -> bool | None:
+        if self.r.depth + 1 > MAX_DEPTH:
+            self.r.events.append(Doubt("`eval` nested too deeply"))
+            return None
+        try:
+            tree = parse(text, bash=self.r.dialect == "bash")
+        except ShellSyntax as exc:
+            if "vllm" in text:
+                self.r.events.append(Doubt(f"`eval` of text that does not parse: {exc}"))
+            return None
+        self.r.depth += 1
+        try:
+            return self.r._list(tree)
+        finally:
+            self.r.depth -= 1
+
+
+class Programs:
+    """What one walk runs as a program: vLLM found (or doubted), a wrapper that runs its
+    arguments, a nested shell with its own script."""
+
+    def __init__(self, runner: Runner) -> None:
+        self.r = runner
 
     def _program(self, words: list[str], exports: dict[str, str], offset: int | None) -> None:
         """A program (not a builtin): through its launchers to a shell, vLLM or other."""
         unwrapped = launchers.unwrap(words)
         if isinstance(unwrapped, launchers.Unknown):
             if any("vllm" in w for w in words[1:]):
-                self.events.append(
+                self.r.events.append(
                     Doubt(f"vLLM may run behind something not read here: {unwrapped.reason}")
                 )
             return None
@@ -586,120 +719,17 @@ class Runner:
     def _found(
         self, argv: list[str], exports: Mapping[str, str], offset: int | None, exact: bool
     ) -> None:
-        self.events.append(Found(tuple(argv), dict(exports), self.cond, exact, offset))
-        if not self.cond:
-            self.halt = "found"
+        self.r.events.append(Found(tuple(argv), dict(exports), self.r.cond, exact, offset))
+        if not self.r.cond:
+            self.r.halt = "found"
 
     def _doubt_if_vllm(self, words: list[str], reason: str) -> None:
         for i in range(1, len(words)):
             if vllm_args_start(words[i:]) is not None or (
                 words[i] == "-m" and vllm_args_start(["python3", *words[i:]]) is not None
             ):
-                self.events.append(Doubt(f"vLLM runs behind something not read here: {reason}"))
+                self.r.events.append(Doubt(f"vLLM runs behind something not read here: {reason}"))
                 return
-
-    def _call(self, name: str, words: list[str]) -> bool | None:
-        body = self.state.functions[name]
-        if body is None:
-            self._doubt_if_vllm(["?", *words], f"function {name} is defined on some paths only")
-            return None
-        if self.depth + 1 > MAX_DEPTH * 4:
-            raise _Halt
-        saved = self.state.positional
-        self.state.positional = [saved[0] if saved else "sh", *words[1:]]
-        self.depth += 1
-        try:
-            status = self._command(body)
-        finally:
-            self.depth -= 1
-        self.state.positional = saved
-        if self.halt == "return":
-            self.halt = None
-        return status
-
-    def _builtin(self, words: list[str], exports: dict[str, str]) -> object:
-        """The status of a builtin that matters here, or "no"."""
-        name = words[0]
-        if name in _STATUS:
-            return _STATUS[name]
-        if name in _HALTS:
-            self.halt = _HALTS[name]
-            return None
-        if name in ("test", "["):
-            return _test(words[1:-1] if name == "[" and words[-1:] == ["]"] else words[1:])
-        handler = _BUILTINS.get(name)
-        if handler is not None:
-            return handler(self, words, exports)
-        if name in _SETS_NAMES or (name == "printf" and "-v" in words):
-            for var in words[1:]:
-                if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", var):
-                    self.state.vars[var] = unknown_marker(var)
-            return None
-        if name == "cd" or (name == "command" and words[1:2] in (["-v"], ["-V"])):
-            return None  # `command -v NAME` looks NAME up; it runs nothing
-        return "no"
-
-    def _exec(self, words: list[str], exports: dict[str, str]) -> bool | None:
-        if len(words) == 1:
-            return True  # only redirections
-        self._program(words, exports, None)
-        if self.halt is None:
-            self.halt = "exit"  # the shell is replaced: nothing after it runs
-        return None
-
-    def _eval_builtin(self, words: list[str], exports: dict[str, str]) -> bool | None:
-        text = " ".join(words[1:])
-        if has_unknown(text):
-            if "vllm" in text:
-                self.events.append(Doubt("`eval` of a value not known here"))
-            return None
-        return self._eval(text)
-
-    def _source(self, words: list[str], exports: dict[str, str]) -> bool | None:
-        self.state.opaque = True  # a file we cannot see: any variable may change
-        return None
-
-    def _set_builtin(self, words: list[str], exports: dict[str, str]) -> bool | None:
-        args = words[1:]
-        for k, arg in enumerate(args):
-            if arg.startswith(("-", "+")) and arg not in ("-", "--", "-o", "+o"):
-                if "e" in arg[1:]:
-                    self.state.errexit = arg[0] == "-"
-            elif args[k - 1 : k] in (["-o"], ["+o"]) and arg == "errexit":
-                self.state.errexit = args[k - 1] == "-o"
-        if args and args[0] == "--":
-            self.state.positional = self.state.positional[:1] + args[1:]
-        elif args and not args[0].startswith(("-", "+")):
-            self.state.positional = self.state.positional[:1] + args
-        return True
-
-    def _shift(self, words: list[str], exports: dict[str, str]) -> bool | None:
-        count = int(words[1]) if len(words) > 1 and words[1].isdigit() else 1
-        del self.state.positional[1 : 1 + count]
-        return True
-
-    def _unset(self, words: list[str], exports: dict[str, str]) -> bool | None:
-        for var in words[1:]:
-            if not var.startswith("-"):
-                self.state.vars[var] = _UNSET
-                self.state.exported.pop(var, None)
-        return True
-
-    def _eval(self, text: str) -> bool | None:
-        if self.depth + 1 > MAX_DEPTH:
-            self.events.append(Doubt("`eval` nested too deeply"))
-            return None
-        try:
-            tree = parse(text, bash=self.dialect == "bash")
-        except ShellSyntax as exc:
-            if "vllm" in text:
-                self.events.append(Doubt(f"`eval` of text that does not parse: {exc}"))
-            return None
-        self.depth += 1
-        try:
-            return self._list(tree)
-        finally:
-            self.depth -= 1
 
     def _shell(self, words: list[str], exports: dict[str, str]) -> None:
         program = words[0].rsplit("/", 1)[-1]
@@ -724,13 +754,13 @@ class Runner:
         exports: dict[str, str],
         errexit: bool = False,
     ) -> None:
-        if self.depth + 1 >= MAX_DEPTH:
+        if self.r.depth + 1 >= MAX_DEPTH:
             if "vllm" in script:
-                self.events.append(Doubt(f"shells nested deeper than {MAX_DEPTH}"))
+                self.r.events.append(Doubt(f"shells nested deeper than {MAX_DEPTH}"))
             return
         script = literal_references(script)
         if "vllm" not in script and not any(
-            "vllm" in v for v in (*positional, *exports.values(), *self.mentions)
+            "vllm" in v for v in (*positional, *exports.values(), *self.r.mentions)
         ):
             return  # nothing in it or given to it names vLLM: it cannot start it
         environment = dict(exports)
@@ -738,36 +768,36 @@ class Runner:
         def lookup(name: str) -> str | None:
             if name in environment:
                 return environment[name]
-            return self.lookup(name)
+            return self.r.lookup(name)
 
         child = Runner(
             lookup,
-            self.budget,
+            self.r.budget,
             [],
-            depth=self.depth + 1,
-            steps=self.steps,
+            depth=self.r.depth + 1,
+            steps=self.r.steps,
             dialect="bash" if program == "bash" else ("zsh" if program == "zsh" else "sh"),
         )
-        child.cond = self.cond
-        child.mentions = self.mentions
+        child.cond = self.r.cond
+        child.mentions = self.r.mentions
         child.state.exported = dict(exports)
         child.state.errexit = errexit
         child.run_script(script, positional)
         for event in child.events:
             if isinstance(event, Found):
-                self.events.append(
+                self.r.events.append(
                     Found(
                         event.argv,
                         {**exports, **event.exports},
-                        event.conditional or self.cond,
+                        event.conditional or self.r.cond,
                         event.exact,
                         None,
                     )
                 )
             else:
-                self.events.append(event)
+                self.r.events.append(event)
         if child.halt == "found":
-            self.halt = "found"
+            self.r.halt = "found"
 
 
 def undefined_reference(name: str) -> str:
@@ -835,14 +865,14 @@ def _nothing() -> None:
 
 _STATUS = {":": True, "true": True, "false": False}
 _HALTS = {"exit": "exit", "return": "return", "break": "break", "continue": "break"}
-_BUILTINS: dict[str, Callable[[Runner, list[str], dict[str, str]], bool | None]] = {
-    "exec": Runner._exec,
-    "eval": Runner._eval_builtin,
-    "source": Runner._source,
-    ".": Runner._source,
-    "set": Runner._set_builtin,
-    "shift": Runner._shift,
-    "unset": Runner._unset,
+_BUILTINS: dict[str, Callable[[Commands, list[str], dict[str, str]], bool | None]] = {
+    "exec": Commands._exec,
+    "eval": Commands._eval_builtin,
+    "source": Commands._source,
+    ".": Commands._source,
+    "set": Commands._set_builtin,
+    "shift": Commands._shift,
+    "unset": Commands._unset,
 }
 
 
