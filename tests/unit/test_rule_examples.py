@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from preflight_operator.cli import lint
-from preflight_operator.core.rules.registry import RULE_INFO
+from preflight_operator.core.rules import engine
+from preflight_operator.core.rules.registry import REGISTRY, RULE_INFO
 
 REPO = Path(__file__).parents[2]
 EXAMPLES = REPO / "tests" / "data" / "rules"
@@ -33,8 +34,9 @@ HOW_TO = (
 EXEMPT: dict[str, str] = {
     # The engine reports it when one of its own rules raises: a manifest that triggers it
     # is a bug in vllm-preflight, to be fixed (and the manifest kept as that rule's
-    # regression test), never an example to keep. tests/unit/test_hostile_inputs.py and
-    # test_rules.py cover it by making a rule raise.
+    # regression test), never an example to keep; test_hostile_inputs.py,
+    # test_rules_properties.py and test_shell.py assert that no input produces it.
+    # test_a_rule_that_raises_is_reported_and_admits below shows its verdict instead.
     "rules-internal-error": "only a bug in a rule (a rule that raises) produces it",
 }
 
@@ -137,3 +139,25 @@ def test_the_example_verdict_holds(example: Example, capsys: pytest.CaptureFixtu
             f"{example.name}: disallowed, expected {example.rule} ({example.severity}); "
             f"reported: {reported}"
         )
+
+
+def test_a_rule_that_raises_is_reported_and_admits(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """rules-internal-error, the exempt id: an allowed example judged while one rule
+    raises reports it (a warn) and still exits 0 (the object is admitted)."""
+    path = EXAMPLES / "gpu-count-too-low" / "allowed.yaml"
+
+    def crash(ctx: Any, policy: Any) -> Any:
+        raise RuntimeError("a bug in a rule")
+
+    def ids() -> tuple[int, list[tuple[str, str]]]:
+        code = lint.main(["--format", "json", str(path)])
+        doc = json.loads(capsys.readouterr().out)
+        return code, [(f["id"], f["severity"]) for r in doc["results"] for f in r["findings"]]
+
+    assert ids() == (lint.EXIT_OK, [])
+    monkeypatch.setattr(engine, "REGISTRY", [*REGISTRY, (RULE_INFO["rules-internal-error"], crash)])
+    code, found = ids()
+    assert code == lint.EXIT_OK
+    assert found == [("rules-internal-error", RULE_INFO["rules-internal-error"].severity)]
