@@ -2,6 +2,7 @@
 #   make demo     the whole flow on a local control plane (no cluster needed)
 #   make test     lint, types, unit, fake-driver and e2e tests (GPU tests skip without a driver)
 #   make cluster  the local control plane in the foreground; prints its kubeconfig path
+#                 (with a real node where the machine allows; NODE=no leaves it out)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -55,8 +56,9 @@ zipapp: venv
 demo: venv controlplane
 	$(PY) -m preflight_dev.demo
 
+NODE ?= auto
 cluster: venv controlplane
-	$(PY) -m preflight_dev.testing.cluster
+	$(PY) -m preflight_dev.testing.cluster --node=$(NODE)
 
 # Benchmarks against floors measured in the same run (docs/PERFORMANCE.md).
 bench-webhook: venv controlplane

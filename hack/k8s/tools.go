@@ -1,7 +1,7 @@
 //go:build tools
 
-// Package tools pins the Kubernetes commands this module builds, so `go mod tidy`
-// keeps their dependencies in go.sum.
+// Package tools pins the Kubernetes commands this module builds (the control plane, and
+// kubelet for the real node), so `go mod tidy` keeps their dependencies in go.sum.
 package tools
 
 import (
@@ -9,4 +9,5 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"
+	_ "k8s.io/kubernetes/cmd/kubelet"
 )

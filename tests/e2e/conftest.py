@@ -11,7 +11,8 @@ import pytest
 
 from preflight_dev import localoperator, localsetup
 from preflight_dev.localoperator import OperatorProcess
-from preflight_dev.testing import Cluster
+from preflight_dev.testing import Cluster, LocalCluster, realnode
+from preflight_dev.testing.realnode import RealNode
 
 E2E_DIR = Path(__file__).parent
 
@@ -44,3 +45,20 @@ def operator(
     yield op
     localoperator.remove_webhooks(cluster)
     op.stop()
+
+
+@pytest.fixture(scope="module")
+def real_node(cluster: Cluster) -> Iterator[RealNode]:
+    """containerd + runc + a kubelet registered with the local control plane
+    (preflight_dev.testing.realnode), for one test file: it is stopped and its Node deleted
+    afterwards, so later files see the cluster as before. Skips, with the reason, where the
+    machine cannot run it (not root, packages missing, no cgroup v1 controllers)."""
+    if not isinstance(cluster, LocalCluster):
+        pytest.skip("the real node joins the local control plane only")
+    reason = realnode.unsupported()
+    if reason:
+        pytest.skip(reason)
+    node = RealNode(cluster).start()
+    yield node
+    node.stop()
+    cluster.kubectl("delete", "node", node.name, "--ignore-not-found", "--wait=false")

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from preflight_dev.testing import Cluster, KubectlError
-from preflight_operator.cli import lint
+from preflight_operator.cli import manifests
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "data" / "hostile"))
 import corpus
@@ -73,8 +73,8 @@ def kubectl_objects(k8s: Cluster, path: Path) -> list[dict[str, Any]] | None:
 
 
 def lint_objects(path: Path) -> list[dict[str, Any]] | None:
-    problems: list[lint.Problem] = []
-    sources = list(lint._read_all([str(path)], problems))
+    problems: list[manifests.Problem] = []
+    sources = list(manifests.read_all([str(path)], problems))
     if problems:
         return None
     return [dict(s.obj) for s in sources]

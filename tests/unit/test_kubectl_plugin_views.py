@@ -10,8 +10,16 @@ from typing import Any
 import pytest
 
 from preflight_contract.report import CheckResult, Report
-from preflight_operator.cli import kubectl_plugin
-from preflight_operator.cli.kubectl_plugin import CanarySpec, PluginError, Target
+from preflight_operator.cli import (
+    kubectl_plugin,
+    plugin_check_node,
+    plugin_common,
+    plugin_explain,
+    plugin_status,
+)
+from preflight_operator.cli.plugin_check_node import CanarySpec
+from preflight_operator.cli.plugin_common import PluginError
+from preflight_operator.cli.plugin_explain import Target
 from preflight_operator.core import constants
 
 NOW = datetime.datetime(2026, 12, 1, 12, 0, 0, tzinfo=datetime.timezone.utc)
@@ -32,28 +40,28 @@ def gpuval(name: str, ns: str, static: str, runtime: str, reason: str = "") -> d
 
 
 def test_age_is_kubectls() -> None:
-    assert kubectl_plugin.age("2026-12-01T11:59:15Z", NOW) == "45s"
-    assert kubectl_plugin.age("2026-12-01T11:48:00Z", NOW) == "12m"
-    assert kubectl_plugin.age("2026-12-01T07:00:00Z", NOW) == "5h"
-    assert kubectl_plugin.age("2026-11-28T12:00:00Z", NOW) == "3d"
-    assert kubectl_plugin.age("", NOW) == "<unknown>"
+    assert plugin_status.age("2026-12-01T11:59:15Z", NOW) == "45s"
+    assert plugin_status.age("2026-12-01T11:48:00Z", NOW) == "12m"
+    assert plugin_status.age("2026-12-01T07:00:00Z", NOW) == "5h"
+    assert plugin_status.age("2026-11-28T12:00:00Z", NOW) == "3d"
+    assert plugin_status.age("", NOW) == "<unknown>"
 
 
 def test_status_rows_sorted_with_namespace_for_all() -> None:
     items = [gpuval("b", "ns2", "pass", "pass"), gpuval("a", "ns1", "fail", "pending", "gpu-count")]
-    rows = kubectl_plugin.status_rows(items, all_namespaces=True, now=NOW)
+    rows = plugin_status.status_rows(items, all_namespaces=True, now=NOW)
     assert rows[0] == ["ns1", "a", "Deployment/a", "4", "4/4", "fail", "pending", "gpu-count", "5m"]
     assert [r[1] for r in rows] == ["a", "b"]
-    assert kubectl_plugin.status_rows(items, all_namespaces=False, now=NOW)[0][0] == "a"
+    assert plugin_status.status_rows(items, all_namespaces=False, now=NOW)[0][0] == "a"
 
 
 def test_table_columns_line_up_with_and_without_colour() -> None:
-    header = list(kubectl_plugin.STATUS_COLUMNS)
-    rows = kubectl_plugin.status_rows(
+    header = list(plugin_status.STATUS_COLUMNS)
+    rows = plugin_status.status_rows(
         [gpuval("vllm", "n", "pass", "fail", "shm-too-small")], all_namespaces=False, now=NOW
     )
-    plain = kubectl_plugin.render_table(header, rows, colour=False)
-    coloured = kubectl_plugin.render_table(header, rows, colour=True)
+    plain = plugin_common.render_table(header, rows, colour=False)
+    coloured = plugin_common.render_table(header, rows, colour=True)
     assert "\x1b[" not in plain
     assert "\x1b[32mpass\x1b[0m" in coloured
     assert "\x1b[31mfail\x1b[0m" in coloured
@@ -70,12 +78,12 @@ def test_colour_auto_only_on_a_terminal_and_never_with_no_color() -> None:
         def isatty(self) -> bool:
             return True
 
-    assert kubectl_plugin.use_colour("auto", Tty(), {}) is True
-    assert kubectl_plugin.use_colour("auto", io.StringIO(), {}) is False
-    assert kubectl_plugin.use_colour("auto", Tty(), {"NO_COLOR": "1"}) is False
-    assert kubectl_plugin.use_colour("auto", Tty(), {"TERM": "dumb"}) is False
-    assert kubectl_plugin.use_colour("always", io.StringIO(), {"NO_COLOR": "1"}) is True
-    assert kubectl_plugin.use_colour("never", Tty(), {}) is False
+    assert plugin_common.use_colour("auto", Tty(), {}) is True
+    assert plugin_common.use_colour("auto", io.StringIO(), {}) is False
+    assert plugin_common.use_colour("auto", Tty(), {"NO_COLOR": "1"}) is False
+    assert plugin_common.use_colour("auto", Tty(), {"TERM": "dumb"}) is False
+    assert plugin_common.use_colour("always", io.StringIO(), {"NO_COLOR": "1"}) is True
+    assert plugin_common.use_colour("never", Tty(), {}) is False
 
 
 @pytest.mark.parametrize(
@@ -91,14 +99,14 @@ def test_colour_auto_only_on_a_terminal_and_never_with_no_color() -> None:
     ],
 )
 def test_parse_target(text: str, target: Target) -> None:
-    assert kubectl_plugin.parse_target(text) == target
+    assert plugin_explain.parse_target(text) == target
 
 
 def test_parse_target_rejects_other_kinds_naming_the_valid_ones() -> None:
     with pytest.raises(PluginError, match=r"the kind must be one of .*Deployment"):
-        kubectl_plugin.parse_target("service/vllm")
+        plugin_explain.parse_target("service/vllm")
     with pytest.raises(PluginError):
-        kubectl_plugin.parse_target("deploy/")
+        plugin_explain.parse_target("deploy/")
 
 
 def test_explain_view_without_gpuvalidation_says_why_there_may_be_none() -> None:
@@ -117,7 +125,7 @@ def test_explain_view_without_gpuvalidation_says_why_there_may_be_none() -> None
             ],
         },
     }
-    text = kubectl_plugin.explain_view(None, [pod], [], workload="Pod/p", colour=False)
+    text = plugin_explain.explain_view(None, [pod], [], workload="Pod/p", colour=False)
     assert "GPUValidation: none (the workload is not in an opted-in namespace" in text
     assert "not scheduled: Unschedulable: 0/2 nodes are available: 2 Insufficient" in text
     assert "preflight-check: not run" in text
@@ -139,13 +147,13 @@ def test_explain_view_keeps_results_of_deleted_pods_and_dedupes_fixes() -> None:
             }
         ]
     }
-    text = kubectl_plugin.explain_view(val, [], [], workload="Deployment/vllm", colour=False)
+    text = plugin_explain.explain_view(val, [], [], workload="Deployment/vllm", colour=False)
     assert "gone-1 (deleted): fail on n1" in text
     assert text.split("Fixes:")[1].strip() == "1. r"
 
 
 def test_canary_job_on_a_node() -> None:
-    job = kubectl_plugin.canary_job(CanarySpec(tp=4, pp=2, node="gpu-7", namespace="ops"))
+    job = plugin_check_node.canary_job(CanarySpec(tp=4, pp=2, node="gpu-7", namespace="ops"))
     assert job["metadata"]["generateName"] == "vllm-preflight-canary-"
     assert job["metadata"]["namespace"] == "ops"
     pod = job["spec"]["template"]
@@ -168,7 +176,7 @@ def test_canary_job_on_a_node() -> None:
 
 def test_canary_job_on_a_pool_with_another_resource() -> None:
     spec = CanarySpec(tp=2, pool=("nodepool", "h100"), gpu_resource="amd.com/gpu")
-    job = kubectl_plugin.canary_job(spec)
+    job = plugin_check_node.canary_job(spec)
     pod = job["spec"]["template"]["spec"]
     assert pod["nodeSelector"] == {"nodepool": "h100"}
     assert pod["containers"][0]["resources"]["limits"]["amd.com/gpu"] == "2"
@@ -191,17 +199,17 @@ def _canary_pod(terminated: dict[str, Any] | None, scheduled: bool = True) -> di
 
 
 def test_canary_outcome() -> None:
-    assert kubectl_plugin.canary_outcome([]).done is False
-    waiting = kubectl_plugin.canary_outcome([_canary_pod(None, scheduled=False)])
+    assert plugin_check_node.canary_outcome([]).done is False
+    waiting = plugin_check_node.canary_outcome([_canary_pod(None, scheduled=False)])
     assert (waiting.done, waiting.text) == (False, "not scheduled: Unschedulable: no")
     failed = Report(checks=[CheckResult("shm-size", "fail", "64 MiB", "mount a memory emptyDir")])
-    got = kubectl_plugin.canary_outcome(
+    got = plugin_check_node.canary_outcome(
         [_canary_pod({"exitCode": 1, "message": failed.to_termination_message()})]
     )
     assert (got.done, got.exit_code) == (True, 1)
     assert "FAIL  shm-size: 64 MiB" in got.text
     assert "fix: mount a memory emptyDir" in got.text
-    crashed = kubectl_plugin.canary_outcome(
+    crashed = plugin_check_node.canary_outcome(
         [_canary_pod({"exitCode": 127, "reason": "Error", "message": "exec: python3: not found"})]
     )
     assert (crashed.done, crashed.exit_code) == (True, 2)

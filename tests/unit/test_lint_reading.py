@@ -13,7 +13,7 @@ import pytest
 import yaml
 from test_rules_support import deployment, pod_spec, vllm
 
-from preflight_operator.cli import lint, lint_policy
+from preflight_operator.cli import lint, lint_policy, manifests
 from preflight_operator.core.rules import embedded
 from preflight_operator.core.rules.embedded import embedded_pod_specs, runs_vllm
 
@@ -43,12 +43,12 @@ def test_trailing_tabs_are_accepted_as_kubectl_does(
 
 def test_the_pure_loader_accepts_them_too(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delattr(yaml, "CSafeLoader")
-    monkeypatch.setattr(lint, "_LOADER", None)
-    assert lint._load_yaml("kind: A\t\nmetadata: {name: a}\t\n") == {
+    monkeypatch.setattr(manifests, "_LOADER", None)
+    assert manifests.load_yaml("kind: A\t\nmetadata: {name: a}\t\n") == {
         "kind": "A",
         "metadata": {"name": "a"},
     }
-    monkeypatch.setattr(lint, "_LOADER", None)
+    monkeypatch.setattr(manifests, "_LOADER", None)
 
 
 def test_a_bad_document_costs_only_itself(
@@ -272,7 +272,7 @@ def test_plain_scalars_are_typed_as_kubectl_types_them() -> None:
             "n": "no",
         }.items()
     )
-    assert lint._load_yaml(text) == {
+    assert manifests.load_yaml(text) == {
         "a": True,
         "c": True,
         "f": "1:30",
@@ -297,8 +297,8 @@ def test_plain_scalars_are_typed_as_kubectl_types_them() -> None:
 def test_what_kubectl_refuses_is_refused(tmp_path: Path, text: str, needle: str) -> None:
     path = tmp_path / "x.yaml"
     path.write_text(text)
-    problems: list[lint.Problem] = []
-    assert list(lint._read_all([str(path)], problems)) == []
+    problems: list[manifests.Problem] = []
+    assert list(manifests.read_all([str(path)], problems)) == []
     assert needle in problems[0].message
 
 

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from test_rules_support import deployment, pod_spec, vllm
 
-from preflight_operator.cli import lint, lint_sarif
+from preflight_operator.cli import lint, lint_sarif, manifests
 from preflight_operator.cli.lint_lines import Lines
 from preflight_operator.core.rules import RULE_INFO
 
@@ -181,7 +181,7 @@ def test_lines_in_a_multi_document_stream_and_a_list(
 
 def test_a_field_the_document_lacks_points_at_the_deepest_part_it_has() -> None:
     text = "kind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n      - name: a\n"
-    source = lint.Source({}, "f", "f", line=10, text=text)
+    source = manifests.Source({}, "f", "f", line=10, text=text)
     lines = Lines()
     assert lines.field_line(source, "spec.template.spec.containers[0].volumeMounts") == 15
     assert lines.field_line(source, "spec.template.spec.containers[3]") == 14
@@ -189,7 +189,7 @@ def test_a_field_the_document_lacks_points_at_the_deepest_part_it_has() -> None:
     assert lines.field_line(source, 'metadata.labels["a"]') == 10  # only the object
     assert lines.container_line(source, "a") == 15
     assert lines.container_line(source, "nope") == 10
-    unreadable = lint.Source({}, "f", "f", line=7, text="{: [")
+    unreadable = manifests.Source({}, "f", "f", line=7, text="{: [")
     assert lines.field_line(unreadable, "spec") == 7  # never an error: the document's line
 
 

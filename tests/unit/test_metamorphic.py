@@ -48,7 +48,7 @@ from test_shell_oracle import IDIOMS, LAUNCHERS
 
 from preflight_contract import vllm_args as va
 from preflight_contract.verdicts import FAIL, PASS
-from preflight_operator.cli import lint
+from preflight_operator.cli import manifests
 from preflight_operator.core.rules.engine import check_objects
 
 DATA = Path(__file__).parents[1] / "data"
@@ -83,8 +83,8 @@ def _results(objects: Objects) -> dict[tuple[int, str], str]:
 
 
 def _load(path: Path) -> list[Any]:
-    problems: list[lint.Problem] = []
-    return [dict(s.obj) for s in lint._read_all([str(path)], problems)]
+    problems: list[manifests.Problem] = []
+    return [dict(s.obj) for s in manifests.read_all([str(path)], problems)]
 
 
 def corpus_cases() -> list[Case]:

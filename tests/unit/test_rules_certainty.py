@@ -150,3 +150,15 @@ def test_the_workers_dp_local_is_read_not_assumed() -> None:
     assert "the workers' --data-parallel-size-local is assumed to be the leader's" in (
         mismatch.message
     )
+
+
+def test_an_env_value_not_known_here_is_an_unknown_input() -> None:
+    # issue 24 item 1: every value a rule reads carries its certainty, env values too
+    from preflight_operator.core.rules.certainty import ENV, EXACT, UNKNOWN
+    from preflight_operator.core.rules.inputs import env_input
+    from preflight_operator.core.rules.kubeenv import unknown_marker
+
+    assert env_input("VLLM_PORT", "8000", "spec.env[0]").certainty == EXACT
+    unknown = env_input("VLLM_PORT", unknown_marker("PORT"), "spec.env[0]")
+    assert (unknown.kind, unknown.certainty) == (ENV, UNKNOWN)
+    assert env_input("VLLM_PORT", None, None).certainty == UNKNOWN

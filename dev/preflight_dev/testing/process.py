@@ -17,6 +17,7 @@ import contextlib
 import ctypes
 import ctypes.util
 import os
+import re
 import shutil
 import signal
 import socket
@@ -226,6 +227,32 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
+def mounts_under(path: Path) -> list[str]:
+    """Mount points strictly inside ``path``, deepest first (from /proc/self/mountinfo,
+    whose octal escapes, such as a space as \\040, are undone)."""
+    prefix = str(path).rstrip("/") + "/"
+    try:
+        lines = Path("/proc/self/mountinfo").read_text(errors="replace").splitlines()
+    except OSError:
+        return []
+    points = []
+    for line in lines:
+        fields = line.split()
+        if len(fields) > 4:
+            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
+            if point.startswith(prefix):
+                points.append(point)
+    return sorted(set(points), key=lambda p: (p.count("/"), p), reverse=True)
+
+
+def unmount_under(path: Path) -> None:
+    """Lazily unmounts everything mounted inside ``path`` (a real node's container root
+    filesystems and volumes, debootstrap's /proc), so that removing ``path`` never
+    descends into a mounted file system."""
+    for point in mounts_under(path):
+        subprocess.run(["umount", "-l", point], capture_output=True, check=False)
+
+
 def reap_stale_workdirs(parent: Path | None = None) -> list[Path]:
     """Removes work directories whose owning process is gone, first killing any component
     still running from them. A pid is only killed if its command line names that work
@@ -240,6 +267,7 @@ def reap_stale_workdirs(parent: Path | None = None) -> list[Path]:
             if str(workdir) in _cmdline(pid):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)
+        unmount_under(workdir)  # a real node's mounts (realnode.py)
         shutil.rmtree(workdir, ignore_errors=True)
         reaped.append(workdir)
     return reaped

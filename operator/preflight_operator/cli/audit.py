@@ -33,7 +33,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 from preflight_contract import actions
-from preflight_operator.cli.kubectl_plugin import (
+from preflight_operator.cli.lint_policy import judge
+from preflight_operator.cli.plugin_common import (
     EXIT_ERROR,
     EXIT_FAILED,
     EXIT_OK,
@@ -43,7 +44,6 @@ from preflight_operator.cli.kubectl_plugin import (
     render_table,
     use_colour,
 )
-from preflight_operator.cli.lint_policy import judge
 from preflight_operator.core import constants
 from preflight_operator.core.admission import decide
 from preflight_operator.core.analysis import rules_policy, to_static

@@ -36,7 +36,7 @@ from preflight_operator.cli.lint_policy import FAIL_ON_DENY, Judged
 from preflight_operator.core.rules import ContainerResult, Finding
 
 if TYPE_CHECKING:
-    from preflight_operator.cli.lint import Problem, Source
+    from preflight_operator.cli.manifests import Problem, Source
 
 SUITES_NAME = "vllm-preflight lint"
 # what XML 1.0 cannot hold (its Char production), escaped or not

@@ -33,7 +33,7 @@ from preflight_operator.core.rules import FAIL, INFO, RULE_INFO, ContainerResult
 from preflight_operator.core.rules.registry import action_for
 
 if TYPE_CHECKING:
-    from preflight_operator.cli.lint import Problem, Source
+    from preflight_operator.cli.manifests import Problem, Source
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = (

@@ -19,6 +19,7 @@ from preflight_contract.vllm_args import parse_vllm_args
 from preflight_operator.core.rules.certainty import (
     ARGV,
     DEVICE_COUNT,
+    ENV,
     ESTIMATED,
     EXACT,
     UNKNOWN,
@@ -90,3 +91,17 @@ def devices_input(ctx: ContainerContext) -> Input:
             "counts time-sliced replicas, which may be one GPU",
         )
     return Input(DEVICE_COUNT, what, EXACT)
+
+
+def env_input(name: str, value: str | None, path: str | None) -> Input:
+    """How certain an env value the container's process gets is: exact when the manifest
+    (and the ConfigMaps given) spell it out, unknown when any part of it comes from
+    somewhere not known here (a Secret, the downward API, a ConfigMap not provided, the
+    image's ENV). A rule attaches it to a finding built on the value, so a fail on a value
+    not known here is a warning, whatever the rule's own guards."""
+    what = f"{name} ({path})" if path else name
+    if value is None:
+        return Input(ENV, what, UNKNOWN, "is not set in the manifest (the image may set it)")
+    if has_unknown(value):
+        return Input(ENV, what, UNKNOWN, f"holds {display(value)!r}, not known here")
+    return Input(ENV, what, EXACT)

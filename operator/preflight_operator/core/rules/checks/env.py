@@ -19,7 +19,7 @@ from preflight_operator.core.rules.certainty import (
     Basis,
 )
 from preflight_operator.core.rules.context import ContainerContext
-from preflight_operator.core.rules.inputs import devices_input, plan_input
+from preflight_operator.core.rules.inputs import devices_input, env_input, plan_input
 from preflight_operator.core.rules.kubeenv import display, has_unknown
 from preflight_operator.core.rules.model import Finding, Policy
 from preflight_operator.core.rules.registry import RULE_INFO, declare, register
@@ -102,7 +102,7 @@ def cvd(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
             f"10: '{uuids[0]}'\"",
             path,
             f"remove {CVD}, or use ordinals (0,1,...)",
-            inputs=(plan_input(ctx), devices_input(ctx)),
+            inputs=(plan_input(ctx), devices_input(ctx), env_input(CVD, value, path)),
         )
     count, why = visible_count(value, ctx.gpus_have)
     if need is not None and count < need:
@@ -113,7 +113,7 @@ def cvd(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
             f"({count})' or 'invalid device ordinal'",
             path,
             f"remove {CVD} (the GPU request already selects the devices)",
-            inputs=(plan_input(ctx), devices_input(ctx)),
+            inputs=(plan_input(ctx), devices_input(ctx), env_input(CVD, value, path)),
         )
 
 
@@ -161,4 +161,5 @@ def vllm_port_invalid(ctx: ContainerContext, policy: Policy) -> Iterator[Finding
         f"(\"VLLM_PORT '{value}' must be a valid integer\")",
         path,
         "set VLLM_PORT to a port number, or remove it",
+        inputs=(env_input("VLLM_PORT", value, path),),
     )
