@@ -76,8 +76,11 @@ BASES = {
     mf.UNREADABLE: Basis(HEURISTIC, "the model's files could not be read here"),
 }
 # Their worst severity (some also warn); model-tp-heads is the registered function below.
+# An unregistered architecture only ever warns (vLLM may still run it with its
+# Transformers backend).
+_WARN_ONLY = frozenset((mf.ARCH_UNREGISTERED,))
 for _rule in mf.RULE_IDS[1:]:
-    declare(_rule, FAIL, mf.RULE_SUMMARIES[_rule], BASES[_rule])
+    declare(_rule, WARN if _rule in _WARN_ONLY else FAIL, mf.RULE_SUMMARIES[_rule], BASES[_rule])
 # info, not warn: an unknown model is said once per result and never changes the verdict
 declare(mf.UNREADABLE, INFO, mf.RULE_SUMMARIES[mf.UNREADABLE], BASES[mf.UNREADABLE])
 
