@@ -227,3 +227,21 @@ def test_multi_node_dp_with_too_small_a_group_fails() -> None:
     results = check(lws(2, short, [*short, "--headless"], gpus=8))
     f = finding(results[0], "lws-dp-mismatch")
     assert "start 16 DP ranks" in f.message
+
+
+def test_gaudi_dra_devices_are_hpu_no_cuda_shm_rule() -> None:
+    """llm-d-modelservice's rendered DRA example: `vllm serve -tp 2` on a claim of 2
+    `gaudi.intel.com` devices (Intel's Gaudi resource driver's DeviceClass) and no /dev/shm
+    volume. Gaudi is HPU: counted, and the CUDA /dev/shm rule does not apply (it failed
+    with shm-missing when the class was unknown and CUDA was assumed)."""
+    container = vllm("m", "-tp", "2", image="intel/vllm:0.10.0-xpu", mounts=())
+    container["resources"] = {"claims": [{"name": "gpu"}]}
+    spec = pod_spec(
+        container,
+        volumes=(),
+        resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "gpus"}],
+    )
+    result = one(deployment(spec), claim_template(count=2, cls="gaudi.intel.com"))
+    assert result.verdict == PASS, ids(result)
+    assert result.gpus_requested == 2
+    assert result.platform == "hpu"

@@ -66,6 +66,8 @@ class ContainerContext:
         """A LeaderWorkerSet group whose engine is spread over its pods by Ray (no
         --nnodes, no per-pod DP ranks): the group's GPUs count, not one pod's."""
         group = self.template.group
+        if self.template.ray_head:
+            return True  # an unknown kind's Ray head: its workers are pods not read here
         if group is not None and group.family == "ray":
             return True  # Ray places every worker of the engine over the cluster
         return (

@@ -16,6 +16,7 @@ Adding a kind: write its extractor here, add a row to ``KINDS``, a table to docs
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -477,13 +478,45 @@ def kind_spec(obj: Mapping[str, Any]) -> KindSpec | None:
     return _BY_KIND.get((group, kind))
 
 
+# A Ray head started in the pod before vLLM (`ray start --head`, vLLM's
+# examples/online_serving/multi-node-serving.sh leader): Kthena's ModelServing and the like
+# put the Ray workers in pods made from another template of the same object.
+_RAY_HEAD = re.compile(r"\bray\s+start\b[^\n;&|]*--head\b|multi-node-serving\.sh[\"']?\s+leader\b")
+_RAY_HEAD_UNKNOWN = (
+    "the pod starts a Ray head before vLLM, so the engine's Ray workers may be other pods of "
+    "this kind, which the plain-pod reading does not count"
+)
+
+
+def _starts_ray_head(spec: Mapping[str, Any]) -> bool:
+    containers = spec.get("containers")
+    for container in containers if isinstance(containers, list) else []:
+        if not isinstance(container, Mapping):
+            continue
+        words = [w for key in ("command", "args") for w in _strings(container.get(key))]
+        if _RAY_HEAD.search("\n".join(words)):
+            return True
+    return False
+
+
+def _strings(value: object) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
 def _generic(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[PodTemplate]:
     kind = str(obj.get("kind"))
-    return [
-        PodTemplate(kind, name, namespace, spec, path, family=GENERIC, generic=True)
-        for path, spec in embedded_pod_specs(obj)
-        if path and runs_vllm(spec, path)
-    ]
+    out = []
+    for path, spec in embedded_pod_specs(obj):
+        if not path or not runs_vllm(spec, path):
+            continue
+        head = _starts_ray_head(spec)
+        out.append(
+            PodTemplate(
+                kind, name, namespace, spec, path, family=GENERIC, generic=True,
+                unknown=_RAY_HEAD_UNKNOWN if head else "", ray_head=head,
+            )
+        )  # fmt: skip
+    return out
 
 
 def pod_templates(

@@ -106,6 +106,9 @@ class PodTemplate:
     nodes: int = 1
     gpus_path: str = ""  # where the count of a synthesised container was written
     unknown: str = ""  # why the accelerator count cannot be known (a cluster-side profile)
+    # a pod of an unknown kind that starts a Ray head before vLLM: the engine's Ray workers
+    # are other pods its controller makes, so this pod's devices are not the engine's
+    ray_head: bool = False
     # an embedded document holding this template's command line that was not read (over a
     # limit of rules.boundedyaml): the field, then why; judged as unknown, nothing else
     unread: tuple[str, str] | None = None
