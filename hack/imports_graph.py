@@ -48,6 +48,7 @@ HARNESS = {
     "demo",
     "fakedriver",
     "hubserver",
+    "fakehub",
 }
 # Third-party packages worth showing (the rest are standard library or small helpers).
 EXTERNAL = {"kopf", "kubernetes", "aiohttp", "yaml", "pynvml", "torch", "prometheus_client"}
@@ -77,15 +78,15 @@ def node_of(module: str) -> tuple[str, str] | None:
         return "check_core", "checker"
     if top == "preflight_operator":
         sub = parts[1] if len(parts) > 1 else ""
-        if sub == "rules":
-            if len(parts) > 2 and parts[2] == "checks":
+        if sub == "core" and len(parts) > 2 and parts[2] == "rules":
+            if len(parts) > 3 and parts[3] == "checks":
                 return "rules_checks", "rules"
             return "rules", "rules"
-        if sub == "handlers":
-            return "op_handlers", "core"
-        if sub in {"api", "webhookserver"}:
+        if sub in {"main", "handlers"}:
+            return "op_app", "core"
+        if sub in {"core", "runtime", "webhook", "cli"}:
             return f"op_{sub}", "core"
-        return "op_core", "core"
+        return "op_app", "core"
     if top == "preflight_dev":
         sub = parts[1] if len(parts) > 1 and parts[1] in HARNESS else ""
         return (f"harness_{sub}" if sub else "harness_root"), "harness"
@@ -103,12 +104,13 @@ LABELS = {
     "check_driver": "preflight_check.driver<br/>ctypes libcuda + NVML",
     "contract_pkg": "preflight_contract<br/>report, verdicts, actions, env, check_ids,<br/>"
     "vllm_args, modelfacts, modelsource",
-    "rules": "preflight_operator.rules<br/>engine, kinds, registry, model, ...",
-    "rules_checks": "preflight_operator.rules.checks",
-    "op_core": "operator core<br/>controller, planning, store, workqueue, ...",
-    "op_handlers": "handlers (kopf, thin)",
-    "op_api": "api.py<br/>the one API module",
-    "op_webhookserver": "webhookserver.py",
+    "rules": "preflight_operator.core.rules<br/>engine, kinds, registry, model, ...",
+    "rules_checks": "preflight_operator.core.rules.checks",
+    "op_app": "main.py + handlers/<br/>kopf life cycle, wiring",
+    "op_cli": "cli/<br/>lint, kubectl plugin, installer",
+    "op_webhook": "webhook/<br/>server, admission service",
+    "op_runtime": "runtime/<br/>api, watches, controller, queue, ...",
+    "op_core": "core/<br/>planning, injection, policy, store, ...",
     "tests_root": "tests/conftest.py",
     "harness_root": "preflight_dev",
 }

@@ -14,9 +14,9 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from preflight_operator import constants
-from preflight_operator.api import MERGE_PATCH, KubeApi
-from preflight_operator.rules.quantity import parse_quantity
+from preflight_operator.core import constants
+from preflight_operator.core.rules.quantity import parse_quantity
+from preflight_operator.runtime.api import MERGE_PATCH, KubeApi
 
 if TYPE_CHECKING:
     from preflight_dev.testing.base import Cluster

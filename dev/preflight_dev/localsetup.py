@@ -21,8 +21,8 @@ import yaml
 
 from preflight_dev.testing.base import Cluster
 from preflight_dev.testing.wait import wait_for
-from preflight_operator import constants
-from preflight_operator.workloads import TEMPLATE_KINDS, WRAPPER_KINDS
+from preflight_operator.core import constants
+from preflight_operator.core.workloads import TEMPLATE_KINDS, WRAPPER_KINDS
 
 REPO = Path(__file__).resolve().parents[2]
 CRD_DIR = REPO / "charts" / "vllm-preflight" / "crds"

@@ -44,11 +44,11 @@ from preflight_dev import fakekubelet, localsetup  # noqa: E402
 from preflight_dev.localoperator import OperatorProcess  # noqa: E402
 from preflight_dev.testing import LocalCluster  # noqa: E402
 from preflight_dev.testing.process import Component  # noqa: E402
-from preflight_operator import constants  # noqa: E402
-from preflight_operator.api import KubeApi, credentials_from_kubeconfig  # noqa: E402
-from preflight_operator.config import InjectionConfig, PolicySpec  # noqa: E402
-from preflight_operator.injection import Injection, plan_injection  # noqa: E402
-from preflight_operator.static import Plan  # noqa: E402
+from preflight_operator.core import constants  # noqa: E402
+from preflight_operator.core.config import InjectionConfig, PolicySpec  # noqa: E402
+from preflight_operator.core.injection import Injection, plan_injection  # noqa: E402
+from preflight_operator.core.static import Plan  # noqa: E402
+from preflight_operator.runtime.api import KubeApi, credentials_from_kubeconfig  # noqa: E402
 
 NAMESPACE = "bench"
 UNRELATED = "unrelated"

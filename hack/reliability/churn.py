@@ -46,7 +46,7 @@ from preflight_dev import fakekubelet, localoperator, localsetup  # noqa: E402
 from preflight_dev.localoperator import OperatorProcess  # noqa: E402
 from preflight_dev.testing import LocalCluster  # noqa: E402
 from preflight_dev.testing.base import Cluster  # noqa: E402
-from preflight_operator import constants  # noqa: E402
+from preflight_operator.core import constants  # noqa: E402
 
 PASSED = Report(
     checks=[CheckResult("gpu-count", "pass", "CUDA sees 2 GPUs")]

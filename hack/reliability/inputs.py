@@ -118,7 +118,7 @@ def engine_inputs(full: bool) -> list[dict[str, Any]]:
 
 
 def _engine_child(name: str) -> int:
-    from preflight_operator.rules import check_object  # noqa: PLC0415 - in the child only
+    from preflight_operator.core.rules import check_object  # noqa: PLC0415 - in the child only
 
     obj = dict(corpus.object_cases(full=True))[name]
     started = time.perf_counter()

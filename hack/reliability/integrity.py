@@ -24,8 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from preflight_operator import decoding
-from preflight_operator.podresults import pod_result
+from preflight_operator.core import decoding
+from preflight_operator.core.podresults import pod_result
 
 MIB = 1024 * 1024
 

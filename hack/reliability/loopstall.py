@@ -54,7 +54,7 @@ from preflight_dev import localoperator, localsetup  # noqa: E402
 from preflight_dev.localoperator import OperatorProcess  # noqa: E402
 from preflight_dev.testing import LocalCluster  # noqa: E402
 from preflight_dev.testing.base import Cluster  # noqa: E402
-from preflight_operator import constants  # noqa: E402
+from preflight_operator.core import constants  # noqa: E402
 
 LAG = "vllm_preflight_event_loop_lag_max_seconds"
 LAG_BUCKET = "vllm_preflight_event_loop_lag_seconds_bucket"
@@ -214,10 +214,10 @@ def in_process(rayservices: int) -> dict[str, Any]:
     callback holding the loop costs CPU; a process waiting for a CPU does not)."""
     import asyncio  # noqa: PLC0415
 
-    from preflight_operator import rules  # noqa: PLC0415
-    from preflight_operator.analysis import RulesAnalyser  # noqa: PLC0415
-    from preflight_operator.config import PolicySpec  # noqa: PLC0415
-    from preflight_operator.rulesworker import RulesPool, RulesWorker  # noqa: PLC0415
+    from preflight_operator.core import rules  # noqa: PLC0415
+    from preflight_operator.core.analysis import RulesAnalyser  # noqa: PLC0415
+    from preflight_operator.core.config import PolicySpec  # noqa: PLC0415
+    from preflight_operator.runtime.rulesworker import RulesPool, RulesWorker  # noqa: PLC0415
 
     cases = list(corpus.embedded_cases(rayservices))
     maps = {

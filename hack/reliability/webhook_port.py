@@ -69,13 +69,13 @@ from preflight_dev.testing.process import free_ports, port_is_listening  # noqa:
 CHILD = r"""
 import asyncio, os, sys, time
 from pathlib import Path
-from preflight_operator.analysis import RulesAnalyser
-from preflight_operator.config import OperatorConfig
+from preflight_operator.core.analysis import RulesAnalyser
+from preflight_operator.core.config import OperatorConfig
 from preflight_operator.handlers import admission
-from preflight_operator.policy import PolicyBook
-from preflight_operator.rulesworker import isolate
-from preflight_operator.webhooks import AdmissionService
-from preflight_operator.webhookserver import WebhookServer
+from preflight_operator.core.policy import PolicyBook
+from preflight_operator.runtime.rulesworker import isolate
+from preflight_operator.webhook.webhooks import AdmissionService
+from preflight_operator.webhook.webhookserver import WebhookServer
 
 async def other_work(busy: float, idle: float) -> None:
     # the operator's other work on the same loop (watch events, reconciles)

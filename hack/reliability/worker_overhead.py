@@ -21,9 +21,9 @@ sys.path[:0] = [str(REPO / "operator"), str(REPO / "initcontainer")]
 
 import yaml  # noqa: E402
 
-from preflight_operator.analysis import RulesAnalyser  # noqa: E402
-from preflight_operator.config import PolicySpec  # noqa: E402
-from preflight_operator.rulesworker import RulesPool, RulesWorker  # noqa: E402
+from preflight_operator.core.analysis import RulesAnalyser  # noqa: E402
+from preflight_operator.core.config import PolicySpec  # noqa: E402
+from preflight_operator.runtime.rulesworker import RulesPool, RulesWorker  # noqa: E402
 
 
 def main() -> None:

@@ -118,7 +118,7 @@ def gather(
     model_box: List[FoundModel] = []
     model_thread = threading.Thread(
         target=lambda: model_box.append(
-            collect_model(model, host.environ, clock.within(DEFAULT_TIMEOUT_S))
+            collect_model(model, host.environ, clock.within(DEFAULT_TIMEOUT_S), options.model_args)
         ),
         daemon=True,
     )

@@ -369,6 +369,10 @@ def plan_from_vllm_args(text: str, where: str) -> Tuple[Dict[str, int], Dict[str
             "quantization": parsed.quantization,
             "enable_expert_parallel": parsed.enable_expert_parallel,
             "hf_overrides": parsed.hf_overrides,
+            "revision": parsed.revision,
+            "download_dir": parsed.download_dir,
+            "tokenizer": parsed.tokenizer,
+            "load_format": parsed.load_format,
         }
     notes = [
         f"{p.flag} {_shown(str(p.value))}: {_short(p.message)}"

@@ -42,6 +42,13 @@ CHECKS: Dict[str, Tuple[str, str]] = {
     "model-weights-fit": (FAST, "weights per GPU vs memory x --gpu-memory-utilization"),
     "model-dtype-capability": (FAST, "bfloat16 vs the GPUs' compute capability"),
     "model-quant-capability": (FAST, "the quantization's minimum compute capability"),
+    "model-tp-mamba-groups": (FAST, "the Mamba-2 layers' groups and heads split over TP"),
+    "model-arch-unregistered": (FAST, "the model's architecture is registered in vLLM"),
+    "model-source": (
+        FAST,
+        "will vLLM find the weights: a complete directory, or the Hub repo, revision and "
+        "token, or a complete cache under HF_HUB_OFFLINE",
+    ),
     "row-remap": (FAST, "memory row remapping pending or failed, retired pages pending"),
     "gpu-reset": (FAST, "GPUs NVML says need a reset (or are lost), recovery action"),
     "nvlink": (FAST, "NVLink links down against what the GPU's peers have up"),

@@ -1,6 +1,6 @@
 """The ``PREFLIGHT_*`` environment of the preflight-check container, named once.
 
-The operator's injector (preflight_operator/injection.py) writes these into the injected
+The operator's injector (preflight_operator/core/injection.py) writes these into the injected
 init container from the workload's plan and the PreflightPolicy; the checker
 (preflight_check/options.py, group.py) reads them, with the same meaning as its flags.
 ``ORIGIN`` says, for the fix of a bad value, where the injector took each one from.

@@ -40,12 +40,14 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 # A model rule's verdict: the contract's names (verdicts.py; unknown: the config could not
 # say), exported here too because every caller reads them as mf.FAIL, mf.UNKNOWN, ...
+from preflight_contract import model_defaults as _model_defaults
 from preflight_contract import verdicts as _verdicts
+from preflight_contract import vllm_registry as _vllm_registry
 
 FAIL = _verdicts.FAIL
 WARN = _verdicts.WARN
@@ -67,6 +69,8 @@ MAX_LEN = "model-max-len"
 WEIGHTS_FIT = "model-weights-fit"
 DTYPE_CAPABILITY = "model-dtype-capability"
 QUANT_CAPABILITY = "model-quant-capability"
+MAMBA_GROUPS = "model-tp-mamba-groups"
+ARCH_UNREGISTERED = "model-arch-unregistered"
 UNREADABLE = "model-config-unknown"
 RULE_IDS = (
     TP_HEADS,
@@ -77,6 +81,8 @@ RULE_IDS = (
     WEIGHTS_FIT,
     DTYPE_CAPABILITY,
     QUANT_CAPABILITY,
+    MAMBA_GROUPS,
+    ARCH_UNREGISTERED,
 )
 RULE_SUMMARIES: Dict[str, str] = {
     TP_HEADS: "the model's attention heads are not divisible by the tensor-parallel size",
@@ -88,6 +94,9 @@ RULE_SUMMARIES: Dict[str, str] = {
     WEIGHTS_FIT: "the weights per GPU leave no room for the KV cache",
     DTYPE_CAPABILITY: "bfloat16 on a GPU below compute capability 8.0",
     QUANT_CAPABILITY: "a quantization method the GPU's compute capability cannot run",
+    MAMBA_GROUPS: "a Mamba-2 layer's groups or heads do not split over the tensor-parallel size",
+    ARCH_UNREGISTERED: "the model's architecture is not registered in the vLLM version the "
+    "rules follow",
     UNREADABLE: "the model's config.json could not be read; model rules not checked",
 }
 
@@ -127,21 +136,176 @@ QUANT_MIN_CAPABILITY: Dict[str, int] = {
     "nvfp4_per_token": 75,
 }
 
-# The transformers class defaults vLLM sees for keys a Hub text_config leaves out: Google's
-# gemma-3-4b-it/-12b-it configs state no heads, KV heads or length (Gemma3TextConfig's
-# defaults, transformers/models/gemma3/configuration_gemma3.py, fill them in).
-_TEXT_CONFIG_DEFAULTS: Dict[str, Dict[str, Any]] = {
-    "gemma3_text": {
-        "vocab_size": 262208,
-        "hidden_size": 2304,
-        "intermediate_size": 9216,
-        "num_hidden_layers": 26,
-        "num_attention_heads": 8,
-        "num_key_value_heads": 4,
-        "head_dim": 256,
-        "max_position_embeddings": 131072,
-    },
-}
+# -- how certain a model fact is -----------------------------------------------------------
+# A rule may fail only on facts that are certain: stated in the model's own files as
+# transformers reads them (EXACT), or left out there and filled in by the config class's
+# default exactly as transformers applies it (DEFAULT: vLLM reads the same value). Config
+# arithmetic is ESTIMATED; a key left out of a config whose class is not known here
+# (custom code, a vLLM-only config class) is UNKNOWN. A FAIL resting on either is a WARN
+# (``settle`` here for the checker; the rules engine's downgrade at admission).
+EXACT = "exact"
+DEFAULT = "default"
+ESTIMATED = "estimated"
+FACT_UNKNOWN = "unknown"
+CERTAIN = frozenset((EXACT, DEFAULT))
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One model fact's certainty and where it came from (``config.json``, a class
+    default, ``model.safetensors.index.json metadata.total_size``, an estimate, ...)."""
+
+    name: str
+    certainty: str
+    source: str
+
+    @property
+    def certain(self) -> bool:
+        return self.certainty in CERTAIN
+
+
+# Keys the rules read whose class defaults matter (the generator of model_defaults.py
+# reads exactly these from every transformers config class). Per-layer structure
+# (layer_types, hybrid_override_pattern) is not here: a class derives it from the layer
+# count, so its default is only right for the default layer count.
+DEFAULTED_KEYS = (
+    "num_attention_heads",
+    "num_key_value_heads",
+    "n_head_kv",
+    "num_kv_heads",
+    "multi_query_group_num",
+    "num_hidden_layers",
+    "hidden_size",
+    "intermediate_size",
+    "intermediate_size_mlp",
+    "vocab_size",
+    "head_dim",
+    "tie_word_embeddings",
+    "max_position_embeddings",
+    "n_positions",
+    "max_seq_len",
+    "seq_length",
+    "model_max_length",
+    "max_target_positions",
+    "max_sequence_length",
+    "max_seq_length",
+    "seq_len",
+    "num_experts",
+    "moe_num_experts",
+    "n_routed_experts",
+    "num_local_experts",
+    "moe_intermediate_size",
+    "n_shared_experts",
+    "shared_expert_intermediate_size",
+    "first_k_dense_replace",
+    "moe_layer_freq",
+    "interleave_moe_layer_step",
+    "decoder_sparse_step",
+    "mlp_only_layers",
+    "kv_lora_rank",
+    "q_lora_rank",
+    "qk_nope_head_dim",
+    "qk_rope_head_dim",
+    "v_head_dim",
+    "n_groups",
+    "mamba_n_groups",
+    "mamba_ngroups",
+    "num_heads",
+    "mamba_num_heads",
+    "mamba_n_heads",
+    "n_mamba_heads",
+)
+
+
+def _defaults_entry(model_type: str) -> Optional[Mapping[str, Any]]:
+    """The generated table's entry for a model type; None when transformers has no class
+    for it here (custom code) or vLLM reads it with a config class of its own."""
+    if not model_type or model_type in _vllm_registry.CONFIG_CLASSES:
+        return None
+    return _model_defaults.MODELS.get(model_type)
+
+
+def _default_source(model_type: str) -> str:
+    return (
+        f"the {model_type!r} config class default (transformers "
+        f"{_model_defaults.TRANSFORMERS_VERSION})"
+    )
+
+
+def _fill(
+    key: str,
+    config: Mapping[str, Any],
+    model_type: str,
+    entry: Optional[Mapping[str, Any]],
+    merged: Dict[str, Any],
+) -> Fact:
+    """One key of ``DEFAULTED_KEYS`` as the class gives it to vLLM (see ``resolve``)."""
+    defaults: Mapping[str, Any] = (entry or {}).get("defaults", {})
+    target = (entry or {}).get("aliases", {}).get(key)
+    if config.get(key) is not None:
+        return Fact(key, EXACT, "config.json")
+    if entry is None:
+        why = (
+            f"config.json leaves {key} out and the {model_type!r} config class is not known here"
+            if model_type
+            else f"config.json leaves {key} out and names no model_type"
+        )
+        return Fact(key, EXACT if key in config else FACT_UNKNOWN, why)
+    if target is not None:  # the class reads this name as another key (attribute_map)
+        if config.get(target) is not None:
+            merged[key] = config[target]
+            return Fact(key, EXACT, f"config.json {target} (the class's alias)")
+        if target in defaults:
+            merged[key] = defaults[target]
+            return Fact(key, DEFAULT, f"{_default_source(model_type)} of {target}")
+        return Fact(key, DEFAULT, f"the {model_type!r} config class has no {target}")
+    derived = entry.get("derived", {}).get(key)
+    if derived is not None:
+        return Fact(key, DEFAULT, f"{_default_source(model_type)}: {derived}")
+    if key in config:  # stated as null: the class keeps None
+        return Fact(key, EXACT, "config.json (null)")
+    if key in defaults:
+        merged[key] = defaults[key]
+        return Fact(key, DEFAULT, _default_source(model_type))
+    return Fact(key, DEFAULT, f"the {model_type!r} config class has no {key}")
+
+
+def resolve(config: Mapping[str, Any], model_type: str) -> Tuple[Dict[str, Any], Dict[str, Fact]]:
+    """The config as vLLM reads it through transformers: the keys it states, and for the
+    keys it leaves out (``DEFAULTED_KEYS``) the class's default, each with its certainty.
+    A key the class does not define stays None: vLLM's own fallback applies (exact)."""
+    entry = _defaults_entry(model_type)
+    auto_map = config.get("auto_map")
+    if isinstance(auto_map, Mapping) and "AutoConfig" in auto_map:
+        # the checkpoint ships its own config class: with --trust-remote-code transformers
+        # uses it, and its defaults are not known here
+        entry = None
+        model_type = f"{model_type or '?'} (its own AutoConfig, auto_map)"
+    merged: Dict[str, Any] = dict(config)
+    facts = {key: _fill(key, config, model_type, entry, merged) for key in DEFAULTED_KEYS}
+    for key, rule in (entry or {}).get("derived", {}).items():
+        if config.get(key) is not None:
+            continue
+        heads = _int(merged.get("num_attention_heads"))
+        if rule == "=num_attention_heads":
+            merged[key] = heads
+        elif rule == "hidden_size // num_attention_heads":
+            hidden = _int(merged.get("hidden_size"))
+            merged[key] = hidden // heads if hidden and heads else None
+    return merged, facts
+
+
+def _combined(facts: Mapping[str, Fact], keys: Tuple[str, ...], chosen: str, name: str) -> Fact:
+    """The certainty of a fact read through aliases: the chosen key's, else (none set)
+    unknown if any alias is unknown, else exact (the class has none of them)."""
+    if chosen and chosen in facts:
+        got = facts[chosen]
+        return Fact(name, got.certainty, f"{chosen}: {got.source}")
+    unknown = [facts[k] for k in keys if k in facts and facts[k].certainty == FACT_UNKNOWN]
+    if unknown:
+        return Fact(name, FACT_UNKNOWN, unknown[0].source)
+    return Fact(name, EXACT, f"none of {', '.join(keys)} is set")
+
 
 # The method vLLM picks for a checkpoint's quant_method on a GPU node: ModelConfig.
 # _verify_quantization lets AutoAWQConfig/AutoGPTQConfig.override_quantization_method
@@ -218,13 +382,33 @@ class ModelFacts:
     quant_min_capability: Optional[int] = None
     weight_bytes: Optional[int] = None  # in GPU memory once loaded
     weight_text: str = ""  # where weight_bytes came from
-    kv_bytes_per_token: Optional[int] = None  # whole model, every layer
+    kv_bytes_per_token: Optional[int] = None  # whole model, every attention layer
     problems: Tuple[str, ...] = ()
+    # every distinct KV head count of the attention layers (per-layer NAS configs differ)
+    kv_heads_per_layer: Tuple[int, ...] = ()
+    # Mamba-2 mixers: (groups, heads, the config keys they came from), None without
+    mamba2: Optional[Tuple[int, int, str]] = None
+    # the certainty and source of each fact the rules read (see Fact)
+    facts: Tuple[Fact, ...] = ()
+    auto_map: Optional[Mapping[str, Any]] = field(default=None, compare=False, repr=False)
+
+    def fact(self, name: str) -> Fact:
+        for item in self.facts:
+            if item.name == name:
+                return item
+        return Fact(name, EXACT, "config.json")
 
     def to_dict(self) -> Dict[str, Any]:
         out: Dict[str, Any] = {}
         for name in self.__dataclass_fields__:
             value = getattr(self, name)
+            if name == "auto_map":
+                continue
+            if name == "facts":
+                shaky = {f.name: f"{f.certainty}: {f.source}" for f in value if not f.certain}
+                if shaky:
+                    out["not_exact"] = shaky
+                continue
             if value not in (None, "", (), 0) or name == "num_experts":
                 out[name] = list(value) if isinstance(value, tuple) else value
         return out
@@ -267,6 +451,24 @@ class Verdict:
     message: str
     fix: str = ""
     evidence: Dict[str, Any] = field(default_factory=dict)
+    # the model facts the verdict rests on, with their certainty: a FAIL on a fact that
+    # is not certain is a WARN (settle; the rules engine's downgrade at admission)
+    rests_on: Tuple[Fact, ...] = ()
+
+
+def shaky(verdict: Verdict) -> List[Fact]:
+    """The facts a verdict rests on that are neither exact nor a class default."""
+    return [f for f in verdict.rests_on if not f.certain]
+
+
+def settle(verdict: Verdict) -> Verdict:
+    """Only certain facts may fail: a FAIL resting on an estimated or unknown fact becomes
+    a WARN that says which (the checker's side of the engine's downgrade)."""
+    weak = shaky(verdict)
+    if verdict.status != FAIL or not weak:
+        return verdict
+    parts = "; ".join(f"{f.name} is {f.certainty} ({f.source})" for f in weak)
+    return replace(verdict, status=WARN, message=f"{verdict.message} (not a failure: {parts})")
 
 
 # -- reading ------------------------------------------------------------------------------
@@ -290,20 +492,29 @@ def _first(config: Mapping[str, Any], keys: Tuple[str, ...]) -> Tuple[Any, str]:
     return None, ""
 
 
-def text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The language model's part of a config, as vLLM's get_hf_text_config picks it."""
+def text_part(config: Mapping[str, Any]) -> Tuple[Mapping[str, Any], str]:
+    """The language model's part of a config, as vLLM's get_hf_text_config picks it, and
+    its model type (the text config's own, else its class's: Gemma 3's ``gemma3_text``)."""
+    top_type = str(config.get("model_type") or "")
     thinker = config.get("thinker_config")
     if isinstance(thinker, Mapping) and isinstance(thinker.get("text_config"), Mapping):
         inner: Mapping[str, Any] = thinker["text_config"]
-        return inner
+        return inner, str(inner.get("model_type") or "")
     text = config.get("text_config")
     if isinstance(text, Mapping):
-        defaults = _TEXT_CONFIG_DEFAULTS.get(str(text.get("model_type") or ""))
-        if defaults:
-            text = {**defaults, **text}
-        if "num_attention_heads" in text:
-            return text
-    return config
+        entry = _defaults_entry(top_type) or {}
+        text_type = str(text.get("model_type") or entry.get("text", ""))
+        merged, _ = resolve(text, text_type)
+        if merged.get("num_attention_heads") is not None:
+            return text, text_type
+    return config, top_type
+
+
+def text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The text part with the class defaults of the keys it leaves out filled in."""
+    text, model_type = text_part(config)
+    merged, _ = resolve(text, model_type)
+    return merged
 
 
 def _rope_parameters(config: Mapping[str, Any]) -> List[Mapping[str, Any]]:
@@ -415,19 +626,104 @@ def _quant_bits(files: Mapping[str, Any], method: Optional[str]) -> Optional[flo
     return None
 
 
-def _param_estimate(text: Mapping[str, Any]) -> Optional[Tuple[float, float, float]]:
-    """(embedding + head, attention + dense MLP + norms, expert) parameter counts from
-    the architecture; None when a dimension is missing."""
-    hidden = _int(text.get("hidden_size"))
-    layers = _int(text.get("num_hidden_layers"))
-    vocab = _int(text.get("vocab_size"))
+def _ints(value: Any) -> List[int]:
+    return [v for v in (_int(x) for x in value) if v is not None] if isinstance(value, list) else []
+
+
+def moe_layer_flags(text: Mapping[str, Any], layers: int) -> List[bool]:
+    """Which decoder layers hold experts, as vLLM 0.33.0's model code decides: llama4.py
+    ``(i + 1) % interleave_moe_layer_step == 0`` (0: none); deepseek_v2.py / glm4_moe.py
+    ``i >= first_k_dense_replace and i % moe_layer_freq == 0``; qwen2_moe.py /
+    qwen3_moe.py ``i not in mlp_only_layers and (i + 1) % decoder_sparse_step == 0``.
+    Each model sets only its own keys; the others keep their neutral value."""
+    step = _int(text.get("interleave_moe_layer_step"))
+    first_dense = _int(text.get("first_k_dense_replace")) or 0
+    freq = _int(text.get("moe_layer_freq")) or 1
+    sparse_step = _int(text.get("decoder_sparse_step")) or 1
+    mlp_only = set(_ints(text.get("mlp_only_layers")))
+    flags = []
+    for i in range(layers):
+        moe = i >= first_dense and i % freq == 0 and (i + 1) % sparse_step == 0
+        moe = moe and i not in mlp_only
+        if step is not None:
+            moe = moe and step > 0 and (i + 1) % step == 0
+        flags.append(moe)
+    return flags
+
+
+def _find_multiple(n: int, k: int) -> int:
+    return n if n % k == 0 else n + k - n % k
+
+
+def nas_layers(text: Mapping[str, Any]) -> Optional[List[Tuple[Optional[int], int]]]:
+    """Per-layer (NAS) configs, as vLLM's nemotron_nas.py builds them: per block, the KV
+    heads of its attention (``num_attention_heads // n_heads_in_group``; None: a no-op
+    attention) and its MLP's intermediate size (``ffn_mult`` -> ``_find_multiple(int(2 *
+    ffn_mult * hidden / 3), 256)``, else ``intermediate_size``; 0: a no-op MLP). None when
+    the config has no block_configs or a block cannot be read."""
+    blocks = text.get("block_configs")
     heads = _int(text.get("num_attention_heads"))
-    if not hidden or not layers or not vocab or not heads:
+    hidden = _int(text.get("hidden_size"))
+    if not isinstance(blocks, list) or not blocks or not heads or not hidden:
         return None
-    kv = _int(_first(text, _KV_HEAD_KEYS)[0]) or heads
-    head_dim = _int(text.get("head_dim")) or hidden // heads
-    inter = _int(text.get("intermediate_size")) or 4 * hidden
-    embed = float(vocab * hidden) * (1 if text.get("tie_word_embeddings") else 2)
+    out: List[Tuple[Optional[int], int]] = []
+    for block in blocks:
+        if not isinstance(block, Mapping):
+            return None
+        attention, ffn = block.get("attention"), block.get("ffn")
+        if not isinstance(attention, Mapping) or not isinstance(ffn, Mapping):
+            return None
+        kv: Optional[int] = None
+        if not attention.get("no_op"):
+            group = _int(attention.get("n_heads_in_group"))
+            if not group:
+                return None
+            kv = heads // group
+        inter = 0
+        if not ffn.get("no_op"):
+            mult = ffn.get("ffn_mult")
+            if isinstance(mult, (int, float)) and not isinstance(mult, bool):
+                inter = _find_multiple(int(2 * mult * hidden / 3), 256)
+            else:
+                inter = _int(ffn.get("intermediate_size")) or 0
+            if not inter:
+                return None
+        out.append((kv, inter))
+    return out
+
+
+def hybrid_pattern(text: Mapping[str, Any], model_type: str) -> Optional[str]:
+    """Nemotron-H's layer pattern (vLLM's nemotron_h.py: M Mamba-2, * attention, - MLP,
+    E experts), None for other models."""
+    pattern = text.get("hybrid_override_pattern")
+    if model_type == "nemotron_h" and isinstance(pattern, str) and pattern:
+        return pattern
+    return None
+
+
+# The Mamba-2 mixers vLLM 0.33.0 builds (MambaMixer2 in
+# vllm/model_executor/layers/mamba/mamba_mixer2.py), and which config keys give their
+# groups and heads: falcon_h1.py, granitemoehybrid.py, mamba2.py, nemotron_h.py, zamba2.py.
+MAMBA2_KEYS: Dict[str, Tuple[str, str]] = {
+    "falcon_h1": ("mamba_n_groups", "mamba_n_heads"),
+    "granitemoehybrid": ("mamba_n_groups", "mamba_n_heads"),
+    "mamba2": ("n_groups", "num_heads"),
+    "nemotron_h": ("n_groups", "mamba_num_heads"),
+    "zamba2": ("mamba_ngroups", "n_mamba_heads"),
+}
+
+
+def _has_mamba_layers(text: Mapping[str, Any], model_type: str) -> bool:
+    pattern = hybrid_pattern(text, model_type)
+    if pattern is not None:
+        return "M" in pattern
+    types = text.get("layer_types")
+    if model_type == "granitemoehybrid" and isinstance(types, list):
+        return "mamba" in types
+    return True
+
+
+def _attention(text: Mapping[str, Any], hidden: int, heads: int, kv: int, head_dim: int) -> float:
     if text.get("kv_lora_rank"):
         q_lora = _int(text.get("q_lora_rank"))
         nope = _int(text.get("qk_nope_head_dim")) or 0
@@ -439,52 +735,177 @@ def _param_estimate(text: Mapping[str, Any]) -> Optional[Tuple[float, float, flo
             if q_lora
             else hidden * heads * (nope + rope)
         )
-        attn = (
+        return float(
             q
             + hidden * (kv_lora + rope)
             + kv_lora * heads * (nope + v_dim)
             + heads * v_dim * hidden
         )
-    else:
-        attn = hidden * heads * head_dim * 2 + hidden * kv * head_dim * 2
+    return float(hidden * heads * head_dim * 2 + hidden * kv * head_dim * 2)
+
+
+def _param_estimate(
+    text: Mapping[str, Any], model_type: str = ""
+) -> Optional[Tuple[float, float, float]]:
+    """(embedding + head, attention + dense MLP + norms, expert) parameter counts from
+    the architecture, layer by layer where the model's layers differ (interleaved MoE,
+    per-layer NAS blocks, Nemotron-H's pattern); None when a dimension is missing."""
+    hidden = _int(text.get("hidden_size"))
+    layers = _int(text.get("num_hidden_layers"))
+    vocab = _int(text.get("vocab_size"))
+    heads = _int(text.get("num_attention_heads"))
+    if not hidden or not layers or not vocab or not heads:
+        return None
+    kv = _int(_first(text, _KV_HEAD_KEYS)[0]) or heads
+    head_dim = _int(text.get("head_dim")) or hidden // heads
+    inter = _int(text.get("intermediate_size")) or 4 * hidden
+    embed = float(vocab * hidden) * (1 if text.get("tie_word_embeddings") else 2)
+    nas = nas_layers(text)
+    if nas is not None:
+        base = 0.0
+        for kv_heads, nas_inter in nas:
+            if kv_heads is not None:
+                base += _attention(text, hidden, heads, kv_heads, head_dim)
+            base += 3.0 * hidden * nas_inter
+        return embed, base, 0.0
+    attn = _attention(text, hidden, heads, kv, head_dim)
     experts = _int(_first(text, _EXPERT_KEYS)[0]) or 0
-    dense_layers = layers
-    expert_params = 0.0
-    # gated MLPs (SwiGLU: gate, up, down) have three matrices, the older fc1/fc2 two
-    dense_mlp = (2.0 if text.get("model_type") in _UNGATED_MLP else 3.0) * hidden * inter
-    if experts:
+    pattern = hybrid_pattern(text, model_type)
+    if pattern is not None:
+        mamba_heads = _int(text.get("mamba_num_heads")) or 0
+        mamba_inner = mamba_heads * (_int(text.get("mamba_head_dim")) or 0)
+        groups_state = (
+            2 * (_int(text.get("n_groups")) or 1) * (_int(text.get("ssm_state_size")) or 0)
+        )
+        mamba = hidden * (2 * mamba_inner + groups_state + mamba_heads) + mamba_inner * hidden
         moe_inter = _int(text.get("moe_intermediate_size")) or inter
-        first_dense = _int(text.get("first_k_dense_replace")) or 0
-        sparse_layers = layers - first_dense
-        dense_layers = first_dense
-        shared = _int(text.get("n_shared_experts")) or 0
-        shared_inter = _int(text.get("shared_expert_intermediate_size"))
-        per_layer_shared = 3.0 * hidden * (shared_inter or moe_inter * shared)
-        expert_params = sparse_layers * experts * 3.0 * hidden * moe_inter
-        base = layers * attn + dense_layers * dense_mlp
-        base += sparse_layers * (per_layer_shared + hidden * experts)
-    else:
-        base = layers * (attn + dense_mlp)
+        base = pattern.count("*") * attn + pattern.count("M") * mamba
+        base += pattern.count("-") * 2.0 * hidden * inter  # relu2 MLPs: up and down
+        expert_params = pattern.count("E") * experts * 2.0 * hidden * moe_inter
+        return embed, float(base), expert_params
+    # gated MLPs (SwiGLU: gate, up, down) have three matrices, the older fc1/fc2 two
+    dense_inter = _int(text.get("intermediate_size_mlp")) or inter
+    dense_mlp = (2.0 if model_type in _UNGATED_MLP else 3.0) * hidden * dense_inter
+    if not experts:
+        return embed, float(layers * (attn + dense_mlp)), 0.0
+    sparse_layers = sum(moe_layer_flags(text, layers))
+    dense_layers = layers - sparse_layers
+    moe_inter = _int(text.get("moe_intermediate_size")) or inter
+    shared = _int(text.get("n_shared_experts")) or 0
+    shared_inter = _int(text.get("shared_expert_intermediate_size")) or moe_inter * shared
+    if model_type == "llama4_text":
+        shared_inter = inter  # Llama4MoE's shared expert (vLLM llama4.py)
+    per_layer_shared = 3.0 * hidden * shared_inter
+    expert_params = sparse_layers * experts * 3.0 * hidden * moe_inter
+    base = layers * attn + dense_layers * dense_mlp
+    base += sparse_layers * (per_layer_shared + hidden * experts)
     return embed, float(base), expert_params
 
 
-def _weights(
-    files: Mapping[str, Any], text: Mapping[str, Any], dtype: Optional[str], method: Optional[str]
-) -> Tuple[Optional[int], str]:
-    """Bytes of the weights in GPU memory, from the safetensors index or estimated."""
+# -- weight bytes: the checkpoint's own data first -----------------------------------------
+
+# Files the model lookups may add beside config.json (never on the Hub under these names):
+# the tensor bytes of the *.safetensors files on a mounted volume or in the HF cache
+# (weightfiles.safetensors_sizes: {"files": {name: bytes}, "complete": bool, "where": ...}),
+# and the Hub's per-dtype parameter counts (the "safetensors" field of the Hub's model info:
+# {"parameters": {"BF16": n, ...}, "total": n}), e.g. from the modelConfigs ConfigMap.
+SAFETENSORS_SIZES = "safetensors-sizes.json"
+HUB_SAFETENSORS = "hub-safetensors.json"
+# bytes per element of the safetensors dtypes the Hub counts parameters in
+_DTYPE_BYTES: Dict[str, float] = {
+    "F64": 8,
+    "I64": 8,
+    "U64": 8,
+    "F32": 4,
+    "I32": 4,
+    "U32": 4,
+    "F16": 2,
+    "BF16": 2,
+    "I16": 2,
+    "U16": 2,
+    "F8_E4M3": 1,
+    "F8_E5M2": 1,
+    "F8_E8M0": 1,
+    "I8": 1,
+    "U8": 1,
+    "BOOL": 1,
+}
+
+
+@dataclass(frozen=True)
+class WeightBytes:
+    """A size in bytes with its certainty (EXACT from the checkpoint's own data,
+    ESTIMATED from config arithmetic, FACT_UNKNOWN) and where it came from."""
+
+    value: Optional[int]
+    certainty: str
+    source: str
+
+
+def checkpoint_bytes(files: Mapping[str, Any]) -> WeightBytes:
+    """The bytes of the checkpoint's tensors as stored (what a load reads), from the
+    checkpoint's own data only: the safetensors index's ``metadata.total_size``, the
+    tensor bytes of every *.safetensors file vLLM would load (on a volume or in the HF
+    cache, all of them present), or the Hub's per-dtype parameter counts. Exact, or
+    unknown: never an estimate (``weight_bytes`` estimates when this is unknown)."""
     index = files.get(INDEX)
     if isinstance(index, Mapping):
         metadata = index.get("metadata")
         total = _int(metadata.get("total_size")) if isinstance(metadata, Mapping) else None
-        if total:
-            if method is None and dtype == "float32":
-                return total // 2, (
-                    f"{INDEX} metadata.total_size {total} (float32 on disk, loaded as 16-bit)"
-                )
-            return total, f"{INDEX} metadata.total_size"
-    estimate = _param_estimate(text)
+        if total and total > 0:
+            return WeightBytes(total, EXACT, f"{INDEX} metadata.total_size")
+    sizes = files.get(SAFETENSORS_SIZES)
+    if isinstance(sizes, Mapping) and sizes.get("complete") is True:
+        listed = sizes.get("files")
+        counts = [_int(v) for v in listed.values()] if isinstance(listed, Mapping) else []
+        if counts and all(c is not None and c >= 0 for c in counts):
+            total = sum(c for c in counts if c is not None)
+            if total > 0:
+                where = str(sizes.get("where") or "the model directory")
+                return WeightBytes(total, EXACT, f"{len(counts)} *.safetensors file(s) in {where}")
+    hub = files.get(HUB_SAFETENSORS)
+    params = hub.get("parameters") if isinstance(hub, Mapping) else None
+    if isinstance(params, Mapping) and params:
+        total_f = 0.0
+        for dtype, count in params.items():
+            width, number = _DTYPE_BYTES.get(str(dtype).upper()), _int(count)
+            if width is None or number is None or number < 0:
+                break
+            total_f += width * number
+        else:
+            if total_f > 0:
+                kinds = ", ".join(sorted(str(k) for k in params))
+                return WeightBytes(int(total_f), EXACT, f"the Hub's parameter counts ({kinds})")
+    return WeightBytes(
+        None,
+        FACT_UNKNOWN,
+        f"no {INDEX} total_size, complete *.safetensors files or Hub parameter counts",
+    )
+
+
+def weight_bytes(files: Mapping[str, Any]) -> WeightBytes:
+    """The weights' bytes in GPU memory once vLLM has loaded them at the checkpoint's
+    dtype: the checkpoint's own size (``checkpoint_bytes``, EXACT; a float32 checkpoint is
+    cast to 16 bits on load, so half), else config arithmetic (ESTIMATED), else unknown."""
+    config = files.get(CONFIG)
+    if not isinstance(config, Mapping):
+        return WeightBytes(None, FACT_UNKNOWN, "no config.json")
+    dtype = _dtype(config)
+    method = quant_method_of(files)
+    stored = checkpoint_bytes(files)
+    if stored.value is not None:
+        if method is None and dtype == "float32":
+            return WeightBytes(
+                stored.value // 2,
+                EXACT,
+                f"{stored.source} {stored.value} (float32 on disk, loaded as 16-bit)",
+            )
+        return stored
+    text, model_type = text_part(config)
+    merged, _ = resolve(text, model_type)
+    estimate = _param_estimate(merged, model_type)
     if estimate is None:
-        return None, ""
+        return WeightBytes(None, FACT_UNKNOWN, "config.json lacks the model's dimensions")
     embed, base, experts = estimate
     bits = _quant_bits(files, method)
     size: float
@@ -499,32 +920,58 @@ def _weights(
         text_out = (
             f"estimated: {(embed + base + experts) / 1e9:.3g}B parameters, {bits:g} bits ({method})"
         )
-    return int(size), text_out
+    return WeightBytes(int(size), ESTIMATED, text_out)
+
+
+def _kv_layout(
+    text: Mapping[str, Any], model_type: str, kv: Optional[int]
+) -> Tuple[Optional[int], Tuple[int, ...]]:
+    """(KV heads summed over the attention layers, the distinct per-layer KV head counts)
+    for per-layer NAS configs and Nemotron-H's pattern; (None, ()) for uniform models."""
+    nas = nas_layers(text)
+    if nas is not None:
+        heads = [h for h, _ in nas if h is not None]
+        return sum(heads), tuple(sorted(set(heads)))
+    pattern = hybrid_pattern(text, model_type)
+    if pattern is not None and kv:
+        return pattern.count("*") * kv, (kv,)
+    return None, ()
 
 
 def read_facts(files: Mapping[str, Any], source: str = "") -> Optional[ModelFacts]:
-    """ModelFacts from the parsed files; None when there is no usable config.json."""
+    """ModelFacts from the parsed files; None when there is no usable config.json. Keys
+    config.json leaves out take the class defaults (``resolve``); every fact the rules
+    read carries its certainty and source (``ModelFacts.facts``)."""
     config = files.get(CONFIG)
     if not isinstance(config, Mapping):
         return None
-    text = text_config(config)
+    raw_text, text_type = text_part(config)
+    text, keyed = resolve(raw_text, text_type)
     problems: List[str] = []
+    facts: List[Fact] = []
     heads = _int(text.get("num_attention_heads"))
     if heads is None:
         problems.append("num_attention_heads")
-    kv_raw, _ = _first(text, _KV_HEAD_KEYS)
-    kv = _int(kv_raw) if kv_raw is not None else heads
-    model_type = str(text.get("model_type") or config.get("model_type") or "")
+    facts.append(
+        _combined(keyed, ("num_attention_heads",), "num_attention_heads", "num_attention_heads")
+    )
+    model_type = str(text.get("model_type") or text_type or config.get("model_type") or "")
     # MLA caches one latent vector per token and layer; vLLM still reports the heads
     use_mla = model_type in _MLA_TYPES and text.get("kv_lora_rank") is not None
     layers = _int(_first(text, _LAYER_KEYS)[0])
     if layers is None:
         problems.append("num_hidden_layers")
-    experts_raw, _ = _first(text, _EXPERT_KEYS)
+    facts.append(_combined(keyed, _LAYER_KEYS, "num_hidden_layers", "num_layers"))
+    kv, kv_fact, kv_total, kv_per_layer = _kv_heads(text, keyed, model_type, heads)
+    facts.append(kv_fact)
+    experts_raw, experts_key = _first(text, _EXPERT_KEYS)
     if isinstance(experts_raw, list) and experts_raw:
         experts_raw = experts_raw[0]
     experts = _int(experts_raw) or 0
+    facts.append(_combined(keyed, _EXPERT_KEYS, experts_key, "num_experts"))
     max_len, max_text = derive_max_len(config)
+    length_key = max_text.partition("=")[0] if "=" in max_text else ""
+    facts.append(_combined(keyed, _LENGTH_KEYS, length_key, "max_model_len"))
     dtype = _dtype(config)
     method = quant_method_of(files)
     if method == "mxfp4" and model_type == "gpt_oss":
@@ -534,15 +981,15 @@ def read_facts(files: Mapping[str, Any], source: str = "") -> Optional[ModelFact
         hidden = _int(text.get("hidden_size"))
         head_dim = hidden // heads if hidden else None
     kv_per_token: Optional[int] = None
-    if layers:
-        if use_mla:
-            width = (_int(text.get("kv_lora_rank")) or 0) + (
-                _int(text.get("qk_rope_head_dim")) or 0
-            )
-            kv_per_token = layers * width * 2
-        elif kv and head_dim:
-            kv_per_token = 2 * layers * kv * head_dim * 2
-    weight_bytes, weight_text = _weights(files, text, dtype, method)
+    if layers and use_mla:
+        width = (_int(text.get("kv_lora_rank")) or 0) + (_int(text.get("qk_rope_head_dim")) or 0)
+        kv_per_token = layers * width * 2
+    elif layers and head_dim and (kv_total or kv):
+        kv_per_token = 2 * (kv_total if kv_total is not None else layers * (kv or 0)) * head_dim * 2
+    weights = weight_bytes(files)
+    facts.append(Fact("weight_bytes", weights.certainty, weights.source))
+    mamba2, mamba_facts = _mamba2(text, keyed, model_type)
+    facts.extend(mamba_facts)
     archs = config.get("architectures")
     return ModelFacts(
         source=source,
@@ -560,11 +1007,57 @@ def read_facts(files: Mapping[str, Any], source: str = "") -> Optional[ModelFact
         dtype=dtype,
         quant_method=method,
         quant_min_capability=QUANT_MIN_CAPABILITY.get(method) if method else None,
-        weight_bytes=weight_bytes,
-        weight_text=weight_text,
+        weight_bytes=weights.value,
+        weight_text=weights.source if weights.value is not None else "",
         kv_bytes_per_token=kv_per_token,
         problems=tuple(problems),
+        kv_heads_per_layer=kv_per_layer,
+        mamba2=mamba2,
+        facts=tuple(facts),
+        auto_map=config.get("auto_map") if isinstance(config.get("auto_map"), Mapping) else None,
     )
+
+
+def _kv_heads(
+    text: Mapping[str, Any], keyed: Mapping[str, Fact], model_type: str, heads: Optional[int]
+) -> Tuple[Optional[int], Fact, Optional[int], Tuple[int, ...]]:
+    """(KV heads as vLLM counts them, their Fact, KV heads summed over the attention layers
+    or None when uniform, the distinct per-layer counts)."""
+    kv_raw, kv_key = _first(text, _KV_HEAD_KEYS)
+    kv = _int(kv_raw) if kv_raw is not None else heads
+    kv_fact = _combined(keyed, _KV_HEAD_KEYS, kv_key, "num_kv_heads")
+    kv_total, kv_per_layer = _kv_layout(text, model_type, kv)
+    if kv_per_layer and nas_layers(text) is not None:
+        # vLLM's NemotronNasModelArchConfigConvertor: the first attention block's KV heads
+        kv = _nas_first_kv(text)
+        kv_fact = Fact("num_kv_heads", EXACT, "block_configs (per layer)")
+    elif not kv_key and kv_fact.certainty != FACT_UNKNOWN:
+        kv_fact = Fact("num_kv_heads", kv_fact.certainty, "no KV head key: one per attention head")
+    return kv, kv_fact, kv_total, kv_per_layer
+
+
+def _mamba2(
+    text: Mapping[str, Any], keyed: Mapping[str, Fact], model_type: str
+) -> Tuple[Optional[Tuple[int, int, str]], List[Fact]]:
+    """The Mamba-2 mixers' (groups, heads, keys) and their Facts; (None, []) without."""
+    keys = MAMBA2_KEYS.get(model_type)
+    if keys is None or not _has_mamba_layers(text, model_type):
+        return None, []
+    facts = [
+        _combined(keyed, (keys[0],), keys[0], "mamba_groups"),
+        _combined(keyed, (keys[1],), keys[1], "mamba_heads"),
+    ]
+    groups, mamba_heads = _int(text.get(keys[0])), _int(text.get(keys[1]))
+    if groups and mamba_heads:
+        return (groups, mamba_heads, f"{keys[0]}/{keys[1]}"), facts
+    return None, facts
+
+
+def _nas_first_kv(text: Mapping[str, Any]) -> Optional[int]:
+    for kv_heads, _ in nas_layers(text) or []:
+        if kv_heads is not None:
+            return kv_heads
+    return None
 
 
 # -- command-line values ------------------------------------------------------------------
@@ -674,8 +1167,13 @@ def rule_tp_heads(facts: ModelFacts, serving: Serving) -> Verdict:
             f"use a tensor-parallel size that divides {heads} ({', '.join(map(str, good))}); "
             "to use more GPUs add pipeline parallelism (--pipeline-parallel-size)",
             {"num_attention_heads": heads, "tp": tp},
+            (facts.fact("num_attention_heads"),),
         )
     return Verdict(TP_HEADS, PASS, f"{heads} attention heads divide over TP {tp}")
+
+
+def _kv_splits(kv: int, tp: int) -> bool:
+    return (tp <= kv and kv % tp == 0) or (tp >= kv and tp % kv == 0)
 
 
 def rule_tp_kv_heads(facts: ModelFacts, serving: Serving) -> Verdict:
@@ -684,8 +1182,19 @@ def rule_tp_kv_heads(facts: ModelFacts, serving: Serving) -> Verdict:
         return Verdict(TP_KV_HEADS, UNKNOWN, "config.json gives no KV head count")
     if facts.use_mla:
         return Verdict(TP_KV_HEADS, PASS, "MLA: one latent KV head, replicated on every TP rank")
-    if (tp <= kv and kv % tp == 0) or (tp >= kv and tp % kv == 0):
+    # per-layer (NAS) configs: every attention layer builds its own QKVParallelLinear
+    bad = [h for h in facts.kv_heads_per_layer if not _kv_splits(h, tp)]
+    if bad:
+        kv = bad[0]
+    elif _kv_splits(kv, tp):
         how = "replicated" if tp > kv else "split"
+        layers = facts.kv_heads_per_layer
+        if len(layers) > 1:
+            return Verdict(
+                TP_KV_HEADS,
+                PASS,
+                f"KV heads per layer ({', '.join(map(str, layers))}) over TP {tp}",
+            )
         return Verdict(TP_KV_HEADS, PASS, f"{kv} KV heads {how} over TP {tp}")
     return Verdict(
         TP_KV_HEADS,
@@ -695,6 +1204,7 @@ def rule_tp_kv_heads(facts: ModelFacts, serving: Serving) -> Verdict:
         f"'{kv if tp < kv else tp} is not divisible by {tp if tp < kv else kv}'",
         f"use a tensor-parallel size that divides {kv} or is a multiple of it",
         {"num_kv_heads": kv, "tp": tp},
+        (facts.fact("num_kv_heads"),),
     )
 
 
@@ -711,6 +1221,7 @@ def rule_ep_experts(facts: ModelFacts, serving: Serving) -> Verdict:
             "enabled'",
             "drop --enable-expert-parallel (this is a dense model)",
             {"num_experts": experts},
+            (facts.fact("num_experts"),),
         )
     if experts < ep:
         return Verdict(
@@ -746,6 +1257,7 @@ def rule_pp_layers(facts: ModelFacts, serving: Serving) -> Verdict:
             f"layer partition leaves {pp - layers} stages without a layer and they fail",
             f"use at most {layers} pipeline stages",
             {"num_hidden_layers": layers, "pp": pp},
+            (facts.fact("num_layers"),),
         )
     return Verdict(PP_LAYERS, PASS, f"{layers} layers over {pp} pipeline stages")
 
@@ -780,6 +1292,7 @@ def rule_max_len(facts: ModelFacts, serving: Serving) -> Verdict:
         "the derived max_model_len'",
         f"use --max-model-len {derived} or less",
         {"max_model_len": wanted, "derived": derived},
+        (facts.fact("max_model_len"),),
     )
 
 
@@ -808,6 +1321,15 @@ def rule_weights_fit(facts: ModelFacts, serving: Serving, gpu: Optional[Gpu]) ->
     if kv_one is not None:
         evidence["kv_cache_one_sequence_gib"] = round(kv_one / GIB, 2)
     plan = f"TP {serving.tp} x PP {serving.pp}"
+    weights = facts.fact("weight_bytes")
+    online = (serving.quantization or "").lower()
+    if online and online != (facts.quant_method or "").lower():
+        weights = Fact(
+            "weight_bytes",
+            ESTIMATED,
+            f"--quantization {serving.quantization} quantizes at load: the loaded size is "
+            "not the checkpoint's",
+        )
     figures = (
         f"weights {per_gpu / GIB:.1f} GiB per GPU ({facts.weight_text}; {plan}) against "
         f"{budget / GIB:.1f} GiB = {gpu.memory_bytes / GIB:.1f} GiB x "
@@ -824,6 +1346,7 @@ def rule_weights_fit(facts: ModelFacts, serving: Serving, gpu: Optional[Gpu]) ->
             "--tensor-parallel-size or --pipeline-parallel-size), use a quantized variant, "
             "or raise --gpu-memory-utilization",
             evidence,
+            (weights,),
         )
     if kv_one is not None and room < kv_one:
         return Verdict(
@@ -901,6 +1424,107 @@ def rule_quant(facts: ModelFacts, serving: Serving, gpu: Optional[Gpu]) -> Verdi
     )
 
 
+def rule_mamba_groups(facts: ModelFacts, serving: Serving) -> Verdict:
+    """vLLM 0.33.0's MambaMixer2 (vllm/model_executor/layers/mamba/mamba_mixer2.py)
+    asserts ``num_heads % tp == 0`` ("Tensor parallel world size must divide num heads.")
+    and ``n_groups % tp == 0 or n_groups == 1`` ("If tensor parallel world size does not
+    divide num_groups, then num_groups must equal 1."): one group is replicated to every
+    rank, more groups must split evenly."""
+    if facts.mamba2 is None:
+        return Verdict(MAMBA_GROUPS, PASS, "no Mamba-2 layers")
+    groups, heads, keys = facts.mamba2
+    tp = serving.tp
+    rests = (facts.fact("mamba_groups"), facts.fact("mamba_heads"))
+    evidence = {"n_groups": groups, "mamba_heads": heads, "tp": tp, "keys": keys}
+    if heads % tp:
+        return Verdict(
+            MAMBA_GROUPS,
+            FAIL,
+            f"the model's Mamba-2 layers have {heads} heads and {_tp_flag(serving)} does not "
+            "divide them: vLLM's MambaMixer2 fails with 'Tensor parallel world size must "
+            "divide num heads.'",
+            f"use a tensor-parallel size that divides {heads}"
+            + (f" and {groups}" if groups > 1 else ""),
+            evidence,
+            rests,
+        )
+    if groups % tp and groups != 1:
+        good = [n for n in range(1, groups + 1) if groups % n == 0 and heads % n == 0]
+        return Verdict(
+            MAMBA_GROUPS,
+            FAIL,
+            f"the model's Mamba-2 layers have {groups} groups ({keys.split('/')[0]}) and "
+            f"{_tp_flag(serving)} does not divide them: vLLM's MambaMixer2 fails with 'If "
+            "tensor parallel world size does not divide num_groups, then num_groups must "
+            "equal 1.'",
+            f"use a tensor-parallel size that divides {groups} "
+            f"({', '.join(map(str, good))}); to use more GPUs add pipeline parallelism",
+            evidence,
+            rests,
+        )
+    how = "one group, replicated" if groups == 1 else f"{groups // tp} group(s) per rank"
+    return Verdict(MAMBA_GROUPS, PASS, f"Mamba-2: {heads} heads and {how} over TP {tp}")
+
+
+def _registered(arch: str) -> bool:
+    """vLLM's _ModelRegistry._normalize_arch: the name itself, or (for a task suffix it
+    knows, e.g. ForSequenceClassification) the same base with another known suffix."""
+    known = _REGISTERED
+    if arch in known:
+        return True
+    for suffix in _vllm_registry.SUFFIXES:
+        if arch.endswith(suffix):
+            stem = arch[: -len(suffix)]
+            return any(stem + other in known for other in _vllm_registry.SUFFIXES)
+    return False
+
+
+_REGISTERED = frozenset(_vllm_registry.ARCHITECTURES)
+
+
+def rule_arch_registered(facts: ModelFacts, config: Optional[Mapping[str, Any]] = None) -> Verdict:
+    """A WARN (never a FAIL: a plugin may register the architecture, and vLLM's
+    Transformers backend may run it) when none of config.json's ``architectures`` is in
+    the registry of the vLLM version the rules follow (``vllm_registry``)."""
+    archs = facts.architectures
+    version = _vllm_registry.VLLM_VERSION
+    if not archs:
+        return Verdict(ARCH_UNREGISTERED, UNKNOWN, "config.json names no architectures")
+    if any(_registered(a) for a in archs):
+        return Verdict(ARCH_UNREGISTERED, PASS, f"{archs[0]} is registered in vLLM {version}")
+    removed = [a for a in archs if a in _vllm_registry.PREVIOUSLY_SUPPORTED]
+    if removed:
+        last = _vllm_registry.PREVIOUSLY_SUPPORTED[removed[0]]
+        return Verdict(
+            ARCH_UNREGISTERED,
+            WARN,
+            f"architecture {removed[0]} was removed from vLLM after v{last}: vLLM {version} "
+            f"fails with 'Model architecture {removed[0]} was supported in vLLM until "
+            f"v{last}, and is not supported anymore'",
+            f"use vLLM v{last} or older for this model, or a model vLLM {version} supports",
+            {"architectures": list(archs)},
+        )
+    auto_map = config.get("auto_map") if isinstance(config, Mapping) else None
+    custom = isinstance(auto_map, Mapping) and any(str(k).startswith("AutoModel") for k in auto_map)
+    fallback = (
+        "vLLM then tries its Transformers backend with the model's own code (auto_map; "
+        "needs --trust-remote-code)"
+        if custom
+        else "vLLM then tries its Transformers backend, which works only if transformers "
+        "has this architecture and it is backend-compatible"
+    )
+    return Verdict(
+        ARCH_UNREGISTERED,
+        WARN,
+        f"architecture {', '.join(archs)} is not registered in vLLM {version}: {fallback}; "
+        "otherwise vLLM fails with 'Model architectures [...] are not supported for now' "
+        "(a plugin or a newer vLLM may register it)",
+        "check that the vLLM image supports this model (docs: Supported Models), or pass "
+        "--model-impl transformers",
+        {"architectures": list(archs), "vllm": version},
+    )
+
+
 def evaluate(facts: ModelFacts, serving: Serving, gpu: Optional[Gpu] = None) -> List[Verdict]:
     """Every model rule, in RULE_IDS order."""
     return [
@@ -912,4 +1536,6 @@ def evaluate(facts: ModelFacts, serving: Serving, gpu: Optional[Gpu] = None) -> 
         rule_weights_fit(facts, serving, gpu),
         rule_dtype(facts, serving, gpu),
         rule_quant(facts, serving, gpu),
+        rule_mamba_groups(facts, serving),
+        rule_arch_registered(facts, facts.auto_map),
     ]

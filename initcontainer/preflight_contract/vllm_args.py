@@ -108,6 +108,13 @@ _TRACKED: Tuple[_Opt, ...] = (
     _Opt("max_model_len", _STR, ("--max-model-len",)),
     _Opt("dtype", _STR, ("--dtype",)),
     _Opt("quantization", _STR, ("--quantization", "-q")),
+    # read by the model-source check and the probe rule (where the weights come from,
+    # how long start-up takes)
+    _Opt("revision", _STR, ("--revision",)),
+    _Opt("download_dir", _STR, ("--download-dir",)),
+    _Opt("tokenizer", _STR, ("--tokenizer",)),
+    _Opt("load_format", _STR, ("--load-format",)),
+    _Opt("enforce_eager", _BOOL, ("--enforce-eager",)),
 )
 
 
@@ -119,7 +126,7 @@ def _words(text: str) -> frozenset[str]:
 
 _OTHER_NO_VALUE = _words(
     """
-    --trust-remote-code --enforce-eager --enable-prefix-caching --enable-chunked-prefill
+    --trust-remote-code --enable-prefix-caching --enable-chunked-prefill
     --disable-log-stats --disable-log-requests --enable-log-requests --enable-auto-tool-choice
     --disable-custom-all-reduce --skip-tokenizer-init --enable-lora --disable-sliding-window
     --disable-cascade-attn --enable-prompt-embeds --enable-sleep-mode --enable-eplb
@@ -158,13 +165,13 @@ _OTHER_MANY_VALUES = _words(
 # unique among vLLM's real options (argparse's allow_abbrev, which vLLM leaves on).
 _OTHER_LONG = _words(
     """
-    --runner --convert --tokenizer --tokenizer-mode --dtype --seed --hf-config-path
-    --allowed-local-media-path --revision --code-revision --tokenizer-revision
+    --runner --convert --tokenizer-mode --dtype --seed --hf-config-path
+    --allowed-local-media-path --code-revision --tokenizer-revision
     --max-model-len --quantization --max-logprobs --logprobs-mode --config-format --hf-token
     --hf-overrides --pooler-config --logits-processor-pattern --generation-config
     --override-generation-config --model-impl --override-attention-dtype
-    --io-processor-plugin --model-weights --model-loader-extra-config --load-format
-    --download-dir --safetensors-load-strategy --pt-load-map-location --attention-backend
+    --io-processor-plugin --model-weights --model-loader-extra-config
+    --safetensors-load-strategy --pt-load-map-location --attention-backend
     --reasoning-parser --reasoning-parser-plugin --master-addr --master-port
     --dcp-kv-cache-interleave-size --cp-kv-cache-interleave-size --dcp-comm-backend
     --data-parallel-address --data-parallel-rpc-port --all2all-backend --ubatch-size
@@ -219,6 +226,20 @@ _ALL_LONG: Tuple[str, ...] = tuple(
 _ALL_SHORT: Tuple[str, ...] = tuple(
     sorted({n for n in _BY_NAME if not n.startswith("--")} | _OTHER_SHORT_WITH_VALUE | {"-h"})
 )
+
+
+def _known_option(name: str) -> bool:
+    """An option string vLLM registers, exactly as written (after FlexibleArgumentParser's
+    underscores-to-dashes)."""
+    return (
+        name in _BY_NAME
+        or name in _OTHER_NO_VALUE
+        or name in _OTHER_MANY_VALUES
+        or name in _OTHER_LONG
+        or name in _OTHER_SHORT_WITH_VALUE
+    )
+
+
 # `--tp 4` is not an option anywhere in vLLM; people write it (and `tp: 4` in --config).
 _SHORT_ALIAS_WORDS: Dict[str, str] = {
     n[1:]: o.names[0] for o in _TRACKED for n in o.names[1:] if len(n) > 2
@@ -365,6 +386,13 @@ class ParsedArgs:
     dtype: Optional[str] = None
     quantization: Optional[str] = None
     hf_overrides: bool = False  # --hf-overrides given (in any spelling)
+    # where the weights come from and how the engine starts: --revision, --download-dir,
+    # --tokenizer, --load-format (as written), --enforce-eager
+    revision: Optional[str] = None
+    download_dir: Optional[str] = None
+    tokenizer: Optional[str] = None
+    load_format: Optional[str] = None
+    enforce_eager: bool = False
     config_path: Optional[str] = None
     config_loaded: bool = False
     # dest -> where its (last) value came from
@@ -732,11 +760,17 @@ class _Parser:
                     return
 
     def is_option(self, text: str) -> bool:
-        """argparse's test: does this token start an option (else it is a value)?"""
+        """argparse's test (`_parse_optional`): does this token start an option (else it
+        is a value)? Its order matters: the name before a `=`, and a long prefix of a
+        known option, are looked up before a word holding a space is taken as a
+        positional, so `--limit-mm-per-prompt={"image": 0}` is an option."""
         if not text.startswith("-") or text == "-":
             return False
-        if text in _BY_NAME or text.split("=", 1)[0] in _BY_NAME:
+        name, eq, _ = text.partition("=")
+        if _known_option(text) or (eq and _known_option(name)):
             return True
+        if text.startswith("--") and any(o.startswith(name) for o in _ALL_LONG):
+            return True  # an abbreviation (or an ambiguous one argparse refuses)
         if _NEGATIVE_NUMBER.match(text):
             return False
         name, eq, _ = text.partition("=")
@@ -943,6 +977,11 @@ class _Parser:
         r.max_model_len = self.get_str("max_model_len")
         r.dtype = self.get_str("dtype")
         r.quantization = self.get_str("quantization")
+        r.revision = self.get_str("revision")
+        r.download_dir = self.get_str("download_dir")
+        r.tokenizer = self.get_str("tokenizer")
+        r.load_format = self.get_str("load_format")
+        r.enforce_eager = self.get_bool("enforce_eager")
         r.host = self.get_str("host")
         r.api_server_count = self.get_int("api_server_count", None, 0)
         port = self.get_int("port", None, 0)

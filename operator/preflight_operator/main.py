@@ -19,20 +19,20 @@ from typing import Any
 
 import kopf
 
-from preflight_operator import metrics
-from preflight_operator.analysis import RulesAnalyser
-from preflight_operator.api import KubeApi, load_credentials
-from preflight_operator.config import ConfigError, load_config
-from preflight_operator.controller import Controller
+from preflight_operator.core.analysis import RulesAnalyser
+from preflight_operator.core.config import ConfigError, load_config
+from preflight_operator.core.modelcache import ModelCache, load_model_sources
+from preflight_operator.core.rules import ClusterLookup
 from preflight_operator.handlers import register
-from preflight_operator.health import Health
-from preflight_operator.modelcache import ModelCache, load_model_sources
-from preflight_operator.options import RunOptions, parse_options
-from preflight_operator.reflector import Reflector
-from preflight_operator.rules import ClusterLookup
-from preflight_operator.watches import Watches
-from preflight_operator.webhooks import AdmissionService
-from preflight_operator.writegate import WriteGate
+from preflight_operator.runtime import metrics
+from preflight_operator.runtime.api import KubeApi, load_credentials
+from preflight_operator.runtime.controller import Controller
+from preflight_operator.runtime.health import Health
+from preflight_operator.runtime.options import RunOptions, parse_options
+from preflight_operator.runtime.reflector import Reflector
+from preflight_operator.runtime.watches import Watches
+from preflight_operator.runtime.writegate import WriteGate
+from preflight_operator.webhook.webhooks import AdmissionService
 
 logger = logging.getLogger("preflight_operator")
 
@@ -127,7 +127,7 @@ def build(options: RunOptions) -> tuple[kopf.OperatorRegistry, kopf.Memo, Contro
     admission = AdmissionService(
         config,
         analyser,
-        controller.policies,
+        controller.policy_watch.book,
         events=controller.events,
         owner_body=api.get_workload,
         opted_in=controller.opted_in.__contains__,
@@ -137,7 +137,7 @@ def build(options: RunOptions) -> tuple[kopf.OperatorRegistry, kopf.Memo, Contro
     health = Health(
         options.health_stall_seconds,
         facts={"workloads": lambda: len(controller.store.workloads),
-               "queue": lambda: len(controller.queue)},
+               "queue": lambda: len(controller.workers.queue)},
     )  # fmt: skip
     memo = kopf.Memo(controller=controller, admission=admission, health=health, watches=watches)
     return registry, memo, controller

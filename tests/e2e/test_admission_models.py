@@ -15,7 +15,7 @@ import pytest
 from preflight_dev import localoperator, localsetup
 from preflight_dev.localoperator import OperatorProcess
 from preflight_dev.testing import Cluster, wait_for
-from preflight_operator import constants
+from preflight_operator.core import constants
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "models"
 QWEN = "Qwen/Qwen2.5-0.5B-Instruct"  # 14 attention heads, 2 KV heads

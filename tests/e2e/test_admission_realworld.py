@@ -18,7 +18,7 @@ import yaml
 from preflight_dev import localoperator, localsetup
 from preflight_dev.localoperator import OperatorProcess
 from preflight_dev.testing import Cluster, wait_for
-from preflight_operator import constants
+from preflight_operator.core import constants
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "realworld"
 

@@ -25,7 +25,7 @@ import pytest
 from preflight_dev import fakekubelet
 from preflight_dev.localoperator import OperatorProcess
 from preflight_dev.testing import Cluster, wait_for
-from preflight_operator import constants
+from preflight_operator.core import constants
 
 pytestmark = pytest.mark.e2e
 

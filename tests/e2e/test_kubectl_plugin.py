@@ -21,7 +21,7 @@ import yaml
 from preflight_contract.report import CheckResult, GPUEntry, Report
 from preflight_dev import fakekubelet, localoperator, localsetup
 from preflight_dev.testing import Cluster, wait_for
-from preflight_operator import constants
+from preflight_operator.core import constants
 
 REPO = Path(__file__).resolve().parents[2]
 MANIFESTS = REPO / "tests" / "data" / "manifests"

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from preflight_dev.testing import Cluster, KubectlError
-from preflight_operator import lint
+from preflight_operator.cli import lint
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "data" / "hostile"))
 import corpus

@@ -27,7 +27,8 @@ from preflight_dev import fakekubelet, localoperator, localsetup
 from preflight_dev.hubserver import HubServer
 from preflight_dev.localoperator import OperatorProcess
 from preflight_dev.testing import Cluster, find_bin_dir, wait_for
-from preflight_operator import constants, lint
+from preflight_operator.cli import lint
+from preflight_operator.core import constants
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "models"
 CHART = Path(__file__).resolve().parents[2] / "charts" / "vllm-preflight"

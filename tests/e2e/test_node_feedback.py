@@ -25,8 +25,8 @@ from preflight_contract.report import CheckResult, GPUEntry, Report
 from preflight_dev import fakekubelet
 from preflight_dev.localoperator import OperatorProcess
 from preflight_dev.testing import Cluster, wait_for
-from preflight_operator import constants
-from preflight_operator.nodefeedback import KEY
+from preflight_operator.core import constants
+from preflight_operator.core.nodefeedback import KEY
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "data" / "manifests"
 GPU0 = "GPU-ea300b2e-0352-789c-6847-ce5195328e81"

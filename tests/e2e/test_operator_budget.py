@@ -16,7 +16,7 @@ import yaml
 
 from preflight_dev import localoperator, localsetup
 from preflight_dev.testing import Cluster, wait_for
-from preflight_operator import constants
+from preflight_operator.core import constants
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "data" / "manifests"
 

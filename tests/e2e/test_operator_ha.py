@@ -17,7 +17,7 @@ from preflight_contract.report import CheckResult, Report
 from preflight_dev import fakekubelet, localoperator, localsetup
 from preflight_dev.localoperator import OperatorProcess
 from preflight_dev.testing import Cluster, wait_for
-from preflight_operator import constants
+from preflight_operator.core import constants
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "data" / "manifests"
 PASSED = Report(checks=[CheckResult("gpu-count", "pass", "ok")]).to_termination_message()

@@ -23,7 +23,7 @@ import yaml
 
 from preflight_dev import localoperator, localsetup
 from preflight_dev.testing import Cluster, wait_for
-from preflight_operator import constants
+from preflight_operator.core import constants
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 sys.path.insert(0, str(DATA / "hostile"))

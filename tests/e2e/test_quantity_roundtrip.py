@@ -17,7 +17,7 @@ from fractions import Fraction
 import pytest
 
 from preflight_dev.testing import Cluster, KubectlError
-from preflight_operator.rules.quantity import parse_quantity
+from preflight_operator.core.rules.quantity import parse_quantity
 
 # resource names a quota accepts with any non-negative quantity
 KEYS = (

@@ -21,7 +21,7 @@ from preflight_contract.report import CheckResult, Report
 from preflight_dev import fakekubelet, localoperator, localsetup
 from preflight_dev.localoperator import OperatorProcess
 from preflight_dev.testing import Cluster, wait_for
-from preflight_operator import constants
+from preflight_operator.core import constants
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "realworld"
 INJECT = {constants.LABEL_INJECT: "enabled"}

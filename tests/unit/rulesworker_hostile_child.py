@@ -8,9 +8,10 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from preflight_operator import rules, rulesworker
-from preflight_operator.analysis import RulesAnalyser
-from preflight_operator.config import PolicySpec
+from preflight_operator.core import rules
+from preflight_operator.core.analysis import RulesAnalyser
+from preflight_operator.core.config import PolicySpec
+from preflight_operator.runtime import rulesworker
 
 _real = RulesAnalyser.results
 

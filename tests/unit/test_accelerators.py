@@ -14,7 +14,7 @@ import pytest
 from test_rules_support import check, deployment, finding, ids, one, pod_spec, vllm
 
 from preflight_contract.verdicts import FAIL, PASS, WARN
-from preflight_operator.rules.accelerators import (
+from preflight_operator.core.rules.accelerators import (
     ACCELERATORS,
     TPU_GENERATIONS,
     accelerator,

@@ -13,13 +13,13 @@ import aiohttp
 
 from preflight_dev.testing.certs import CertificateAuthority
 from preflight_dev.testing.process import free_ports
-from preflight_operator import metrics
-from preflight_operator.analysis import RulesAnalyser
-from preflight_operator.config import OperatorConfig
+from preflight_operator.core.analysis import RulesAnalyser
+from preflight_operator.core.config import OperatorConfig
+from preflight_operator.core.policy import PolicyBook
 from preflight_operator.handlers import admission as handlers
-from preflight_operator.policy import PolicyBook
-from preflight_operator.webhooks import AdmissionService
-from preflight_operator.webhookserver import MAX_BODY, WebhookServer
+from preflight_operator.runtime import metrics
+from preflight_operator.webhook.webhooks import AdmissionService
+from preflight_operator.webhook.webhookserver import MAX_BODY, WebhookServer
 
 
 def serving(tmp_path: Path, ca: CertificateAuthority, name: str = "tls") -> tuple[Path, Path]:

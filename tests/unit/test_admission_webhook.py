@@ -11,17 +11,17 @@ from typing import Any
 import pytest
 import yaml
 
-from preflight_operator import metrics
-from preflight_operator.admission import decide, spec_changed
-from preflight_operator.analysis import RulesAnalyser
-from preflight_operator.config import OperatorConfig, PolicySpec, WebhookConfig
-from preflight_operator.events import EventSpec
+from preflight_operator.core.admission import decide, spec_changed
+from preflight_operator.core.analysis import RulesAnalyser
+from preflight_operator.core.config import OperatorConfig, PolicySpec, WebhookConfig
+from preflight_operator.core.events import EventSpec
+from preflight_operator.core.policy import PolicyBook, ResolvedPolicy, parse_policy
+from preflight_operator.core.rules.model import Finding
+from preflight_operator.core.static import StaticResult
+from preflight_operator.core.workloads import WorkloadRef
 from preflight_operator.handlers import admission as handlers
-from preflight_operator.policy import PolicyBook, ResolvedPolicy, parse_policy
-from preflight_operator.rules.model import Finding
-from preflight_operator.static import StaticResult
-from preflight_operator.webhooks import AdmissionService
-from preflight_operator.workloads import WorkloadRef
+from preflight_operator.runtime import metrics
+from preflight_operator.webhook.webhooks import AdmissionService
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "data" / "manifests"
 REF = WorkloadRef("ns", "Deployment", "vllm", "apps/v1")

@@ -19,11 +19,11 @@ import pytest
 import yaml
 from test_rules_support import check, config_map, deployment, ids, pod_spec, vllm
 
-from preflight_operator.analysis import RulesAnalyser
-from preflight_operator.config import OperatorConfig, PolicySpec
-from preflight_operator.modelcache import files_from_config_map
-from preflight_operator.rules import WARN, boundedyaml
-from preflight_operator.rulesworker import BudgetExceeded, isolate, plain
+from preflight_operator.core.analysis import RulesAnalyser
+from preflight_operator.core.config import OperatorConfig, PolicySpec
+from preflight_operator.core.modelcache import files_from_config_map
+from preflight_operator.core.rules import WARN, boundedyaml
+from preflight_operator.runtime.rulesworker import BudgetExceeded, isolate, plain
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "data" / "hostile"))
 import corpus

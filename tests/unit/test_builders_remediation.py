@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from preflight_operator import constants
-from preflight_operator.remediation import ANNOTATION_PREVIOUS_REPLICAS, WorkloadFacts, decide
-from preflight_operator.workloads import DEPLOYMENT, JOB, STATEFULSET, WorkloadKind
+from preflight_operator.core import constants
+from preflight_operator.core.remediation import ANNOTATION_PREVIOUS_REPLICAS, WorkloadFacts, decide
+from preflight_operator.core.workloads import DEPLOYMENT, JOB, STATEFULSET, WorkloadKind
 
 NOW = "2026-01-01T00:10:00Z"
 

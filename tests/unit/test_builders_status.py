@@ -6,20 +6,20 @@ import dataclasses
 import json
 from typing import Any
 
-from preflight_operator.config import PolicySpec
-from preflight_operator.gpuvalidation import (
+from preflight_operator.core.config import PolicySpec
+from preflight_operator.core.gpuvalidation import (
     StatusInputs,
     build_status,
     desired_object,
     merge_history,
     overall_status,
 )
-from preflight_operator.planning import replacing_merge_patch, without_nulls
-from preflight_operator.podresults import PodResult
-from preflight_operator.policy import ResolvedPolicy
-from preflight_operator.rules.model import Finding
-from preflight_operator.static import Plan, StaticResult
-from preflight_operator.workloads import WorkloadRef
+from preflight_operator.core.planning import replacing_merge_patch, without_nulls
+from preflight_operator.core.podresults import PodResult
+from preflight_operator.core.policy import ResolvedPolicy
+from preflight_operator.core.rules.model import Finding
+from preflight_operator.core.static import Plan, StaticResult
+from preflight_operator.core.workloads import WorkloadRef
 
 REF = WorkloadRef("ns", "Deployment", "vllm", "apps/v1")
 PLAN = Plan(tp=2, pp=1, dp=1, dp_local=1, gpus_needed=2, container="vllm")
@@ -167,7 +167,7 @@ def test_desired_object_is_owned_without_blocking_deletion() -> None:
 
 
 def test_findings_are_capped_each_and_in_number_with_a_summary_of_the_rest() -> None:
-    from preflight_operator.analysis import RulesAnalyser
+    from preflight_operator.core.analysis import RulesAnalyser
 
     pad = 100_000  # each finding quotes the value twice: 9 of them made a 1.8 MB status
     containers = [
@@ -197,7 +197,7 @@ def test_findings_are_capped_each_and_in_number_with_a_summary_of_the_rest() -> 
 
 
 def test_the_whole_status_is_bounded_keeping_the_newest_pods() -> None:
-    from preflight_operator.gpuvalidation import STATUS_LIMIT, bound_status
+    from preflight_operator.core.gpuvalidation import STATUS_LIMIT, bound_status
 
     findings = tuple(Finding(f"r{i}", "warn", "m" * 1000, "f" * 300, "x" * 1000) for i in range(20))
     big = StaticResult("warn", findings=findings, plan=PLAN, gpus_requested=2)
@@ -233,8 +233,8 @@ def test_pods_that_run_without_the_check_are_named_with_the_fix() -> None:
 
 
 def test_not_injected_is_announced_once() -> None:
-    from preflight_operator.planning import plan_reconcile
-    from preflight_operator.store import WorkloadState
+    from preflight_operator.core.planning import plan_reconcile
+    from preflight_operator.core.store import WorkloadState
 
     workload = WorkloadState(
         ref=REF, uid="u", generation=1, labels={}, annotations={}, replicas=2, paused=False,

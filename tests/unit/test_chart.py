@@ -503,7 +503,7 @@ class TestOperatorDeployment:
             "--webhook-cert-dir=/etc/vllm-preflight/certs",
             "--metrics-port=8080",
             "--health-port=8081",
-            "--kind-families=kserve,kuberay,aibrix,kubeai,production-stack,dynamo",
+            "--kind-families=kuberay,aibrix,kserve,kubeai,production-stack,dynamo",
             "--lease-name=vllm-preflight",
             "--lease-duration=15",
             "--renew-deadline=10",
@@ -610,7 +610,7 @@ LEASE_RULES = {
 
 class TestServingStacks:
     def test_the_chart_lists_the_operators_serving_stack_kinds(self) -> None:
-        from preflight_operator.workloads import TEMPLATE_KINDS, WRAPPER_KINDS
+        from preflight_operator.core.workloads import TEMPLATE_KINDS, WRAPPER_KINDS
 
         ours = {(k.group, k.plural) for k in (*WRAPPER_KINDS, *TEMPLATE_KINDS)}
         assert ours == set(WRAPPERS)
@@ -630,7 +630,7 @@ class TestServingStacks:
         args = operator_container(objs)["args"]
         assert "--kind-families=kuberay,aibrix,kubeai,production-stack" in args
         assert (
-            "--kind-families=kserve,kuberay,aibrix,kubeai,production-stack,dynamo"
+            "--kind-families=kuberay,aibrix,kserve,kubeai,production-stack,dynamo"
             in (operator_container(render())["args"])
         )
 
@@ -769,7 +769,7 @@ class TestOperatorConfig:
     def test_webhook_values_reach_the_operator(self) -> None:
         """The failure answers follow the webhook configurations' own failurePolicy and
         timeout; denial Events and the port's limits are values."""
-        config_module = pytest.importorskip("preflight_operator.config")
+        config_module = pytest.importorskip("preflight_operator.core.config")
         objs = render(
             sets=[
                 "webhook.validating.failurePolicy=Fail", "webhook.validating.timeoutSeconds=5",
@@ -830,13 +830,13 @@ class TestOperatorConfig:
 
     @pytest.mark.parametrize("values", [None, *VALID_VALUES])
     def test_the_operator_accepts_every_rendered_config(self, values: str | None) -> None:
-        config_module = pytest.importorskip("preflight_operator.config")
+        config_module = pytest.importorskip("preflight_operator.core.config")
         config = config_module.parse_config(rendered_config(*([values] if values else [])))
         assert NAMESPACE in config.excluded_namespaces
         assert config.namespace_label == OPT_IN
 
     def test_per_rule_actions_reach_the_config(self) -> None:
-        config_module = pytest.importorskip("preflight_operator.config")
+        config_module = pytest.importorskip("preflight_operator.core.config")
         objs = render(sets=["defaultPolicy.rules.shm-too-small=Enforce"])
         config = config_module.parse_config(
             yaml.safe_load(one(objs, "ConfigMap", FULLNAME)["data"]["config.yaml"])
@@ -846,7 +846,7 @@ class TestOperatorConfig:
         assert "/defaultPolicy/rules/shm-too-small': value must be one of" in error
 
     def test_the_rules_budget_is_set_from_values(self) -> None:
-        config_module = pytest.importorskip("preflight_operator.config")
+        config_module = pytest.importorskip("preflight_operator.core.config")
         objs = render(sets=["rules.budgetSeconds=2", "rules.workers=4"])
         config = config_module.parse_config(
             yaml.safe_load(one(objs, "ConfigMap", FULLNAME)["data"]["config.yaml"])
@@ -1006,7 +1006,7 @@ class TestModels:
         assert "HF_TOKEN" not in {e["name"] for e in operator_container(objs)["env"]}
 
     def test_the_config_map_is_read_by_name_only(self) -> None:
-        from preflight_operator.modelcache import parse_model_sources
+        from preflight_operator.core.modelcache import parse_model_sources
 
         objs = render(sets=["models.configMap=model-configs"])
         config = yaml.safe_load(one(objs, "ConfigMap", FULLNAME)["data"]["config.yaml"])
@@ -1040,7 +1040,7 @@ class TestModels:
         assert not find(no_rbac, "Role", f"{FULLNAME}-model-configs")
 
     def test_the_fetch_gets_its_endpoint_cache_and_token(self) -> None:
-        from preflight_operator.modelcache import parse_model_sources
+        from preflight_operator.core.modelcache import parse_model_sources
 
         objs = render(
             sets=[

@@ -26,7 +26,7 @@ import pytest
 import yaml
 
 from preflight_dev.testing import BinariesNotFound, find_bin_dir, find_tools_dir
-from preflight_operator import metrics
+from preflight_operator.runtime import metrics
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "vllm-preflight"

@@ -102,7 +102,7 @@ def _bare_names(paths: list[Path]) -> list[str]:
     return found
 
 
-INJECTOR = [ROOT / "operator" / "preflight_operator" / "injection.py"]
+INJECTOR = [ROOT / "operator" / "preflight_operator" / "core" / "injection.py"]
 CHECKER = sorted((ROOT / "initcontainer" / "preflight_check").rglob("*.py"))
 
 

@@ -11,7 +11,8 @@ from aiohttp.base_protocol import BaseProtocol
 from aiohttp.streams import StreamReader
 
 from preflight_contract import safejson
-from preflight_operator import api, decoding
+from preflight_operator.core import decoding
+from preflight_operator.runtime import api
 
 BOMB = '{"f:x":' * 1000 + "{}" + "}" * 1000
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from preflight_contract.check_ids import CHECKS
-from preflight_operator.rules import RULE_INFO
+from preflight_operator.core.rules import RULE_INFO
 
 REPO = Path(__file__).resolve().parents[2]
 

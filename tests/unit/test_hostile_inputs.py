@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from preflight_operator import lint
-from preflight_operator.rules import check_object
+from preflight_operator.cli import lint
+from preflight_operator.core.rules import check_object
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "data" / "hostile"))
 import corpus

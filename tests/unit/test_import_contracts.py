@@ -3,9 +3,10 @@
 Why: the contracts in pyproject.toml (`[tool.importlinter]`, run by `make lint`) keep the
 product (preflight_contract, preflight_check, preflight_operator) from importing the
 development harness (preflight_dev, under dev/), the contract package on the standard library
-alone, the operator off the checker, and two of them list the product's modules by name
-(every module but the few allowed kopf or the API client). A module added later and listed
-nowhere would escape those; these tests fail then, naming the module and the list to add it to.
+alone and the operator off the checker. Since issue 28 the operator's folders are its layers
+(one `layers` contract, and forbidden contracts that name folders, never modules); a module
+put beside the folders would escape them, and these tests fail then, naming the module and
+where it belongs.
 """
 
 from __future__ import annotations
@@ -20,9 +21,6 @@ import pytest
 from tests.unit.test_packaging import _imports
 
 ROOT = Path(__file__).resolve().parents[2]
-# The modules allowed what the by-name contracts forbid everyone else.
-MAY_TALK_TO_THE_API = {"api"}
-MAY_IMPORT_KOPF = {"main", "handlers"}
 PRODUCT = {"preflight_contract", "preflight_check", "preflight_operator"}
 # The import names of pyproject.toml's dependencies (runtime, deep and the harness's client).
 THIRD_PARTY = {"kopf", "pynvml", "yaml", "prometheus_client", "aiohttp", "torch", "kubernetes"}
@@ -59,25 +57,38 @@ def test_the_product_packages_as_a_whole_may_not_import_the_harness() -> None:
     assert not _children(ROOT / "operator" / "preflight_operator") & harness
 
 
+# The operator's folders, top to bottom, as the one `layers` contract orders them.
+LAYERS = ["main", "handlers", "cli | webhook", "runtime", "core"]
+
+
+def test_every_operator_module_sits_in_a_layer() -> None:
+    """Issue 28: a module's folder says what it may touch. The `layers` contract orders the
+    folders; a module or package put beside them at the top would escape it."""
+    contract = _contract("the operator's layers")
+    assert contract["type"] == "layers"
+    assert contract["containers"] == ["preflight_operator"]
+    assert contract["layers"] == LAYERS
+    in_layers = {name.strip() for layer in LAYERS for name in layer.split("|")}
+    stray = _children(ROOT / "operator" / "preflight_operator") - in_layers - {"__init__"}
+    assert not stray, (
+        f"preflight_operator.{sorted(stray)} is in no layer: put it in core/ (pure decisions), "
+        "runtime/ (talks to the cluster), webhook/ or cli/"
+    )
+
+
 @pytest.mark.parametrize(
-    ("fragment", "allowed"),
+    ("fragment", "folders"),
     [
-        ("only api.py talks to the API server", MAY_TALK_TO_THE_API),
-        ("kopf only in main.py and handlers/", MAY_IMPORT_KOPF),
+        ("core/ is pure", {"core"}),
+        ("kopf only in main.py and handlers/", {"core", "runtime", "webhook", "cli"}),
+        ("only runtime/api.py", {"core", "runtime", "webhook", "cli", "handlers", "main"}),
     ],
 )
-def test_every_operator_module_is_in_the_by_name_contracts(
-    fragment: str, allowed: set[str]
-) -> None:
+def test_the_outside_packages_are_forbidden_by_folder(fragment: str, folders: set[str]) -> None:
     contract = _contract(fragment)
-    listed = {m.split(".", 1)[1] for m in contract["source_modules"] if "." in m}
-    assert {"preflight_contract", "preflight_check"} <= set(contract["source_modules"])
-    unlisted = _children(ROOT / "operator" / "preflight_operator") - listed - allowed
-    assert not unlisted, (
-        f"preflight_operator.{sorted(unlisted)} is in no source_modules of the contract "
-        f"{contract['name']!r}: add it there in pyproject.toml"
-    )
-    assert not listed & allowed
+    named = {m.split(".", 1)[1] for m in contract["source_modules"] if "." in m}
+    assert named == folders
+    assert all(m.count(".") <= 1 for m in contract["source_modules"]), "folders, not modules"
 
 
 def test_the_operator_imports_nothing_of_the_checker() -> None:

@@ -11,11 +11,10 @@ from typing import Any
 import jsonpatch
 import pytest
 
-from preflight_operator import constants
-from preflight_operator.analysis import RulesAnalyser, check_plan
-from preflight_operator.config import InjectionConfig, OperatorConfig, PolicySpec, Thresholds
-from preflight_operator.handlers import admission as handlers
-from preflight_operator.injection import (
+from preflight_operator.core import constants
+from preflight_operator.core.analysis import RulesAnalyser, check_plan
+from preflight_operator.core.config import InjectionConfig, OperatorConfig, PolicySpec, Thresholds
+from preflight_operator.core.injection import (
     Injection,
     Skip,
     model_mounts,
@@ -23,10 +22,11 @@ from preflight_operator.injection import (
     runtime_skips,
     vllm_args_value,
 )
-from preflight_operator.policy import PolicyBook, parse_policy
-from preflight_operator.static import Plan
-from preflight_operator.webhooks import AdmissionService
-from preflight_operator.workloads import WorkloadRef
+from preflight_operator.core.policy import PolicyBook, parse_policy
+from preflight_operator.core.static import Plan
+from preflight_operator.core.workloads import WorkloadRef
+from preflight_operator.handlers import admission as handlers
+from preflight_operator.webhook.webhooks import AdmissionService
 
 PLAN = Plan(tp=2, pp=1, dp=1, dp_local=1, gpus_needed=2, container="vllm")
 DEFAULT_POLICY = PolicySpec()
@@ -367,7 +367,7 @@ def test_dra_pods_get_the_check_with_the_same_claims() -> None:
             }
         },
     }
-    from preflight_operator.rules import ClusterLookup
+    from preflight_operator.core.rules import ClusterLookup
 
     def lookup(namespace: str, kind: str, name: str) -> dict[str, Any] | None:
         return template if (kind, name) == ("ResourceClaimTemplate", "two-gpus") else None

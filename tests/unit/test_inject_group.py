@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from preflight_check.group import engine_args, group_config, vllm_argv_of
-from preflight_operator.config import ConfigError, InjectionConfig, PolicySpec, parse_config
-from preflight_operator.injection import Injection, plan_injection
-from preflight_operator.static import Plan
+from preflight_operator.core.config import ConfigError, InjectionConfig, PolicySpec, parse_config
+from preflight_operator.core.injection import Injection, plan_injection
+from preflight_operator.core.static import Plan
 
 PLAN = Plan(tp=8, pp=1, dp=1, dp_local=1, gpus_needed=8, container="vllm")
 SCRIPT = "vllm serve m -tp 8 -pp 2 --nnodes $(LWS_GROUP_SIZE) --node-rank $(LWS_WORKER_INDEX)"

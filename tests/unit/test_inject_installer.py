@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from preflight_operator import install
+from preflight_operator.cli import install
 
 
 def test_copies_the_zipapp_executable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

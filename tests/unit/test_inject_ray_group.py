@@ -13,12 +13,12 @@ from typing import Any
 
 import yaml
 
-from preflight_operator.analysis import RulesAnalyser, ray_worker_target
-from preflight_operator.config import OperatorConfig
-from preflight_operator.injection import Injection, ray_group_ready, ray_role
-from preflight_operator.policy import PolicyBook
-from preflight_operator.webhooks import AdmissionService
-from preflight_operator.workloads import WorkloadRef
+from preflight_operator.core.analysis import RulesAnalyser, ray_worker_target
+from preflight_operator.core.config import OperatorConfig
+from preflight_operator.core.injection import Injection, ray_group_ready, ray_role
+from preflight_operator.core.policy import PolicyBook
+from preflight_operator.core.workloads import WorkloadRef
+from preflight_operator.webhook.webhooks import AdmissionService
 
 CORPUS = Path(__file__).parents[1] / "data" / "realworld"
 LWS_LABEL = "leaderworkerset.sigs.k8s.io/name"
@@ -108,7 +108,7 @@ def test_without_the_leaderworkerset_there_is_no_group_phase() -> None:
 def test_one_read_of_the_leaderworkerset_serves_the_policy_and_the_group() -> None:
     """The pod's policy labels and the Ray group's readiness come from one cached read of
     the LeaderWorkerSet (the operator wired two readers of it before: two GETs a burst)."""
-    from preflight_operator.policy import parse_policy
+    from preflight_operator.core.policy import parse_policy
 
     body = lws()
     body["metadata"].setdefault("labels", {})["team"] = "ray"  # on the LWS, not its pods

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from preflight_contract.report import CheckResult, Report
-from preflight_operator import constants, kubectl_plugin
-from preflight_operator.kubectl_plugin import CanarySpec, PluginError, Target
+from preflight_operator.cli import kubectl_plugin
+from preflight_operator.cli.kubectl_plugin import CanarySpec, PluginError, Target
+from preflight_operator.core import constants
 
 NOW = datetime.datetime(2026, 12, 1, 12, 0, 0, tzinfo=datetime.timezone.utc)
 

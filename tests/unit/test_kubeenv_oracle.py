@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from preflight_dev.testing.oracles import oracle_binary
-from preflight_operator.rules.kubeenv import expand
+from preflight_operator.core.rules.kubeenv import expand
 
 
 def _binary() -> Path:

@@ -11,7 +11,8 @@ import pytest
 import yaml
 from test_rules_support import deployment, pod_spec, service, vllm
 
-from preflight_operator import cli, lint
+from preflight_operator import cli
+from preflight_operator.cli import lint
 
 SAMPLES = Path(__file__).parents[1] / "data" / "manifests"
 GOOD = SAMPLES / "good-tp2-deployment.yaml"

@@ -48,8 +48,8 @@ from test_shell_oracle import IDIOMS, LAUNCHERS
 
 from preflight_contract import vllm_args as va
 from preflight_contract.verdicts import FAIL, PASS
-from preflight_operator import lint
-from preflight_operator.rules.engine import check_objects
+from preflight_operator.cli import lint
+from preflight_operator.core.rules.engine import check_objects
 
 DATA = Path(__file__).parents[1] / "data"
 CORPORA = (DATA / "realworld", DATA / "manifests")

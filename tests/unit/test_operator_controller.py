@@ -13,13 +13,13 @@ import pytest
 import yaml
 
 from preflight_contract.report import CheckResult, Report
-from preflight_operator import constants
-from preflight_operator.analysis import RulesAnalyser
-from preflight_operator.api import Conflict, Forbidden, NotFound
-from preflight_operator.config import OperatorConfig, PolicySpec
-from preflight_operator.controller import Controller
-from preflight_operator.static import StaticResult
-from preflight_operator.workloads import DEPLOYMENT, WorkloadRef
+from preflight_operator.core import constants
+from preflight_operator.core.analysis import RulesAnalyser
+from preflight_operator.core.config import OperatorConfig, PolicySpec
+from preflight_operator.core.static import StaticResult
+from preflight_operator.core.workloads import DEPLOYMENT, WorkloadRef
+from preflight_operator.runtime.api import Conflict, Forbidden, NotFound
+from preflight_operator.runtime.controller import Controller
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "data" / "manifests"
 NS = "team"
@@ -154,7 +154,7 @@ async def settle(ctl: Controller) -> None:
         await ctl.start(workers=2)
     for _ in range(500):
         await asyncio.sleep(0.005)
-        if ctl.queue.idle():
+        if ctl.workers.queue.idle():
             break
     await ctl.events.drain(1.0)
 
@@ -370,7 +370,7 @@ def test_a_pod_anyone_else_made_never_scales_the_workload() -> None:
 def test_a_controller_reference_with_another_uid_is_not_the_workloads() -> None:
     """provenance: where the workload owns its pods itself (a StatefulSet), the pod's
     controller reference must carry the workload's uid as watched."""
-    from preflight_operator.workloads import STATEFULSET
+    from preflight_operator.core.workloads import STATEFULSET
 
     config = OperatorConfig(default_policy=PolicySpec(on_runtime_failure="ScaleToZero"))
     sts = deployment()
@@ -449,11 +449,11 @@ def test_a_late_echo_never_replaces_a_newer_status() -> None:
             "status": {"runtimeVerdict": verdict},
         }  # fmt: skip
 
-    ctl.observe_validation(event("10", "pass"), deleted=False)
+    ctl.validations.observe(event("10", "pass"), deleted=False)
     key = (NS, "Deployment", "vllm-good")
-    ctl.observe_validation(event("9", "pending"), deleted=False)
+    ctl.validations.observe(event("9", "pending"), deleted=False)
     assert ctl.store.validations[key].status == {"runtimeVerdict": "pass"}
-    ctl.observe_validation(event("11", "fail"), deleted=False)
+    ctl.validations.observe(event("11", "fail"), deleted=False)
     assert ctl.store.validations[key].status == {"runtimeVerdict": "fail"}
     assert ctl.store.validations[key].resource_version == 11
 
@@ -476,7 +476,7 @@ def test_a_workload_from_a_list_without_kind_is_still_analysed() -> None:
 def test_a_follower_writes_nothing_until_it_leads_then_catches_up() -> None:
     # Two replicas share the cluster: the one without the Lease must not reconcile from
     # its own store, whatever feeds its queue; once it leads, it catches up.
-    from preflight_operator.writegate import WriteGate
+    from preflight_operator.runtime.writegate import WriteGate
 
     clock = [100.0]
     gate = WriteGate("follower", clock=lambda: clock[0])
@@ -523,7 +523,7 @@ def test_a_bad_policy_field_gets_a_status_an_event_and_the_default_once() -> Non
         return ctl
 
     ctl = run(one_run())
-    resolved = ctl.policies.resolve(NS, {}, PolicySpec())
+    resolved = ctl.policy_watch.book.resolve(NS, {}, PolicySpec())
     assert (resolved.name, resolved.action) == ("trial", "Warn")
     assert resolved.spec.thresholds.shm_min == "1Gi"
     status = api.policies[NS, "trial"]["status"]
@@ -548,7 +548,7 @@ def test_a_bad_policy_field_gets_a_status_an_event_and_the_default_once() -> Non
 def test_pods_that_ran_without_injection_get_not_injected_an_event_and_a_count() -> None:
     """Created while the webhook was down (failurePolicy Ignore): the pod watch never sees
     them (it selects injected pods), so the workload's own status says pods exist."""
-    from preflight_operator import metrics
+    from preflight_operator.runtime import metrics
 
     api = FakeApi()
     api.pods = [

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from preflight_dev.fakekubelet import DEFAULT_SHM_BYTES, NODE_MEMORY, check_shm_bytes
-from preflight_operator import constants
+from preflight_operator.core import constants
 
 
 def pod(volume: dict[str, Any] | None, mounted: bool = True) -> dict[str, Any]:

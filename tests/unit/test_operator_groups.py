@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from preflight_contract.report import CheckResult, Report, group_summary
-from preflight_operator.gpuvalidation import group_results
-from preflight_operator.podresults import pod_result
+from preflight_operator.core.gpuvalidation import group_results
+from preflight_operator.core.podresults import pod_result
 
 
 def pod(name: str, message: str, code: int = 0) -> dict[str, Any]:

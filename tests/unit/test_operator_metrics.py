@@ -12,8 +12,9 @@ from cryptography.x509.oid import NameOID
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from preflight_operator import constants, metrics, remediation
-from preflight_operator.podresults import PodResult
+from preflight_operator.core import constants, remediation
+from preflight_operator.core.podresults import PodResult
+from preflight_operator.runtime import metrics
 
 
 def _cert(not_after: datetime.datetime) -> bytes:

@@ -11,15 +11,15 @@ from typing import Any
 import pytest
 
 from preflight_dev.hubserver import CORPUS, HubServer
-from preflight_operator.config import ConfigError
-from preflight_operator.modelcache import (
+from preflight_operator.core.config import ConfigError
+from preflight_operator.core.modelcache import (
     ModelCache,
     ModelSources,
     files_from_config_map,
     load_model_sources,
     parse_model_sources,
 )
-from preflight_operator.rules import ClusterLookup, check_objects
+from preflight_operator.core.rules import ClusterLookup, check_objects
 
 QWEN = "Qwen/Qwen2.5-0.5B-Instruct"
 
@@ -65,6 +65,35 @@ def test_lookup_from_the_config_map_feeds_the_rules() -> None:
     }  # fmt: skip
     (result,) = check_objects([obj], lookup=ClusterLookup(model=cache.lookup))
     assert "model-tp-heads" in [f.id for f in result.failures]
+
+
+def test_the_hubs_parameter_counts_in_the_config_map_make_the_size_exact() -> None:
+    # 70B on one H100: from the Hub's counts the size is exact, so the fail stands (from
+    # config.json alone it would be an estimate, and a warning)
+    model = "meta-llama/Meta-Llama-3.1-70B"
+    counts = '{"parameters": {"BF16": 70553706496}, "total": 70553706496}'
+    extra = {"meta-llama--Meta-Llama-3.1-70B.hub-safetensors.json": counts}
+    cache = ModelCache(ModelSources(), lambda: [config_map(model, extra=extra)])
+    files = cache.lookup(model)
+    assert files is not None
+    assert set(files) == {"config.json", "hub-safetensors.json"}
+    obj = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "q", "namespace": "ns"},
+        "spec": {"template": {"spec": {
+            "nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
+            "containers": [{
+                "name": "vllm", "image": "vllm/vllm-openai:v0.11.0",
+                "command": ["vllm", "serve", model],
+                "resources": {"limits": {"nvidia.com/gpu": 1}},
+                "volumeMounts": [{"name": "d", "mountPath": "/dev/shm"}]}],
+            "volumes": [{"name": "d", "emptyDir": {"medium": "Memory", "sizeLimit": "2Gi"}}]}}},
+    }  # fmt: skip
+    (result,) = check_objects([obj], lookup=ClusterLookup(model=cache.lookup))
+    fit = {f.id: f for f in result.findings}["model-weights-fit"]
+    assert fit.severity == "fail"
+    assert "the Hub's parameter counts (BF16)" in fit.message
 
 
 def test_fetch_is_off_by_default() -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from preflight_contract.report import CheckResult, GPUEntry, Report
 from preflight_contract.verdicts import worst
-from preflight_operator.podresults import pod_result
+from preflight_operator.core.podresults import pod_result
 
 
 def pod_with(

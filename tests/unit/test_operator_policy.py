@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from preflight_operator.config import ConfigError, PolicySpec
-from preflight_operator.policy import (
+from preflight_operator.core.config import ConfigError, PolicySpec
+from preflight_operator.core.policy import (
     PolicyBook,
     parse_policy,
     parse_selector,

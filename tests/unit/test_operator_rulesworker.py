@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 import yaml
 
-from preflight_operator import rules
-from preflight_operator.admission import unchecked
-from preflight_operator.analysis import RulesAnalyser
-from preflight_operator.config import OperatorConfig, PolicySpec
-from preflight_operator.policy import PolicyBook, ResolvedPolicy, parse_policy
-from preflight_operator.rulesworker import BudgetExceeded, RulesWorker, isolate
-from preflight_operator.webhooks import AdmissionService
-from preflight_operator.workloads import WorkloadRef
+from preflight_operator.core import rules
+from preflight_operator.core.admission import unchecked
+from preflight_operator.core.analysis import RulesAnalyser
+from preflight_operator.core.config import OperatorConfig, PolicySpec
+from preflight_operator.core.policy import PolicyBook, ResolvedPolicy, parse_policy
+from preflight_operator.core.workloads import WorkloadRef
+from preflight_operator.runtime.rulesworker import BudgetExceeded, RulesWorker, isolate
+from preflight_operator.webhook.webhooks import AdmissionService
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "data" / "manifests"
 
@@ -111,8 +111,8 @@ def test_past_the_time_budget_the_worker_is_killed_and_replaced(worker: RulesWor
 def test_a_memory_error_inside_the_rules_counts_as_over_budget() -> None:
     """The rules engine turns a crash into a rules-internal-error finding; a MemoryError
     so reported is the memory budget, not a verdict."""
-    from preflight_operator.analysis import out_of_memory
-    from preflight_operator.rules.model import ContainerResult, Finding
+    from preflight_operator.core.analysis import out_of_memory
+    from preflight_operator.core.rules.model import ContainerResult, Finding
 
     def result(message: str) -> Any:
         finding = Finding("rules-internal-error", "warn", message, "spec", "report it")
@@ -181,8 +181,8 @@ def test_a_worker_busy_in_the_rules_dies_with_a_sigkilled_operator(tmp_path: Pat
     script = f"""
 import sys, threading, time
 sys.path[:0] = {sys.path!r}
-from preflight_operator.config import PolicySpec
-from preflight_operator.rulesworker import RulesWorker
+from preflight_operator.core.config import PolicySpec
+from preflight_operator.runtime.rulesworker import RulesWorker
 import yaml
 worker = RulesWorker(entry={CHILD!r}, budget=600)
 worker.start()
@@ -220,7 +220,7 @@ def test_a_slow_manifest_holds_up_neither_the_event_loop_nor_other_requests() ->
     import asyncio
     import time
 
-    from preflight_operator.rulesworker import RulesPool
+    from preflight_operator.runtime.rulesworker import RulesPool
 
     workers = [RulesWorker(budget=1.5, entry=CHILD) for _ in range(2)]
     pool = RulesPool(workers, budget=1.5)
@@ -271,7 +271,7 @@ def test_a_slow_manifest_holds_up_neither_the_event_loop_nor_other_requests() ->
 
 
 def test_with_both_workers_busy_past_the_budget_the_answer_is_over_budget() -> None:
-    from preflight_operator.rulesworker import RulesPool
+    from preflight_operator.runtime.rulesworker import RulesPool
 
     worker = RulesWorker(budget=5.0, entry=CHILD)
     pool = RulesPool([worker], budget=0.5)
@@ -303,7 +303,7 @@ def test_an_unpicklable_lookup_answer_is_none_and_the_worker_stays_in_step() -> 
 def test_the_async_path_answers_lookups_and_keeps_the_memory_budget() -> None:
     import asyncio
 
-    from preflight_operator.rulesworker import RulesPool
+    from preflight_operator.runtime.rulesworker import RulesPool
 
     service = {"metadata": {"name": "vllm", "namespace": "team"}, "spec": {"ports": [{"port": 80}]}}
     lookup = rules.ClusterLookup(services=lambda namespace: [service])
@@ -337,7 +337,7 @@ def test_plain_objects_are_judged_in_process_and_the_rest_in_a_worker() -> None:
     hostile doubling Deployment (48 references) always goes to the budgeted child."""
     import asyncio
 
-    from preflight_operator.rulesworker import plain
+    from preflight_operator.runtime.rulesworker import plain
 
     doubling = deployment()
     container = doubling["spec"]["template"]["spec"]["containers"][0]

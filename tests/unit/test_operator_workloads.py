@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from preflight_operator.workloads import (
+from preflight_operator.core.workloads import (
     DEPLOYMENT,
     LEADERWORKERSET,
     POD,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from preflight_operator.workqueue import WorkQueue
+from preflight_operator.runtime.workqueue import WorkQueue
 
 
 def test_keys_are_deduplicated_in_order() -> None:

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from preflight_operator.api import ApiError, Conflict, NotFound
-from preflight_operator.elector import LeaderElector
-from preflight_operator.options import parse_options
-from preflight_operator.writegate import (
+from preflight_operator.runtime.api import ApiError, Conflict, NotFound
+from preflight_operator.runtime.elector import LeaderElector
+from preflight_operator.runtime.options import parse_options
+from preflight_operator.runtime.writegate import (
     CREATE,
     RENEW,
     TAKE,

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from preflight_operator import constants, provenance
+from preflight_operator.core import constants, provenance
 from preflight_operator.handlers.provenance import review_provenance_async
 
 RS_CONTROLLER = "system:serviceaccount:kube-system:replicaset-controller"
@@ -128,8 +128,8 @@ def test_trust_needs_the_record_and_the_controllers_own_reference(
 
 def test_the_mutating_webhook_records_the_creator() -> None:
     """The annotation rides on the injection's JSON patch (handlers/admission.py)."""
+    from preflight_operator.core.injection import Injection
     from preflight_operator.handlers.admission import review_mutation_async
-    from preflight_operator.injection import Injection
 
     class Service:
         pod_creators: tuple[str, ...] = ()

@@ -22,7 +22,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from preflight_operator.rules.quantity import MAX_DIGITS, MAX_EXPONENT, format_bytes, parse_quantity
+from preflight_operator.core.rules.quantity import (
+    MAX_DIGITS,
+    MAX_EXPONENT,
+    format_bytes,
+    parse_quantity,
+)
 
 ORACLE_SRC = Path(__file__).parents[2] / "hack" / "quantity"
 

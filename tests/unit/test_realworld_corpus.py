@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from preflight_dev.testing.corpus import load_expected
-from preflight_operator import lint
+from preflight_operator.cli import lint
 
 ROOT = Path(__file__).parents[1] / "data" / "realworld"
 EXPECTED: dict[str, Any] = load_expected(ROOT)

@@ -11,15 +11,15 @@ import pytest
 import yaml
 from test_rules_support import deployment, pod_spec, vllm
 
-from preflight_operator import lint
-from preflight_operator.admission import decide
-from preflight_operator.config import ConfigError, PolicySpec, parse_config
-from preflight_operator.policy import ResolvedPolicy, parse_policy, policy_status
-from preflight_operator.rules import RULE_INFO
-from preflight_operator.rules.certainty import HEURISTIC
-from preflight_operator.rules.model import Finding
-from preflight_operator.static import StaticResult
-from preflight_operator.workloads import WorkloadRef
+from preflight_operator.cli import lint
+from preflight_operator.core.admission import decide
+from preflight_operator.core.config import ConfigError, PolicySpec, parse_config
+from preflight_operator.core.policy import ResolvedPolicy, parse_policy, policy_status
+from preflight_operator.core.rules import RULE_INFO
+from preflight_operator.core.rules.certainty import HEURISTIC
+from preflight_operator.core.rules.model import Finding
+from preflight_operator.core.static import StaticResult
+from preflight_operator.core.workloads import WorkloadRef
 
 REF = WorkloadRef("ns", "Deployment", "vllm", "apps/v1")
 TOO_LOW = Finding("gpu-count-too-low", "fail", "vLLM needs 4 devices", "limits", "request 4")

@@ -14,8 +14,8 @@ from test_rules_support import (
     vllm,
 )
 
-from preflight_operator.rules import FAIL, PASS, RULE_INFO, WARN, Policy
-from preflight_operator.rules.checks.env import visible_count
+from preflight_operator.core.rules import FAIL, PASS, RULE_INFO, WARN, Policy
+from preflight_operator.core.rules.checks.env import visible_count
 
 GPU = 'spec.template.spec.containers[0].resources.limits["nvidia.com/gpu"]'
 
@@ -362,7 +362,7 @@ def test_every_rule_documents_its_certainty_source_and_default_action() -> None:
     import re
     from pathlib import Path
 
-    from preflight_operator.rules.registry import action_for
+    from preflight_operator.core.rules.registry import action_for
 
     doc = (Path(__file__).parents[2] / "docs" / "RULES.md").read_text()
     table = doc.split("\n## Rules\n", 1)[1].split("\n\n### ", 1)[0]

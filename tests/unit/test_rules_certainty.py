@@ -12,15 +12,15 @@ import pytest
 from test_rules_support import check, deployment, finding, ids, one, pod_spec, vllm
 
 from preflight_contract.verdicts import FAIL, WARN
-from preflight_operator.rules import RULE_INFO, engine
-from preflight_operator.rules.certainty import (
+from preflight_operator.core.rules import RULE_INFO, engine
+from preflight_operator.core.rules.certainty import (
     ARGV,
     ESTIMATED,
     EXACT,
     SOURCE_KINDS,
     Input,
 )
-from preflight_operator.rules.model import Finding, Policy, RuleInfo
+from preflight_operator.core.rules.model import Finding, Policy, RuleInfo
 
 SECRET = [{"name": "EXTRA", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]
 
@@ -150,3 +150,15 @@ def test_the_workers_dp_local_is_read_not_assumed() -> None:
     assert "the workers' --data-parallel-size-local is assumed to be the leader's" in (
         mismatch.message
     )
+
+
+def test_an_env_value_not_known_here_is_an_unknown_input() -> None:
+    # issue 24 item 1: every value a rule reads carries its certainty, env values too
+    from preflight_operator.core.rules.certainty import ENV, EXACT, UNKNOWN
+    from preflight_operator.core.rules.inputs import env_input
+    from preflight_operator.core.rules.kubeenv import unknown_marker
+
+    assert env_input("VLLM_PORT", "8000", "spec.env[0]").certainty == EXACT
+    unknown = env_input("VLLM_PORT", unknown_marker("PORT"), "spec.env[0]")
+    assert (unknown.kind, unknown.certainty) == (ENV, UNKNOWN)
+    assert env_input("VLLM_PORT", None, None).certainty == UNKNOWN

@@ -16,7 +16,7 @@ from test_rules_support import (
     vllm,
 )
 
-from preflight_operator.rules.kubeenv import expand
+from preflight_operator.core.rules.kubeenv import expand
 
 
 def tp_of(container: dict[str, Any], *related: dict[str, Any]) -> int | None:

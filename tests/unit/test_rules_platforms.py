@@ -7,8 +7,8 @@ from typing import Any
 
 from test_rules_support import check, deployment, finding, ids, one, pod_spec, vllm
 
-from preflight_operator.rules import FAIL, PASS, WARN, ClusterLookup, Policy, check_objects
-from preflight_operator.rules.accelerators import image_platform
+from preflight_operator.core.rules import FAIL, PASS, WARN, ClusterLookup, Policy, check_objects
+from preflight_operator.core.rules.accelerators import image_platform
 
 
 def tpu_container(*args: str, chips: int | None = 8) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_rules_support import deployment, pod_spec, vllm
 
-from preflight_operator.rules import FAIL, INFO, PASS, WARN, check_object, check_objects
+from preflight_operator.core.rules import FAIL, INFO, PASS, WARN, check_object, check_objects
 
 scalars = st.one_of(
     st.none(),

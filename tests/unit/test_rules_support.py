@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from preflight_operator.rules import ContainerResult, Policy, check_objects
+from preflight_operator.core.rules import ContainerResult, Policy, check_objects
 
 SHM_MOUNT = {"name": "dshm", "mountPath": "/dev/shm"}
 SHM_VOLUME = {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "2Gi"}}

@@ -19,7 +19,7 @@ from test_rules_support import (
     vllm,
 )
 
-from preflight_operator.rules import PASS, ClusterLookup, check_object
+from preflight_operator.core.rules import PASS, ClusterLookup, check_object
 
 
 @pytest.mark.parametrize(

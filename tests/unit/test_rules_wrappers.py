@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 from test_rules_support import check, finding, ids
 
-from preflight_operator.rules import FAIL, PASS
+from preflight_operator.core.rules import FAIL, PASS
 
 CORPUS = Path(__file__).parents[1] / "data" / "realworld"
 
@@ -126,7 +126,7 @@ def test_llm_inference_service_parallelism() -> None:
 
 def test_the_serving_runtime_is_found_in_the_default_namespace() -> None:
     """`lint -n team`: neither object names a namespace; both are in `team`."""
-    from preflight_operator.rules import check_objects
+    from preflight_operator.core.rules import check_objects
 
     runtime = corpus(*RUNTIME)
     runtime["kind"] = "ServingRuntime"  # namespaced: found only in the same namespace

@@ -8,7 +8,7 @@ from typing import Any
 
 from test_rules_support import check, config_map, deployment, ids, pod_spec, vllm
 
-from preflight_operator.rules import WARN
+from preflight_operator.core.rules import WARN
 
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n"

@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from preflight_dev.testing.oracles import oracle_binary
-from preflight_operator.config import ConfigError
-from preflight_operator.policy import parse_policy, parse_selector
+from preflight_operator.core.config import ConfigError
+from preflight_operator.core.policy import parse_policy, parse_selector
 
 # -- the tester's selectors, and the syntax edges ---------------------------------------------
 

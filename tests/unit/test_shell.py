@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_rules_support import check, deployment, pod_spec, vllm
 
-from preflight_operator.rules import check_object
-from preflight_operator.rules.command import Invocation, find_invocation
-from preflight_operator.rules.kubeenv import (
+from preflight_operator.core.rules import check_object
+from preflight_operator.core.rules.command import Invocation, find_invocation
+from preflight_operator.core.rules.kubeenv import (
     MAX_VALUE_CHARS,
     Budget,
     build_env,
@@ -27,7 +27,7 @@ from preflight_operator.rules.kubeenv import (
     has_unknown,
     unknown_names,
 )
-from preflight_operator.rules.shell import expand_word, split_commands
+from preflight_operator.core.rules.shell import expand_word, split_commands
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "data" / "hostile"))
 import corpus

@@ -31,8 +31,8 @@ from typing import Any
 import pytest
 import yaml
 
-from preflight_operator.rules.command import Invocation, Unparsed, find_invocation
-from preflight_operator.rules.kubeenv import build_env, expand, has_unknown, no_config_map
+from preflight_operator.core.rules.command import Invocation, Unparsed, find_invocation
+from preflight_operator.core.rules.kubeenv import build_env, expand, has_unknown, no_config_map
 
 DATA = Path(__file__).parents[1] / "data"
 SEED = int(os.environ.get("ORACLE_SEED", "20261201"))

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from preflight_operator.rules.command import Invocation, Unparsed, find_invocation
-from preflight_operator.rules.kubeenv import build_env, display, has_unknown, no_config_map
-from preflight_operator.rules.launchers import Unknown, Unwrapped, unwrap
-from preflight_operator.rules.shparse import ShellSyntax, parse
+from preflight_operator.core.rules.command import Invocation, Unparsed, find_invocation
+from preflight_operator.core.rules.kubeenv import build_env, display, has_unknown, no_config_map
+from preflight_operator.core.rules.launchers import Unknown, Unwrapped, unwrap
+from preflight_operator.core.rules.shparse import ShellSyntax, parse
 
 
 def read(command: list[str], args: list[str] | None = None, env: Any = ()) -> Any:

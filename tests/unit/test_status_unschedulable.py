@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from preflight_operator.config import PolicySpec
-from preflight_operator.gpuvalidation import StatusInputs, build_status
-from preflight_operator.podresults import PodResult, unschedulable
-from preflight_operator.policy import ResolvedPolicy
-from preflight_operator.static import Plan, StaticResult
-from preflight_operator.store import PodState, Store
-from preflight_operator.workloads import WorkloadRef
+from preflight_operator.core.config import PolicySpec
+from preflight_operator.core.gpuvalidation import StatusInputs, build_status
+from preflight_operator.core.podresults import PodResult, unschedulable
+from preflight_operator.core.policy import ResolvedPolicy
+from preflight_operator.core.static import Plan, StaticResult
+from preflight_operator.core.store import PodState, Store
+from preflight_operator.core.workloads import WorkloadRef
 
 REF = WorkloadRef("ns", "Deployment", "vllm-big", "apps/v1")
 PLAN = Plan(tp=8, pp=1, dp=1, dp_local=1, gpus_needed=8, container="vllm")

@@ -377,3 +377,34 @@ def test_config_equals_form_is_ignored_by_vllm() -> None:
     parsed = parse_vllm_args(["serve", "m", "--config=c.yaml"], loader({"tensor-parallel-size": 4}))  # type: ignore[arg-type]
     assert parsed.plan.tp == 1
     assert "two-token form" in parsed.warnings[0].message
+
+
+# -- a value with spaces glued by `=` ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "word",
+    [
+        '--limit-mm-per-prompt={"image": 0, "audio": 0}',  # an option we do not track
+        '--limit_mm_per_prompt={"image": 0, "audio": 0}',  # underscores, turned into dashes
+        '--override-generation-config={"temperature": 0.0}',
+        '--speculative-config={"method": "ngram", "num_speculative_tokens": 4}',
+        '--limit-mm-per={"image": 0}',  # a unique-prefix abbreviation before the `=`
+        "--served-model-name=my model",
+    ],
+)
+def test_an_option_with_a_spaced_value_after_equals_is_an_option(word: str) -> None:
+    """argparse splits `--opt=VALUE` at the first `=` and looks the option up *before* it
+    treats a word containing a space as a positional (`_parse_optional`), so a JSON value
+    written `--x={"a": 1}` (one word, as a `--flag=value` list item or a quoted shell
+    word) is an option with its value, not an unrecognized argument."""
+    assert problems_of("serve", "m", word, "-tp", "2") == []
+    assert plan_of("serve", "m", word, "-tp", "2").tp == 2
+
+
+def test_a_spaced_word_without_equals_stays_a_positional() -> None:
+    """`--tensor-parallel-size 2` as one word (one YAML list item) matches no option and
+    holds a space: argparse takes it as a positional, so vLLM exits with 'unrecognized
+    arguments'."""
+    found = problems_of("serve", "m", "--tensor-parallel-size 2")
+    assert [d for d, _ in found] == ["positional"], found

@@ -34,14 +34,14 @@ import yaml
 
 from preflight_dev.testing.certs import CertificateAuthority
 from preflight_dev.testing.process import free_ports
-from preflight_operator import metrics
-from preflight_operator.analysis import RulesAnalyser
-from preflight_operator.config import OperatorConfig, PolicySpec
-from preflight_operator.events import EventSpec
+from preflight_operator.core.analysis import RulesAnalyser
+from preflight_operator.core.config import OperatorConfig, PolicySpec
+from preflight_operator.core.events import EventSpec
+from preflight_operator.core.policy import PolicyBook
 from preflight_operator.handlers import admission as handlers
-from preflight_operator.policy import PolicyBook
-from preflight_operator.webhooks import AdmissionService
-from preflight_operator.webhookserver import FailureAnswer, WebhookServer
+from preflight_operator.runtime import metrics
+from preflight_operator.webhook.webhooks import AdmissionService
+from preflight_operator.webhook.webhookserver import FailureAnswer, WebhookServer
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "data" / "manifests"
 BAD = next(
@@ -453,7 +453,7 @@ def test_healthz_answers_while_the_loop_is_busy_and_fails_when_it_is_wedged() ->
     import urllib.error
     import urllib.request
 
-    from preflight_operator.health import Health
+    from preflight_operator.runtime.health import Health
 
     now = [100.0]
     (port,) = free_ports(1)

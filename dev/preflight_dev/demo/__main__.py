@@ -36,8 +36,8 @@ from preflight_dev.localoperator import OperatorProcess
 from preflight_dev.testing import LocalCluster
 from preflight_dev.testing.base import Cluster
 from preflight_dev.testing.nodes import DEFAULT_NODES, create_gpu_nodes
-from preflight_operator import constants
-from preflight_operator.api import KubeApi, credentials_from_kubeconfig
+from preflight_operator.core import constants
+from preflight_operator.runtime.api import KubeApi, credentials_from_kubeconfig
 
 MANIFESTS = localsetup.REPO / "tests" / "data" / "manifests"
 
@@ -98,13 +98,14 @@ def run_check(pod: dict[str, Any], workdir: Path) -> tuple[int, str, str]:
     env = {"PATH": os.environ.get("PATH", ""), **fakekubelet.check_env(pod)}
     env.pop("TMPDIR", None)  # /preflight exists in the pod, not here
     # The demo's nodes reach no Hub and hold no weights: the check's model lookup would
-    # only warn that it found nothing (the model rules are shown at admission, models.py;
-    # tests/e2e/test_model_runtime.py runs them in the check against a Hub stand-in).
+    # only warn that it found nothing, and model-source that nothing is there to load (the
+    # model rules are shown at admission, models.py; tests/e2e/test_model_runtime.py and
+    # test_will_it_load.py run them in the check against a Hub stand-in).
     env["HF_HUB_OFFLINE"] = "1"
     result = subprocess.run(
         [sys.executable, "-m", "preflight_dev.demo.fakecheck", "--gpus", str(gpus),
          "--shm-bytes", str(shm_bytes), "--", "--termination-log", str(termination_log),
-         "--skip", "model-config-unknown"],
+         "--skip", "model-config-unknown,model-source"],
         env=env, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     message = termination_log.read_text() if termination_log.exists() else result.stderr[-4000:]

@@ -8,6 +8,7 @@ from preflight_check.checks import (  # noqa: F401  (imported to register the ch
     health,
     library,
     model,
+    modelready,
     settings,
     setup,
     system,

@@ -6,7 +6,9 @@ The model comes from ``--vllm-args`` (``vllm serve MODEL ...``); its files were 
 ``modelsource`` during collection (a mounted directory, the Hugging Face cache, or the
 Hub at ``HF_ENDPOINT`` with ``HF_TOKEN``, bounded). A model that cannot be read is one
 skipped check (``model-config-unknown``, with how to make it readable); the other model
-checks are then skipped too: unknown is never a warning or a failure.
+checks are then skipped too: unknown is never a warning or a failure. A check that fails
+on a fact that is not certain (weights estimated from config.json, a key config.json
+leaves out of a config class not known here) warns instead (``modelfacts.settle``).
 """
 
 from __future__ import annotations
@@ -84,7 +86,8 @@ def _model_check(rule: str) -> Callable[[Facts, Options], List[CheckResult]]:
         serving = _serving(facts, options)
         gpu = gpu_of(facts)
         verdicts = {v.rule: v for v in mf.evaluate(model, serving, gpu)}
-        verdict = verdicts[rule]
+        # only certain facts fail: a fail on an estimated or unknown fact is a warning
+        verdict = mf.settle(verdicts[rule])
         evidence: Dict[str, object] = dict(verdict.evidence)
         if gpu is not None and rule in (mf.WEIGHTS_FIT, mf.DTYPE_CAPABILITY, mf.QUANT_CAPABILITY):
             evidence["gpu"] = gpu.name

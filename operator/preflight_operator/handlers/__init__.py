@@ -11,7 +11,7 @@ from __future__ import annotations
 import kopf
 
 from preflight_operator.handlers import lifecycle
-from preflight_operator.options import RunOptions
+from preflight_operator.runtime.options import RunOptions
 
 
 def register(registry: kopf.OperatorRegistry, options: RunOptions) -> kopf.OperatorRegistry:

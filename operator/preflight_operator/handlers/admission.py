@@ -16,11 +16,12 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from preflight_operator import constants, metrics, provenance
+from preflight_operator.core import constants, provenance
+from preflight_operator.core.injection import Injection, already_injected, json_patch
 from preflight_operator.handlers.provenance import review_provenance_async
-from preflight_operator.injection import Injection, already_injected, json_patch
-from preflight_operator.webhooks import AdmissionService, Validation
-from preflight_operator.webhookserver import FallbackFn, ReviewFn
+from preflight_operator.runtime import metrics
+from preflight_operator.webhook.webhooks import AdmissionService, Validation
+from preflight_operator.webhook.webhookserver import FallbackFn, ReviewFn
 
 logger = logging.getLogger(__name__)
 

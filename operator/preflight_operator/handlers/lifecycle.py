@@ -25,13 +25,13 @@ from typing import Any
 
 import kopf
 
-from preflight_operator.controller import Controller
-from preflight_operator.elector import LeaderElector
 from preflight_operator.handlers import admission as handlers_admission
-from preflight_operator.options import RunOptions
-from preflight_operator.rulesworker import RulesPool, isolate
-from preflight_operator.watches import Watches
-from preflight_operator.webhookserver import WebhookServer
+from preflight_operator.runtime.controller import Controller
+from preflight_operator.runtime.elector import LeaderElector
+from preflight_operator.runtime.options import RunOptions
+from preflight_operator.runtime.rulesworker import RulesPool, isolate
+from preflight_operator.runtime.watches import Watches
+from preflight_operator.webhook.webhookserver import WebhookServer
 
 logger = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ def register(registry: kopf.OperatorRegistry, options: RunOptions) -> None:
             " %d GPUValidation(s) known",
             controller.identity,
             len(controller.opted_in),
-            len(controller.policy_reflector.items),
+            len(controller.policy_watch.reflector.items),
             len(controller.store.validations),
         )
 

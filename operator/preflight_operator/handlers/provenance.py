@@ -9,7 +9,8 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from preflight_operator import constants, metrics, provenance
+from preflight_operator.core import constants, provenance
+from preflight_operator.runtime import metrics
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,50 @@
+"""Will vLLM find the weights? (check ``model-source``)
+
+The answer was made during collection by ``preflight_contract.modelsource.check_source``
+(in the pod's own env and volumes, bounded by the check's deadline): a local directory
+holds config.json, every weight file its index names at its full size, and a tokenizer;
+a Hub repo id has a complete cached copy, or the Hub answers, the revision exists, a gated
+repo accepts the token and the cache has room for the download; ``HF_HUB_OFFLINE`` with
+no complete cache is a failure; s3://, gs://, pvc:// are recognised and not checked.
+
+A slow or unreachable Hub is a warning (vLLM may still reach it later); only an answer
+that settles it (HTTP 401/403/404 with the Hub's error code, a missing or short file on a
+volume) fails.
+"""
+
+from __future__ import annotations
+
+from typing import List
+
+from preflight_check.checks.base import check, result, skipped
+from preflight_check.facts import Facts
+from preflight_check.options import Options
+from preflight_contract.report import CheckResult
+from preflight_contract.verdicts import FAIL, PASS, SKIP, WARN
+
+MODEL_SOURCE = "model-source"
+_STATUS = {"pass": PASS, "warn": WARN, "fail": FAIL, "skip": SKIP}
+
+
+@check(MODEL_SOURCE)
+def model_source(facts: Facts, options: Options) -> List[CheckResult]:
+    model = options.model_args.get("model")
+    if not model:
+        return skipped(MODEL_SOURCE, "no model: give the vLLM command line (--vllm-args)")
+    found = facts.model
+    ready = found.ready if found is not None else None
+    if ready is None:
+        return result(
+            MODEL_SOURCE,
+            WARN,
+            f"the source of model {model!r} was not checked before the deadline "
+            f"({found.where if found is not None else 'not looked up'})",
+            "raise the check's deadline (PREFLIGHT_DEADLINE), or check the network path to the Hub",
+        )
+    return result(
+        MODEL_SOURCE,
+        _STATUS.get(ready.status, WARN),
+        f"model {model}: {ready.message} ({ready.ms:.0f} ms)",
+        ready.fix,
+        **ready.evidence,
+    )

@@ -1,0 +1,520 @@
+"""The injection of the preflight check into a Pod (pure).
+
+Two init containers go before every existing one (docs/dev/OPERATOR_CONTRACT.md):
+
+1. ``preflight-install`` (the operator's image) copies the checker zipapp into an emptyDir;
+2. ``preflight-check`` runs it with python3 from the vLLM container's own image (or the
+   dedicated check image), with the vLLM container's GPU requests and limits — the kubelet
+   hands an init container's devices on to the app containers of the pod — its whole env,
+   its /dev/shm mount, the plan and policy as PREFLIGHT_* variables, and, for the model
+   checks, the vLLM command line (PREFLIGHT_VLLM_ARGS) and the vLLM container's mounts that
+   hold the model or the Hugging Face cache (read-only).
+
+``plan_injection`` never raises on odd input: it returns a Skip with the reason, and the
+webhook admits the pod unchanged (and logs it).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import posixpath
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from preflight_contract import envnames
+from preflight_contract.check_ids import CHECKS
+from preflight_operator.core import constants
+from preflight_operator.core.config import InjectionConfig, PolicySpec
+from preflight_operator.core.rules.kubeenv import has_unknown, unknown_names
+from preflight_operator.core.rules.resources import nvidia_gpus
+from preflight_operator.core.static import Plan
+
+SHM_PATH = "/dev/shm"
+TERMINATION_MESSAGE_PATH = "/dev/termination-log"
+# The injected containers run as the image's own user with nothing else. RuntimeDefault
+# seccomp is safe for them: they copy a file, read /proc and /dev, and open CUDA devices.
+SECURITY_CONTEXT: Mapping[str, Any] = {
+    "allowPrivilegeEscalation": False,
+    "readOnlyRootFilesystem": True,
+    "capabilities": {"drop": ["ALL"]},
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+# No API token in the injected containers. The API server's ServiceAccount admission plugin
+# adds its token mount to every container of the pod, and runs again after a webhook
+# changed the pod (admission reinvocation), so our init containers would get it too. The
+# Pod API has no per-container opt-out (automountServiceAccountToken is pod-wide, and
+# vLLM's container may need the token); the plugin skips a container that already mounts
+# something at this path (kubernetes v1.34.4 plugin/pkg/admission/serviceaccount/
+# admission.go, mountServiceAccountToken). So each injected container mounts an empty,
+# read-only emptyDir there: the path exists, and holds no token.
+TOKEN_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
+NO_TOKEN_VOLUME = "preflight-no-token"
+NO_TOKEN_MOUNT: Mapping[str, Any] = {
+    "name": NO_TOKEN_VOLUME,
+    "mountPath": TOKEN_MOUNT_PATH,
+    "readOnly": True,
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Skip:
+    """Nothing injected, and why (for the log and the injections metric)."""
+
+    reason: str
+    detail: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Injection:
+    """The new values of the fields the webhook replaces."""
+
+    init_containers: list[dict[str, Any]]
+    volumes: list[dict[str, Any]]
+    labels: dict[str, str]
+    container: str
+
+
+def json_patch(pod: Mapping[str, Any], injection: Injection) -> list[dict[str, Any]]:
+    """The JSON patch (RFC 6902) the mutating webhook answers with, only what changes (a
+    pod injected already gets no op). ``add`` replaces a member that exists and creates one
+    that does not, so it applies whether the pod had init containers, volumes or labels or
+    not; label keys are escaped (``/`` is ``~1``)."""
+    spec = pod.get("spec")
+    spec = spec if isinstance(spec, Mapping) else {}
+    ops: list[dict[str, Any]] = [
+        {"op": "add", "path": f"/spec/{field}", "value": value}
+        for field, value in (
+            ("initContainers", injection.init_containers),
+            ("volumes", injection.volumes),
+        )
+        if spec.get(field) != value
+    ]
+    meta = pod.get("metadata")
+    labels = meta.get("labels") if isinstance(meta, Mapping) else None
+    if not isinstance(meta, Mapping):
+        ops.append({"op": "add", "path": "/metadata", "value": {"labels": dict(injection.labels)}})
+    elif not isinstance(labels, Mapping):
+        ops.append({"op": "add", "path": "/metadata/labels", "value": dict(injection.labels)})
+    else:
+        for key, value in injection.labels.items():
+            if labels.get(key) != value:
+                escaped = key.replace("~", "~0").replace("/", "~1")
+                ops.append({"op": "add", "path": f"/metadata/labels/{escaped}", "value": value})
+    return ops
+
+
+def is_gpu_resource(name: str) -> bool:
+    return name == constants.GPU_RESOURCE or name.startswith(constants.MIG_RESOURCE_PREFIX)
+
+
+def gpu_resources(container: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The container's GPU (and MIG) requests and limits, as they are written."""
+    resources = container.get("resources") or {}
+    out: dict[str, dict[str, Any]] = {}
+    for section in ("limits", "requests"):
+        values = resources.get(section) or {}
+        if not isinstance(values, Mapping):
+            continue
+        picked = {k: v for k, v in values.items() if is_gpu_resource(str(k))}
+        if picked:
+            out[section] = picked
+    return out
+
+
+def dra_claims(container: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The container's DRA claims (resources.claims). The check container names the same
+    pod claims, so it sees the devices vLLM will (a pod's containers may share a claim)."""
+    resources = container.get("resources") or {}
+    claims = resources.get("claims") if isinstance(resources, Mapping) else None
+    if not isinstance(claims, list):
+        return []
+    return [copy.deepcopy(dict(c)) for c in claims if isinstance(c, Mapping) and c.get("name")]
+
+
+def _names(items: Any) -> set[str]:
+    return {str(i.get("name")) for i in items or [] if isinstance(i, Mapping)}
+
+
+def already_injected(pod: Mapping[str, Any]) -> bool:
+    spec = pod.get("spec") or {}
+    ours = {constants.INSTALL_CONTAINER, constants.CHECK_CONTAINER}
+    return bool(ours & _names(spec.get("initContainers")))
+
+
+def runtime_skips(disabled: tuple[str, ...]) -> list[str]:
+    """The policy's disabled ids that are runtime checks. A policy lists rule ids and check
+    ids together; the checker rejects ids it does not know (exit 2), so rule ids stay out."""
+    return [check_id for check_id in disabled if check_id in CHECKS]
+
+
+def preflight_env(plan: Plan, policy: PolicySpec, deadline_s: int) -> list[dict[str, str]]:
+    env = {
+        envnames.TP: str(plan.tp),
+        envnames.PP: str(plan.pp),
+        envnames.DP_LOCAL: str(plan.dp_local),
+        envnames.ACTION: policy.action,
+        envnames.TIER: policy.tier,
+        envnames.SHM_MIN: policy.thresholds.shm_min,
+        # injection.timeoutSeconds: the check stops waiting then and reports what hung.
+        envnames.DEADLINE: str(deadline_s),
+    }
+    skips = runtime_skips(policy.disabled_checks)
+    if skips:
+        env[envnames.SKIP] = ",".join(skips)
+    if policy.thresholds.gpu_memory_utilization is not None:
+        env[envnames.GPU_MEMORY_UTILIZATION] = str(policy.thresholds.gpu_memory_utilization)
+    # The root filesystem is read-only: no byte code, temporary files in our emptyDir.
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["TMPDIR"] = constants.MOUNT_PATH
+    return [{"name": k, "value": v} for k, v in env.items()]
+
+
+LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
+LWS_SIZE_ANNOTATION = "leaderworkerset.sigs.k8s.io/size"
+LWS_GROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
+
+
+def in_lws_group(pod: Mapping[str, Any]) -> bool:
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    return isinstance(labels, Mapping) and bool(labels.get(LWS_NAME_LABEL))
+
+
+# vLLM options by which every pod of the group runs vLLM itself (multiprocessing over nodes,
+# multi-node data parallelism), so every member gets the check and can meet the others.
+_OWN_SHARE_OPTIONS = (
+    "--nnodes",
+    "--node-rank",
+    "--headless",
+    "--data-parallel-address",
+    "--data-parallel-size-local",
+    "--data-parallel-start-rank",
+    "-dpl",
+    "-dpr",
+)
+
+
+def runs_own_share(vllm: Mapping[str, Any]) -> bool:
+    """The group phase needs every member to run the check. Ray workers (``ray start``)
+    have no vLLM container and get no check, so a Ray group's leader would wait for
+    members that never come: only the multiprocessing and multi-node DP shapes, whose
+    workers run vLLM, meet."""
+    words = " ".join(str(w) for key in ("command", "args") for w in (vllm.get(key) or []))
+    tokens = {t.split("=", 1)[0].replace("_", "-") for t in words.split()}
+    return any(option in tokens for option in _OWN_SHARE_OPTIONS)
+
+
+def _words(container: Mapping[str, Any]) -> list[str]:
+    return [str(w) for key in ("command", "args") for w in (container.get(key) or [])]
+
+
+def ray_role(container: Mapping[str, Any]) -> str | None:
+    """ "head" or "worker" when the container starts a Ray node (the LeaderWorkerSet Ray
+    pattern: the leader `ray start --head ... && vllm serve`, the workers `ray start
+    --address=$(LWS_LEADER_ADDRESS):6379 --block`), else None."""
+    text = " ".join(" ".join(_words(container)).split())
+    words = text.split()
+    # vLLM's examples/online_serving/multi-node-serving.sh (what the LWS example runs):
+    # `leader --ray_cluster_size=N` starts the head, `worker --ray_address=...` a worker
+    for i, word in enumerate(words[:-1]):
+        if word.rsplit("/", 1)[-1] == "multi-node-serving.sh":
+            role = words[i + 1]
+            return "head" if role == "leader" else "worker" if role == "worker" else None
+    if "ray start" not in text:
+        return None
+    return "head" if "--head" in words else "worker" if "--address" in text else None
+
+
+def ray_group_ready(lws: Mapping[str, Any]) -> bool:
+    """Every pod of a Ray-pattern LeaderWorkerSet gets the check: its leader starts the
+    Ray head and vLLM, and each worker's Ray container requests NVIDIA GPUs (the injector
+    gives those the check with their own GPUs). Only then may the group meet: a leader
+    waiting for a worker that has no check would fail a healthy group."""
+    lwt = (lws.get("spec") or {}).get("leaderWorkerTemplate") or {}
+    if not isinstance(lwt, Mapping) or int(lwt.get("size") or 1) <= 1:
+        return False
+    worker = ((lwt.get("workerTemplate") or {}).get("spec") or {}).get("containers") or []
+    leader_template = lwt.get("leaderTemplate") or lwt.get("workerTemplate") or {}
+    leader = (leader_template.get("spec") or {}).get("containers") or []
+    for template in (lwt.get("leaderTemplate"), lwt.get("workerTemplate")):
+        labels = ((template or {}).get("metadata") or {}).get("labels") or {}
+        if isinstance(labels, Mapping) and opted_out(labels):
+            return False
+    heads = [c for c in leader if isinstance(c, Mapping) and ray_role(c) == "head"]
+    workers = [c for c in worker if isinstance(c, Mapping) and ray_role(c) == "worker"]
+    return bool(heads) and bool(workers) and all(nvidia_gpus(c) > 0 for c in workers)
+
+
+def _field(path: str) -> dict[str, Any]:
+    return {"fieldRef": {"fieldPath": path}}
+
+
+def group_env(pod: Mapping[str, Any], vllm: Mapping[str, Any], port: int) -> list[dict[str, Any]]:
+    """What the check of a LeaderWorkerSet pod needs for the group phase (docs/CHECKS.md,
+    "Group phase"). LeaderWorkerSet itself gives every container, init containers too,
+    LWS_LEADER_ADDRESS and LWS_GROUP_SIZE; the worker and group index and the node come
+    from the downward API (the labels exist by the time the kubelet starts the container),
+    and the vLLM command line as written (the kubelet expands its $(VAR) references as it
+    does for the vLLM container) gives the arguments the group compares."""
+    words = [str(w) for key in ("command", "args") for w in (vllm.get(key) or [])]
+    meta = pod.get("metadata") or {}
+    lws = str((meta.get("labels") or {}).get(LWS_NAME_LABEL, ""))
+    env: list[dict[str, Any]] = [
+        {"name": envnames.GROUP_PORT, "value": str(port)},
+        {
+            "name": envnames.GROUP_INDEX,
+            "valueFrom": _field(f"metadata.labels['{LWS_WORKER_INDEX_LABEL}']"),
+        },
+        {
+            "name": envnames.GROUP_SIZE,
+            "valueFrom": _field(f"metadata.annotations['{LWS_SIZE_ANNOTATION}']"),
+        },
+        {
+            "name": envnames.GROUP_NUMBER,
+            "valueFrom": _field(f"metadata.labels['{LWS_GROUP_INDEX_LABEL}']"),
+        },
+        # <namespace>/<name>-<group index>: names the group in messages and results
+        {
+            "name": envnames.GROUP_ID,
+            "value": f"{meta.get('namespace', '')}/{lws}-$(PREFLIGHT_GROUP_NUMBER)",
+        },
+        {"name": envnames.NODE_NAME, "valueFrom": _field("spec.nodeName")},
+    ]
+    if words:
+        env.append({"name": envnames.GROUP_ARGS, "value": shlex.join(words)})
+    return env
+
+
+# PREFLIGHT_VLLM_ARGS: a command line longer than this is left out (the model checks then
+# skip) rather than copied into every pod's spec again.
+MAX_VLLM_ARGS_CHARS = 16 * 1024
+_ENV_VAR_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*\Z")  # the API server's rule
+_ESCAPED_MARKER = re.compile(r"\x00\$\$\(([^\x00]*)\)\x00")
+
+
+def _is_config_flag(word: str) -> bool:
+    return word == "--config" or word.startswith("--config=")
+
+
+def vllm_args_value(argv: Sequence[str]) -> str | None:
+    """PREFLIGHT_VLLM_ARGS for the check: the command line as the rules read it (env and
+    shell expanded), for the kubelet to hand over as written.
+
+    The kubelet expands ``$(NAME)`` in env values (``$$`` is a literal ``$``), so every
+    ``$`` is doubled, and a value the rules could not know (a Secret, a downward-API
+    field) becomes ``$(NAME)`` again: the kubelet fills it from the check container's env,
+    which is the vLLM container's. None (nothing passed, the model checks skip) when a
+    part stayed unknown that is no variable (shell arithmetic), when vLLM reads a
+    ``--config`` file (mounted in the vLLM container, not in the check's), or past
+    MAX_VLLM_ARGS_CHARS."""
+    words: list[str] = []
+    for word in argv:
+        if _is_config_flag(word):
+            return None
+        if any(not _ENV_VAR_NAME.match(name) for name in unknown_names(word)):
+            return None
+        escaped = _ESCAPED_MARKER.sub(r"$(\1)", word.replace("$", "$$"))
+        if has_unknown(escaped):
+            return None
+        words.append(escaped)
+    text = shlex.join(words)
+    return text if words and len(text) <= MAX_VLLM_ARGS_CHARS else None
+
+
+# Where the checker (preflight_contract.modelsource) looks for a model's files, as vLLM does:
+# the model path itself, HF_HUB_CACHE, HF_HOME, or ~/.cache/huggingface.
+HF_CACHE_ENV = ("HF_HOME", "HF_HUB_CACHE")
+HF_DEFAULT_CACHE = "/.cache/huggingface"
+
+
+def _literal_env(vllm: Mapping[str, Any]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for e in vllm.get("env") or []:
+        if isinstance(e, Mapping) and isinstance(e.get("value"), str) and "$(" not in e["value"]:
+            out[str(e.get("name"))] = e["value"]
+    return out
+
+
+def _related(mount_path: str, path: str) -> bool:
+    """The mount holds ``path``, or is part of it (a cache's hub/ on its own volume)."""
+    mount, wanted = posixpath.normpath(mount_path), posixpath.normpath(path)
+    if mount == "/" or wanted == "/":
+        return False
+    return mount == wanted or wanted.startswith(mount + "/") or mount.startswith(wanted + "/")
+
+
+def model_mounts(vllm: Mapping[str, Any], model: str | None) -> list[dict[str, Any]]:
+    """The vLLM container's mounts that hold the model or the Hugging Face cache, read-only.
+
+    The model counts when it is an absolute path (a mounted directory); HF_HOME and
+    HF_HUB_CACHE when the container sets them to a literal path; the default cache is any
+    mount at (or inside, or holding) ``<dir>/.cache/huggingface``: the image's HOME is not
+    known here. Never the
+    API token's path, nor /dev/shm (mounted as before); mountPropagation is dropped (the
+    check is not privileged)."""
+    wanted: list[str] = []
+    if model and model.startswith("/") and not has_unknown(model):
+        wanted.append(model)
+    env = _literal_env(vllm)
+    wanted += [env[name] for name in HF_CACHE_ENV if env.get(name, "").startswith("/")]
+    if env.get("HOME", "").startswith("/"):
+        wanted.append(env["HOME"].rstrip("/") + HF_DEFAULT_CACHE)
+    out: list[dict[str, Any]] = []
+    for mount in vllm.get("volumeMounts") or []:
+        if not isinstance(mount, Mapping) or not isinstance(mount.get("mountPath"), str):
+            continue
+        path = posixpath.normpath(mount["mountPath"])
+        if path == SHM_PATH or _related(path, TOKEN_MOUNT_PATH):
+            continue
+        if _related(path, constants.MOUNT_PATH):  # our emptyDir's place
+            continue
+        if mount.get("name") in (constants.VOLUME_NAME, NO_TOKEN_VOLUME):
+            continue
+        default_cache = (
+            path.endswith((HF_DEFAULT_CACHE, "/.cache")) or HF_DEFAULT_CACHE + "/" in path
+        )
+        if default_cache or any(_related(path, w) for w in wanted):
+            copied = {k: copy.deepcopy(v) for k, v in mount.items() if k != "mountPropagation"}
+            copied["readOnly"] = True
+            out.append(copied)
+    return out
+
+
+def _merged_resources(
+    base: Mapping[str, Any],
+    gpus: Mapping[str, Mapping[str, Any]],
+    claims: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    out: dict[str, Any] = {k: dict(v) for k, v in base.items() if isinstance(v, Mapping)}
+    for section, values in gpus.items():
+        out.setdefault(section, {}).update(values)
+    if claims:
+        out["claims"] = claims
+    return out
+
+
+def check_container(
+    vllm: Mapping[str, Any],
+    plan: Plan,
+    policy: PolicySpec,
+    config: InjectionConfig,
+    mode: str,
+    *,
+    argv: Sequence[str] = (),
+    model: str | None = None,
+) -> dict[str, Any]:
+    image = vllm.get("image") if mode == "WorkloadImage" else config.check_image
+    ours = preflight_env(plan, policy, config.timeout_seconds)
+    vllm_args = vllm_args_value(argv)
+    if vllm_args is not None:
+        # last: the kubelet expands its $(NAME) against every variable before it
+        ours.append({"name": envnames.VLLM_ARGS, "value": vllm_args})
+    names = {e["name"] for e in ours}
+    env = [
+        copy.deepcopy(e)
+        for e in vllm.get("env") or []
+        if isinstance(e, Mapping) and e.get("name") not in names
+    ]
+    env += ours
+    mounts = [
+        {"name": constants.VOLUME_NAME, "mountPath": constants.MOUNT_PATH},
+        dict(NO_TOKEN_MOUNT),
+    ] + [
+        copy.deepcopy(m)
+        for m in vllm.get("volumeMounts") or []
+        if isinstance(m, Mapping) and m.get("mountPath") == SHM_PATH
+    ]
+    mounts += model_mounts(vllm, model)
+    container: dict[str, Any] = {
+        "name": constants.CHECK_CONTAINER,
+        "image": image,
+        "imagePullPolicy": config.image_pull_policy,
+        "command": ["python3", constants.ZIPAPP_PATH, "check"],
+        "env": env,
+        "resources": _merged_resources(config.resources, gpu_resources(vllm), dra_claims(vllm)),
+        "volumeMounts": mounts,
+        "terminationMessagePath": TERMINATION_MESSAGE_PATH,
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+        "securityContext": copy.deepcopy(dict(SECURITY_CONTEXT)),
+    }
+    if vllm.get("envFrom"):
+        container["envFrom"] = copy.deepcopy(vllm["envFrom"])
+    return container
+
+
+def install_container(config: InjectionConfig) -> dict[str, Any]:
+    return {
+        "name": constants.INSTALL_CONTAINER,
+        "image": config.installer_image,
+        "imagePullPolicy": config.image_pull_policy,
+        "command": [constants.INSTALL_COMMAND, constants.ZIPAPP_PATH],
+        "resources": {
+            "requests": {"cpu": "10m", "memory": "32Mi"},
+            "limits": {"memory": "64Mi"},
+        },
+        "volumeMounts": [
+            {"name": constants.VOLUME_NAME, "mountPath": constants.MOUNT_PATH},
+            dict(NO_TOKEN_MOUNT),
+        ],
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+        "securityContext": copy.deepcopy(dict(SECURITY_CONTEXT)),
+    }
+
+
+def _find_container(pod: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        if isinstance(container, Mapping) and container.get("name") == name:
+            return container
+    return None
+
+
+def plan_injection(
+    pod: Mapping[str, Any],
+    *,
+    container: str,
+    plan: Plan | None,
+    policy: PolicySpec,
+    config: InjectionConfig,
+    workload_label: str | None,
+    argv: Sequence[str] = (),
+    model: str | None = None,
+    ray_group: bool = False,
+) -> Injection | Skip:
+    """The init containers, volumes and labels of ``pod`` after injection, or a Skip.
+    ``ray_group``: the pod belongs to a Ray-pattern LeaderWorkerSet whose every pod gets
+    the check (ray_group_ready), so its check meets the others in the group phase."""
+    spec = pod.get("spec") or {}
+    if already_injected(pod):
+        return Skip("already-injected")
+    if not policy.injection_enabled:
+        return Skip("disabled-by-policy")
+    vllm = _find_container(pod, container)
+    if vllm is None:
+        return Skip("no-vllm-container", f"container {container!r} is not in the pod")
+    if plan is None:
+        return Skip("undecided", "the parallel plan of the vLLM command line is unknown")
+    if not gpu_resources(vllm) and not dra_claims(vllm):
+        return Skip("no-gpu-request", f"container {container!r} requests no nvidia.com/gpu")
+    taken = {constants.VOLUME_NAME, NO_TOKEN_VOLUME} & _names(spec.get("volumes"))
+    if taken:
+        return Skip("volume-name-taken", f"the pod already has a volume {sorted(taken)[0]!r}")
+    mode = policy.injection_mode or config.mode
+    check = check_container(vllm, plan, policy, config, mode, argv=argv, model=model)
+    if in_lws_group(pod) and (runs_own_share(vllm) or (ray_group and ray_role(vllm))):
+        check["env"] += group_env(pod, vllm, config.group_port)
+    init = [install_container(config), check]
+    init += [copy.deepcopy(c) for c in spec.get("initContainers") or []]
+    volumes = [copy.deepcopy(v) for v in spec.get("volumes") or []]
+    volumes.append({"name": constants.VOLUME_NAME, "emptyDir": {"sizeLimit": "64Mi"}})
+    volumes.append({"name": NO_TOKEN_VOLUME, "emptyDir": {"sizeLimit": "1Mi"}})
+    labels = {constants.LABEL_INJECTED: "true"}
+    if workload_label:
+        labels[constants.LABEL_WORKLOAD] = workload_label
+    return Injection(init_containers=init, volumes=volumes, labels=labels, container=container)
+
+
+def opted_out(labels: Mapping[str, str], label: str = constants.LABEL_INJECT) -> bool:
+    return labels.get(label) == constants.INJECT_DISABLED

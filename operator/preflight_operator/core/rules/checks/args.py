@@ -1,0 +1,217 @@
+"""Rules about the vLLM command line itself."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from preflight_contract.verdicts import FAIL, WARN
+from preflight_contract.vllm_args import ArgProblem
+from preflight_operator.core.rules.certainty import VENDOR_DOC, VLLM_CODE, Basis
+from preflight_operator.core.rules.context import ContainerContext
+from preflight_operator.core.rules.kubeenv import display, has_unknown, unknown_names
+from preflight_operator.core.rules.model import Finding, Policy
+from preflight_operator.core.rules.registry import RULE_INFO, register
+
+_FIXES = {
+    "tensor_parallel_size": "set --tensor-parallel-size (-tp) to a positive integer, e.g. `-tp 2`",
+    "pipeline_parallel_size": "set --pipeline-parallel-size (-pp) to a positive integer",
+    "data_parallel_size": "set --data-parallel-size (-dp) to a positive integer",
+    "data_parallel_size_local": (
+        "set --data-parallel-size-local (-dpl) to the DP ranks this pod runs (<= -dp)"
+    ),
+    "decode_context_parallel_size": (
+        "choose --decode-context-parallel-size so that it divides --tensor-parallel-size"
+    ),
+    "config": "pass the config file as two tokens, `--config /path/file.yaml`",
+    "model": "give the model first: `vllm serve MODEL [options]`",
+    "positional": "pass one model and options only: `vllm serve MODEL [--option value ...]`",
+}
+_SERVE_TWICE_FIX = (
+    "the image's ENTRYPOINT already is `vllm serve`: drop `serve` from args "
+    "(args: [MODEL, --option, value, ...])"
+)
+# the marker name of a $(NAME) no env of the manifest defines (rules.shrun.undefined_reference)
+_UNDEFINED_REF = re.compile(r"\$\([-._a-zA-Z][-._a-zA-Z0-9]*\)")
+_GENERIC_FIX = "correct the vLLM argument: vLLM exits with an argument error before serving"
+
+
+_REFERENCE = re.compile(r"\$\(([-._a-zA-Z][-._a-zA-Z0-9]*)\)")
+
+
+def _maybe_injected(ctx: ContainerContext, value: str) -> list[str]:
+    """Names of the `$(NAME)` that vLLM would get literally in ``value`` although the
+    manifest writes them unescaped (a shell script quoting them): the kubelet expands them
+    before the shell runs when a controller or admission webhook defines NAME, so they are
+    unknown, not literal. `$$(NAME)`, the kubelet's escape, stays literal."""
+    raw = "\n".join(
+        word
+        for key in ("command", "args")
+        for word in (ctx.container.get(key) or [])
+        if isinstance(word, str)
+    )
+    return [
+        name
+        for name in _REFERENCE.findall(value)
+        if re.search(rf"(?<!\$)\$\({re.escape(name)}\)", raw)
+    ]
+
+
+def _literal_reference(problem: ArgProblem) -> str:
+    if "$(" in problem.value and not has_unknown(problem.value):
+        return (
+            " (Kubernetes passed the reference literally: the variable is not defined in "
+            "the container's env)"
+        )
+    return ""
+
+
+@register(
+    "vllm-args-invalid",
+    FAIL,
+    "vLLM refuses this command line",
+    Basis(VLLM_CODE, "vLLM's argument parser and config validation (preflight_contract.vllm_args)"),
+)
+def args_invalid(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
+    info = RULE_INFO["vllm-args-invalid"]
+    for problem in ctx.parsed.problems:
+        if has_unknown(problem.value) or has_unknown(problem.flag):
+            continue  # an unknown value is plan-unresolved, not an error
+        value = f" {display(problem.value)!r}" if problem.value else ""
+        injected = _maybe_injected(ctx, problem.value) if "$(" in problem.value else []
+        if injected:
+            yield RULE_INFO["plan-unresolved"].finding(
+                f"{display(problem.flag)}{value}: $({injected[0]}) is not defined in the "
+                "container's env; the kubelet expands it before the shell runs if a "
+                "controller or admission webhook defines it, else vLLM gets it literally "
+                "and refuses it; unknown here",
+                ctx.arg_path(problem.dest) if problem.dest else ctx.command_path,
+                "define the variable in the container's env, or write the value itself",
+            )
+            continue
+        fix = _FIXES.get(problem.dest, _GENERIC_FIX)
+        if problem.dest == "positional" and ctx.parsed.model == "serve":
+            fix = _SERVE_TWICE_FIX
+        if problem.dest == "positional":
+            yield info.finding(
+                f"argument {display(problem.value)!r}: {problem.message}",
+                ctx.arg_path(problem.dest),
+                fix,
+            )
+            continue
+        yield info.finding(
+            f"{display(problem.flag)}{value}: {problem.message}{_literal_reference(problem)}",
+            ctx.arg_path(problem.dest) if problem.dest else ctx.command_path,
+            fix,
+        )
+
+
+@register(
+    "vllm-args-ignored",
+    WARN,
+    "vLLM accepts an argument and then ignores it",
+    Basis(VLLM_CODE, "vLLM's FlexibleArgumentParser reads only `--config FILE`"),
+)
+def args_ignored(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
+    info = RULE_INFO["vllm-args-ignored"]
+    for warning in ctx.parsed.warnings:
+        if warning.flag == "--config=":
+            yield info.finding(
+                f"--config={warning.value}: {warning.message}, so none of its options apply",
+                ctx.command_path,
+                _FIXES["config"],
+            )
+
+
+@register(
+    "vllm-config-unresolved",
+    WARN,
+    "the --config file could not be read here",
+    Basis(VLLM_CODE, "vLLM's --config loading"),
+)
+def config_unresolved(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
+    parsed = ctx.parsed
+    if (
+        parsed.config_path is None
+        or parsed.config_loaded
+        or any(p.dest == "config" for p in parsed.problems)
+    ):
+        return
+    reasons = [w.message for w in parsed.warnings if w.flag == "--config"]
+    reason = reasons[0] if reasons else "not available"
+    yield RULE_INFO["vllm-config-unresolved"].finding(
+        f"--config {parsed.config_path}: {reason}; the GPU plan is checked without it",
+        ctx.arg_path("config"),
+        "mount the file from a ConfigMap included in the checked manifests (or present in "
+        "the cluster), or pass the parallel sizes on the command line",
+    )
+
+
+@register(
+    "plan-unresolved",
+    WARN,
+    "the plan or a device count depends on values unknown here",
+    Basis(VENDOR_DOC, "Kubernetes $(VAR) expansion: an undefined reference stays literal"),
+)
+def plan_unresolved(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
+    """Unknown is never fail: say what could not be resolved, where, and that the rules
+    that need it were not applied."""
+    names: list[str] = []
+    paths: list[str] = []
+    for problem in ctx.parsed.problems:
+        for text in (problem.value, problem.flag):
+            for name in unknown_names(text):
+                if name not in names:
+                    names.append(name)
+                    paths.append(ctx.arg_path(problem.dest) if problem.dest else ctx.command_path)
+    if names:
+        refs = ", ".join(f"$({n})" if not n.startswith("$") else n for n in names)
+        undefined = [n for n in names if _UNDEFINED_REF.fullmatch(n)]
+        injected = (
+            f"; {', '.join(undefined)} is not defined in the container's env: the kubelet "
+            "passes it literally unless a controller or admission webhook defines it (an "
+            "Indexed Job's JOB_COMPLETION_INDEX, KServe's TENSOR_PARALLEL_SIZE, "
+            "LeaderWorkerSet's LWS_*)"
+            if undefined
+            else ""
+        )
+        yield RULE_INFO["plan-unresolved"].finding(
+            f"the vLLM arguments use {refs}, whose value is not in the manifests (a Secret, "
+            "the downward API, the image's ENV, a ConfigMap not provided, a variable a "
+            f"controller injects, or shell that cannot be evaluated here){injected}; the GPU "
+            "plan cannot be checked",
+            paths[0],
+            "put the parallel sizes in the manifest (a literal, or env from a ConfigMap "
+            "included in the check)",
+        )
+    unknown = ctx.gpus.unknown
+    if unknown is not None and ctx.gpus_needed is not None:
+        yield RULE_INFO["plan-unresolved"].finding(
+            f"vLLM needs {ctx.gpus_needed} devices in this pod but how many it gets is "
+            f"unknown here: {unknown}; the device count was not checked"
+            + (
+                " (the injected check verifies at run time what CUDA sees)"
+                if ctx.gpus.on_nvidia
+                else ""
+            ),
+            ctx.gpu_path,
+            _unknown_count_fix(unknown),
+        )
+
+
+def _unknown_count_fix(reason: str) -> str:
+    """The fix for a device count that cannot be known, by what made it unknown."""
+    if "NeuronCores" in reason:
+        return (
+            "request aws.amazon.com/neuroncore (cores, what vLLM's TP counts) instead of "
+            "Neuron devices, so the count can be compared"
+        )
+    if "resourceProfile" in reason:
+        return (
+            "nothing to fix if the profile gives the GPUs the plan needs; the pods KubeAI "
+            "creates are judged at their own admission"
+        )
+    return (
+        "include the ResourceClaim or ResourceClaimTemplate in the checked manifests (the "
+        "webhook reads them from the cluster), or request a fixed count"
+    )

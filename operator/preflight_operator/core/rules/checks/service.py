@@ -1,0 +1,59 @@
+"""A Service named `vllm` beside a vLLM pod.
+
+The kubelet gives every container ``{SERVICE}_PORT=tcp://IP:PORT`` for each Service of the
+namespace that has a cluster IP (not headless, not ExternalName), unless the pod sets
+``enableServiceLinks: false`` or the container defines the variable itself. For a Service
+named ``vllm`` that is ``VLLM_PORT=tcp://10.0.0.1:8000``, which vLLM reads as its own port
+setting and rejects: "VLLM_PORT 'tcp://...' appears to be a URI. This may be caused by a
+Kubernetes service discovery issue".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from preflight_contract.verdicts import FAIL
+from preflight_operator.core.rules.certainty import VLLM_CODE, Basis
+from preflight_operator.core.rules.context import ContainerContext
+from preflight_operator.core.rules.model import Finding, Policy
+from preflight_operator.core.rules.registry import RULE_INFO, register
+
+
+def injects_links(service: Mapping[str, Any]) -> bool:
+    spec = service.get("spec")
+    spec = spec if isinstance(spec, Mapping) else {}
+    if spec.get("type") == "ExternalName":
+        return False
+    return spec.get("clusterIP") not in ("None", "none")
+
+
+def link_prefix(service: Mapping[str, Any]) -> str:
+    meta = service.get("metadata")
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    return str(name or "").upper().replace("-", "_")
+
+
+@register(
+    "vllm-port-service",
+    FAIL,
+    "a Service named vllm injects VLLM_PORT=tcp://...",
+    Basis(VLLM_CODE, "vllm/envs.py: a VLLM_PORT that is a URI is refused"),
+)
+def vllm_port_service(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
+    if ctx.spec.get("enableServiceLinks") is False:
+        return
+    if ctx.process_env("VLLM_PORT")[1] is not None:
+        return  # an explicit VLLM_PORT wins over the Service link
+    for service in ctx.services:
+        if link_prefix(service) == "VLLM" and injects_links(service):
+            yield RULE_INFO["vllm-port-service"].finding(
+                "Service 'vllm' in this namespace has a cluster IP, so Kubernetes sets "
+                "VLLM_PORT=tcp://<cluster-ip>:<port> in this container and vLLM refuses to "
+                "start: \"VLLM_PORT 'tcp://...' appears to be a URI. This may be caused by a "
+                'Kubernetes service discovery issue"',
+                f"{ctx.pod_path}.enableServiceLinks",
+                "rename the Service (e.g. vllm-server), or set enableServiceLinks: false in "
+                "the pod spec, or make the Service headless (clusterIP: None)",
+            )
+            return

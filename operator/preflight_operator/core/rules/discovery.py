@@ -1,0 +1,70 @@
+"""What a manifest set offers the rules besides workloads (ConfigMaps, Services, DRA
+claims), and the pod templates of a workload (the registry of kinds is rules.kinds)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from preflight_operator.core.rules.kinds import pod_templates
+from preflight_operator.core.rules.spread import ray_worker_member
+from preflight_operator.core.rules.template import Group, GroupMember, PodTemplate, meta
+
+LWS_GROUP = "leaderworkerset.x-k8s.io"
+MIG_PREFIX = "nvidia.com/mig-"
+# Objects the rules resolve by reference from a workload (DRA claims, KServe runtimes).
+REFERENCED_KINDS = (
+    "ResourceClaim",
+    "ResourceClaimTemplate",
+    "ServingRuntime",
+    "ClusterServingRuntime",
+)
+CLUSTER_SCOPED = frozenset(("ClusterServingRuntime",))
+
+
+@dataclass
+class ManifestSet:
+    """ConfigMaps, Services, ResourceClaims and ResourceClaimTemplates of the objects
+    being checked together, by namespace; and the plain workloads whose pods join a Ray
+    cluster (``ray start --address``), which a Ray head's engine may spread over
+    (rules.spread.with_ray_workers)."""
+
+    config_maps: dict[tuple[str | None, str], Mapping[str, Any]] = field(default_factory=dict)
+    services: dict[str | None, list[Mapping[str, Any]]] = field(default_factory=dict)
+    referenced: dict[tuple[str | None, str, str], Mapping[str, Any]] = field(default_factory=dict)
+    ray_workers: dict[str | None, list[GroupMember]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, objects: Iterable[Mapping[str, Any]], default_namespace: str | None) -> ManifestSet:
+        found = cls()
+        for obj in objects:
+            kind = obj.get("kind")
+            worker = ray_worker_member(obj)
+            if worker is not None:
+                found.ray_workers.setdefault(meta(obj, default_namespace)[1], []).append(worker)
+                continue
+            if kind not in ("ConfigMap", "Service", *REFERENCED_KINDS):
+                continue
+            name, namespace = meta(obj, default_namespace)
+            if kind in REFERENCED_KINDS:
+                scope = None if kind in CLUSTER_SCOPED else namespace
+                found.referenced[(scope, str(kind), name)] = obj
+            elif kind == "ConfigMap":
+                found.config_maps[(namespace, name)] = obj
+            else:
+                found.services.setdefault(namespace, []).append(obj)
+        return found
+
+
+__all__ = [
+    "CLUSTER_SCOPED",
+    "LWS_GROUP",
+    "MIG_PREFIX",
+    "REFERENCED_KINDS",
+    "Group",
+    "GroupMember",
+    "ManifestSet",
+    "PodTemplate",
+    "pod_templates",
+]

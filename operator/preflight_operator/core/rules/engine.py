@@ -1,0 +1,392 @@
+"""Runs the rules over workloads: discovery -> command -> plan -> findings."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from preflight_contract.verdicts import FAIL, INFO, SEVERITIES, WARN
+from preflight_contract.vllm_args import parse_vllm_args
+from preflight_operator.core.rules import checks  # noqa: F401  (registers the rules)
+from preflight_operator.core.rules.certainty import (
+    HEURISTIC,
+    MEASUREMENT,
+    VENDOR_DOC,
+    Basis,
+    downgrade_note,
+    not_exact,
+)
+from preflight_operator.core.rules.checks.service import injects_links, link_prefix
+from preflight_operator.core.rules.command import Invocation, Unparsed, find_invocation
+from preflight_operator.core.rules.config import ConfigResolver
+from preflight_operator.core.rules.context import ContainerContext
+from preflight_operator.core.rules.discovery import (
+    CLUSTER_SCOPED,
+    ManifestSet,
+    PodTemplate,
+    pod_templates,
+)
+from preflight_operator.core.rules.kubeenv import build_env, unknown_marker
+from preflight_operator.core.rules.model import (
+    DEFAULT_POLICY,
+    NO_LOOKUP,
+    ClusterLookup,
+    ContainerResult,
+    Finding,
+    Policy,
+)
+from preflight_operator.core.rules.registry import REGISTRY, declare
+from preflight_operator.core.rules.resources import gpu_resources
+from preflight_operator.core.rules.spread import with_ray_workers
+from preflight_operator.core.rules.template import meta
+
+COMMAND_UNPARSED = declare(
+    "vllm-command-unparsed",
+    WARN,
+    "a shell script that mentions vLLM could not be read",
+    Basis(MEASUREMENT, "the shell oracle: scripts run under real bash and dash"),
+)
+MANIFEST_INVALID = declare(
+    "manifest-invalid",
+    FAIL,
+    "a manifest field the rules need is malformed",
+    Basis(VENDOR_DOC, "Kubernetes API validation of the pod spec"),
+)
+INTERNAL_ERROR = declare(
+    "rules-internal-error",
+    WARN,
+    "a rule crashed (a bug in vllm-preflight)",
+    Basis(HEURISTIC, "a crash of vllm-preflight's own rules"),
+)
+log = logging.getLogger(__name__)
+
+KIND_GENERIC = declare(
+    "kind-generic",
+    INFO,
+    "a kind vllm-preflight does not know, judged by its embedded pod spec",
+    Basis(HEURISTIC, "an unknown kind read as a plain pod"),
+)
+
+
+def check_objects(
+    objects: Iterable[Mapping[str, Any]],
+    policy: Policy = DEFAULT_POLICY,
+    lookup: ClusterLookup = NO_LOOKUP,
+    default_namespace: str | None = None,
+) -> list[ContainerResult]:
+    """Check every workload of a manifest set; ConfigMaps and Services in the set are used
+    to resolve env, --config files and Service links. One result per vLLM container."""
+    objs = list(objects)
+    manifests = ManifestSet.of([o for o in objs if isinstance(o, Mapping)], default_namespace)
+    results: list[ContainerResult] = []
+    for index, obj in enumerate(objs):
+        if not isinstance(obj, Mapping):
+            continue
+        for result in _check_object(obj, manifests, policy, lookup, default_namespace):
+            results.append(dataclasses.replace(result, object_index=index))
+    return results
+
+
+def check_object(
+    obj: Mapping[str, Any],
+    policy: Policy = DEFAULT_POLICY,
+    lookup: ClusterLookup = NO_LOOKUP,
+    related: Iterable[Mapping[str, Any]] = (),
+) -> list[ContainerResult]:
+    """Check one workload (the webhook's entry point). ``related`` objects (ConfigMaps,
+    Services) are consulted like the cluster, before ``lookup``; [] when not vLLM."""
+    if not isinstance(obj, Mapping):
+        return []
+    manifests = ManifestSet.of([o for o in related if isinstance(o, Mapping)], None)
+    return _check_object(obj, manifests, policy, lookup, None)
+
+
+def _check_object(
+    obj: Mapping[str, Any],
+    manifests: ManifestSet,
+    policy: Policy,
+    lookup: ClusterLookup,
+    default_namespace: str | None,
+) -> list[ContainerResult]:
+    try:
+        namespace = meta(obj, default_namespace)[1]
+        templates = pod_templates(obj, default_namespace, _resolver(namespace, manifests, lookup))
+    except Exception as exc:  # a rules bug must never take the webhook or lint down
+        return [_crashed(str(obj.get("kind")), "?", None, "?", exc)]
+    results: list[ContainerResult] = []
+    for found in templates:
+        template = with_ray_workers(found, manifests.ray_workers.get(found.namespace, []))
+        if template.unread is not None:
+            results.append(_unread(template, *template.unread))
+            continue
+        containers = template.spec.get("containers")
+        if not isinstance(containers, list):
+            continue
+        for i, container in enumerate(containers):
+            if not isinstance(container, Mapping):
+                continue
+            label = _label(template, container, i)
+            try:
+                result = _check_container(
+                    template,
+                    container=container,
+                    index=i,
+                    label=label,
+                    manifests=manifests,
+                    lookup=lookup,
+                    policy=policy,
+                )
+            except Exception as exc:
+                result = _crashed(template.kind, template.name, template.namespace, label, exc)
+            if result is not None:
+                results.append(result)
+    return results
+
+
+def _resolver(
+    namespace: str | None, manifests: ManifestSet, lookup: ClusterLookup
+) -> Callable[[str, str], Mapping[str, Any] | None]:
+    """(kind, name) -> an object a workload refers to (a DRA claim, a KServe
+    ServingRuntime) in ``namespace`` (cluster-scoped kinds: anywhere), from the manifest
+    set, else the cluster; name "*" lists every one of that kind."""
+
+    def resolve(kind: str, name: str) -> Mapping[str, Any] | None:
+        scope = None if kind in CLUSTER_SCOPED else namespace
+        if name == "*":
+            items = [
+                o for (ns, k, _), o in manifests.referenced.items() if k == kind and ns == scope
+            ]
+            if lookup.object is not None and (scope is not None or kind in CLUSTER_SCOPED):
+                try:
+                    listed = lookup.object(scope or "", kind, "*")
+                except Exception:
+                    listed = None  # unknown, never fatal
+                more = listed.get("items") if isinstance(listed, Mapping) else None
+                if isinstance(more, list):
+                    names = {meta_name(o) for o in items}
+                    items += [
+                        o for o in more if isinstance(o, Mapping) and meta_name(o) not in names
+                    ]
+            return {"items": items}
+        found = manifests.referenced.get((scope, kind, name))
+        if (
+            found is None
+            and lookup.object is not None
+            and (scope is not None or kind in CLUSTER_SCOPED)
+        ):
+            try:
+                found = lookup.object(scope or "", kind, name)
+            except Exception:
+                found = None  # unknown, never fatal
+        return found
+
+    return resolve
+
+
+def meta_name(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata")
+    return str(meta.get("name")) if isinstance(meta, Mapping) else ""
+
+
+def _label(template: PodTemplate, container: Mapping[str, Any], index: int) -> str:
+    name = container.get("name")
+    label = str(name) if isinstance(name, str) and name else f"containers[{index}]"
+    return f"{template.role}/{label}" if template.role else label
+
+
+def _crashed(
+    kind: str, name: str, namespace: str | None, container: str, exc: Exception
+) -> ContainerResult:
+    finding = INTERNAL_ERROR.finding(
+        f"the rules crashed on this object: {exc!r}; it was not checked",
+        "",
+        "report this as a bug in vllm-preflight, with the manifest",
+    )
+    return ContainerResult(kind, name, namespace, container, None, None, None, (finding,))
+
+
+def _getters(
+    namespace: str | None, manifests: ManifestSet, lookup: ClusterLookup
+) -> tuple[Any, Any, list[Mapping[str, Any]]]:
+    def config_map(name: str) -> Mapping[str, Any] | None:
+        found = manifests.config_maps.get((namespace, name))
+        if found is None and lookup.config_map is not None and namespace is not None:
+            try:
+                found = lookup.config_map(namespace, name)
+            except Exception:
+                found = None  # unknown, never fatal
+        return found
+
+    referenced = _resolver(namespace, manifests, lookup)
+    services = list(manifests.services.get(namespace, []))
+    if lookup.services is not None and namespace is not None:
+        names = {link_prefix(s) for s in services}
+        with contextlib.suppress(Exception):  # unknown, never fatal
+            services += [s for s in lookup.services(namespace) if link_prefix(s) not in names]
+    return config_map, referenced, services
+
+
+def _service_links(spec: Mapping[str, Any], services: list[Mapping[str, Any]]) -> dict[str, str]:
+    if spec.get("enableServiceLinks") is False:
+        return {}
+    links: dict[str, str] = {}
+    for service in services:
+        if injects_links(service):
+            prefix = link_prefix(service)
+            for suffix in ("_SERVICE_HOST", "_SERVICE_PORT", "_PORT"):
+                links[prefix + suffix] = unknown_marker(prefix + suffix)
+    return links
+
+
+def _check_container(
+    template: PodTemplate,
+    *,
+    container: Mapping[str, Any],
+    index: int,
+    label: str,
+    manifests: ManifestSet,
+    lookup: ClusterLookup,
+    policy: Policy,
+) -> ContainerResult | None:
+    path = f"{template.path}.containers[{index}]"
+    config_map, referenced, services = _getters(template.namespace, manifests, lookup)
+    env = build_env(
+        container,
+        path,
+        namespace=template.namespace,
+        config_map=config_map,
+        injected=template.injected_env,
+        service_links=_service_links(template.spec, services),
+    )
+    found = find_invocation(container, path, env)
+    if found is None:
+        return None
+    if template.argv_paths and isinstance(found, Invocation):
+        # a synthesised command: each token points at the field it was built from
+        paths = template.argv_paths
+        found = dataclasses.replace(
+            found, paths=tuple(paths[i] if i < len(paths) else p for i, p in enumerate(found.paths))
+        )
+    if isinstance(found, Unparsed):
+        return _unparsed(template, container, label, found)
+    resolver = ConfigResolver(container, template.spec, config_map)
+    parsed = parse_vllm_args(list(found.argv), resolver)
+    gpus = gpu_resources(container, path, template.spec, referenced)
+    if template.unknown:
+        gpus = dataclasses.replace(gpus, forced_unknown=template.unknown)
+    ctx = ContainerContext(
+        template,
+        container,
+        label,
+        path,
+        found,
+        parsed,
+        env,
+        gpus,
+        tuple(services),
+        resolver.source,
+        lookup,
+        referenced,
+        config_map,
+    )
+    findings = [
+        MANIFEST_INVALID.finding(
+            f"{where} {what}", where, "fix the field: the API server rejects this manifest"
+        )
+        for where, what in gpus.malformed
+    ]
+    if template.generic:
+        findings.append(
+            KIND_GENERIC.finding(
+                f"{template.kind} is not a kind vllm-preflight knows; the pod spec at "
+                f"{template.path} runs vLLM and was judged as a plain pod (its controller may "
+                "change it: replicas, resources and the command are read as written)",
+                template.path,
+                "nothing to fix; ask for the kind to be supported if its controller adds GPUs "
+                "or arguments",
+            )
+        )
+    for _, rule in REGISTRY:
+        try:
+            findings.extend(rule(ctx, policy))
+        except Exception as exc:
+            findings.append(
+                INTERNAL_ERROR.finding(
+                    f"a rule crashed: {exc!r}", path, "report this as a bug in vllm-preflight"
+                )
+            )
+    return _result(template, label, ctx, findings, policy)
+
+
+def _unread(template: PodTemplate, field: str, why: str) -> ContainerResult:
+    # the field the vLLM command line is built from was not read: the same unknown as a
+    # script that does not tokenize
+    finding = COMMAND_UNPARSED.finding(
+        f"{field} was not read: {why}; the vLLM command lines built from it were not checked",
+        field,
+        "write it without YAML aliases, fewer than 100 levels deep and under 1 MiB",
+    )
+    return ContainerResult(
+        template.kind, template.name, template.namespace, template.role or "?", None, None,
+        None, (finding,),
+    )  # fmt: skip
+
+
+def _unparsed(
+    template: PodTemplate, container: Mapping[str, Any], label: str, found: Unparsed
+) -> ContainerResult | None:
+    if not found.suspected and "vllm" not in repr(container.get("command")) + repr(
+        container.get("args")
+    ):
+        return None  # some other script
+    finding = COMMAND_UNPARSED.finding(
+        f"{found.path}: {found.reason}; the vLLM command line in it was not checked",
+        found.path,
+        "write the command as a list (command: [vllm, serve, ...]) or fix the script's quoting",
+    )
+    return ContainerResult(
+        template.kind, template.name, template.namespace, label, None, None, None, (finding,)
+    )
+
+
+def downgrade(finding: Finding) -> Finding:
+    """Enforce denies only what is certain: a fail that rests on an input that is not
+    exact (rules.certainty) becomes a warn saying which, whatever the rule did. Logged,
+    with the rule id, so a rule that keeps failing on estimates shows."""
+    if finding.severity != FAIL:
+        return finding
+    shaky = not_exact(finding.inputs)
+    if not shaky:
+        return finding
+    note = downgrade_note(shaky)
+    log.info("rule %s: fail downgraded to warn:%s", finding.id, note)
+    return dataclasses.replace(finding, severity=WARN, message=finding.message + note)
+
+
+def _result(
+    template: PodTemplate,
+    label: str,
+    ctx: ContainerContext,
+    findings: list[Finding],
+    policy: Policy,
+) -> ContainerResult:
+    kept = [downgrade(f) for f in findings if policy.enabled(f.id)]
+    order = {severity: i for i, severity in enumerate(SEVERITIES)}
+    kept.sort(key=lambda f: order.get(f.severity, len(order)))
+    need = ctx.gpus_needed
+    return ContainerResult(
+        template.kind,
+        template.name,
+        template.namespace,
+        label,
+        ctx.parsed.plan if need is not None else None,
+        need,
+        ctx.gpus_have,
+        tuple(kept),
+        platform=ctx.gpus.platform,
+        argv=ctx.invocation.argv,
+        model=ctx.parsed.model,
+    )

@@ -1,0 +1,47 @@
+"""The rule registry: every rule is a small pure function registered with its id and the
+source of its certainty (rules.certainty.Basis)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from preflight_operator.core.rules.certainty import Basis, rule_action
+from preflight_operator.core.rules.model import Finding, Policy, RuleInfo
+
+if TYPE_CHECKING:
+    from preflight_operator.core.rules.context import ContainerContext
+
+Rule = Callable[["ContainerContext", Policy], Iterable[Finding]]
+
+REGISTRY: list[tuple[RuleInfo, Rule]] = []
+RULE_INFO: dict[str, RuleInfo] = {}
+
+
+def register(rule_id: str, severity: str, summary: str, basis: Basis) -> Callable[[Rule], Rule]:
+    """Declare a rule; the function gets the container context and the policy and yields
+    findings (use ``RULE_INFO[rule_id].finding(...)`` or the ``info`` it is given)."""
+
+    def wrap(fn: Rule) -> Rule:
+        if rule_id in RULE_INFO:
+            raise ValueError(f"rule {rule_id} registered twice")
+        info = RuleInfo(rule_id, severity, summary, basis)
+        RULE_INFO[rule_id] = info
+        REGISTRY.append((info, fn))
+        return fn
+
+    return wrap
+
+
+def declare(rule_id: str, severity: str, summary: str, basis: Basis) -> RuleInfo:
+    """A rule id emitted by the engine itself rather than by a registered function."""
+    info = RuleInfo(rule_id, severity, summary, basis)
+    RULE_INFO[rule_id] = info
+    return info
+
+
+def action_for(rule_id: str, policy_action: str, per_rule: Iterable[tuple[str, str]] = ()) -> str:
+    """What a failure of ``rule_id`` does under a policy (its action and its per-rule
+    entries): rules.certainty.rule_action with the rule's own Basis."""
+    info = RULE_INFO.get(rule_id)
+    return rule_action(rule_id, info.basis if info else None, policy_action, per_rule)

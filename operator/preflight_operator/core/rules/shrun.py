@@ -1,0 +1,941 @@
+"""Which vLLM command a shell script runs, read as bash (or dash) would run it.
+
+The script is parsed (shparse) and walked in execution order with what the manifest tells:
+the container's env, the script's own assignments (with word splitting of unquoted
+expansions), functions (a body runs where the function is called, never where it is
+defined), ``"$@"``, ``set --``, ``eval``, nested ``sh -c``/``bash -c``/``su -c`` and the
+launchers of rules.launchers. Redirections and here-documents are not words of a command.
+
+A branch whose taken arm is not known here (``if``, ``case``, ``&&``/``||``, a loop
+condition) is walked on every arm; assignments that differ between arms become unknown,
+and the commands met on an arm are *conditional*. The result is the first vLLM command
+that runs on every path, with the conditional ones met before it: when they all have the
+same argv that argv is the answer, else the answer is "unknown" (Doubt), never a guess.
+An unknown value stays an unknown marker (kubeenv) inside the argv, so the rules warn and
+never fail on it. ``exact`` says no part of the argv is a guess; the oracle test
+(tests/unit/test_shell_oracle.py) runs the scripts under the real bash and dash and holds
+every exact reading to what they pass to vLLM.
+
+Bounded: MAX_STEPS commands walked, MAX_DEPTH nested scripts, the container's expansion
+Budget; past any of them the answer is a Doubt naming the bound.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+
+from preflight_contract.vllm_args import vllm_args_start
+from preflight_operator.core.rules import launchers, shell
+from preflight_operator.core.rules.kubeenv import Budget, has_unknown, unknown_marker
+from preflight_operator.core.rules.shparse import (
+    AndOr,
+    Case,
+    Command,
+    CommandList,
+    Function,
+    Group,
+    If,
+    Loop,
+    Opaque,
+    Pipeline,
+    Redirect,
+    ShellSyntax,
+    Simple,
+    Word,
+    _is_assignment_word,
+    parse,
+)
+
+SHELLS = frozenset(("sh", "bash", "dash", "ash", "zsh", "ksh", "busybox"))
+MAX_STEPS = 4000
+MAX_DEPTH = 4
+_UNSET = "\x00unset\x00"
+_ARRAY_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\[([@*])\]\}")
+_DECLARATIONS = frozenset(("export", "readonly", "declare", "typeset", "local"))
+_SETS_NAMES = frozenset(("read", "mapfile", "readarray", "getopts", "let"))
+
+
+@dataclass(frozen=True)
+class Found:
+    argv: tuple[str, ...]
+    exports: Mapping[str, str]
+    conditional: bool
+    exact: bool
+    offset: int | None = None  # argv is the container's own words from this index
+
+
+@dataclass(frozen=True)
+class Doubt:
+    reason: str
+
+
+Event = "Found | Doubt"
+
+
+@dataclass
+class State:
+    vars: dict[str, str] = field(default_factory=dict)
+    arrays: dict[str, list[str]] = field(default_factory=dict)
+    exported: dict[str, str] = field(default_factory=dict)
+    functions: dict[str, Command | None] = field(default_factory=dict)
+    positional: list[str] = field(default_factory=list)
+    ifs_set: bool = False
+    errexit: bool = False  # set -e: a failing command ends the script
+    opaque: bool = False  # a `source`/`.`: any variable may have changed
+
+    def copy(self) -> State:
+        return State(
+            dict(self.vars),
+            {k: list(v) for k, v in self.arrays.items()},
+            dict(self.exported),
+            dict(self.functions),
+            list(self.positional),
+            self.ifs_set,
+            self.opaque,
+            self.errexit,
+        )
+
+
+def _merge(states: list[State]) -> State:
+    """The state after one of ``states``: what differs between them is unknown."""
+    first = states[0]
+    if len(states) == 1:
+        return first
+    out = first.copy()
+    for name in {n for s in states for n in s.vars}:
+        values = {s.vars.get(name, "\x00none") for s in states}
+        if len(values) > 1:
+            out.vars[name] = unknown_marker(name)
+    for name in {n for s in states for n in s.exported}:
+        values = {s.exported.get(name, "\x00none") for s in states}
+        if len(values) > 1:
+            out.exported[name] = unknown_marker(name)
+    for name in {n for s in states for n in s.arrays}:
+        if any(s.arrays.get(name) != first.arrays.get(name) for s in states):
+            out.arrays.pop(name, None)
+            out.vars[name] = unknown_marker(name)
+    for name in {n for s in states for n in s.functions}:
+        if any(s.functions.get(name) is not first.functions.get(name) for s in states):
+            out.functions[name] = None  # defined differently on different paths
+    if any(s.positional != first.positional for s in states):
+        width = max(len(s.positional) for s in states)
+        out.positional = first.positional[:1] + [unknown_marker("$@")] * max(0, width - 1)
+    out.ifs_set = any(s.ifs_set for s in states)
+    out.errexit = any(s.errexit for s in states)
+    out.opaque = any(s.opaque for s in states)
+    return out
+
+
+class _Halt(Exception):
+    """Too many steps: the walk stops and the answer is a Doubt."""
+
+
+class Runner:
+    """Walks one script (and the scripts it starts) and records the vLLM commands."""
+
+    def __init__(
+        self,
+        lookup: Callable[[str], str | None],
+        budget: Budget,
+        events: list[Found | Doubt],
+        *,
+        depth: int = 0,
+        steps: list[int] | None = None,
+        dialect: str = "bash",
+    ) -> None:
+        self.lookup = lookup  # the process env the script starts with
+        self.budget = budget
+        self.events = events
+        self.depth = depth
+        self.steps = steps if steps is not None else [0]
+        self.dialect = dialect
+        self.state = State()
+        self.cond = False  # reached on some paths only
+        self.halt: str | None = None  # exit, return, break, found
+        self.testing = 0  # inside an if/while condition: set -e does not apply
+        # env values the script may run as words ($CMD): a script that names vLLM nowhere,
+        # and is given nothing that does, is not read at all (sidecars cost nothing)
+        self.mentions: tuple[str, ...] = ()
+
+    # -- entry points -------------------------------------------------------------------
+
+    def run_script(self, script: str, positional: Sequence[str]) -> None:
+        try:
+            tree = parse(script, bash=self.dialect == "bash")
+        except (ShellSyntax, RecursionError) as exc:
+            if "vllm" in script:
+                self.events.append(Doubt(f"the shell script does not parse: {exc}"))
+            return
+        self.state.positional = list(positional)
+        try:
+            self._list(tree)
+        except _Halt:
+            self.events.append(Doubt(f"the script runs more than {MAX_STEPS} commands before vLLM"))
+            self.halt = "found"
+        except RecursionError:
+            self.events.append(Doubt("the script nests too deeply to be read"))
+            self.halt = "found"
+
+    def run_argv(self, argv: Sequence[str], exports: Mapping[str, str], offset: int | None) -> None:
+        """A command already split into words (a container's command + args)."""
+        self._program(list(argv), dict(exports), offset)
+
+    # -- variables ----------------------------------------------------------------------
+
+    def variable(self, name: str) -> str | None:
+        if name in self.state.vars:
+            value = self.state.vars[name]
+            return None if value == _UNSET else value
+        if self.state.opaque:
+            return unknown_marker(name)
+        if name in self.state.exported:
+            return self.state.exported[name]
+        return self.lookup(name)
+
+    def _expand_param(self, text: str) -> str:
+        return shell.expand_word(text, self.variable, self.state.positional, self.budget)
+
+    def fields(self, word: Word, split: bool = True) -> list[str]:
+        """The fields a word expands to (parameter expansion, word splitting, and
+        unknown markers where pathname, brace or tilde expansion might apply)."""
+        out = _Fields(split and not self.state.ifs_set and self.dialect != "zsh", split)
+        for index, part in enumerate(word.parts):
+            if part.kind == "lit":
+                out.literal(part.text, part.quoted, index == 0)
+            elif part.kind == "unknown":
+                out.add(unknown_marker(part.text), True)
+            elif part.kind == "marker":
+                out.add(part.text, True)
+            else:
+                multi = self._multi(part.text)
+                if multi is None:
+                    out.value(self._expand_param(part.text), part.quoted)
+                elif multi[1]:  # $* or ${A[*]}: one string
+                    out.value(" ".join(multi[0]), part.quoted)
+                else:
+                    for k, item in enumerate(multi[0]):
+                        if k > 0:
+                            out.new_field()
+                        out.value(item, part.quoted)
+        return out.result()
+
+    def _multi(self, text: str) -> tuple[list[str], bool] | None:
+        """``$@``/``$*``/``${A[@]}``/``${A[*]}``: (items, joined), else None."""
+        if text in ("${@}", "${*}"):
+            return list(self.state.positional[1:]), text == "${*}"
+        match = _ARRAY_REF.fullmatch(text)
+        if match:
+            name = match.group(1)
+            if name in self.state.arrays:
+                return list(self.state.arrays[name]), match.group(2) == "*"
+            value = self.variable(name)
+            return ([] if value is None else [value]), match.group(2) == "*"
+        return None
+
+    # -- walking ------------------------------------------------------------------------
+
+    def _list(self, body: CommandList) -> bool | None:
+        status: bool | None = True
+        for and_or, background in body.items:
+            if self.halt:
+                break
+            status = self._and_or(and_or)
+            if background:
+                status = True
+        return status
+
+    def _and_or(self, node: AndOr) -> bool | None:
+        status = self._pipeline(node.first)
+        last = not node.rest  # the status comes from the list's last pipeline
+        for k, (op, pipeline) in enumerate(node.rest):
+            if self.halt:
+                break
+            runs = status if op == "&&" else (None if status is None else not status)
+            if runs is False:
+                continue
+            final = k == len(node.rest) - 1
+            if runs:
+                status = self._pipeline(pipeline)
+                last = final
+            else:
+                self._branches([partial(self._pipeline, pipeline), _nothing])
+                status = None
+                last = False
+        if last and not node.rest and node.first.negated:
+            last = False
+        self._errexit(status if last else True)
+        return status
+
+    def _errexit(self, status: bool | None) -> None:
+        """``set -e``: a failure ends the script; a command whose status is not known
+        here makes what follows conditional (it runs only if that command succeeded)."""
+        if not self.state.errexit or self.testing or self.halt or status is True:
+            return
+        if status is False:
+            self.halt = "exit"
+        else:
+            self.cond = True
+
+    def _pipeline(self, node: Pipeline) -> bool | None:
+        if len(node.commands) == 1:
+            status = self._command(node.commands[0])
+        else:
+            status = None
+            for command in node.commands:
+                self._subshell(partial(self._command, command))
+                if self.halt:
+                    break
+        if node.negated and status is not None:
+            return not status
+        return None if node.negated else status
+
+    def _subshell(self, run: Callable[[], bool | None]) -> bool | None:
+        saved = self.state
+        self.state = saved.copy()
+        status = run()
+        self.state = saved
+        if self.halt != "found":
+            self.halt = None  # an `exit` or `exec` ends the subshell only
+        return status
+
+    def _arm(self, run: Callable[[], object]) -> tuple[State, str | None]:
+        saved_state, saved_cond = self.state, self.cond
+        self.state, self.cond = saved_state.copy(), True
+        run()
+        result = (self.state, self.halt)
+        self.state, self.cond, self.halt = saved_state, saved_cond, None
+        return result
+
+    def _branches(self, arms: list[Callable[[], object]]) -> None:
+        """One of ``arms`` runs and which is not known: walk each, then merge."""
+        results = [self._arm(arm) for arm in arms]
+        live = [state for state, halt in results if halt is None]
+        halts = [halt for _, halt in results if halt is not None]
+        if "found" in halts:
+            self.halt = "found"
+            return
+        if not live:
+            self.halt = halts[0]
+            return
+        if len(live) < len(results):
+            self.cond = True  # what follows runs only on some paths
+        self.state = _merge(live)
+
+    def _command(self, node: Command) -> bool | None:
+        self.steps[0] += 1
+        if self.steps[0] > MAX_STEPS:
+            raise _Halt
+        if isinstance(node, Simple):
+            return self._simple(node)
+        if isinstance(node, Group):
+            if node.subshell:
+                return self._subshell(lambda: self._list(node.body))
+            return self._list(node.body)
+        if isinstance(node, If):
+            self._if(node.clauses, node.otherwise)
+            return None
+        if isinstance(node, Case):
+            self._case(node)
+            return None
+        if isinstance(node, Loop):
+            self._loop(node)
+            return None
+        if isinstance(node, Function):
+            self.state.functions[node.name] = node.body
+            return True
+        if isinstance(node, Opaque):
+            return None
+        return None
+
+    def _if(
+        self, clauses: list[tuple[CommandList, CommandList]], otherwise: CommandList | None
+    ) -> None:
+        if not clauses:
+            if otherwise is not None:
+                self._list(otherwise)
+            return
+        (condition, body), rest = clauses[0], clauses[1:]
+        self.testing += 1
+        status = self._list(condition)
+        self.testing -= 1
+        if self.halt:
+            return
+        if status is True:
+            self._list(body)
+        elif status is False:
+            self._if(rest, otherwise)
+        else:
+            self._branches([lambda: self._list(body), lambda: self._if(rest, otherwise)])
+
+    def _case(self, node: Case) -> None:
+        subject = self.fields(node.word, split=False)
+        text = subject[0] if subject else ""
+
+        def arms_from(k: int) -> None:
+            if k >= len(node.arms):
+                return
+            patterns, body = node.arms[k]
+            matched = self._case_match(text, patterns)
+            if matched is True:
+                self._list(body)
+            elif matched is False:
+                arms_from(k + 1)
+            else:
+                self._branches([lambda: self._list(body), lambda: arms_from(k + 1)])
+
+        arms_from(0)
+
+    def _case_match(self, text: str, patterns: list[Word]) -> bool | None:
+        if has_unknown(text):
+            return None
+        for pattern in patterns:
+            plain = pattern.plain()
+            if plain is None:
+                return None
+            if pattern.quoted or not any(c in plain for c in "*?[\\"):
+                if plain == text:
+                    return True
+                continue
+            if plain == "*":
+                return True
+            return None  # a glob pattern: not evaluated here
+        return False
+
+    def _loop(self, node: Loop) -> None:
+        before = self.state.copy()
+        if node.kind == "for":
+            values = (
+                self.state.positional[1:]
+                if node.values is None
+                else [f for w in node.values for f in self.fields(w)]
+            )
+            if any(has_unknown(v) for v in values):
+                self.state.vars[node.variable or ""] = unknown_marker(node.variable or "")
+                self._branches([lambda: self._list(node.body), lambda: None])
+            elif values:
+                self.state.vars[node.variable or ""] = values[0]
+                self._list(node.body)
+            self._after_loop(before)
+            return
+        assert node.condition is not None
+        self.testing += 1
+        status = self._list(node.condition)
+        self.testing -= 1
+        if self.halt:
+            return
+        if node.kind == "until" and status is not None:
+            status = not status
+        if status is False:
+            return
+        if status is True:
+            self._list(node.body)
+            if self.halt in ("break", "continue"):
+                self.halt = None
+            self.cond = True  # after an endless loop: only by `break`
+        else:
+            self._branches([lambda: self._list(node.body), lambda: None])
+        self._after_loop(before)
+
+    def _after_loop(self, before: State) -> None:
+        if self.halt in ("break", "continue"):
+            self.halt = None
+        if self.halt is None:
+            self.state = _merge([before, self.state])
+
+    # -- simple commands ------------------------------------------------------------------
+
+    def _simple(self, node: Simple) -> bool | None:
+        prefix: dict[str, str] = {}
+        arrays: dict[str, list[str]] = {}
+        for word in node.assigns:
+            name, value, items = self._assignment(word)
+            prefix[name] = value
+            if items is not None:
+                arrays[name] = items
+        if not node.words:
+            for name, value in prefix.items():
+                self._set(name, value, export=False, items=arrays.get(name))
+            return None if any(has_unknown(v) for v in prefix.values()) else True
+        head = node.words[0].literal
+        if head in _DECLARATIONS:
+            return self._declare(head, node.words[1:])
+        words: list[str] = []
+        for word in node.words:
+            words.extend(self.fields(word))
+        if not words:
+            return True
+        exports = {**self.state.exported, **prefix}
+        if any(_may_fail(r, self) for r in node.redirects):
+            saved = self.cond
+            self.cond = True  # it runs only if the file opens
+            try:
+                return self._argv(words, exports)
+            finally:
+                self.cond = saved or self.cond
+        return self._argv(words, exports)
+
+    def _assignment(self, word: Word) -> tuple[str, str, list[str] | None]:
+        """(name, value, array items) of a NAME=value word."""
+        first = word.parts[0].text
+        name, _, rest = first.partition("=")
+        name = name.rstrip("+")
+        if word.array is not None:
+            items = [f for w in word.array for f in self.fields(w)]
+            return name, items[0] if items else "", items
+        from preflight_operator.core.rules.shparse import Part  # noqa: PLC0415
+
+        tail = Word((Part("lit", rest, word.parts[0].quoted), *word.parts[1:]))
+        values = self.fields(tail, split=False)
+        value = "".join(values)
+        if first.startswith(name + "+="):
+            old = self.variable(name) or ""
+            value = old + value
+        return name, value, None
+
+    def _set(self, name: str, value: str, export: bool, items: list[str] | None = None) -> None:
+        self.state.arrays.pop(name, None)
+        if items is not None:
+            self.state.arrays[name] = items
+        self.state.vars[name] = value
+        if name == "IFS":
+            self.state.ifs_set = True
+        if export or name in self.state.exported or self.lookup(name) is not None:
+            self.state.exported[name] = value
+
+    def _declare(self, head: str, args: list[Word]) -> bool | None:
+        export = head == "export"
+        for word in args:
+            literal = word.literal
+            if literal is not None and literal.startswith(("-", "+")):
+                if "x" in literal and literal.startswith("-"):
+                    export = True
+                if any(c in literal for c in "inaAlu"):
+                    for w in args:  # -i, -a, -A, -l, -u change values: not modelled
+                        if _is_assignment_word(w):
+                            self.state.vars[w.parts[0].text.split("=")[0]] = unknown_marker(
+                                w.parts[0].text.split("=")[0]
+                            )
+                    return None
+                continue
+            if _is_assignment_word(word):
+                name, value, items = self._assignment(word)
+                self._set(name, value, export, items)
+            else:
+                for name in self.fields(word):
+                    known = self.variable(name)
+                    if export and known is not None and re.fullmatch(r"[A-Za-z_]\w*", name):
+                        self.state.exported[name] = known
+        return True
+
+    def _argv(self, words: list[str], exports: dict[str, str]) -> bool | None:
+        """Run the command ``words`` (expanded): a builtin, a function, a launcher, a
+        nested shell, vLLM, or another program."""
+        program = words[0]
+        if program in self.state.functions:
+            return self._call(program, words)
+        builtin = self._builtin(words, exports)
+        if builtin != "no":
+            return builtin  # type: ignore[return-value]
+        self._program(words, exports, None)
+        return None
+
+    def _program(self, words: list[str], exports: dict[str, str], offset: int | None) -> None:
+        """A program (not a builtin): through its launchers to a shell, vLLM or other."""
+        unwrapped = launchers.unwrap(words)
+        if isinstance(unwrapped, launchers.Unknown):
+            if any("vllm" in w for w in words[1:]):
+                self.events.append(
+                    Doubt(f"vLLM may run behind something not read here: {unwrapped.reason}")
+                )
+            return None
+        for name, value in unwrapped.assignments:
+            exports[name] = value
+        start = unwrapped.start
+        if offset is not None:
+            offset += start
+        if unwrapped.script is not None:
+            self._nested("sh", unwrapped.script, ["sh"], exports)
+            return None
+        rest = words[start:]
+        if not rest:
+            return None
+        base = rest[0].rsplit("/", 1)[-1]
+        if base in SHELLS:
+            self._shell(rest, exports)
+            return None
+        if unwrapped.uv_module:
+            rest = ["python3", "-m", *rest]
+            self._found(rest, exports, None, exact=False)
+            return None
+        if vllm_args_start(rest) is not None:
+            exact = not any(has_unknown(w) for w in rest)
+            self._found(rest, exports, offset, exact)
+            return None
+        if has_unknown(rest[0]) and vllm_args_start(["python3", *rest[1:]]) is not None:
+            self._found(["python3", *rest[1:]], exports, None, exact=False)
+            return None
+        if base not in launchers.TEXT_ONLY and not has_unknown(base):
+            self._doubt_if_vllm(rest, f"`{base}` is not a program vllm-preflight models")
+        elif has_unknown(base):
+            self._doubt_if_vllm(rest, "the program is not known here")
+        return None
+
+    def _found(
+        self, argv: list[str], exports: Mapping[str, str], offset: int | None, exact: bool
+    ) -> None:
+        self.events.append(Found(tuple(argv), dict(exports), self.cond, exact, offset))
+        if not self.cond:
+            self.halt = "found"
+
+    def _doubt_if_vllm(self, words: list[str], reason: str) -> None:
+        for i in range(1, len(words)):
+            if vllm_args_start(words[i:]) is not None or (
+                words[i] == "-m" and vllm_args_start(["python3", *words[i:]]) is not None
+            ):
+                self.events.append(Doubt(f"vLLM runs behind something not read here: {reason}"))
+                return
+
+    def _call(self, name: str, words: list[str]) -> bool | None:
+        body = self.state.functions[name]
+        if body is None:
+            self._doubt_if_vllm(["?", *words], f"function {name} is defined on some paths only")
+            return None
+        if self.depth + 1 > MAX_DEPTH * 4:
+            raise _Halt
+        saved = self.state.positional
+        self.state.positional = [saved[0] if saved else "sh", *words[1:]]
+        self.depth += 1
+        try:
+            status = self._command(body)
+        finally:
+            self.depth -= 1
+        self.state.positional = saved
+        if self.halt == "return":
+            self.halt = None
+        return status
+
+    def _builtin(self, words: list[str], exports: dict[str, str]) -> object:
+        """The status of a builtin that matters here, or "no"."""
+        name = words[0]
+        if name in _STATUS:
+            return _STATUS[name]
+        if name in _HALTS:
+            self.halt = _HALTS[name]
+            return None
+        if name in ("test", "["):
+            return _test(words[1:-1] if name == "[" and words[-1:] == ["]"] else words[1:])
+        handler = _BUILTINS.get(name)
+        if handler is not None:
+            return handler(self, words, exports)
+        if name in _SETS_NAMES or (name == "printf" and "-v" in words):
+            for var in words[1:]:
+                if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", var):
+                    self.state.vars[var] = unknown_marker(var)
+            return None
+        if name == "cd" or (name == "command" and words[1:2] in (["-v"], ["-V"])):
+            return None  # `command -v NAME` looks NAME up; it runs nothing
+        return "no"
+
+    def _exec(self, words: list[str], exports: dict[str, str]) -> bool | None:
+        if len(words) == 1:
+            return True  # only redirections
+        self._program(words, exports, None)
+        if self.halt is None:
+            self.halt = "exit"  # the shell is replaced: nothing after it runs
+        return None
+
+    def _eval_builtin(self, words: list[str], exports: dict[str, str]) -> bool | None:
+        text = " ".join(words[1:])
+        if has_unknown(text):
+            if "vllm" in text:
+                self.events.append(Doubt("`eval` of a value not known here"))
+            return None
+        return self._eval(text)
+
+    def _source(self, words: list[str], exports: dict[str, str]) -> bool | None:
+        self.state.opaque = True  # a file we cannot see: any variable may change
+        return None
+
+    def _set_builtin(self, words: list[str], exports: dict[str, str]) -> bool | None:
+        args = words[1:]
+        for k, arg in enumerate(args):
+            if arg.startswith(("-", "+")) and arg not in ("-", "--", "-o", "+o"):
+                if "e" in arg[1:]:
+                    self.state.errexit = arg[0] == "-"
+            elif args[k - 1 : k] in (["-o"], ["+o"]) and arg == "errexit":
+                self.state.errexit = args[k - 1] == "-o"
+        if args and args[0] == "--":
+            self.state.positional = self.state.positional[:1] + args[1:]
+        elif args and not args[0].startswith(("-", "+")):
+            self.state.positional = self.state.positional[:1] + args
+        return True
+
+    def _shift(self, words: list[str], exports: dict[str, str]) -> bool | None:
+        count = int(words[1]) if len(words) > 1 and words[1].isdigit() else 1
+        del self.state.positional[1 : 1 + count]
+        return True
+
+    def _unset(self, words: list[str], exports: dict[str, str]) -> bool | None:
+        for var in words[1:]:
+            if not var.startswith("-"):
+                self.state.vars[var] = _UNSET
+                self.state.exported.pop(var, None)
+        return True
+
+    def _eval(self, text: str) -> bool | None:
+        if self.depth + 1 > MAX_DEPTH:
+            self.events.append(Doubt("`eval` nested too deeply"))
+            return None
+        try:
+            tree = parse(text, bash=self.dialect == "bash")
+        except ShellSyntax as exc:
+            if "vllm" in text:
+                self.events.append(Doubt(f"`eval` of text that does not parse: {exc}"))
+            return None
+        self.depth += 1
+        try:
+            return self._list(tree)
+        finally:
+            self.depth -= 1
+
+    def _shell(self, words: list[str], exports: dict[str, str]) -> None:
+        program = words[0].rsplit("/", 1)[-1]
+        at = script_index(words)
+        if at is None:
+            if any("vllm" in w for w in words):
+                self._doubt_if_vllm(words, f"`{program}` runs a file, not a -c script")
+            return
+        if program == "busybox" and len(words) > 1:
+            program = words[1]
+        options = words[1:at]
+        errexit = any(
+            w.startswith("-") and not w.startswith("--") and "e" in w[1:] for w in options
+        ) or any(options[k : k + 2] == ["-o", "errexit"] for k in range(len(options)))
+        self._nested(program, words[at], words[at + 1 :] or [program], exports, errexit)
+
+    def _nested(
+        self,
+        program: str,
+        script: str,
+        positional: list[str],
+        exports: dict[str, str],
+        errexit: bool = False,
+    ) -> None:
+        if self.depth + 1 >= MAX_DEPTH:
+            if "vllm" in script:
+                self.events.append(Doubt(f"shells nested deeper than {MAX_DEPTH}"))
+            return
+        script = literal_references(script)
+        if "vllm" not in script and not any(
+            "vllm" in v for v in (*positional, *exports.values(), *self.mentions)
+        ):
+            return  # nothing in it or given to it names vLLM: it cannot start it
+        environment = dict(exports)
+
+        def lookup(name: str) -> str | None:
+            if name in environment:
+                return environment[name]
+            return self.lookup(name)
+
+        child = Runner(
+            lookup,
+            self.budget,
+            [],
+            depth=self.depth + 1,
+            steps=self.steps,
+            dialect="bash" if program == "bash" else ("zsh" if program == "zsh" else "sh"),
+        )
+        child.cond = self.cond
+        child.mentions = self.mentions
+        child.state.exported = dict(exports)
+        child.state.errexit = errexit
+        child.run_script(script, positional)
+        for event in child.events:
+            if isinstance(event, Found):
+                self.events.append(
+                    Found(
+                        event.argv,
+                        {**exports, **event.exports},
+                        event.conditional or self.cond,
+                        event.exact,
+                        None,
+                    )
+                )
+            else:
+                self.events.append(event)
+        if child.halt == "found":
+            self.halt = "found"
+
+
+def undefined_reference(name: str) -> str:
+    """The marker of a ``$(NAME)`` in command/args that no env of the manifest defines
+    (shown as ``$(NAME)``): the kubelet leaves it literally, a controller may define it."""
+    return unknown_marker(f"$({name})")
+
+
+_UNDEFINED = re.compile(r"\x00\$\(\$\(([^\x00)]*)\)\)\x00")
+
+
+def literal_references(text: str) -> str:
+    """A script's text as the shell gets it: an undefined ``$(NAME)`` stays literal (the
+    shell then runs NAME as a command substitution, unknown to the walk)."""
+    return _UNDEFINED.sub(lambda m: f"$({m.group(1)})", text)
+
+
+class _Fields:
+    """Fields being built from a word's parts (POSIX 2.6: expansion, then splitting)."""
+
+    def __init__(self, splits: bool, split: bool) -> None:
+        self.out: list[list[str]] = [[]]
+        self.keep = [False]  # a quoted part makes a field even when empty ("")
+        self.splits = splits  # IFS is the default: unquoted values split on blanks
+        self.split = split  # False in assignments and case words: no splitting at all
+
+    def add(self, text: str, solid: bool) -> None:
+        self.out[-1].append(text)
+        if solid or text:
+            self.keep[-1] = True
+
+    def new_field(self) -> None:
+        self.out.append([])
+        self.keep.append(False)
+
+    def literal(self, text: str, quoted: bool, first: bool) -> None:
+        if not quoted and first and text.startswith("~"):
+            self.add(unknown_marker("tilde expansion"), True)
+        elif not quoted and (_globby(text) or _braces(text)):  # a bash /bin/sh expands braces
+            self.add(unknown_marker(f"pathname or brace expansion of {text!r}"), True)
+        else:
+            self.add(text, quoted)
+
+    def value(self, value: str, quoted: bool) -> None:
+        if quoted or has_unknown(value) or not self.split:
+            self.add(value, quoted)
+        elif not self.splits:
+            self.add(unknown_marker("word splitting with a changed IFS"), False)
+        elif _globby(value):
+            self.add(unknown_marker(f"pathname expansion of {value!r}"), False)
+        else:
+            for k, piece in enumerate(re.split(r"[ \t\n]+", value)):
+                if k > 0 and (self.keep[-1] or self.out[-1]):
+                    self.new_field()
+                if piece:
+                    self.add(piece, True)
+
+    def result(self) -> list[str]:
+        return ["".join(f) for f, k in zip(self.out, self.keep) if k or "".join(f)]
+
+
+def _nothing() -> None:
+    """The arm of a branch that runs nothing."""
+
+
+_STATUS = {":": True, "true": True, "false": False}
+_HALTS = {"exit": "exit", "return": "return", "break": "break", "continue": "break"}
+_BUILTINS: dict[str, Callable[[Runner, list[str], dict[str, str]], bool | None]] = {
+    "exec": Runner._exec,
+    "eval": Runner._eval_builtin,
+    "source": Runner._source,
+    ".": Runner._source,
+    "set": Runner._set_builtin,
+    "shift": Runner._shift,
+    "unset": Runner._unset,
+}
+
+
+def _may_fail(redirect: Redirect, runner: Runner) -> bool:
+    """An input redirection from a file other than /dev/null: bash does not run the
+    command when the file cannot be opened, and whether it exists is not known here."""
+    if redirect.op not in ("<", "<>") or redirect.target is None:
+        return False
+    return runner.fields(redirect.target, split=False) != ["/dev/null"]
+
+
+def _globby(text: str) -> bool:
+    if "*" in text or "?" in text:
+        return True
+    at = text.find("[")
+    return at >= 0 and "]" in text[at + 1 :]
+
+
+def _braces(text: str) -> bool:
+    at = text.find("{")
+    if at < 0:
+        return False
+    close = text.find("}", at)
+    return close > at and ("," in text[at:close] or ".." in text[at:close])
+
+
+def _test(args: list[str]) -> bool | None:
+    """``test``/``[`` over known strings: -n, -z, =, ==, != and !; else unknown."""
+    if any(has_unknown(a) for a in args):
+        return None
+    if args[:1] == ["!"]:
+        inner = _test(args[1:])
+        return None if inner is None else not inner
+    if len(args) == 1:
+        return args[0] != ""
+    if len(args) == 2 and args[0] in ("-n", "-z"):
+        return (args[1] != "") == (args[0] == "-n")
+    if len(args) == 3 and args[1] in ("=", "==", "!="):
+        return (args[0] == args[2]) == (args[1] != "!=")
+    return None
+
+
+def script_index(words: Sequence[str]) -> int | None:
+    """Where the script of `sh -c SCRIPT` (any shell, its options before) is, or None."""
+    i = 1
+    if words[0].rsplit("/", 1)[-1] == "busybox":
+        i = 2  # busybox sh -c ...
+    script_at = None
+    while i < len(words):
+        word = words[i]
+        if word in ("-o", "+o", "-O", "+O"):
+            i += 2
+            continue
+        if word.startswith("-") and not word.startswith("--") and "c" in word[1:]:
+            script_at = i + 1
+            break
+        if word.startswith("--") and word != "--":
+            i += 1  # bash --noprofile, --norc, --login
+            continue
+        if not word.startswith(("-", "+")):
+            break  # `bash script.sh`: a file we cannot see
+        i += 1
+    if script_at is not None and script_at < len(words) and words[script_at] == "--":
+        script_at += 1  # `bash -lc -- "script"`: `--` ends the shell's options
+    if script_at is None or script_at >= len(words):
+        return None
+    return script_at
+
+
+def resolve(events: Sequence[Found | Doubt]) -> Found | Doubt | None:
+    """The vLLM command of the walk: the one every path agrees on, else a Doubt."""
+    doubts = [e for e in events if isinstance(e, Doubt)]
+    found = [e for e in events if isinstance(e, Found)]
+    if doubts:
+        return doubts[0]
+    if not found:
+        return None
+    argvs = {f.argv for f in found}
+    if len(argvs) > 1:
+        shown = " | ".join(
+            " ".join(a)[:120] for a in list(dict.fromkeys(f.argv for f in found))[:3]
+        )
+        return Doubt(
+            "the vLLM command depends on a branch taken at run time, which is not known "
+            f"here: {shown}"
+        )
+    first = found[0]
+    if any(not f.conditional for f in found):
+        first = next(f for f in found if not f.conditional)
+    return Found(
+        first.argv,
+        first.exports,
+        all(f.conditional for f in found),
+        all(f.exact for f in found),
+        first.offset,
+    )

@@ -1,0 +1,145 @@
+"""The shapes the rules engine works on: one pod template of a workload, and the group of
+pods one vLLM engine spreads over (a LeaderWorkerSet group, a Ray cluster)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+# Kind families (rules.kinds): a chart value turns a family's admission off.
+CORE = "core"
+LWS = "lws"
+KUBERAY = "kuberay"
+AIBRIX = "aibrix"
+KSERVE = "kserve"
+KUBEAI = "kubeai"
+PRODUCTION_STACK = "production-stack"
+DYNAMO = "dynamo"
+GENERIC = "generic"
+
+
+# (kind, name) -> an object a workload refers to (a DRA claim, a ServingRuntime), or None
+# when absent or unknown; name "*" asks for {"items": [...]} of every such object
+Resolve = Callable[[str, str], "Mapping[str, Any] | None"]
+
+
+def resolve_nothing(kind: str, name: str) -> Mapping[str, Any] | None:
+    """The resolver of a caller that has no other objects to offer."""
+    return None
+
+
+@dataclass(frozen=True)
+class GroupMember:
+    """Pods of one template in a group: ``replicas`` pods (the most there can be) of
+    ``spec``; ``gpus`` overrides the count the pod's resources give (Ray's
+    ``rayStartParams.num-gpus``), ``gpus_path`` says where it was read."""
+
+    spec: Mapping[str, Any]
+    path: str
+    replicas: int
+    replicas_path: str
+    gpus: int | None = None
+    gpus_path: str = ""
+
+
+@dataclass(frozen=True)
+class Group:
+    """The pods one engine spreads over, in ``members``: a LeaderWorkerSet group
+    (``family`` "lws") is the leader and the ``size - 1`` workers; a Ray cluster ("ray")
+    is the head and every worker group. ``size_path`` says where the pod count is
+    written. The leader is the first member, the worker the second (the leader again
+    when there is only one); ``size`` is every member's replicas together."""
+
+    size_path: str
+    family: str
+    members: tuple[GroupMember, ...]
+    # why the pod counts are a guess (a CRD judged generically, rules.spread); "" = exact
+    estimated: str = ""
+
+    @property
+    def size(self) -> int:
+        return sum(m.replicas for m in self.members)
+
+    @property
+    def _worker(self) -> GroupMember:
+        return self.members[1] if len(self.members) > 1 else self.members[0]
+
+    @property
+    def leader_spec(self) -> Mapping[str, Any]:
+        return self.members[0].spec
+
+    @property
+    def leader_path(self) -> str:
+        return self.members[0].path
+
+    @property
+    def worker_spec(self) -> Mapping[str, Any]:
+        return self._worker.spec
+
+    @property
+    def worker_path(self) -> str:
+        return self._worker.path
+
+
+@dataclass(frozen=True)
+class PodTemplate:
+    """One pod template of a workload: ``spec`` is the PodSpec found at ``path``."""
+
+    kind: str
+    name: str
+    namespace: str | None
+    spec: Mapping[str, Any]
+    path: str
+    role: str | None = None  # "leader" / "worker" in a LeaderWorkerSet, "head" in Ray
+    group: Group | None = None
+    injected_env: Mapping[str, str] = field(default_factory=dict)
+    family: str = "core"  # rules.kinds: the kind's family (core, lws, kuberay, ...)
+    generic: bool = False  # found by shape in a kind the registry does not know
+    shm_provided: bool = False  # the controller mounts a memory /dev/shm itself (KubeRay)
+    # a synthesised container (the command a controller builds from its own fields): the
+    # manifest path of each token of its `command`
+    argv_paths: tuple[str, ...] = ()
+    engine_replicas: int = 1  # engines of this plan the group must fit (Ray Serve replicas)
+    # the GPUs are added by the controller (a KServe runtime, multi-node InferenceService):
+    # asking none here is fine, a count written here is still judged
+    gpus_elsewhere: bool = False
+    # the pods of one engine (Dynamo multinode.nodeCount): each pod runs its share
+    nodes: int = 1
+    gpus_path: str = ""  # where the count of a synthesised container was written
+    unknown: str = ""  # why the accelerator count cannot be known (a cluster-side profile)
+    # an embedded document holding this template's command line that was not read (over a
+    # limit of rules.boundedyaml): the field, then why; judged as unknown, nothing else
+    unread: tuple[str, str] | None = None
+
+
+def dig(obj: Any, keys: Iterable[str]) -> Any:
+    """obj[k1][k2]...; None as soon as a level is not a mapping."""
+    for key in keys:
+        if not isinstance(obj, Mapping):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def meta(obj: Mapping[str, Any], default_namespace: str | None) -> tuple[str, str | None]:
+    """(name, namespace) of an object, tolerantly."""
+    found = obj.get("metadata")
+    found = found if isinstance(found, Mapping) else {}
+    name = found.get("name")
+    namespace = found.get("namespace")
+    return (
+        str(name) if name is not None else "<unnamed>",
+        str(namespace) if namespace else default_namespace,
+    )
+
+
+def num(value: object, default: int) -> int:
+    """A non-negative int field, tolerantly (strings of digits too)."""
+    if isinstance(value, bool):
+        return default
+    if isinstance(value, int) and value >= 0:
+        return value
+    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) < 10:
+        return int(value.strip())
+    return default

@@ -1,0 +1,143 @@
+"""What the operator knows between events, in memory (pure: no I/O, no asyncio).
+
+Everything here can be rebuilt from the cluster: workloads and injected pods come back
+with kopf's initial listing, GPUValidations (with the result history) from one paged list
+at start. That is why a restart loses nothing and why nothing here is persisted.
+
+Memory is bounded by what we care about: only vLLM workloads in opted-in namespaces, only
+injected pods (the pod watch is label-selected server-side), and per pod only its compact
+result, never its body.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from preflight_operator.core.podresults import PodResult
+from preflight_operator.core.policy import ResolvedPolicy
+from preflight_operator.core.static import StaticResult
+from preflight_operator.core.workloads import WorkloadRef
+
+Key = tuple[str, str, str]  # (namespace, kind, name)
+
+
+@dataclasses.dataclass
+class WorkloadState:
+    ref: WorkloadRef
+    uid: str
+    generation: int | None
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]  # only ours (vllm-preflight.io/*)
+    replicas: int | None
+    paused: bool
+    static: StaticResult
+    static_checked_at: str
+    policy: ResolvedPolicy
+    # (uid, generation, labels, policy book revision): the static result is recomputed
+    # only when one of these changes, not on every status update of the workload.
+    static_key: tuple[Any, ...] = ()
+
+
+@dataclasses.dataclass
+class PodState:
+    name: str
+    uid: str
+    node: str
+    result: PodResult | None
+    unschedulable: str = ""  # kube-scheduler's message while no node fits the pod
+
+
+@dataclasses.dataclass
+class StoredValidation:
+    """A GPUValidation as the cluster has it (after our last write or its last event)."""
+
+    name: str
+    owner_uid: str
+    status: dict[str, Any]
+    resource_version: int = 0
+
+    def is_older_than(self, resource_version: int) -> bool:
+        return resource_version > self.resource_version
+
+
+def resource_version_of(body: Mapping[str, Any]) -> int:
+    """The object's resourceVersion as a number, 0 when it is not one.
+
+    Kubernetes asks clients not to order resourceVersions; within one object's history
+    served by one etcd they do grow, and the only use here is to recognise a watch event
+    that is older than our own last write of the same object (so a late echo never
+    replaces the newer status we know). A server whose versions are not numbers makes
+    every event count as new: correct, only more reconciles."""
+    version = str((body.get("metadata") or {}).get("resourceVersion", ""))
+    return int(version) if version.isdigit() else 0
+
+
+class Store:
+    def __init__(self) -> None:
+        self.workloads: dict[Key, WorkloadState] = {}
+        self.pods: dict[Key, dict[str, PodState]] = {}
+        self.validations: dict[Key, StoredValidation] = {}
+        # Monotonic time a new pod result arrived, per workload, until its status is written.
+        self.result_arrivals: dict[Key, float] = {}
+
+    # -- workloads --------------------------------------------------------------------
+
+    def put_workload(self, state: WorkloadState) -> None:
+        self.workloads[state.ref.key] = state
+
+    def forget_workload(self, key: Key) -> None:
+        self.workloads.pop(key, None)
+        self.pods.pop(key, None)
+        self.validations.pop(key, None)
+        self.result_arrivals.pop(key, None)
+
+    # -- pods -------------------------------------------------------------------------
+
+    def put_pod(self, key: Key, pod: PodState, now: float) -> bool:
+        """Records a pod; True when this changes what its workload's status shows."""
+        pods = self.pods.setdefault(key, {})
+        before = pods.get(pod.uid)
+        pods[pod.uid] = pod
+        if before is None:
+            if pod.result is not None:
+                self.result_arrivals.setdefault(key, now)
+            return True
+        old_run = before.result.run_key if before.result else None
+        new_run = pod.result.run_key if pod.result else None
+        if new_run != old_run:
+            if pod.result is not None:
+                self.result_arrivals.setdefault(key, now)
+            return True
+        return before.node != pod.node or before.unschedulable != pod.unschedulable
+
+    def forget_pod(self, key: Key, uid: str) -> bool:
+        pods = self.pods.get(key)
+        if not pods or uid not in pods:
+            return False
+        del pods[uid]
+        if not pods:
+            del self.pods[key]
+        return True
+
+    def live_results(self, key: Key) -> list[PodResult]:
+        return [p.result for p in self.pods.get(key, {}).values() if p.result is not None]
+
+    def pending_pods(self, key: Key) -> int:
+        return sum(1 for p in self.pods.get(key, {}).values() if p.result is None)
+
+    def unschedulable_pods(self, key: Key) -> list[tuple[str, str]]:
+        """(pod, scheduler message) of the pods that wait for a node no node fits."""
+        pods = self.pods.get(key, {}).values()
+        return sorted(
+            (p.name, p.unschedulable) for p in pods if p.result is None and p.unschedulable
+        )
+
+    # -- GPUValidations ---------------------------------------------------------------
+
+    def put_validation(self, key: Key, stored: StoredValidation) -> None:
+        self.validations[key] = stored
+
+    def forget_validation(self, key: Key) -> None:
+        self.validations.pop(key, None)

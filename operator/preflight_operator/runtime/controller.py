@@ -1,0 +1,382 @@
+"""The operator's state machine: observations in, reconciles out.
+
+The watches (watches.py) call the ``observe_*`` methods with the objects they read;
+those update the store (pure) and queue the workload's key; workers reconcile keys one at a
+time each (reconciler.py). Nothing here talks HTTP except through ``api.KubeApi``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from preflight_operator.core import constants, provenance
+from preflight_operator.core.analysis import Analyser
+from preflight_operator.core.config import OperatorConfig
+from preflight_operator.core.events import now_rfc3339
+from preflight_operator.core.nodefeedback import Levels, finding, parse_levels
+from preflight_operator.core.podresults import PodResult, pod_result, unschedulable
+from preflight_operator.core.policy import ResolvedPolicy
+from preflight_operator.core.static import StaticResult
+from preflight_operator.core.store import (
+    Key,
+    PodState,
+    Store,
+    WorkloadState,
+)
+from preflight_operator.core.workloads import (
+    POD,
+    WorkloadKind,
+    is_bare_pod,
+    ref_of,
+    template_labels,
+    workload_of_pod,
+    wrapper_owner,
+)
+from preflight_operator.runtime import metrics
+from preflight_operator.runtime.analyses import AnalysisScheduler
+from preflight_operator.runtime.api import (
+    KubeApi,
+)
+from preflight_operator.runtime.eventsink import EventSink
+from preflight_operator.runtime.listing import WorkloadLister
+from preflight_operator.runtime.nodehealth import NodeFeedback
+from preflight_operator.runtime.ownership import Ownership
+from preflight_operator.runtime.policies import PolicyWatch
+from preflight_operator.runtime.reconciler import Reconciler
+from preflight_operator.runtime.reflector import Reflector
+from preflight_operator.runtime.validations import ValidationWatch
+from preflight_operator.runtime.workers import ReconcileWorkers
+from preflight_operator.runtime.writegate import WriteGate
+
+logger = logging.getLogger(__name__)
+
+
+def _our_annotations(meta: Mapping[str, Any]) -> dict[str, str]:
+    return {
+        k: str(v)
+        for k, v in (meta.get("annotations") or {}).items()
+        if k.startswith(constants.PREFIX)
+    }
+
+
+def _replicas(body: Mapping[str, Any]) -> int | None:
+    value = (body.get("spec") or {}).get("replicas")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+class Controller:
+    def __init__(
+        self,
+        config: OperatorConfig,
+        api: KubeApi,
+        analyser: Analyser,
+        *,
+        identity: str,
+        context_reflectors: Sequence[Reflector] = (),
+        now: Callable[[], str] = now_rfc3339,
+        clock: Callable[[], float] = time.monotonic,
+        gate: WriteGate | None = None,
+    ) -> None:
+        self.config = config
+        self.api = api
+        self.identity = identity
+        self._now = now
+        self._clock = clock
+        self.store = Store()
+        self.opted_in: set[str] = set()
+        self.events = EventSink(api, identity, now)
+        # Reconciles write only while this replica holds the Lease (writegate.py,
+        # elector.py); keys met while following wait until it leads (workers.py).
+        self.gate = gate or WriteGate(identity, standalone=True)
+        self.node_feedback = NodeFeedback(api, now, self.gate.allows)
+        self._tasks: list[asyncio.Task[Any]] = []
+        # When the rules run (now, or later in a worker) and which answer counts.
+        self.analyses = AnalysisScheduler(analyser, spawn=self._spawn, now=now)
+        # The reads observations cannot bring (a namespace's workloads, one afresh, the
+        # pods that run without the check after an outage of the webhook).
+        self.listing = WorkloadLister(api, self.store, self.observe_workload, self.analyses.settled)
+        reconciler = Reconciler(
+            self.store, api, self.events, load_workload=self.listing.load_workload,
+            history_limit=config.history_pods_per_workload, now=now, clock=clock,
+            uninjected=self.listing.uninjected_pods,
+        )  # fmt: skip
+        # GPUValidations as the cluster has them (validations.py)
+        self.validations = ValidationWatch(api, self.store, self.enqueue)
+        self._context_revision = 0
+        # Caches the rules read (Services named vllm): primed and run with the others,
+        # on every replica; a change re-analyses the namespace's workloads.
+        self.context_reflectors = list(context_reflectors)
+        # child workload -> the serving-stack object that controls it (ownership.py)
+        self.ownership = Ownership(self.store)
+        for reflector in self.context_reflectors:
+            reflector.subscribe(self.context_changed)
+        self.workers = ReconcileWorkers(self.store, reconciler, self.gate, clock=clock)
+        # The PreflightPolicies: resolved for each workload, statuses written (policies.py).
+        self.policy_watch = PolicyWatch(
+            api, self.events, allowed=self.gate.allows, spawn=self._spawn, now=now,
+            said_otherwise=self.context_changed,
+        )  # fmt: skip
+
+    @property
+    def analyser(self) -> Analyser:
+        """The rules (in this process, or a pool of workers the life cycle swaps in)."""
+        return self.analyses.analyser
+
+    @analyser.setter
+    def analyser(self, analyser: Analyser) -> None:
+        self.analyses.analyser = analyser
+
+    # -- scope ------------------------------------------------------------------------
+
+    def excluded(self, namespace: str) -> bool:
+        return not namespace or namespace in self.config.excluded_namespaces
+
+    def in_scope(self, kind: WorkloadKind, body: Mapping[str, Any]) -> bool:
+        namespace = str((body.get("metadata") or {}).get("namespace", ""))
+        if self.excluded(namespace):
+            return False
+        label = template_labels(kind, body).get(self.config.namespace_label)
+        if label == constants.INJECT_DISABLED:
+            return False
+        return namespace in self.opted_in or label == constants.INJECT_ENABLED
+
+    # -- observations (called by the watches; no I/O) ---------------------------------
+
+    def observe_workload(
+        self,
+        kind: WorkloadKind,
+        body: Mapping[str, Any],
+        deleted: bool,
+        *,
+        has_injected_pods: bool = False,
+    ) -> None:
+        """``has_injected_pods``: its pods were injected, so it is in scope whatever its
+        namespace's labels say (a pod-level opt-in)."""
+        ref = ref_of(body, kind)
+        key = ref.key
+        owner = wrapper_owner(body, kind.kind)
+        if owner is not None:
+            # made by a serving stack's controller: its pods report to that object
+            self.ownership.note(key, None if deleted else owner.key)
+            if key in self.store.workloads:
+                self.store.forget_workload(key)
+            return
+        in_scope = self.in_scope(kind, body) or (
+            has_injected_pods and not self.excluded(ref.namespace)
+        )
+        if deleted or not in_scope:
+            self.listing.note_hint(key, kind, None)
+            if key in self.store.workloads:
+                self.store.forget_workload(key)
+                metrics.WORKLOADS.set(len(self.store.workloads))
+            return
+        hint_changed = self.listing.note_hint(key, kind, body)
+        meta = body.get("metadata") or {}
+        labels = dict(meta.get("labels") or {})
+        uid = str(meta.get("uid", ""))
+        generation = meta.get("generation")
+        policy = self.policy_watch.book.resolve(ref.namespace, labels, self.config.default_policy)
+        memo = (uid, generation, tuple(sorted(labels.items())), self._context_revision)
+        before = self.store.workloads.get(key)
+        # Items of a LIST carry no kind; the rules find pod templates by it.
+        typed = {"apiVersion": kind.api_version, "kind": kind.kind, **body}
+        seq = self.analyses.observe(key)
+        if before is not None and before.static_key == memo:
+            static, checked_at = before.static, before.static_checked_at
+        elif self.analyses.off_loop:
+            # the rest of the observation follows when the rules worker answers
+            def deliver(static: StaticResult, checked_at: str) -> None:
+                self._observed(
+                    kind, body, policy=policy, memo=memo, static=static,
+                    checked_at=checked_at, hint_changed=hint_changed,
+                )  # fmt: skip
+
+            self.analyses.analyse_later(key, ref.display, typed, policy, seq=seq, deliver=deliver)
+            return
+        else:
+            static, checked_at = self.analyses.analyse_now(ref.display, typed, policy), self._now()
+        self._observed(
+            kind, body, policy=policy, memo=memo, static=static, checked_at=checked_at,
+            hint_changed=hint_changed,
+        )  # fmt: skip
+
+    def _observed(
+        self,
+        kind: WorkloadKind,
+        body: Mapping[str, Any],
+        *,
+        policy: ResolvedPolicy,
+        memo: tuple[Any, ...],
+        static: StaticResult,
+        checked_at: str,
+        hint_changed: bool,
+    ) -> None:
+        """The rest of an observation once the workload's static result is known."""
+        ref = ref_of(body, kind)
+        key = ref.key
+        meta = body.get("metadata") or {}
+        labels = dict(meta.get("labels") or {})
+        uid = str(meta.get("uid", ""))
+        generation = meta.get("generation")
+        before = self.store.workloads.get(key)
+        if not static.has_vllm and key not in self.store.validations and key not in self.store.pods:
+            if before is not None:
+                self.store.forget_workload(key)
+            return
+        state = WorkloadState(
+            ref=ref,
+            uid=uid,
+            generation=generation if isinstance(generation, int) else None,
+            labels=labels,
+            annotations=_our_annotations(meta),
+            replicas=_replicas(body),
+            paused=bool((body.get("spec") or {}).get("paused")),
+            static=static,
+            static_checked_at=checked_at,
+            policy=policy,
+            static_key=memo,
+        )
+        self.store.put_workload(state)
+        metrics.WORKLOADS.set(len(self.store.workloads))
+        if before is None or _relevant(before) != _relevant(state):
+            self.enqueue(key)
+        elif hint_changed and not self.store.pods.get(key):
+            self.enqueue(key)  # its pods came (or went) and none of them is injected
+
+    def observe_pod(self, body: Mapping[str, Any], deleted: bool) -> None:
+        meta = body.get("metadata") or {}
+        namespace = str(meta.get("namespace", ""))
+        if self.excluded(namespace):
+            return
+        ref = workload_of_pod(body)
+        key = self.ownership.top_owner(ref.key)
+        uid = str(meta.get("uid", ""))
+        if deleted:
+            if self.store.forget_pod(key, uid):
+                self.enqueue(key)
+            return
+        result = pod_result(body)
+        if (
+            result is not None
+            and result.trusted
+            and not self.ownership.owned_by_known_uid(body, ref)
+        ):
+            result = dataclasses.replace(result, created_by=provenance.OTHER)
+        before = self.store.pods.get(key, {}).get(uid)
+        pod = PodState(
+            name=str(meta.get("name", "")),
+            uid=uid,
+            node=str((body.get("spec") or {}).get("nodeName", "")),
+            result=result,
+            unschedulable=unschedulable(body),
+        )
+        changed = self.store.put_pod(key, pod, self._clock())
+        if result is not None and (before is None or before.result != result):
+            metrics.record_check(body, result)
+            if result.dropped:
+                metrics.REPORT_ENTRIES_DROPPED.inc(result.dropped)
+            if result.trusted:  # never a pod anyone else made (provenance.py)
+                self._feed_node(key, namespace, result)
+        if is_bare_pod(body):
+            self.observe_workload(POD, body, deleted=False, has_injected_pods=True)
+        if changed:
+            self.enqueue(key)
+
+    def _feed_node(self, key: Key, namespace: str, result: PodResult) -> None:
+        """Node feedback (nodefeedback.py) at the levels of the workload's policy."""
+        found = finding(result, namespace)
+        if found is None:
+            return
+        workload = self.store.workloads.get(key)
+        body = self.policy_watch.body(namespace, workload.policy.name) if workload else None
+        levels = parse_levels((body or {}).get("spec"))[0] if body else Levels()
+        self.node_feedback.observe(found, levels)
+
+    def observe_namespace(self, name: str, opted_in: bool) -> bool:
+        """Updates the opted-in set; True when the namespace just opted in (its existing
+        workloads must then be read, as no workload event will bring them)."""
+        if opted_in and not self.excluded(name):
+            if name in self.opted_in:
+                return False
+            self.opted_in.add(name)
+            return True
+        self.opted_in.discard(name)
+        return False
+
+    def enqueue(self, key: Key) -> None:
+        self.workers.enqueue(key)
+
+    def context_changed(self, namespace: str) -> None:
+        """Something the rules read besides the workload changed in a namespace (its
+        policies, a Service named vllm): its workloads are analysed again."""
+        self._context_revision += 1
+        if any(w.ref.namespace == namespace for w in self.store.workloads.values()):
+            self._spawn(self.listing.reprocess_namespace(namespace))
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    async def prime(self) -> None:
+        """Before any event (watches.py primed the opted-in namespaces): policies and the
+        GPUValidations as the cluster has them (so a restart that finds nothing new writes
+        nothing)."""
+        await self.policy_watch.prime()
+        await self.validations.reflector.sync()
+        for reflector in self.context_reflectors:
+            await reflector.sync()
+
+    def leadership_changed(self, leading: bool) -> None:
+        """The elector's callback. A replica that starts to lead catches up: every key it
+        met while following is reconciled (against the GPUValidations as the cluster has
+        them, so what the previous leader wrote is not written again), and the policy
+        statuses it held back are written."""
+        metrics.LEADER_TRANSITIONS.labels(to="leader" if leading else "follower").inc()
+        if not leading:
+            return
+        self.policy_watch.statuses.sync(set())
+        self.workers.catch_up()
+
+    async def start(self, workers: int = 4) -> None:
+        self.events.start()
+        self.node_feedback.start()
+        self._spawn(self.policy_watch.reflector.run())
+        self._spawn(self.validations.reflector.run())
+        for reflector in self.context_reflectors:
+            self._spawn(reflector.run())
+        for _ in range(workers):
+            self._spawn(self.workers.run())
+        self.policy_watch.statuses.start()
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.append(task)
+        task.add_done_callback(lambda t: self._tasks.remove(t) if t in self._tasks else None)
+
+    async def stop(self) -> None:
+        self.workers.close()
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        await self.events.drain(timeout=2.0)
+        await self.events.stop()
+        await self.node_feedback.stop()
+
+
+def _relevant(state: WorkloadState) -> tuple[Any, ...]:
+    """What a reconcile reads from a workload; other changes (its status) need none."""
+    return (
+        state.uid,
+        state.static,
+        state.policy,
+        state.generation,
+        tuple(sorted(state.annotations.items())),
+        state.replicas,
+        state.paused,
+    )

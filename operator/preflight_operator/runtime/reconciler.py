@@ -1,0 +1,265 @@
+"""Carries out one reconcile: the plan from ``planning`` turned into API calls.
+
+Order matters for crash safety: the remediation patch first (its annotation records what
+was done), then the one status patch, then the workload's annotations, then Events (best
+effort, queued). A crash anywhere in between is repaired by the next reconcile, because
+every step is computed from the cluster's state, not from what this process remembers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from preflight_operator.core.gpuvalidation import NOT_INJECTED, NOT_INJECTED_REASON, desired_object
+from preflight_operator.core.planning import ReconcilePlan, plan_reconcile, without_nulls
+from preflight_operator.core.store import (
+    Key,
+    Store,
+    StoredValidation,
+    WorkloadState,
+    resource_version_of,
+)
+from preflight_operator.core.workloads import gpuvalidation_name
+from preflight_operator.runtime import metrics
+from preflight_operator.runtime.api import API_ERRORS, Conflict, Forbidden, KubeApi, NotFound
+from preflight_operator.runtime.eventsink import EventSink
+
+logger = logging.getLogger(__name__)
+
+LoadWorkload = Callable[[Key], Awaitable[WorkloadState | None]]
+# Names of a workload's pods that run without the injected check (an API list, made only
+# when the workload has pods and none of them is injected).
+Uninjected = Callable[[WorkloadState], Awaitable[Sequence[str]]]
+
+
+class Reconciler:
+    def __init__(
+        self,
+        store: Store,
+        api: KubeApi,
+        events: EventSink,
+        *,
+        load_workload: LoadWorkload,
+        history_limit: int,
+        now: Callable[[], str],
+        clock: Callable[[], float] = time.monotonic,
+        uninjected: Uninjected | None = None,
+    ) -> None:
+        self._store = store
+        self._uninjected = uninjected
+        self._refused: set[tuple[Key, str]] = set()
+        self._api = api
+        self._events = events
+        self._load_workload = load_workload
+        self._history_limit = history_limit
+        self._now = now
+        self._clock = clock
+
+    async def reconcile(self, key: Key) -> None:
+        store = self._store
+        workload = await self._workload(key)
+        if workload is None:
+            return
+        stored = store.validations.get(key)
+        if stored is None or stored.owner_uid != workload.uid:
+            stored = await self._ensure_validation(workload)
+        not_injected = await self._not_injected(key, workload)
+        plan = self._plan(key, workload, stored, not_injected)
+        if plan.note:
+            logger.info("%s: %s", workload.ref.display, plan.note)
+        if plan.remediation_patch is not None and not await self._remediated(
+            workload, plan.remediation_patch
+        ):
+            plan = self._plan(key, _unremedied(workload), stored, not_injected)
+        if plan.remediation_metric is not None:
+            remedy, action = plan.remediation_metric
+            metrics.REMEDIATIONS.labels(type=remedy, action=action).inc()
+        await self._write_status(workload, stored, plan)
+        arrived = store.result_arrivals.pop(key, None)
+        if arrived is not None:
+            metrics.RESULT_LATENCY.observe(self._clock() - arrived)
+        if plan.annotation_patch is not None:
+            await self._write_annotations(workload, plan.annotation_patch)
+        for event in plan.events:
+            if event.reason == NOT_INJECTED:
+                metrics.INJECTIONS.labels(result="missed", reason=NOT_INJECTED_REASON).inc(
+                    len(not_injected)
+                )
+            self._events.post(event)
+
+    async def _workload(self, key: Key) -> WorkloadState | None:
+        """The workload to reconcile, or None when there is nothing to do for `key`."""
+        store = self._store
+        workload = store.workloads.get(key)
+        if workload is None:
+            if not store.pods.get(key):
+                return None
+            # Pods report for a workload we have not seen (it is outside the workload
+            # watch: a pod-level opt-in, or a custom owner kind): read it once.
+            workload = await self._load_workload(key)
+            if workload is None:
+                store.forget_workload(key)
+                return None
+        if not workload.static.has_vllm and not store.pods.get(key):
+            return None
+        return workload
+
+    async def _not_injected(self, key: Key, workload: WorkloadState) -> Sequence[str]:
+        """Pods of a workload that should have the check and run without it (best effort)."""
+        if (
+            self._uninjected is None
+            or self._store.pods.get(key)
+            or not _expects_injection(workload)
+        ):
+            return ()
+        try:
+            return await self._uninjected(workload)
+        except API_ERRORS as exc:  # best effort: the next reconcile asks again
+            logger.warning("%s: pods not listed: %s", workload.ref.display, exc)
+            return ()
+
+    def _plan(
+        self,
+        key: Key,
+        workload: WorkloadState,
+        stored: StoredValidation,
+        not_injected: Sequence[str],
+    ) -> ReconcilePlan:
+        store = self._store
+        return plan_reconcile(
+            workload,
+            store.live_results(key),
+            store.pending_pods(key),
+            stored.status,
+            history_limit=self._history_limit,
+            now=self._now(),
+            not_injected=not_injected,
+            unschedulable=store.unschedulable_pods(key),
+        )
+
+    async def _remediated(self, workload: WorkloadState, patch: dict[str, Any]) -> bool:
+        """Patch the workload as the plan says; False when this namespace forbids it."""
+        try:
+            await self._remediate(workload, patch)
+        except Forbidden as exc:
+            # No patch on this namespace's workloads (rbac.workloadPatch): record
+            # nothing as done, say what to grant, and carry on with the status.
+            self._forbidden(workload, "remediation", exc)
+            return False
+        return True
+
+    async def _write_status(
+        self, workload: WorkloadState, stored: StoredValidation, plan: ReconcilePlan
+    ) -> None:
+        if plan.status_write is None:
+            return
+        logger.debug(
+            "%s: status write (%s)",
+            workload.ref.display,
+            ", ".join(sorted(k for k, v in plan.status.items() if stored.status.get(k) != v)),
+        )
+        written = await self._api.patch_gpuvalidation_status(
+            workload.ref.namespace, stored.name, plan.status_write
+        )
+        metrics.STATUS_WRITES.inc()
+        stored.status = plan.status
+        stored.resource_version = resource_version_of(written)
+
+    async def _write_annotations(self, workload: WorkloadState, patch: dict[str, Any]) -> None:
+        try:
+            await self._api.patch_workload(workload.ref, patch)
+        except Forbidden as exc:  # the GPUValidation is the record; annotations a copy
+            self._forbidden(workload, "annotations", exc)
+        else:
+            workload.annotations = _ours(
+                {**workload.annotations, **patch["metadata"]["annotations"]}
+            )
+
+    def _forbidden(self, workload: WorkloadState, what: str, exc: Exception) -> None:
+        metrics.RECONCILE_ERRORS.labels(stage="forbidden").inc()
+        first = (workload.ref.key, what) not in self._refused
+        self._refused.add((workload.ref.key, what))
+        (logger.warning if first else logger.debug)(
+            "%s: %s not written, the operator may not patch workloads in %s (%s); grant it"
+            " with the chart's rbac.workloadNamespaces or rbac.workloadPatch=cluster",
+            workload.ref.display, what, workload.ref.namespace, exc,
+        )  # fmt: skip
+
+    async def _remediate(self, workload: WorkloadState, patch: dict[str, Any]) -> None:
+        await self._api.patch_workload(workload.ref, patch)
+        annotations = (patch.get("metadata") or {}).get("annotations") or {}
+        workload.annotations = _ours({**workload.annotations, **annotations})
+        spec = patch.get("spec") or {}
+        if "replicas" in spec:
+            workload.replicas = spec["replicas"]
+        if "paused" in spec:
+            workload.paused = bool(spec["paused"])
+
+    async def _ensure_validation(self, workload: WorkloadState) -> StoredValidation:
+        """Creates the GPUValidation, or adopts the existing one. One left by an earlier
+        workload of the same name (deleted and re-created) is replaced: its history is
+        about other pods, and the garbage collector is about to delete it anyway."""
+        ref = workload.ref
+        obj = desired_object(ref, workload.uid)
+        name = gpuvalidation_name(ref.kind, ref.name)
+        for _ in range(2):
+            try:
+                created = await self._api.create_gpuvalidation(obj)
+                stored = StoredValidation(
+                    name,
+                    workload.uid,
+                    dict(created.get("status") or {}),
+                    resource_version_of(created),
+                )
+                break
+            except Conflict:
+                existing = await self._api.get_gpuvalidation(ref.namespace, name)
+                spec = existing.get("spec") or {}
+                owner = (spec.get("workloadRef") or {}).get("uid", "")
+                if owner == workload.uid:
+                    status = without_nulls(dict(existing.get("status") or {}))
+                    stored = StoredValidation(
+                        name, workload.uid, status, resource_version_of(existing)
+                    )
+                    break
+                uid = (existing.get("metadata") or {}).get("uid", "")
+                await self._api.delete_gpuvalidation(ref.namespace, name, uid)
+        else:
+            raise RuntimeError(f"could not create GPUValidation {ref.namespace}/{name}")
+        self._store.put_validation(ref.key, stored)
+        return stored
+
+
+def _unremedied(workload: WorkloadState) -> WorkloadState:
+    """The workload as if its policy asked for no runtime remediation."""
+    return dataclasses.replace(
+        workload,
+        policy=dataclasses.replace(
+            workload.policy,
+            spec=dataclasses.replace(workload.policy.spec, on_runtime_failure="None"),
+        ),
+    )
+
+
+def _expects_injection(workload: WorkloadState) -> bool:
+    """Its pods would get the check: vLLM with a plan, GPUs requested, injection on."""
+    static = workload.static
+    return (
+        static.has_vllm
+        and static.plan is not None
+        and bool(static.gpus_requested)
+        and workload.policy.spec.injection_enabled
+    )
+
+
+def _ours(annotations: dict[str, Any]) -> dict[str, str]:
+    return {
+        k: v for k, v in annotations.items() if v is not None and k.startswith("vllm-preflight.io/")
+    }
+
+
+__all__ = ["NotFound", "Reconciler"]
