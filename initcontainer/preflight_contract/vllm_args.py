@@ -773,6 +773,11 @@ class _Parser:
             return True  # an abbreviation (or an ambiguous one argparse refuses)
         if _NEGATIVE_NUMBER.match(text):
             return False
+        name, eq, _ = text.partition("=")
+        if eq and name.startswith("--") and " " not in name:
+            # argparse splits `--opt=value` at `=` before its "a space means a positional"
+            # test: `--kv-transfer-config={"a": 1, "b": 2}` is an option
+            return True
         return " " not in text
 
     def walk(self, toks: List[_Tok]) -> None:

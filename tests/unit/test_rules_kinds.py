@@ -177,3 +177,51 @@ def test_kinds_are_matched_by_group() -> None:
     assert kind_spec({"apiVersion": "ray.io/v1", "kind": "RayService"}) is not None
     assert kind_spec({"apiVersion": "example.com/v1", "kind": "RayService"}) is None
     assert kind_spec({"kind": "Deployment"}) is not None  # no apiVersion: core kinds only
+
+
+def model_serving(script: str, gpus: int, shm: str = "256Mi") -> dict[str, Any]:
+    """A Kthena ModelServing (an unknown kind): the entry pod of a role runs `script`."""
+    leader = {
+        "name": "leader",
+        "image": "vllm/vllm-openai:v0.10.0",
+        "command": ["sh", "-c"],
+        "args": [script],
+        "resources": {"limits": {"nvidia.com/gpu": gpus}},
+        "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}],
+    }
+    shm_volume = {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": shm}}
+    worker = {
+        "name": "worker",
+        "image": "vllm/vllm-openai:v0.10.0",
+        "command": ["sh", "-c", "bash multi-node-serving.sh worker --ray_address=$(ENTRY_ADDRESS)"],
+        "resources": {"limits": {"nvidia.com/gpu": gpus}},
+    }
+    role = {
+        "name": "prefill",
+        "replicas": 1,
+        "entryTemplate": {"spec": {"containers": [leader], "volumes": [shm_volume]}},
+        "workerReplicas": 1,
+        "workerTemplate": {"spec": {"containers": [worker]}},
+    }
+    return {
+        "apiVersion": "workload.serving.volcano.sh/v1alpha1",
+        "kind": "ModelServing",
+        "metadata": {"name": "ms", "namespace": "ns"},
+        "spec": {"template": {"roles": [role]}},
+    }
+
+
+def test_an_unknown_kind_whose_pod_starts_a_ray_head_is_not_short() -> None:
+    """Kthena's upstream multi-node ModelServing: the entry pod starts a Ray head, then
+    `-tp 1 -pp 2` over it and the role's Ray worker, 1 GPU each: never 'World size (2) is
+    larger than the number of available GPUs (1)' nor a /dev/shm sized for 2 processes."""
+    for head in (
+        "bash /vllm-workspace/examples/online_serving/multi-node-serving.sh leader "
+        '--ray_cluster_size="${GROUP_SIZE}"',
+        "ray start --head --port=6379",
+    ):
+        (result,) = check(model_serving(f"{head}\nvllm serve m -tp 1 -pp 2", gpus=1))
+        assert result.verdict != FAIL, result.findings
+    # without a Ray head the pod is the whole engine: a shortfall is still a failure
+    (alone,) = check(model_serving("vllm serve m -tp 1 -pp 2", gpus=1))
+    assert "gpu-count-too-low" in ids(alone)

@@ -227,3 +227,51 @@ def test_multi_node_dp_with_too_small_a_group_fails() -> None:
     results = check(lws(2, short, [*short, "--headless"], gpus=8))
     f = finding(results[0], "lws-dp-mismatch")
     assert "start 16 DP ranks" in f.message
+
+
+def test_gaudi_dra_devices_are_hpu_no_cuda_shm_rule() -> None:
+    """llm-d-modelservice's rendered DRA example: `vllm serve -tp 2` on a claim of 2
+    `gaudi.intel.com` devices (Intel's Gaudi resource driver's DeviceClass) and no /dev/shm
+    volume. Gaudi is HPU: counted, and the CUDA /dev/shm rule does not apply (it failed
+    with shm-missing when the class was unknown and CUDA was assumed)."""
+    container = vllm("m", "-tp", "2", image="intel/vllm:0.10.0-xpu", mounts=())
+    container["resources"] = {"claims": [{"name": "gpu"}]}
+    spec = pod_spec(
+        container,
+        volumes=(),
+        resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "gpus"}],
+    )
+    result = one(deployment(spec), claim_template(count=2, cls="gaudi.intel.com"))
+    assert result.verdict == PASS, ids(result)
+    assert result.gpus_requested == 2
+    assert result.platform == "hpu"
+
+
+def test_an_option_equals_json_value_with_a_space_is_an_option() -> None:
+    """`--kv-transfer-config={"kv_connector":"NixlConnector", "kv_role":"kv_both"}`: argparse
+    splits at `=` and finds the option before its 'a space means a positional' test, so vLLM
+    accepts it (llm-d-modelservice's examples, written as two tokens, were failed with
+    'unrecognized arguments' once joined with `=`)."""
+    value = '{"kv_connector":"NixlConnector", "kv_role":"kv_both"}'
+    result = one(deployment(pod_spec(vllm("m", f"--kv-transfer-config={value}", gpus=1))))
+    assert result.verdict == PASS, ids(result)
+    eagle = '{"method": "eagle3", "num_speculative_tokens": 4}'
+    result = one(deployment(pod_spec(vllm("m", f"--speculative_config={eagle}", gpus=1))))
+    assert result.verdict == PASS, ids(result)
+    # a token with a space that is no option stays a positional: unrecognized
+    bad = one(deployment(pod_spec(vllm("m", "--quantization bitsandbytes", gpus=1))))
+    assert "vllm-args-invalid" in ids(bad)
+
+
+def test_an_undefined_reference_inside_a_quoted_script_is_unknown_not_literal() -> None:
+    """`sh -c "vllm serve m '--tensor-parallel-size=$(TP)'"` with TP in no env: the kubelet
+    expands $(TP) before the shell runs, when a controller defines it (KServe's
+    TENSOR_PARALLEL_SIZE); unknown, as for the same reference in args. `$$(TP)` is the
+    kubelet's escape: always literal, a failure."""
+    script = "exec vllm serve m '--tensor-parallel-size=$(TP)'"
+    result = one(deployment(pod_spec(vllm(command=["sh", "-c", script], gpus=2))))
+    assert result.verdict == WARN, ids(result)
+    assert "plan-unresolved" in ids(result)
+    escaped = "exec vllm serve m '--tensor-parallel-size=$$(TP)'"
+    result = one(deployment(pod_spec(vllm(command=["sh", "-c", escaped], gpus=2))))
+    assert "vllm-args-invalid" in ids(result)

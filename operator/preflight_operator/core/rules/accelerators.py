@@ -268,6 +268,8 @@ DEVICE_CLASSES: dict[str, tuple[str, str]] = {
     "gpu.amd.com": (ROCM, "GPU"),
     "tpu.google.com": (TPU, "TPU chip"),
     "gpu.intel.com": (XPU, "Intel GPU"),
+    # intel/intel-resource-drivers-for-kubernetes, the Gaudi driver's DeviceClass
+    "gaudi.intel.com": (HPU, "Gaudi card"),
 }
 
 # vLLM's platform images, by the last path component of the repository (the tag and

@@ -36,6 +36,27 @@ _UNDEFINED_REF = re.compile(r"\$\([-._a-zA-Z][-._a-zA-Z0-9]*\)")
 _GENERIC_FIX = "correct the vLLM argument: vLLM exits with an argument error before serving"
 
 
+_REFERENCE = re.compile(r"\$\(([-._a-zA-Z][-._a-zA-Z0-9]*)\)")
+
+
+def _maybe_injected(ctx: ContainerContext, value: str) -> list[str]:
+    """Names of the `$(NAME)` that vLLM would get literally in ``value`` although the
+    manifest writes them unescaped (a shell script quoting them): the kubelet expands them
+    before the shell runs when a controller or admission webhook defines NAME, so they are
+    unknown, not literal. `$$(NAME)`, the kubelet's escape, stays literal."""
+    raw = "\n".join(
+        word
+        for key in ("command", "args")
+        for word in (ctx.container.get(key) or [])
+        if isinstance(word, str)
+    )
+    return [
+        name
+        for name in _REFERENCE.findall(value)
+        if re.search(rf"(?<!\$)\$\({re.escape(name)}\)", raw)
+    ]
+
+
 def _literal_reference(problem: ArgProblem) -> str:
     if "$(" in problem.value and not has_unknown(problem.value):
         return (
@@ -57,6 +78,17 @@ def args_invalid(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
         if has_unknown(problem.value) or has_unknown(problem.flag):
             continue  # an unknown value is plan-unresolved, not an error
         value = f" {display(problem.value)!r}" if problem.value else ""
+        injected = _maybe_injected(ctx, problem.value) if "$(" in problem.value else []
+        if injected:
+            yield RULE_INFO["plan-unresolved"].finding(
+                f"{display(problem.flag)}{value}: $({injected[0]}) is not defined in the "
+                "container's env; the kubelet expands it before the shell runs if a "
+                "controller or admission webhook defines it, else vLLM gets it literally "
+                "and refuses it; unknown here",
+                ctx.arg_path(problem.dest) if problem.dest else ctx.command_path,
+                "define the variable in the container's env, or write the value itself",
+            )
+            continue
         fix = _FIXES.get(problem.dest, _GENERIC_FIX)
         if problem.dest == "positional" and ctx.parsed.model == "serve":
             fix = _SERVE_TWICE_FIX
