@@ -60,6 +60,8 @@ DEFAULT_PORT = 8000
 # Entry points, as returned in ParsedArgs.entrypoint.
 SERVE = "serve"  # `vllm serve ...` (or `python -m vllm.entrypoints.cli.main serve ...`)
 API_SERVER = "api_server"  # `python -m vllm.entrypoints.openai.api_server ...`
+# a warning's dest: one positional word given to the api_server module (read_model)
+API_SERVER_POSITIONAL = "api-server-positional"
 
 _INT = "int"
 _FLOAT = "float"
@@ -1138,10 +1140,23 @@ class _Parser:
             self.result.origins["model"] = Origin(tok.spelling, tok.index, tok.from_config)
         else:
             self.result.model = flag_model
-        # `vllm serve` takes one positional (the model), the api_server module none:
-        # argparse exits with "unrecognized arguments" on any other
+        # `vllm serve` takes one positional (the model). The api_server module took none
+        # up to vLLM 0.11 and takes one optional `model_tag` since (vLLM 0.33.0
+        # vllm/entrypoints/common/cli_args.py make_arg_parser), which it then ignores:
+        # one such word is a warning whose verdict depends on the image's vLLM
+        # (API_SERVER_POSITIONAL); any other exits with "unrecognized arguments"
         extra = positional[1:] if entry == SERVE else self.positionals
         certain = [t for t in extra if t not in self.uncertain]
+        if entry != SERVE and certain:
+            first, certain = certain[0], certain[1:]
+            self.warning(
+                first.spelling,
+                first.text,
+                "vLLM up to 0.11 exits with 'error: unrecognized arguments: "
+                f"{first.text}'; newer vLLM takes it as the optional model_tag of "
+                "`python -m vllm.entrypoints.openai.api_server` and ignores it",
+                API_SERVER_POSITIONAL,
+            )
         if certain:
             words = " ".join(t.text for t in certain)
             first = certain[0]

@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator
 
 from preflight_contract.verdicts import FAIL, WARN
-from preflight_contract.vllm_args import ArgProblem
+from preflight_contract.vllm_args import API_SERVER_POSITIONAL, ArgProblem
 from preflight_operator.core.rules.certainty import VENDOR_DOC, VLLM_CODE, Basis
 from preflight_operator.core.rules.context import ContainerContext
 from preflight_operator.core.rules.kubeenv import display, has_unknown, unknown_names
@@ -57,6 +57,27 @@ def _maybe_injected(ctx: ContainerContext, value: str) -> list[str]:
     ]
 
 
+# The api_server module's optional positional `model_tag` came after this vLLM: up to it,
+# any positional exits with "unrecognized arguments" (vllm-project/vllm issue 27389 on
+# v0.11.0; vLLM 0.33.0's make_arg_parser has model_tag).
+LAST_WITHOUT_MODEL_TAG = (0, 11, 0)
+_VLLM_IMAGE_TAG = re.compile(
+    r"(?:^|/)vllm/vllm-openai(?:-(?:cpu|rocm|tpu|xpu))?:v?(\d+)\.(\d+)(?:\.(\d+))?(?!\d)"
+)
+
+
+def image_vllm_version(image: object) -> tuple[int, int, int] | None:
+    """vLLM's version from an image of vLLM's own (``vllm/vllm-openai:v0.11.0``), or None
+    when the image does not say (another image, ``latest``, a digest)."""
+    if not isinstance(image, str):
+        return None
+    found = _VLLM_IMAGE_TAG.search(image.split("@", 1)[0])
+    if found is None:
+        return None
+    major, minor, patch = found.groups()
+    return int(major), int(minor), int(patch or 0)
+
+
 def _literal_reference(problem: ArgProblem) -> str:
     if "$(" in problem.value and not has_unknown(problem.value):
         return (
@@ -104,6 +125,18 @@ def args_invalid(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
             ctx.arg_path(problem.dest) if problem.dest else ctx.command_path,
             fix,
         )
+    for warning in ctx.parsed.warnings:
+        version = image_vllm_version(ctx.container.get("image"))
+        if warning.dest != API_SERVER_POSITIONAL or has_unknown(warning.value):
+            continue
+        if version is not None and version <= LAST_WITHOUT_MODEL_TAG:
+            yield info.finding(
+                f"argument {display(warning.value)!r}: the image's vLLM "
+                f"{'.'.join(map(str, version))} exits with 'error: unrecognized arguments: "
+                f"{display(warning.value)}' (its api_server module takes options only)",
+                ctx.arg_path("positional"),
+                _FIXES["positional"],
+            )
 
 
 @register(
@@ -114,7 +147,20 @@ def args_invalid(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
 )
 def args_ignored(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     info = RULE_INFO["vllm-args-ignored"]
+    version = image_vllm_version(ctx.container.get("image"))
     for warning in ctx.parsed.warnings:
+        if warning.dest == API_SERVER_POSITIONAL and not has_unknown(warning.value):
+            if version is None or version > LAST_WITHOUT_MODEL_TAG:
+                yield info.finding(
+                    f"argument {display(warning.value)!r}: {warning.message}; the image's "
+                    "vLLM version is not known here"
+                    if version is None
+                    else f"argument {display(warning.value)!r}: {warning.message}",
+                    ctx.arg_path("positional"),
+                    "remove the word, or give the model with --model (the api_server "
+                    "module does not read its positional)",
+                )
+            continue
         if warning.flag == "--config=":
             yield info.finding(
                 f"--config={warning.value}: {warning.message}, so none of its options apply",
