@@ -18,8 +18,10 @@ from collections.abc import Callable
 from prometheus_client import Counter, Gauge
 
 from preflight_operator.core.nodefeedback import (
+    STRATEGIC_MERGE_PATCH,
     Finding,
     Levels,
+    condition_patch,
     next_record,
     node_event,
     node_gpus,
@@ -39,7 +41,8 @@ NODE_UNHEALTHY_GPUS = Gauge(
 )
 NODE_FEEDBACK = Counter(
     "vllm_preflight_node_feedback_total",
-    "Node feedback applied, by node and what was done (event, label, taint, clear, error).",
+    "Node feedback applied, by node and what was done (event, label, taint, condition, clear,"
+    " error).",
     ["node", "action"],
     registry=metrics.REGISTRY,
 )
@@ -139,6 +142,15 @@ class NodeFeedback:
             if event is not None:
                 await self._api.create_event(event)
                 NODE_FEEDBACK.labels(node=found.node, action="event").inc()
+            # Last: a refused status patch (no nodes/status rights) loses nothing above.
+            status = condition_patch(node, record, found, levels, now=self._now())
+            if status is not None:
+                # nodes/status: a subresource of its own (the chart grants its patch only
+                # with nodeFeedback.condition); merged by condition type, no conflict.
+                await self._api.request(
+                    "PATCH", f"{path}/status", body=status, content_type=STRATEGIC_MERGE_PATCH
+                )
+                NODE_FEEDBACK.labels(node=found.node, action="condition").inc()
             return
         NODE_FEEDBACK.labels(node=found.node, action="error").inc()
         logger.warning("node %s: feedback not applied: it kept changing", found.node)
