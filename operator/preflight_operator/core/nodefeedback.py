@@ -18,10 +18,10 @@ Each level is opt-in per PreflightPolicy (``spec.nodeFeedback``):
           patch; a later pass sets it True (reason ``GPUCheckPassed``). This is what
           node-repair systems and health controllers read (docs/CHECKS.md gives a mapping).
 The annotation is also the record the clear works from, so it is written whenever label,
-taint or condition is on. The record is the union, by GPU UUID, of the failures reported by pods their
-workload's controller made (provenance.py) under policies that record on nodes. A later
-run that passes there removes only the GPUs it checked (a failure that named no GPU only
-when the run saw every GPU of the node), and only when it too is a controller-made pod
+taint or condition is on. The record is the union, by GPU UUID, of the failures reported by
+pods their workload's controller made (provenance.py) under policies that record on nodes.
+A later run that passes there removes only the GPUs it checked (a failure that named no GPU
+only when the run saw every GPU of the node), and only when it too is a controller-made pod
 under a policy that records on nodes: a pass from another tenant's namespace whose policy
 has no node feedback, or from a pod anyone could have made, clears nothing (issue 23: a
 forged pass from another namespace removed a taint). When no GPU is left the label, the
@@ -379,9 +379,12 @@ def condition_patch(
         return None
     if len(message) > MESSAGE_LIMIT:
         message = message[: MESSAGE_LIMIT - 1] + "\u2026"
-    if current is not None and (current.get("status"), current.get("reason")) == (status, reason):
-        if status == "True" or current.get("message") == message:
-            return None
+    if current is not None and [current.get(k) for k in ("status", "reason", "message")] == [
+        status,
+        reason,
+        message,
+    ]:
+        return None
     changed = current is None or current.get("status") != status
     transition = now if changed else str(current.get("lastTransitionTime") or now)
     return {
