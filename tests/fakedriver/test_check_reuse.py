@@ -90,7 +90,7 @@ def test_any_difference_runs_the_deep_tier(tmp_path: Path, what: str) -> None:
         json.dumps({"node": NODE}),
         json.dumps([{"node": NODE, "key": "x" * 32}]),
         "[" + "1," * 20000 + "1]",
-    ],  # fmt: skip
+    ],
 )
 def test_a_malformed_offer_is_no_offer(tmp_path: Path, text: str) -> None:
     run = restart(tmp_path, text)
