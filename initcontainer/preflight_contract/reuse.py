@@ -35,6 +35,9 @@ from dataclasses import dataclass
 from typing import Iterable, List, Optional, Tuple
 
 ANNOTATION = "vllm-preflight.io/deep-pass"
+# The report's plan key carrying the hardware key of a deep tier that ran and passed.
+DEEP_PASS_KEY = "deep_pass_key"
+DEEP_PASS_IDS = ("deep-workers", "deep-allreduce", "deep-peer-copy")
 # Bounds: an env value the injector writes and a hostile pod may have rewritten.
 MAX_OFFERS = 32
 MAX_TEXT = 16 * 1024

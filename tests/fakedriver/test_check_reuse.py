@@ -12,7 +12,7 @@ import pytest
 
 from preflight_contract import envnames
 from preflight_contract.report import Report
-from preflight_contract.reuse import Offer, format_offers, hardware_key
+from preflight_contract.reuse import DEEP_PASS_KEY, Offer, format_offers, hardware_key
 from preflight_contract.verdicts import FAIL, PASS, SKIP
 from preflight_dev.fakedriver.fake import h200_machine
 from preflight_dev.fakedriver.harness import fake_host, run_check
@@ -34,8 +34,10 @@ def first_pass(tmp_path: Path) -> Report:
 
 
 def offer_of(report: Report, node: str = NODE, until: str = "2999-01-01T00:00:00Z") -> Offer:
-    """What the operator offers from a trusted deep pass: the key of its GPUs and driver."""
+    """What the operator offers from a trusted deep pass: the key its report carries, which
+    is the key of its GPUs and driver."""
     key = hardware_key([g.uuid for g in report.gpus], str(report.inventory["driver_version"]))
+    assert report.plan[DEEP_PASS_KEY] == key  # kept by every compaction (the plan)
     return Offer(node, key, "team-a/vllm-7d9f-abcde", "2026-12-01T08:00:00Z", until)
 
 
@@ -61,6 +63,7 @@ def test_a_restart_on_the_same_node_gpus_and_driver_skips_the_deep_tier_and_says
         assert run.check(check_id).status == SKIP
         assert run.check(check_id).message == reused.message
     assert run.check("context-ranks").status == PASS  # the fast tier always runs
+    assert DEEP_PASS_KEY not in run.report.plan  # a reuse is no new deep pass: no chain
 
 
 @pytest.mark.parametrize("what", ["another node", "another GPU", "another driver", "expired"])
@@ -101,3 +104,6 @@ def test_a_malformed_offer_is_no_offer(tmp_path: Path, text: str) -> None:
 def test_without_offers_a_deep_run_reports_nothing_about_reuse(tmp_path: Path) -> None:
     run = run_check(fake_host(h200_machine(2), deep_plan={}), ["--tp", "2", "--deep"], tmp_path)
     assert [c for c in run.report.checks if c.id == "deep-reuse"] == []
+    (tmp_path / "failed").mkdir()
+    failed = run_check(fake_host(h200_machine(2), deep_plan=HANG), DEEP, tmp_path / "failed")
+    assert DEEP_PASS_KEY not in failed.report.plan  # only a pass is worth reusing
