@@ -53,6 +53,11 @@ def hardware_key(gpu_uuids: Iterable[str], driver: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
+def plan_shape(tp: object, pp: object, dp_local: object) -> str:
+    """The plan a deep pass is for: TP, PP and local DP (the deep tier's groups)."""
+    return f"tp={tp},pp={pp},dp={dp_local}"
+
+
 @dataclass(frozen=True)
 class Offer:
     """A deep pass the checker may reuse: on ``node``, hardware ``key``, by ``pod`` at ``at``,
