@@ -32,7 +32,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
-from typing import Iterable, List, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
 
 ANNOTATION = "vllm-preflight.io/deep-pass"
 # The report's plan key carrying the hardware key of a deep tier that ran and passed.
@@ -69,7 +69,7 @@ class Offer:
     at: str
     until: str
 
-    def to_json(self) -> dict:
+    def to_json(self) -> Dict[str, str]:
         return {"node": self.node, "key": self.key, "pod": self.pod, "at": self.at,
                 "until": self.until}  # fmt: skip
 
@@ -96,10 +96,11 @@ def parse_offers(text: str) -> Tuple[List[Offer], str]:
     for item in data[:MAX_OFFERS]:
         fields = item if isinstance(item, dict) else {}
         values = [fields.get(k) for k in ("node", "key", "pod", "at", "until")]
-        if not all(isinstance(v, str) for v in values):
+        texts = [v for v in values if isinstance(v, str)]
+        if len(texts) != len(values):
             bad += 1
             continue
-        node, key, pod, at, until = values
+        node, key, pod, at, until = texts
         if not (
             _NAME.fullmatch(node) and _KEY.fullmatch(key) and _NAME.fullmatch(pod)
             and _TIME.fullmatch(at) and _TIME.fullmatch(until)

@@ -385,8 +385,10 @@ def condition_patch(
         message,
     ]:
         return None
-    changed = current is None or current.get("status") != status
-    transition = now if changed else str(current.get("lastTransitionTime") or now)
+    if current is None or current.get("status") != status:
+        transition = now
+    else:
+        transition = str(current.get("lastTransitionTime") or now)
     return {
         "status": {
             "conditions": [

@@ -70,6 +70,7 @@ class ResolvedPolicy:
 
     name: str
     spec: PolicySpec
+    reuse_ttl_s: int = 0  # Policy.reuse_ttl_s; the chart's default policy never reuses
 
     @property
     def action(self) -> str:
@@ -307,7 +308,7 @@ def resolve_policy(
             best = policy
     if best is None:
         return ResolvedPolicy(DEFAULT_POLICY_NAME, default)
-    return ResolvedPolicy(best.name, best.spec)
+    return ResolvedPolicy(best.name, best.spec, best.reuse_ttl_s)
 
 
 class PolicyBook:

@@ -87,13 +87,14 @@ def deep_pass(pod: Mapping[str, Any], result: PodResult, namespace: str) -> Deep
     if not _TIME.fullmatch(result.checked_at):
         return None
     status = _check_status(pod)
-    terminated = None
-    for key in ("state", "lastState"):  # the latest finished run, as podresults reads it
-        terminated = (status.get(key) or {}).get("terminated")
-        if isinstance(terminated, Mapping):
-            break
-    if not isinstance(terminated, Mapping):
+    found = [
+        t
+        for t in ((status.get(k) or {}).get("terminated") for k in ("state", "lastState"))
+        if isinstance(t, Mapping)
+    ]  # the latest finished run first, as podresults reads it
+    if not found:
         return None
+    terminated = found[0]
     try:
         report = Report.from_json(str(terminated.get("message") or ""))
     except (ReportError, ValueError):
