@@ -213,3 +213,17 @@ def test_the_injector_writes_the_offers_and_the_node_under_the_deep_tier_only() 
     assert env_of(inject("deep", IMAGE))[envnames.DEEP_REUSE] == "[]"
     assert env_of(inject("fast", IMAGE, reuse=reuse))[envnames.DEEP_REUSE] == "[]"
     assert len(asked) == 1  # the fast tier never asks
+
+
+def test_the_gpuvalidation_says_whose_deep_pass_a_pod_reused() -> None:
+    from preflight_operator.core.podresults import pod_result  # noqa: PLC0415
+
+    said = "deep tier reused from pod team-a/vllm-abc at 2026-12-01T08:00:00Z (same ...)"
+    message = Report(
+        checks=[CheckResult("deep-reuse", "pass", said)], tier="deep", plan={"tp": 2}
+    ).to_termination_message()
+    body = pod(message)
+    body["metadata"]["uid"] = "u2"
+    found = pod_result(body)
+    assert found is not None
+    assert found.to_status()["message"] == said
