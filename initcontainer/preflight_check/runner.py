@@ -14,7 +14,7 @@ from preflight_check.interposer import identify
 from preflight_check.options import Options
 from preflight_contract.check_ids import CHECKS, DEEP, GROUP_PHASE
 from preflight_contract.report import CheckResult, GPUEntry, Report
-from preflight_contract.reuse import DEEP_PASS_IDS, DEEP_PASS_KEY, hardware_key
+from preflight_contract.reuse import DEEP_PASS_IDS, DEEP_PASS_KEY, DEEP_REUSED, hardware_key
 from preflight_contract.verdicts import ERROR, PASS, SKIP
 
 
@@ -127,6 +127,8 @@ def build_report(
     key = deep_pass_key(facts, checks)
     if key:
         plan[DEEP_PASS_KEY] = key
+    if facts.deep_reused:  # says whose pass: kept by every compaction, as the plan is
+        plan[DEEP_REUSED] = facts.deep_reused[:300]
     return Report(
         checks=checks,
         action=options.action,

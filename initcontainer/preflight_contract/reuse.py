@@ -37,6 +37,8 @@ from typing import Dict, Iterable, List, Optional, Tuple
 ANNOTATION = "vllm-preflight.io/deep-pass"
 # The report's plan key carrying the hardware key of a deep tier that ran and passed.
 DEEP_PASS_KEY = "deep_pass_key"
+# The report's plan key saying whose deep pass a run reused (the GPUValidation shows it).
+DEEP_REUSED = "deep_reused"
 DEEP_PASS_IDS = ("deep-workers", "deep-allreduce", "deep-peer-copy")
 # Bounds: an env value the injector writes and a hostile pod may have rewritten.
 MAX_OFFERS = 32

@@ -12,7 +12,13 @@ import pytest
 
 from preflight_contract import envnames
 from preflight_contract.report import Report
-from preflight_contract.reuse import DEEP_PASS_KEY, Offer, format_offers, hardware_key
+from preflight_contract.reuse import (
+    DEEP_PASS_KEY,
+    DEEP_REUSED,
+    Offer,
+    format_offers,
+    hardware_key,
+)
 from preflight_contract.verdicts import FAIL, PASS, SKIP
 from preflight_dev.fakedriver.fake import h200_machine
 from preflight_dev.fakedriver.harness import fake_host, run_check
@@ -64,6 +70,9 @@ def test_a_restart_on_the_same_node_gpus_and_driver_skips_the_deep_tier_and_says
         assert run.check(check_id).message == reused.message
     assert run.check("context-ranks").status == PASS  # the fast tier always runs
     assert DEEP_PASS_KEY not in run.report.plan  # a reuse is no new deep pass: no chain
+    # whose pass, in the part of the report every compaction keeps (the GPUValidation)
+    assert run.report.plan[DEEP_REUSED] == reused.message
+    assert json.loads(run.report.to_termination_message(1200))["plan"][DEEP_REUSED]
 
 
 @pytest.mark.parametrize("what", ["another node", "another GPU", "another driver", "expired"])

@@ -16,6 +16,7 @@ from preflight_contract.report import CheckResult, GPUEntry, Report
 from preflight_contract.reuse import (
     ANNOTATION,
     DEEP_PASS_KEY,
+    DEEP_REUSED,
     Offer,
     format_offers,
     hardware_key,
@@ -216,12 +217,15 @@ def test_the_injector_writes_the_offers_and_the_node_under_the_deep_tier_only() 
 
 
 def test_the_gpuvalidation_says_whose_deep_pass_a_pod_reused() -> None:
-    from preflight_operator.core.podresults import pod_result  # noqa: PLC0415
+    from preflight_operator.core.podresults import pod_result
 
     said = "deep tier reused from pod team-a/vllm-abc at 2026-12-01T08:00:00Z (same ...)"
+    checks = [CheckResult(f"check-{i}", "pass", "x" * 200) for i in range(40)]
     message = Report(
-        checks=[CheckResult("deep-reuse", "pass", said)], tier="deep", plan={"tp": 2}
-    ).to_termination_message()
+        checks=[CheckResult("deep-reuse", "pass", said), *checks],
+        tier="deep",
+        plan={"tp": 2, DEEP_REUSED: said},
+    ).to_termination_message()  # compacted: passing checks kept as ids only
     body = pod(message)
     body["metadata"]["uid"] = "u2"
     found = pod_result(body)

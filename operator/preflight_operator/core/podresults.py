@@ -18,7 +18,8 @@ from preflight_contract.check_ids import CHECKS, GROUP_PHASE
 from preflight_contract.modelfacts import RULE_IDS as MODEL_CHECKS
 from preflight_contract.modelfacts import UNREADABLE as MODEL_UNREADABLE
 from preflight_contract.report import Report, ReportError
-from preflight_contract.verdicts import ERROR, FAIL, PASS, WARN
+from preflight_contract.reuse import DEEP_REUSED
+from preflight_contract.verdicts import ERROR, FAIL, WARN
 from preflight_operator.core import constants, provenance
 from preflight_operator.core.workloads import workload_of_pod
 
@@ -250,9 +251,9 @@ def _from_report(report: Report, base: PodResult) -> PodResult:
     first = (failing or warning)[0] if failing or warning else None
     reason = first.id if first else ""
     message = shorten(first.message) if first else ""
-    reused = next((c for c in known if c.id == "deep-reuse" and c.status == PASS), None)
-    if not message and reused is not None:  # verdict reuse: whose deep pass this pod took
-        message = shorten(reused.message)
+    reused = report.plan.get(DEEP_REUSED) if isinstance(report.plan, Mapping) else None
+    if not message and isinstance(reused, str):  # verdict reuse: whose deep pass it took
+        message = shorten(reused)
     remediation = shorten(first.remediation) if first else ""
     if report.error and not failing:
         reason = reason or "checker-error"
