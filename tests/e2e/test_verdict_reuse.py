@@ -166,7 +166,7 @@ def test_a_restart_skips_the_deep_tier_and_says_whose_pass_it_reused(
         for validation in get_json(cluster, "gpuval", "-n", namespace)["items"]:
             for entry in ((validation.get("status") or {}).get("runtime") or {}).get("pods") or []:
                 if entry.get("pod") == second["metadata"]["name"]:
-                    return str(entry.get("message") or "")
+                    return str(entry.get("deepTier") or "")
         return ""
 
     assert said in wait_for(

@@ -230,4 +230,27 @@ def test_the_gpuvalidation_says_whose_deep_pass_a_pod_reused() -> None:
     body["metadata"]["uid"] = "u2"
     found = pod_result(body)
     assert found is not None
-    assert found.to_status()["message"] == said
+    assert found.to_status()["deepTier"] == said
+
+
+def test_the_shell_offers_a_namespace_only_its_own_passes_and_writes_them_on_the_node() -> None:
+    import asyncio
+
+    from tests.unit.test_operator_nodefeedback import FakeApi, node
+
+    from preflight_operator.runtime.nodehealth import NodeFeedback
+
+    older = vr.DeepPass("team-a", "0" * 32, DIGEST, SHAPE, "team-a/old", "2026-12-01T07:00:00Z")
+    api = FakeApi(node(annotations={ANNOTATION: json.dumps([older.to_json()])}))
+    feedback = NodeFeedback(api, now=lambda: AT)  # type: ignore[arg-type]
+    mine = vr.DeepPass("team-a", KEY, DIGEST, SHAPE, "team-a/vllm-abc", AT)
+    theirs = vr.DeepPass("team-b", KEY, DIGEST, SHAPE, "team-b/vllm-xyz", AT)
+    feedback.record_deep_pass("n1", mine)
+    feedback.record_deep_pass("n1", theirs)
+    assert feedback.deep_passes("team-a") == {"n1": [mine]}  # never team-b's
+    assert feedback.deep_passes("team-c") == {}
+    asyncio.run(feedback.write_deep_pass("n1", mine))
+    assert api.node is not None
+    written = vr.read_passes(api.node)
+    assert set(written) == {older, mine, theirs}  # merged with what the Node held
+    assert set(feedback.deep_passes("team-a")["n1"]) == {older, mine}  # read back
