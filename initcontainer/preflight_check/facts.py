@@ -189,6 +189,8 @@ class Facts:
     ranks_not_probed: List[int] = field(default_factory=list)
     deep: List[ChildOutcome] = field(default_factory=list)
     deep_skipped: str = ""
+    # Verdict reuse: what the deep checks say instead of running (reuse.describe).
+    deep_reused: str = ""
     shm: Optional[ShmFacts] = None
     runtime: RuntimeRequirement = field(default_factory=RuntimeRequirement)
     preload: PreloadFacts = field(default_factory=PreloadFacts)

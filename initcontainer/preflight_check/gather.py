@@ -40,6 +40,7 @@ from preflight_check.facts import CudaView, Facts, NvmlView
 from preflight_check.host import Host
 from preflight_check.launch import Launched, launch, launch_deferred
 from preflight_check.options import Options
+from preflight_check.reuse import describe, take
 from preflight_contract.modelsource import DEFAULT_TIMEOUT_S, FoundModel, collect_model
 
 # Environment variables that decide or explain the GPU view (kept in the facts).
@@ -129,7 +130,11 @@ def gather(
     facts.preload = host.preload(host.environ)
     facts.runtime = host.runtime(host.environ)
 
-    driver = _cuda_view(facts, launched, options, host, clock)
+    def nvml_driver() -> str:  # verdict reuse only: waits for NVML's inventory
+        nvml_thread.join(clock.within(options.timeout_s))
+        return nvml_box[0].view.driver_version if nvml_box else ""
+
+    driver = _cuda_view(facts, launched, options, host, clock, nvml_driver=nvml_driver)
 
     nvml_thread.join()
     session = nvml_box[0] if nvml_box else None
@@ -148,7 +153,13 @@ def gather(
 
 
 def _cuda_view(
-    facts: Facts, launched: Launched, options: Options, host: Host, clock: _Clock
+    facts: Facts,
+    launched: Launched,
+    options: Options,
+    host: Host,
+    clock: _Clock,
+    *,
+    nvml_driver: Callable[[], str] = lambda: "",
 ) -> Optional[CudaDriver]:
     """3. What CUDA shows, into ``facts.cuda``; then the deep workers are let go or stopped.
 
@@ -177,6 +188,15 @@ def _cuda_view(
             if not facts.cuda.initialised
             else f"CUDA sees {facts.cuda.count} GPUs and the plan needs {plan.gpus_needed}"
         )
+    if workers and enough and options.reuse_offers:
+        offer = take(
+            options.reuse_offers, options.node_name, [g.uuid for g in view.gpus], nvml_driver
+        )
+        if offer is not None:
+            facts.deep_reused = describe(offer)
+            facts.deep_skipped = facts.deep_reused
+            enough = False  # the workers stop at their gate: nothing of the deep tier runs
+            clock.mark("deep_reused")
     for worker in workers:
         worker.release("go" if enough else "stop")
     return driver

@@ -30,6 +30,7 @@ from preflight_check.plan import Plan
 from preflight_contract import actions, envnames
 from preflight_contract.actions import ACTIONS, ENFORCE
 from preflight_contract.check_ids import CHECKS, DEEP, FAST, tier_of
+from preflight_contract.reuse import Offer
 
 GIB = 1 << 30
 # No node has more GPUs than this; a larger number is a typo, not a plan.
@@ -119,6 +120,10 @@ class Options:
     # PREFLIGHT_* values that could not be read under Warn/Audit: (variable, what is wrong).
     # Their defaults were used; the 'settings' check reports them.
     setting_problems: List[Tuple[str, str]] = field(default_factory=list)
+    # Verdict reuse (preflight_check/reuse.py): the offers, this node, a problem with them.
+    reuse_offers: List[Offer] = field(default_factory=list)
+    node_name: str = ""
+    reuse_problem: str = ""
 
     def enabled(self, check_id: str) -> bool:
         if check_id in self.skip:
@@ -401,6 +406,10 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str]) -> Options:
     _read_gpu_memory_utilization(args, environ, env, options, (vllm_where, extra))
     options.skip = _read_skip(args, environ, env)
     _read_timeouts(args, environ, env, options)
+    if options.tier == DEEP:
+        from preflight_check.reuse import read_offers  # noqa: PLC0415 - the deep tier only
+
+        options.reuse_offers, options.node_name, options.reuse_problem = read_offers(environ)
     vllm_argv = shlex.split(vllm_text) if vllm_text is not None else []
     try:
         options.group = group_config(environ, vllm_argv)

@@ -14,7 +14,8 @@ from preflight_check.interposer import identify
 from preflight_check.options import Options
 from preflight_contract.check_ids import CHECKS, DEEP, GROUP_PHASE
 from preflight_contract.report import CheckResult, GPUEntry, Report
-from preflight_contract.verdicts import ERROR, SKIP
+from preflight_contract.reuse import DEEP_PASS_IDS, DEEP_PASS_KEY, DEEP_REUSED, hardware_key
+from preflight_contract.verdicts import ERROR, PASS, SKIP
 
 
 def evaluate(facts: Facts, options: Options) -> List[CheckResult]:
@@ -104,14 +105,35 @@ def inventory(facts: Facts) -> Dict[str, Any]:
     return {k: v for k, v in out.items() if v is not None}
 
 
+def deep_pass_key(facts: Facts, checks: List[CheckResult]) -> str:
+    """Verdict reuse (preflight_contract/reuse.py): the hardware key of a deep tier that ran
+    here and passed, or "". It goes in the report's plan, which every compaction of the
+    termination message keeps, so that the operator can record the pass; a run that reused
+    another pod's pass gets none (a reuse never extends itself)."""
+    if facts.deep_reused or not facts.deep or not facts.nvml.driver_version:
+        return ""
+    deep = {c.id: c.status for c in checks if c.id in DEEP_PASS_IDS}
+    if deep.get("deep-workers") != PASS or deep.get("deep-allreduce") != PASS:
+        return ""
+    if deep.get("deep-peer-copy") not in (PASS, SKIP):
+        return ""
+    return hardware_key([g.uuid for g in facts.cuda.gpus], facts.nvml.driver_version)
+
+
 def build_report(
     facts: Facts, options: Options, checks: List[CheckResult], started: float
 ) -> Report:
+    plan = facts.plan.to_dict()
+    key = deep_pass_key(facts, checks)
+    if key:
+        plan[DEEP_PASS_KEY] = key
+    if facts.deep_reused:  # says whose pass: kept by every compaction, as the plan is
+        plan[DEEP_REUSED] = facts.deep_reused[:300]
     return Report(
         checks=checks,
         action=options.action,
         tier=options.tier,
-        plan=facts.plan.to_dict(),
+        plan=plan,
         gpus=gpu_entries(facts),
         inventory=inventory(facts),
         host=socket.gethostname(),

@@ -57,6 +57,7 @@ CHECKS: Dict[str, Tuple[str, str]] = {
     "fabric": (FAST, "NVSwitch fabric registration of each GPU (where offered)"),
     "xid": (FAST, "XID error events NVML reports while the check runs"),
     "group": (FAST, "multi-node group: every member joined and agrees (after the local checks)"),
+    "deep-reuse": (DEEP, "a deep pass of this node reused: same GPUs, driver, image, plan, TTL"),
     "deep-workers": (DEEP, "torch worker per rank: set_device and allocate"),
     "deep-allreduce": (DEEP, "NCCL all-reduce over each TP group, sum verified"),
     "deep-peer-copy": (DEEP, "NCCL send/recv between neighbours of each TP group"),

@@ -40,6 +40,8 @@ GROUP_ID = "PREFLIGHT_GROUP_ID"
 GROUP_BACKEND = "PREFLIGHT_GROUP_BACKEND"
 GROUP_ARGS = "PREFLIGHT_GROUP_ARGS"
 NODE_NAME = "PREFLIGHT_NODE_NAME"
+# Verdict reuse (preflight_contract/reuse.py): the deep passes this pod may reuse.
+DEEP_REUSE = "PREFLIGHT_DEEP_REUSE"
 
 # The checker's own: the request its group all-reduce child reads (never injected).
 GROUP_ALLREDUCE = "PREFLIGHT_GROUP_ALLREDUCE"
@@ -64,6 +66,7 @@ INJECTED: FrozenSet[str] = frozenset(
         GROUP_ID,
         NODE_NAME,
         GROUP_ARGS,
+        DEEP_REUSE,
     }
 )
 
@@ -84,4 +87,5 @@ ORIGIN: Dict[str, str] = {
     PP: _FROM_THE_PLAN,
     DP_LOCAL: _FROM_THE_PLAN,
     VLLM_ARGS: "the vLLM container's command line",
+    DEEP_REUSE: "the operator's records of deep passes (PreflightPolicy spec.verdictReuse)",
 }

@@ -131,6 +131,7 @@ def build(options: RunOptions) -> tuple[kopf.OperatorRegistry, kopf.Memo, Contro
         events=controller.events,
         owner_body=api.get_workload,
         opted_in=controller.opted_in.__contains__,
+        deep_passes=controller.node_feedback.deep_passes,
     )
     watches = Watches(api, controller, options.kind_families)
     registry = register(kopf.OperatorRegistry(), options)

@@ -26,7 +26,7 @@ from preflight_dev import fakekubelet
 from preflight_dev.localoperator import OperatorProcess
 from preflight_dev.testing import Cluster, wait_for
 from preflight_operator.core import constants
-from preflight_operator.core.nodefeedback import KEY
+from preflight_operator.core.nodefeedback import CONDITION, KEY
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "data" / "manifests"
 GPU0 = "GPU-ea300b2e-0352-789c-6847-ce5195328e81"
@@ -225,3 +225,74 @@ def pod_events(cluster: Cluster, namespace: str) -> list[tuple[str, str]]:
         cluster, "events", "-n", namespace, "--field-selector", "involvedObject.name=vllm-node"
     )["items"]
     return [(e["reason"], e["message"]) for e in items]
+
+
+def node_condition(cluster: Cluster, name: str) -> dict[str, Any] | None:
+    obj = get_json(cluster, "node", name)
+    for condition in (obj.get("status") or {}).get("conditions") or []:
+        if condition["type"] == CONDITION:
+            return dict(condition)
+    return None
+
+
+def test_the_node_condition_is_set_by_a_gpu_fault_and_cleared_by_a_later_pass(
+    cluster: Cluster, operator: OperatorProcess, node: str
+) -> None:
+    """Issue 29 item 2: GPUPreflightReady, what node-repair systems read (docs/CHECKS.md)."""
+    namespace = cluster.create_namespace("nodecond", labels={constants.LABEL_INJECT: "enabled"})
+    cluster.apply(
+        {
+            "apiVersion": constants.API_VERSION,
+            "kind": constants.POLICY_KIND,
+            "metadata": {"name": "condition-only", "namespace": namespace},
+            "spec": {
+                "selector": {"matchLabels": {"app": "vllm-cond"}},
+                "action": "Warn",
+                "nodeFeedback": {"condition": True},
+            },
+        }
+    )
+    wait_for(
+        lambda: (get_json(cluster, "preflightpolicy", "condition-only", "-n", namespace)
+                 .get("status", {}).get("conditions")),
+        what="the policy's Valid condition",
+    )  # fmt: skip
+    deployment = next(
+        d
+        for d in yaml.safe_load_all((MANIFESTS / "good-tp2-deployment.yaml").read_text())
+        if d["kind"] == "Deployment"
+    )
+    labels = {"app": "vllm-cond"}
+    deployment["metadata"] = {"name": "vllm-cond", "namespace": namespace, "labels": labels}
+    deployment["spec"]["selector"] = {"matchLabels": {"app": "vllm-cond"}}
+    deployment["spec"]["template"]["metadata"]["labels"] = {"app": "vllm-cond"}
+    deployment["spec"]["template"]["spec"]["nodeName"] = node
+    cluster.apply(deployment)
+    pod = wait_for(
+        lambda: get_json(
+            cluster, "pods", "-n", namespace, "-l",
+            f"app=vllm-cond,{constants.INJECTED_POD_SELECTOR}",
+        )["items"],
+        what="the Deployment's injected pod",
+    )[0]  # fmt: skip
+    assert node_condition(cluster, node) is None  # nothing before a check said anything
+
+    play_kubelet(cluster, pod, ROW_REMAP_FAILED, at(0))
+    failed = wait_for(lambda: node_condition(cluster, node), what="GPUPreflightReady")
+    assert (failed["status"], failed["reason"]) == ("False", "GPUCheckFailed")
+    assert f"{GPU1}: row-remap" in failed["message"]
+    # condition only: the record (annotation) the clear works from, no label, no taint
+    state = ours(cluster, node)
+    assert state["label"] is None
+    assert state["taints"] == []
+    assert json.loads(state["annotation"])["gpus"] == {GPU1: ["row-remap"]}
+
+    play_kubelet(cluster, pod, PASSED, at(2))
+    cleared = wait_for(
+        lambda: (c := node_condition(cluster, node)) and c["status"] == "True" and c,
+        what="GPUPreflightReady to turn True",
+    )
+    assert cleared["reason"] == "GPUCheckPassed"
+    assert f"pod {namespace}/{pod['metadata']['name']} passed" in cleared["message"]
+    assert ours(cluster, node) == {"label": None, "annotation": None, "taints": []}
+    cluster.delete_namespace(namespace)

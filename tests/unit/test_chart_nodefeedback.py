@@ -12,6 +12,7 @@ from tests.unit.test_chart import (
 )
 
 NODE_RULES = {("", "nodes", "get"), ("", "nodes", "patch")}
+STATUS_RULES = {("", "nodes/status", "patch")}
 
 
 def test_no_rights_on_nodes_unless_asked() -> None:
@@ -22,3 +23,14 @@ def test_no_rights_on_nodes_unless_asked() -> None:
 def test_node_feedback_adds_exactly_get_and_patch_on_nodes() -> None:
     role = one(render(sets=["nodeFeedback.enabled=true"]), "ClusterRole", FULLNAME)
     assert rule_set(role["rules"]) == OPERATOR_CLUSTER_RULES | NODE_RULES
+
+
+def test_the_condition_adds_exactly_patch_on_nodes_status_and_only_with_enabled() -> None:
+    role = one(
+        render(sets=["nodeFeedback.enabled=true", "nodeFeedback.condition=true"]),
+        "ClusterRole",
+        FULLNAME,
+    )
+    assert rule_set(role["rules"]) == OPERATOR_CLUSTER_RULES | NODE_RULES | STATUS_RULES
+    role = one(render(sets=["nodeFeedback.condition=true"]), "ClusterRole", FULLNAME)
+    assert not {r for r in rule_set(role["rules"]) if r[1].startswith("nodes")}

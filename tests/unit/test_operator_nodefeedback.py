@@ -183,6 +183,7 @@ class FakeApi:
         self.node = obj
         self.conflicts = conflicts
         self.patches: list[dict[str, Any]] = []
+        self.status_patches: list[dict[str, Any]] = []
         self.events: list[dict[str, Any]] = []
 
     async def get(self, path: str) -> dict[str, Any]:
@@ -191,6 +192,16 @@ class FakeApi:
         return json.loads(json.dumps(self.node))
 
     async def request(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        if path == "/api/v1/nodes/n1/status":  # a strategic merge: conditions by type
+            assert method == "PATCH"
+            assert kwargs["content_type"] == nf.STRATEGIC_MERGE_PATCH
+            assert self.node is not None
+            status = self.node.setdefault("status", {})
+            for condition in kwargs["body"]["status"]["conditions"]:
+                kept = [c for c in status.get("conditions", []) if c["type"] != condition["type"]]
+                status["conditions"] = [*kept, condition]
+            self.status_patches.append(kwargs["body"])
+            return self.node
         assert (method, path) == ("PATCH", "/api/v1/nodes/n1")
         if self.conflicts:
             self.conflicts -= 1
@@ -305,3 +316,85 @@ def test_failures_of_several_runs_are_a_union_by_gpu() -> None:
 def test_a_deep_record_on_the_node_is_an_empty_record_not_a_crash() -> None:
     deep = "[" * 5000 + "]" * 5000
     assert nf.read_record(node(annotations={nf.KEY: deep})) == nf.Record()
+
+
+KUBELET_READY = {"type": "Ready", "status": "True", "reason": "KubeletReady"}
+
+
+def conditions(obj: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    assert obj is not None
+    return {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
+
+
+def test_the_condition_is_off_unless_set_and_a_typo_stays_off() -> None:
+    assert nf.parse_levels({"nodeFeedback": {"condition": True}})[0] == nf.Levels(condition=True)
+    assert nf.Levels(condition=True).records  # the annotation is what the clear works from
+    levels, problems = nf.parse_levels({"nodeFeedback": {"condition": "on"}})
+    assert levels == nf.Levels()
+    assert problems == ["spec.nodeFeedback.condition: 'on' is not true or false; off"]
+
+
+def test_the_condition_is_set_false_by_a_gpu_fault_and_true_by_a_later_pass() -> None:
+    only = nf.Levels(condition=True)
+    api = FakeApi({**node(), "status": {"conditions": [KUBELET_READY]}})
+    feedback = NodeFeedback(api, now=lambda: "2026-12-01T08:00:01Z")  # type: ignore[arg-type]
+    failed = nf.finding(result("fail", ROW_REMAP), "ns")
+    passed = nf.finding(result("pass", at="2026-12-01T08:05:00Z"), "ns")
+    assert failed is not None
+    assert passed is not None
+
+    asyncio.run(feedback.apply(failed, only))
+    ours = conditions(api.node)[nf.CONDITION]
+    assert (ours["status"], ours["reason"]) == ("False", "GPUCheckFailed")
+    assert f"pod ns/vllm-0 failed on this node's GPUs ({GPU1}: row-remap)" in ours["message"]
+    assert ours["lastTransitionTime"] == "2026-12-01T08:00:01Z"
+    assert conditions(api.node)["Ready"] == KUBELET_READY  # the kubelet's own, untouched
+    assert api.node is not None
+    assert nf.KEY in api.node["metadata"]["annotations"]  # the record the clear works from
+    assert nf.KEY not in api.node["metadata"].get("labels", {})  # no label level
+    assert [t for t in api.node["spec"]["taints"] if t["key"] == nf.KEY] == []
+
+    asyncio.run(feedback.apply(failed, only))  # the same again: no second status write
+    assert len(api.status_patches) == 1
+
+    asyncio.run(feedback.apply(passed, only))
+    ours = conditions(api.node)[nf.CONDITION]
+    assert (ours["status"], ours["reason"]) == ("True", "GPUCheckPassed")
+    assert ours["message"].endswith("pod ns/vllm-0 passed on this node (2026-12-01T08:05:00Z)")
+    assert nf.KEY not in api.node["metadata"]["annotations"]
+
+
+def test_no_condition_level_no_status_write_and_a_clean_node_gets_none() -> None:
+    api = FakeApi(node())
+    feedback = NodeFeedback(api, now=lambda: "t")  # type: ignore[arg-type]
+    failed = nf.finding(result("fail", ROW_REMAP), "ns")
+    passed = nf.finding(result("pass", at="2026-12-01T08:05:00Z"), "ns")
+    assert failed is not None
+    assert passed is not None
+    asyncio.run(feedback.apply(failed, nf.Levels(label=True)))
+    asyncio.run(feedback.apply(passed, nf.Levels(label=True)))
+    assert api.status_patches == []
+    clean = FakeApi(node())
+    asyncio.run(NodeFeedback(clean, now=lambda: "t").apply(passed, nf.Levels(condition=True)))  # type: ignore[arg-type]
+    assert clean.status_patches == []  # a pass where nothing failed writes nothing
+
+
+def test_a_condition_we_set_is_cleared_by_a_pass_under_any_recording_level() -> None:
+    failed = nf.finding(result("fail", ROW_REMAP), "ns")
+    passed = nf.finding(result("pass", at="2026-12-01T08:05:00Z"), "ns")
+    assert failed is not None
+    assert passed is not None
+    record = nf.next_record(nf.Record(), failed, nf.Levels(condition=True))
+    assert record is not None
+    set_false = nf.condition_patch(node(), record, failed, nf.Levels(condition=True), now="t1")
+    assert set_false is not None
+    failing = {**node(), "status": set_false["status"]}
+    # a later pass under a policy that records with the label only still clears it
+    cleared = nf.next_record(record, passed, nf.Levels(label=True))
+    assert cleared == nf.Record()
+    patch = nf.condition_patch(failing, cleared, passed, nf.Levels(label=True), now="t2")
+    assert patch is not None
+    (condition,) = patch["status"]["conditions"]
+    assert (condition["status"], condition["lastTransitionTime"]) == ("True", "t2")
+    # and a pass under a policy that does not record clears nothing (issue 23)
+    assert nf.next_record(record, passed, nf.Levels(event=True)) is None

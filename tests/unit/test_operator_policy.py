@@ -205,3 +205,25 @@ def test_policy_book_is_per_namespace_and_counts_changes() -> None:
     book.remove("ns", "a")
     assert book.revision > revision
     assert book.resolve("ns", {}, DEFAULT).name == ""
+
+
+@pytest.mark.parametrize(
+    ("spec", "ttl", "fields"),
+    [
+        ({}, 0, []),
+        ({"verdictReuse": {"ttlSeconds": 3600}}, 3600, []),
+        ({"verdictReuse": {"ttlSeconds": 0}}, 0, []),
+        ({"verdictReuse": {"ttlSeconds": -1}}, 0, ["spec.verdictReuse.ttlSeconds"]),
+        ({"verdictReuse": {"ttlSeconds": "1h"}}, 0, ["spec.verdictReuse.ttlSeconds"]),
+        ({"verdictReuse": {"ttlSeconds": True}}, 0, ["spec.verdictReuse.ttlSeconds"]),
+        ({"verdictReuse": {"ttlSeconds": 10**12}}, 0, ["spec.verdictReuse.ttlSeconds"]),
+        ({"verdictReuse": "on"}, 0, ["spec.verdictReuse"]),
+    ],
+)
+def test_the_reuse_ttl_is_off_unless_a_valid_number_of_seconds(
+    spec: dict[str, Any], ttl: int, fields: list[str]
+) -> None:
+    """Issue 29 item 3: a bad TTL turns reuse off (the deep tier runs) and is named."""
+    parsed = parse_policy({"metadata": {"name": "x"}, "spec": spec})
+    assert parsed.reuse_ttl_s == ttl
+    assert [p.field for p in parsed.problems] == fields

@@ -16,6 +16,7 @@ from preflight_check.deep_worker import (
 )
 from preflight_check.facts import CallRecord, ChildOutcome, Facts
 from preflight_check.options import Options
+from preflight_contract import envnames
 from preflight_contract.report import CheckResult
 from preflight_contract.verdicts import FAIL, PASS
 
@@ -60,6 +61,8 @@ def _deep_check(
     passed: str,
     fix: str,
 ) -> List[CheckResult]:
+    if facts.deep_reused:
+        return skipped(check_id, facts.deep_reused)
     if facts.deep_skipped:
         return skipped(check_id, f"deep tier not run: {facts.deep_skipped}")
     if not facts.deep:
@@ -72,6 +75,25 @@ def _deep_check(
     if problems:
         return result(check_id, FAIL, "; ".join(problems), fix, step_ms=timings)
     return result(check_id, PASS, passed, step_ms=timings)
+
+
+@check("deep-reuse")
+def deep_reuse(facts: Facts, options: Options) -> List[CheckResult]:
+    """Verdict reuse (preflight_check/reuse.py): says whose deep pass this pod reused; says
+    nothing when no offer was made, and why an offer was not taken when one was."""
+    if facts.deep_reused:
+        return result("deep-reuse", PASS, facts.deep_reused)
+    if options.reuse_problem:
+        return skipped(
+            "deep-reuse", f"{envnames.DEEP_REUSE}: {options.reuse_problem}; the deep tier ran"
+        )
+    if options.reuse_offers:
+        return skipped(
+            "deep-reuse",
+            "no offered deep pass matches this node, its GPUs and driver (or it expired); "
+            "the deep tier ran",
+        )
+    return []
 
 
 @check("deep-workers")

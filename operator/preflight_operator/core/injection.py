@@ -21,11 +21,12 @@ import dataclasses
 import posixpath
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from preflight_contract import envnames
-from preflight_contract.check_ids import CHECKS
+from preflight_contract.check_ids import CHECKS, DEEP
+from preflight_contract.reuse import Offer, format_offers, plan_shape
 from preflight_operator.core import constants
 from preflight_operator.core.config import InjectionConfig, PolicySpec
 from preflight_operator.core.rules.kubeenv import has_unknown, unknown_names
@@ -396,6 +397,28 @@ def _merged_resources(
     return out
 
 
+def reuse_env(
+    env: list[dict[str, Any]],
+    image: object,
+    plan: Plan,
+    reuse: Callable[[str, str], Sequence[Offer]] | None,
+) -> list[dict[str, Any]]:
+    """Verdict reuse (core/verdictreuse.py): the deep passes this pod may reuse, and its node
+    from the downward API. Always written, "[]" when none (the fast tier, no lookup), so a
+    value copied from the vLLM container's env (or its envFrom, which env outranks) never
+    reaches the check: only the operator's offers do."""
+    offered = reuse(str(image or ""), plan_shape(plan.tp, plan.pp, plan.dp_local)) if reuse else ()
+    ours = {envnames.DEEP_REUSE, envnames.NODE_NAME}
+    kept = [e for e in env if e.get("name") not in ours]
+    # before PREFLIGHT_VLLM_ARGS, which stays last (check_container says why)
+    at = next((i for i, e in enumerate(kept) if e.get("name") == envnames.VLLM_ARGS), len(kept))
+    kept[at:at] = [
+        {"name": envnames.DEEP_REUSE, "value": format_offers(offered)},
+        {"name": envnames.NODE_NAME, "valueFrom": _field("spec.nodeName")},
+    ]
+    return kept
+
+
 def check_container(
     vllm: Mapping[str, Any],
     plan: Plan,
@@ -482,6 +505,7 @@ def plan_injection(
     argv: Sequence[str] = (),
     model: str | None = None,
     ray_group: bool = False,
+    reuse: Callable[[str, str], Sequence[Offer]] | None = None,
 ) -> Injection | Skip:
     """The init containers, volumes and labels of ``pod`` after injection, or a Skip.
     ``ray_group``: the pod belongs to a Ray-pattern LeaderWorkerSet whose every pod gets
@@ -505,6 +529,10 @@ def plan_injection(
     check = check_container(vllm, plan, policy, config, mode, argv=argv, model=model)
     if in_lws_group(pod) and (runs_own_share(vllm) or (ray_group and ray_role(vllm))):
         check["env"] += group_env(pod, vllm, config.group_port)
+    # Always: under the fast tier too, so that no copied value reaches the check.
+    check["env"] = reuse_env(
+        check["env"], check.get("image"), plan, reuse if policy.tier == DEEP else None
+    )
     init = [install_container(config), check]
     init += [copy.deepcopy(c) for c in spec.get("initContainers") or []]
     volumes = [copy.deepcopy(v) for v in spec.get("volumes") or []]

@@ -12,12 +12,16 @@ Each level is opt-in per PreflightPolicy (``spec.nodeFeedback``):
   event:  a Warning Event on the Node naming the GPUs, the checks and the fix;
   label:  label ``vllm-preflight.io/gpu-health=unhealthy`` and the annotation of the same
           key naming each failing GPU UUID with its check ids;
-  taint:  ``vllm-preflight.io/gpu-health=unhealthy:NoSchedule``.
-The annotation is also the record the clear works from, so it is written whenever label or
-taint is on. The record is the union, by GPU UUID, of the failures reported by pods their
-workload's controller made (provenance.py) under policies that record on nodes. A later
-run that passes there removes only the GPUs it checked (a failure that named no GPU only
-when the run saw every GPU of the node), and only when it too is a controller-made pod
+  taint:  ``vllm-preflight.io/gpu-health=unhealthy:NoSchedule``;
+  condition: the Node condition ``GPUPreflightReady`` (status False, reason
+          ``GPUCheckFailed``, a message naming the GPUs and checks), written with a status
+          patch; a later pass sets it True (reason ``GPUCheckPassed``). This is what
+          node-repair systems and health controllers read (docs/CHECKS.md gives a mapping).
+The annotation is also the record the clear works from, so it is written whenever label,
+taint or condition is on. The record is the union, by GPU UUID, of the failures reported by
+pods their workload's controller made (provenance.py) under policies that record on nodes.
+A later run that passes there removes only the GPUs it checked (a failure that named no GPU
+only when the run saw every GPU of the node), and only when it too is a controller-made pod
 under a policy that records on nodes: a pass from another tenant's namespace whose policy
 has no node feedback, or from a pod anyone could have made, clears nothing (issue 23: a
 forged pass from another namespace removed a taint). When no GPU is left the label, the
@@ -40,6 +44,10 @@ KEY = constants.PREFIX + "gpu-health"  # label, annotation and taint key
 UNHEALTHY = "unhealthy"
 TAINT_EFFECT = "NoSchedule"
 EVENT_NAMESPACE = "default"  # Events of cluster-scoped objects live there (as the kubelet's)
+CONDITION = "GPUPreflightReady"  # the Node condition (opt-in level ``condition``)
+CONDITION_FAILED = "GPUCheckFailed"
+CONDITION_PASSED = "GPUCheckPassed"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 UNKNOWN_GPU = "unknown"  # a node failure whose report no longer names the pod's GPUs
 MESSAGE_LIMIT = 1000
 
@@ -69,15 +77,16 @@ class Levels:
     event: bool = False
     label: bool = False
     taint: bool = False
+    condition: bool = False
 
     @property
     def records(self) -> bool:
-        """Whether the node keeps our record (the annotation): label or taint is on."""
-        return self.label or self.taint
+        """Whether the node keeps our record (the annotation): label, taint or condition."""
+        return self.label or self.taint or self.condition
 
     @property
     def any(self) -> bool:
-        return self.event or self.label or self.taint
+        return self.event or self.records
 
 
 def parse_levels(spec: Any) -> tuple[Levels, list[str]]:
@@ -90,7 +99,7 @@ def parse_levels(spec: Any) -> tuple[Levels, list[str]]:
     if not isinstance(raw, Mapping):
         return Levels(), ["spec.nodeFeedback: expected a mapping; every level stays off"]
     values: dict[str, bool] = {}
-    for name in ("event", "label", "taint"):
+    for name in ("event", "label", "taint", "condition"):
         value = raw.get(name, False)
         if not isinstance(value, bool):
             problems.append(f"spec.nodeFeedback.{name}: {value!r:.40} is not true or false; off")
@@ -328,4 +337,68 @@ def node_event(
         "firstTimestamp": now,
         "lastTimestamp": now,
         "count": 1,
+    }
+
+
+def _our_condition(node: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    for condition in (node.get("status") or {}).get("conditions") or []:
+        if isinstance(condition, Mapping) and condition.get("type") == CONDITION:
+            return condition
+    return None
+
+
+def condition_patch(
+    node: Mapping[str, Any], record: Record, found: Finding, levels: Levels, *, now: str
+) -> dict[str, Any] | None:
+    """A strategic merge patch of the Node's status taking ``GPUPreflightReady`` to
+    ``record`` (None when it is there already, or when the policy has no condition level and
+    the node has no condition of ours to clear).
+
+    Failing GPUs: status False, reason GPUCheckFailed. No failing GPU left: status True,
+    reason GPUCheckPassed, but only on a node whose condition we set (a node never failed
+    gets no condition: a pass costs no write). Node conditions merge by ``type`` (the
+    strategic merge key of NodeStatus.conditions), so the kubelet's own conditions and a
+    concurrent heartbeat are never overwritten; no resourceVersion needed."""
+    current = _our_condition(node)
+    if record.gpus:
+        if not levels.condition:
+            return None
+        status, reason = "False", CONDITION_FAILED
+        message = (
+            f"vLLM preflight check of pod {record.pod} failed on this node's GPUs "
+            f"({describe(record)}); it turns True when a later check passes here"
+        )
+    elif current is not None and current.get("status") == "False":
+        status, reason = "True", CONDITION_PASSED
+        message = (
+            f"vLLM preflight check of pod {found.pod} passed on this node"
+            f" ({found.checked_at or now})"
+        )
+    else:
+        return None
+    if len(message) > MESSAGE_LIMIT:
+        message = message[: MESSAGE_LIMIT - 1] + "\u2026"
+    if current is not None and [current.get(k) for k in ("status", "reason", "message")] == [
+        status,
+        reason,
+        message,
+    ]:
+        return None
+    if current is None or current.get("status") != status:
+        transition = now
+    else:
+        transition = str(current.get("lastTransitionTime") or now)
+    return {
+        "status": {
+            "conditions": [
+                {
+                    "type": CONDITION,
+                    "status": status,
+                    "reason": reason,
+                    "message": message,
+                    "lastHeartbeatTime": now,
+                    "lastTransitionTime": transition,
+                }
+            ]
+        }
     }

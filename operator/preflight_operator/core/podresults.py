@@ -18,6 +18,7 @@ from preflight_contract.check_ids import CHECKS, GROUP_PHASE
 from preflight_contract.modelfacts import RULE_IDS as MODEL_CHECKS
 from preflight_contract.modelfacts import UNREADABLE as MODEL_UNREADABLE
 from preflight_contract.report import Report, ReportError
+from preflight_contract.reuse import DEEP_REUSED
 from preflight_contract.verdicts import ERROR, FAIL, WARN
 from preflight_operator.core import constants, provenance
 from preflight_operator.core.workloads import workload_of_pod
@@ -70,6 +71,8 @@ class PodResult:
     created_by: str = provenance.OTHER
     # report entries left out: check ids this operator does not know
     dropped: int = 0
+    # verdict reuse: "deep tier reused from pod P at T (...)", "" when the deep tier ran
+    deep_reused: str = ""
 
     @property
     def trusted(self) -> bool:
@@ -108,6 +111,8 @@ class PodResult:
             ]
         if self.group:
             out["group"] = group_status(self.group)
+        if self.deep_reused:
+            out["deepTier"] = self.deep_reused
         return out
 
 
@@ -250,6 +255,8 @@ def _from_report(report: Report, base: PodResult) -> PodResult:
     first = (failing or warning)[0] if failing or warning else None
     reason = first.id if first else ""
     message = shorten(first.message) if first else ""
+    # verdict reuse: whose deep pass this run took (preflight_contract/reuse.py)
+    reused = report.plan.get(DEEP_REUSED) if isinstance(report.plan, Mapping) else None
     remediation = shorten(first.remediation) if first else ""
     if report.error and not failing:
         reason = reason or "checker-error"
@@ -277,6 +284,7 @@ def _from_report(report: Report, base: PodResult) -> PodResult:
         failures=failures,
         gpus=gpus,
         action=report.action,
+        deep_reused=shorten(reused) if isinstance(reused, str) else "",
         group=report.group or None,
         dropped=dropped,
     )

@@ -57,6 +57,8 @@ class Policy:
     priority: int
     selector: Selector
     spec: PolicySpec
+    # spec.verdictReuse.ttlSeconds (parse_reuse_ttl): 0 turns verdict reuse off
+    reuse_ttl_s: int = 0
     # Fields the operator did not take (each replaced by the default): the policy's Valid
     # condition and a PolicyInvalid Event say which and how to fix them.
     problems: tuple[FieldProblem, ...] = ()
@@ -68,10 +70,42 @@ class ResolvedPolicy:
 
     name: str
     spec: PolicySpec
+    reuse_ttl_s: int = 0  # Policy.reuse_ttl_s; the chart's default policy never reuses
 
     @property
     def action(self) -> str:
         return self.spec.action
+
+
+# spec.verdictReuse.ttlSeconds: at most a week (a deep pass older than that proves little
+# about today's GPUs; the CRD's maximum says the same).
+REUSE_TTL_MAX_S = 7 * 24 * 3600
+
+
+def parse_reuse_ttl(spec: Any, problems: list[FieldProblem]) -> int:
+    """``spec.verdictReuse.ttlSeconds`` (issue 29 item 3; preflight_contract/reuse.py): how
+    long a deep pass on a node may be reused by a later pod of the namespace. 0 (the
+    default) turns reuse off; a bad value is named in ``problems`` and turns it off too
+    (the safe side: the deep tier runs)."""
+    raw = spec.get("verdictReuse") if isinstance(spec, Mapping) else None
+    if raw is None:
+        return 0
+    if not isinstance(raw, Mapping):
+        problems.append(
+            FieldProblem("spec.verdictReuse", "spec.verdictReuse: expected a mapping; reuse off")
+        )
+        return 0
+    ttl = raw.get("ttlSeconds", 0)
+    if isinstance(ttl, bool) or not isinstance(ttl, int) or not 0 <= ttl <= REUSE_TTL_MAX_S:
+        problems.append(
+            FieldProblem(
+                "spec.verdictReuse.ttlSeconds",
+                f"spec.verdictReuse.ttlSeconds: {ttl!r:.40} is not a whole number of seconds "
+                f"from 0 to {REUSE_TTL_MAX_S} (a week); reuse off (0)",
+            )
+        )
+        return 0
+    return ttl
 
 
 SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
@@ -196,12 +230,14 @@ def parse_policy(body: Mapping[str, Any]) -> Policy:
         problems.append(FieldProblem("spec.selector", f"{exc}; the policy selects no workload"))
         selector = Selector(requirements=(Requirement("", "Invalid"),))
     parsed = parse_policy_spec(spec, "spec", PolicySpec(), problems)
+    reuse_ttl_s = parse_reuse_ttl(spec, problems)
     return Policy(
         namespace=str(meta.get("namespace", "")),
         name=str(meta.get("name", "")),
         priority=priority,
         selector=selector,
         spec=parsed,
+        reuse_ttl_s=reuse_ttl_s,
         problems=tuple(problems),
     )
 
@@ -272,7 +308,7 @@ def resolve_policy(
             best = policy
     if best is None:
         return ResolvedPolicy(DEFAULT_POLICY_NAME, default)
-    return ResolvedPolicy(best.name, best.spec)
+    return ResolvedPolicy(best.name, best.spec, best.reuse_ttl_s)
 
 
 class PolicyBook:

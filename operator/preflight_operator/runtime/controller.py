@@ -21,7 +21,7 @@ from preflight_operator.core.config import OperatorConfig
 from preflight_operator.core.events import now_rfc3339
 from preflight_operator.core.nodefeedback import Levels, finding, parse_levels
 from preflight_operator.core.podresults import PodResult, pod_result, unschedulable
-from preflight_operator.core.policy import ResolvedPolicy
+from preflight_operator.core.policy import ResolvedPolicy, parse_reuse_ttl
 from preflight_operator.core.static import StaticResult
 from preflight_operator.core.store import (
     Key,
@@ -29,6 +29,7 @@ from preflight_operator.core.store import (
     Store,
     WorkloadState,
 )
+from preflight_operator.core.verdictreuse import deep_pass
 from preflight_operator.core.workloads import (
     POD,
     WorkloadKind,
@@ -283,6 +284,7 @@ class Controller:
                 metrics.REPORT_ENTRIES_DROPPED.inc(result.dropped)
             if result.trusted:  # never a pod anyone else made (provenance.py)
                 self._feed_node(key, namespace, result)
+                self._record_deep_pass(key, namespace, body, result)
         if is_bare_pod(body):
             self.observe_workload(POD, body, deleted=False, has_injected_pods=True)
         if changed:
@@ -297,6 +299,18 @@ class Controller:
         body = self.policy_watch.body(namespace, workload.policy.name) if workload else None
         levels = parse_levels((body or {}).get("spec"))[0] if body else Levels()
         self.node_feedback.observe(found, levels)
+
+    def _record_deep_pass(
+        self, key: Key, namespace: str, body: Mapping[str, Any], result: PodResult
+    ) -> None:
+        """Verdict reuse (core/verdictreuse.py): only under a policy whose TTL is above 0."""
+        workload = self.store.workloads.get(key)
+        policy = self.policy_watch.body(namespace, workload.policy.name) if workload else None
+        if not policy or parse_reuse_ttl(policy.get("spec"), []) <= 0:
+            return
+        found = deep_pass(body, result, namespace)
+        if found is not None:
+            self.node_feedback.record_deep_pass(result.node, found)
 
     def observe_namespace(self, name: str, opted_in: bool) -> bool:
         """Updates the opted-in set; True when the namespace just opted in (its existing

@@ -18,13 +18,21 @@ from collections.abc import Callable
 from prometheus_client import Counter, Gauge
 
 from preflight_operator.core.nodefeedback import (
+    STRATEGIC_MERGE_PATCH,
     Finding,
     Levels,
+    condition_patch,
     next_record,
     node_event,
     node_gpus,
     node_patch,
     read_record,
+)
+from preflight_operator.core.verdictreuse import (
+    DeepPass,
+    annotation_patch,
+    merged,
+    read_passes,
 )
 from preflight_operator.runtime import metrics
 from preflight_operator.runtime.api import API_ERRORS, MERGE_PATCH, Conflict, KubeApi, NotFound
@@ -39,7 +47,8 @@ NODE_UNHEALTHY_GPUS = Gauge(
 )
 NODE_FEEDBACK = Counter(
     "vllm_preflight_node_feedback_total",
-    "Node feedback applied, by node and what was done (event, label, taint, clear, error).",
+    "Node feedback applied, by node and what was done (event, label, taint, condition, clear,"
+    " error).",
     ["node", "action"],
     registry=metrics.REGISTRY,
 )
@@ -57,7 +66,14 @@ class NodeFeedback:
         self._api = api
         self._now = now
         self._allowed = allowed
-        self._queue: asyncio.Queue[tuple[Finding, Levels]] = asyncio.Queue(maxsize=capacity)
+        # a Finding, or a deep pass with its node (record_deep_pass)
+        self._queue: asyncio.Queue[tuple[Finding | tuple[str, DeepPass], Levels]] = asyncio.Queue(
+            maxsize=capacity
+        )
+        # Verdict reuse (core/verdictreuse.py): the deep passes known per node, fed on every
+        # replica by the trusted results it reads (the webhook of any replica offers them),
+        # and merged with the Node's own record whenever the writer reads it.
+        self._deep_passes: dict[str, list[DeepPass]] = {}
         # Nodes seen without our record: a pass there needs no read of the Node. Nodes
         # this process recorded on: a pass there is read even when no policy records now.
         self._clean: set[str] = set()
@@ -79,6 +95,42 @@ class NodeFeedback:
         except asyncio.QueueFull:
             NODE_FEEDBACK.labels(node=found.node, action="error").inc()
 
+    def record_deep_pass(self, node: str, found: DeepPass) -> None:
+        """A trusted deep pass on ``node`` (controller.py checks the policy's TTL first):
+        offered at once by this replica, written on the Node by the writer."""
+        self._deep_passes[node] = merged(self._deep_passes.get(node, []), found)
+        try:
+            self._queue.put_nowait(((node, found), Levels()))
+        except asyncio.QueueFull:
+            NODE_FEEDBACK.labels(node=node, action="error").inc()
+
+    def deep_passes(self, namespace: str) -> dict[str, list[DeepPass]]:
+        """The deep passes of ``namespace``'s pods, by node (never another namespace's)."""
+        out: dict[str, list[DeepPass]] = {}
+        for node, passes in self._deep_passes.items():
+            mine = [p for p in passes if p.namespace == namespace]
+            if mine:
+                out[node] = mine
+        return out
+
+    async def write_deep_pass(self, node_name: str, found: DeepPass) -> None:
+        """The Node's record of deep passes, merged with what it holds (so an operator
+        restart loses nothing it had written)."""
+        path = f"/api/v1/nodes/{node_name}"
+        try:
+            node = await self._api.get(path)
+        except NotFound:
+            self._deep_passes.pop(node_name, None)
+            return
+        passes = merged(read_passes(node), found)
+        for known in self._deep_passes.get(node_name, []):
+            passes = merged(passes, known)
+        self._deep_passes[node_name] = passes
+        patch = annotation_patch(node, passes)
+        if patch is not None:
+            await self._api.request("PATCH", path, body=patch, content_type=MERGE_PATCH)
+            NODE_FEEDBACK.labels(node=node_name, action="deep-pass").inc()
+
     def start(self) -> None:
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._run())
@@ -97,15 +149,18 @@ class NodeFeedback:
     async def _run(self) -> None:
         while True:
             found, levels = await self._queue.get()
+            node = found.node if isinstance(found, Finding) else found[0]
             try:
-                if self._allowed():
+                if self._allowed() and isinstance(found, Finding):
                     await self.apply(found, levels)
+                elif self._allowed() and not isinstance(found, Finding):
+                    await self.write_deep_pass(*found)
             except API_ERRORS as exc:
-                NODE_FEEDBACK.labels(node=found.node, action="error").inc()
-                logger.warning("node %s: feedback not applied: %s", found.node, exc)
+                NODE_FEEDBACK.labels(node=node, action="error").inc()
+                logger.warning("node %s: feedback not applied: %s", node, exc)
             except Exception:  # a bug must not end node feedback for good
-                NODE_FEEDBACK.labels(node=found.node, action="error").inc()
-                logger.exception("node %s: feedback failed", found.node)
+                NODE_FEEDBACK.labels(node=node, action="error").inc()
+                logger.exception("node %s: feedback failed", node)
             finally:
                 self._queue.task_done()
 
@@ -139,6 +194,15 @@ class NodeFeedback:
             if event is not None:
                 await self._api.create_event(event)
                 NODE_FEEDBACK.labels(node=found.node, action="event").inc()
+            # Last: a refused status patch (no nodes/status rights) loses nothing above.
+            status = condition_patch(node, record, found, levels, now=self._now())
+            if status is not None:
+                # nodes/status: a subresource of its own (the chart grants its patch only
+                # with nodeFeedback.condition); merged by condition type, no conflict.
+                await self._api.request(
+                    "PATCH", f"{path}/status", body=status, content_type=STRATEGIC_MERGE_PATCH
+                )
+                NODE_FEEDBACK.labels(node=found.node, action="condition").inc()
             return
         NODE_FEEDBACK.labels(node=found.node, action="error").inc()
         logger.warning("node %s: feedback not applied: it kept changing", found.node)

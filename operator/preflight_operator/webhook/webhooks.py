@@ -12,10 +12,11 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 from preflight_contract import actions
+from preflight_contract.reuse import Offer
 from preflight_operator.core import provenance
 from preflight_operator.core.admission import (
     ALLOW,
@@ -43,6 +44,7 @@ from preflight_operator.core.injection import (
 )
 from preflight_operator.core.policy import PolicyBook, ResolvedPolicy
 from preflight_operator.core.static import StaticResult
+from preflight_operator.core.verdictreuse import DeepPass, offers
 from preflight_operator.core.workloads import (
     ADMITTED_KINDS,
     POD,
@@ -137,6 +139,8 @@ class AdmissionService:
         owner_body: OwnerBody | None = None,
         clock: Callable[[], float] = time.monotonic,
         opted_in: Callable[[str], bool] | None = None,
+        deep_passes: Callable[[str], Mapping[str, Sequence[DeepPass]]] | None = None,
+        utc_now: Callable[[], str] = lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     ) -> None:
         """``events``: where AdmissionDenied Events go, through the DenialEvents gate
         (off unless the configuration turns them on; then only for namespaces
@@ -147,6 +151,9 @@ class AdmissionService:
         self._denials = DenialEvents(events, config.webhook, opted_in, clock)
         self._clock = clock
         self._owner_body = owner_body
+        # verdict reuse: the deep passes of a namespace, by node (nodehealth.py)
+        self._deep_passes = deep_passes
+        self._utc_now = utc_now
         # (the workload's body or None,): a read that found nothing is remembered too
         self._owners: _RecentReads[tuple[Mapping[str, Any] | None]] = _RecentReads()
 
@@ -397,6 +404,18 @@ class AdmissionService:
             argv=target.argv,
             model=target.model,
             ray_group=ray_group,
+            reuse=self._reuse(namespace, policy.reuse_ttl_s),
+        )
+
+    def _reuse(self, namespace: str, ttl_s: int) -> Callable[[str, str], list[Offer]] | None:
+        """The injector's lookup of deep passes to offer (core/verdictreuse.py), or None
+        when the policy's TTL is 0 (reuse off)."""
+        if ttl_s <= 0 or self._deep_passes is None:
+            return None
+        passes = self._deep_passes(namespace)
+        now = self._utc_now()
+        return lambda image, plan: offers(
+            passes, namespace=namespace, image=image, plan=plan, ttl_s=ttl_s, now=now
         )
 
 

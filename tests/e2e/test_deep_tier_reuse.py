@@ -1,0 +1,175 @@
+"""Verdict reuse (issue 29 item 3) on the local control plane, with the real checker on the
+fake driver: a Deployment's pod passes the deep tier on a node; the operator records it on
+the Node; the pod is deleted (a restart), the ReplicaSet makes a new one, the injector
+offers the recorded pass in its env; the real checker, run with that env over the fake
+driver (the same GPUs and driver), skips the deep tier; the GPUValidation says whose deep
+pass the new pod reused.
+
+The control plane has no kubelet: the test plays it (as test_node_feedback.py does) and
+writes the check container's imageID, which the kubelet would, so the record has the
+image digest that ran.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from preflight_contract import envnames
+from preflight_contract.report import Report
+from preflight_contract.reuse import ANNOTATION, parse_offers
+from preflight_contract.verdicts import PASS, SKIP
+from preflight_dev import fakekubelet
+from preflight_dev.fakedriver.fake import h200_machine
+from preflight_dev.fakedriver.harness import fake_host, run_check
+from preflight_dev.localoperator import OperatorProcess
+from preflight_dev.testing import Cluster, wait_for
+from preflight_operator.core import constants
+
+MANIFESTS = Path(__file__).resolve().parents[1] / "data" / "manifests"
+DIGEST = "sha256:" + "5e" * 32
+IMAGE = f"vllm/vllm-openai@{DIGEST}"
+
+
+@pytest.fixture
+def node(cluster: Cluster) -> Iterator[str]:
+    name = f"gpu-node-{secrets.token_hex(3)}"
+    cluster.apply({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}})
+    yield name
+    cluster.kubectl("delete", "node", name, "--ignore-not-found", "--wait=false")
+
+
+def get_json(cluster: Cluster, *args: str) -> Any:
+    return json.loads(cluster.kubectl("get", *args, "-o", "json").stdout)
+
+
+def check_env(pod: dict[str, Any]) -> dict[str, str]:
+    check = next(c for c in pod["spec"]["initContainers"] if c["name"] == constants.CHECK_CONTAINER)
+    return {e["name"]: e["value"] for e in check["env"] if "value" in e}
+
+
+def checker(env: dict[str, str], node: str, tmp_path: Path) -> Report:
+    """The real checker over the fake driver, with the env the injector wrote (the kubelet
+    would fill PREFLIGHT_NODE_NAME from spec.nodeName)."""
+    wanted = {k: v for k, v in env.items() if k.startswith(envnames.PREFIX)}
+    wanted[envnames.NODE_NAME] = node
+    wanted.pop(envnames.DEADLINE, None)
+    tmp_path.mkdir(exist_ok=True)
+    host = fake_host(h200_machine(2), wanted, deep_plan={})
+    run = run_check(host, ["--deep-timeout", "20"], tmp_path)
+    assert run.code == 0, run.stdout
+    return run.report
+
+
+def kubelet(cluster: Cluster, pod: dict[str, Any], report: Report, finished: str) -> None:
+    status = fakekubelet.pod_status(
+        pod, exit_code=0, message=report.to_termination_message(), finished=finished
+    )
+    for entry in status["initContainerStatuses"]:
+        if entry["name"] == constants.CHECK_CONTAINER:
+            entry["imageID"] = f"docker.io/vllm/vllm-openai@{DIGEST}"
+    meta = pod["metadata"]
+    cluster.kubectl(
+        "patch", "pod", meta["name"], "-n", meta["namespace"], "--subresource=status",
+        "--type=merge", "-p", json.dumps({"status": status}),
+    )  # fmt: skip
+
+
+def test_a_restart_skips_the_deep_tier_and_says_whose_pass_it_reused(
+    cluster: Cluster, operator: OperatorProcess, node: str, tmp_path: Path
+) -> None:
+    namespace = cluster.create_namespace("reuse", labels={constants.LABEL_INJECT: "enabled"})
+    cluster.apply(
+        {
+            "apiVersion": constants.API_VERSION,
+            "kind": constants.POLICY_KIND,
+            "metadata": {"name": "deep-once", "namespace": namespace},
+            "spec": {
+                "selector": {"matchLabels": {"app": "vllm-reuse"}},
+                "action": "Warn",
+                "tier": "deep",
+                "verdictReuse": {"ttlSeconds": 3600},
+            },
+        }
+    )
+    wait_for(
+        lambda: (get_json(cluster, "preflightpolicy", "deep-once", "-n", namespace)
+                 .get("status", {}).get("conditions")),
+        what="the policy's Valid condition",
+    )  # fmt: skip
+    deployment = next(
+        d
+        for d in yaml.safe_load_all((MANIFESTS / "good-tp2-deployment.yaml").read_text())
+        if d["kind"] == "Deployment"
+    )
+    labels = {"app": "vllm-reuse"}
+    deployment["metadata"] = {"name": "vllm-reuse", "namespace": namespace, "labels": labels}
+    deployment["spec"]["selector"] = {"matchLabels": labels}
+    template = deployment["spec"]["template"]
+    template["metadata"]["labels"] = labels
+    template["spec"]["nodeName"] = node
+    template["spec"]["containers"][0]["image"] = IMAGE  # pinned: a tag may move
+    cluster.apply(deployment)
+
+    def injected(but: str = "") -> list[dict[str, Any]]:
+        items = get_json(
+            cluster, "pods", "-n", namespace, "-l",
+            f"app=vllm-reuse,{constants.INJECTED_POD_SELECTOR}",
+        )["items"]  # fmt: skip
+        return [p for p in items if p["metadata"]["name"] != but and not
+                p["metadata"].get("deletionTimestamp")]  # fmt: skip
+
+    first = wait_for(injected, what="the Deployment's injected pod")[0]
+    env = check_env(first)
+    assert env[envnames.DEEP_REUSE] == "[]"  # nothing recorded yet: the deep tier runs
+
+    # 1. The first pod runs the deep tier (the real checker on the fake) and passes.
+    ran = checker(env, node, tmp_path / "first")
+    assert [c.status for c in ran.checks if c.id == "deep-allreduce"] == [PASS]
+    kubelet(cluster, first, ran, fakekubelet.rfc3339())
+    record = wait_for(
+        lambda: (get_json(cluster, "node", node)["metadata"].get("annotations") or {}).get(
+            ANNOTATION
+        ),
+        what="the deep pass recorded on the Node",
+    )
+    [recorded] = json.loads(record)
+    assert recorded["namespace"] == namespace
+    assert recorded["pod"] == f"{namespace}/{first['metadata']['name']}"
+    assert recorded["digest"] == DIGEST
+
+    # 2. A restart: the pod goes, the ReplicaSet makes another, offered the recorded pass.
+    cluster.kubectl("delete", "pod", first["metadata"]["name"], "-n", namespace, "--wait=false")
+    second = wait_for(lambda: injected(but=first["metadata"]["name"]), what="the new pod")[0]
+    env = check_env(second)
+    offers, problem = parse_offers(env[envnames.DEEP_REUSE])
+    assert problem == ""
+    assert [(o.node, o.pod) for o in offers] == [(node, recorded["pod"])]
+
+    # 3. The real checker with that env skips the deep tier and says so.
+    reused = checker(env, node, tmp_path / "second")
+    statuses = {c.id: (c.status, c.message) for c in reused.checks}
+    assert statuses["deep-reuse"][0] == PASS
+    said = f"deep tier reused from pod {recorded['pod']} at {recorded['at']}"
+    assert said in statuses["deep-reuse"][1]
+    assert statuses["deep-allreduce"][0] == SKIP
+    kubelet(cluster, second, reused, fakekubelet.rfc3339())
+
+    # 4. The GPUValidation says it.
+    def shown() -> str:
+        for validation in get_json(cluster, "gpuval", "-n", namespace)["items"]:
+            for entry in ((validation.get("status") or {}).get("runtime") or {}).get("pods") or []:
+                if entry.get("pod") == second["metadata"]["name"]:
+                    return str(entry.get("deepTier") or "")
+        return ""
+
+    assert said in wait_for(
+        lambda: said in shown() and shown(), what="the reuse on the GPUValidation"
+    )
+    cluster.delete_namespace(namespace)
