@@ -40,6 +40,9 @@ GROUP_ID = "PREFLIGHT_GROUP_ID"
 GROUP_BACKEND = "PREFLIGHT_GROUP_BACKEND"
 GROUP_ARGS = "PREFLIGHT_GROUP_ARGS"
 NODE_NAME = "PREFLIGHT_NODE_NAME"
+# "fail": a multi-node group whose NCCL fell back to TCP sockets while the node has RDMA
+# devices fails its group-transport check (default: a warning)
+SOCKET_FALLBACK = "PREFLIGHT_SOCKET_FALLBACK"
 
 # The checker's own: the request its group all-reduce child reads (never injected).
 GROUP_ALLREDUCE = "PREFLIGHT_GROUP_ALLREDUCE"

@@ -123,6 +123,32 @@ def gpu_resources(container: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
+# RDMA device-plugin resources (issue 26): the check container asks for the same ones as
+# vLLM's, so that its rdma check and its group all-reduce see the /dev/infiniband nodes vLLM
+# will (an init container's devices are reused by the app containers: the pod's request
+# stays the larger of the two). rdma/: Mellanox k8s-rdma-shared-dev-plugin's default
+# resourcePrefix; vpc.amazonaws.com/efa: the AWS EFA device plugin.
+RDMA_RESOURCE_PREFIXES = ("rdma/",)
+RDMA_RESOURCES = frozenset(("vpc.amazonaws.com/efa",))
+
+
+def is_rdma_resource(name: str) -> bool:
+    return name in RDMA_RESOURCES or name.startswith(RDMA_RESOURCE_PREFIXES)
+
+
+def device_resources(container: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """What the check container requests of vLLM's: its GPUs and its RDMA devices."""
+    out = gpu_resources(container)
+    resources = container.get("resources") or {}
+    for section in ("limits", "requests"):
+        values = resources.get(section) if isinstance(resources, Mapping) else None
+        if isinstance(values, Mapping):
+            rdma = {k: v for k, v in values.items() if is_rdma_resource(str(k))}
+            if rdma:
+                out.setdefault(section, {}).update(rdma)
+    return out
+
+
 def dra_claims(container: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The container's DRA claims (resources.claims). The check container names the same
     pod claims, so it sees the devices vLLM will (a pod's containers may share a claim)."""
@@ -440,7 +466,7 @@ def check_container(
         "imagePullPolicy": config.image_pull_policy,
         "command": ["python3", constants.ZIPAPP_PATH, "check"],
         "env": env,
-        "resources": _merged_resources(config.resources, gpu_resources(vllm), dra_claims(vllm)),
+        "resources": _merged_resources(config.resources, device_resources(vllm), dra_claims(vllm)),
         "volumeMounts": mounts,
         "terminationMessagePath": TERMINATION_MESSAGE_PATH,
         "terminationMessagePolicy": "FallbackToLogsOnError",
