@@ -39,6 +39,8 @@ GROUP_NUMBER = "PREFLIGHT_GROUP_NUMBER"
 GROUP_ID = "PREFLIGHT_GROUP_ID"
 GROUP_BACKEND = "PREFLIGHT_GROUP_BACKEND"
 GROUP_ARGS = "PREFLIGHT_GROUP_ARGS"
+# The vLLM container's image as written (tag or @sha256 digest): members compare it (issue 26)
+GROUP_IMAGE = "PREFLIGHT_GROUP_IMAGE"
 NODE_NAME = "PREFLIGHT_NODE_NAME"
 # "fail": a multi-node group whose NCCL fell back to TCP sockets while the node has RDMA
 # devices fails its group-transport check (default: a warning)
@@ -67,6 +69,7 @@ INJECTED: FrozenSet[str] = frozenset(
         GROUP_ID,
         NODE_NAME,
         GROUP_ARGS,
+        GROUP_IMAGE,
     }
 )
 

@@ -9,6 +9,7 @@ image's package metadata), so the phase adds only the meeting itself.
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 from typing import Any, Dict, List, Mapping, Optional, Tuple
@@ -68,7 +69,9 @@ def member_facts(
         "gpu_names": sorted(set(names)),
         "driver": facts.nvml.driver_version or None,
         "cuda_driver": facts.cuda.driver_version or facts.nvml.cuda_driver_version or None,
+        "cuda_runtime": _cuda_runtime(facts),
         "nccl": dist_version(_NCCL_DISTS),
+        "image": os.environ.get(envnames.GROUP_IMAGE, "").strip()[:256] or None,
         "vllm": dist_version(("vllm",)),
         "torch": facts.runtime.torch_version or None,
         "args": dict(config.args) if config else {},
@@ -78,6 +81,12 @@ def member_facts(
         # the deep tier's backend, when the pod forces one (gloo: CPU ranks)
         "backend": (config.backend if config else "") or None,
     }
+
+
+def _cuda_runtime(facts: Facts) -> Optional[str]:
+    """The CUDA version the image's user space needs ("12.4"), when the image says."""
+    version = facts.runtime.version
+    return f"{version[0]}.{version[1]}" if version else None
 
 
 def phase_deadline(options: Options, started_wall: float) -> float:
@@ -248,8 +257,6 @@ def _inter_node_link(transport: str, rdma: Any) -> Any:
 def socket_action() -> str:
     """PREFLIGHT_SOCKET_FALLBACK: "fail" makes a fall-back to sockets a failure; anything
     else (the default) a warning."""
-    import os  # noqa: PLC0415
-
     text = os.environ.get(envnames.SOCKET_FALLBACK, "").strip().lower()
     return "fail" if text == "fail" else "warn"
 

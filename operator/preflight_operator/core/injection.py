@@ -317,6 +317,8 @@ def group_env(pod: Mapping[str, Any], vllm: Mapping[str, Any], port: int) -> lis
     ]
     if words:
         env.append({"name": envnames.GROUP_ARGS, "value": shlex.join(words)})
+    if isinstance(vllm.get("image"), str) and vllm["image"]:  # issue 26: members compare it
+        env.append({"name": envnames.GROUP_IMAGE, "value": vllm["image"][:512]})
     return env
 
 
