@@ -24,6 +24,7 @@ import yaml
 
 from preflight_operator.core.rules import boundedyaml
 from preflight_operator.core.rules.embedded import embedded_pod_specs, runs_vllm
+from preflight_operator.core.rules.groups import JOBSET, jobset  # issue 26
 from preflight_operator.core.rules.spread import generic_group
 from preflight_operator.core.rules.template import (
     AIBRIX,
@@ -452,6 +453,13 @@ KINDS: tuple[KindSpec, ...] = (
         dynamo_graph,
         "spec.services{}.extraPodSpec.mainContainer (v1alpha1), spec.components[].podTemplate "
         "(v1beta1); resources.limits.gpu; multinode.nodeCount",
+    ),
+    KindSpec(  # issue 26: rules/groups.py
+        "jobset.x-k8s.io",
+        "JobSet",
+        JOBSET,
+        jobset,
+        "spec.replicatedJobs[*].template.spec.template.spec; replicas x parallelism pods",
     ),
 )
 _BY_KIND: dict[tuple[str, str], KindSpec] = {(k.group, k.kind): k for k in KINDS}
