@@ -58,8 +58,9 @@ def test_jobset_examples_are_groups(
     assert served["kind"] == "JobSet"
     found = groups.jobset(served, served["metadata"]["name"], k8s_namespace)
     assert [t.role for t in found] == roles
-    assert found[0].group is not None
-    assert found[0].group.size == size
+    group = groups.jobset_group(served)
+    assert group is not None
+    assert group.size == size
 
 
 def test_pods_of_kueue_and_volcano_groups(cluster: Cluster, k8s_namespace: str) -> None:

@@ -23,7 +23,8 @@ def test_jobset_coordinator_example_is_one_group_led_by_the_coordinator() -> Non
     obj = load("jobset-coordinator.yaml")
     found = groups.jobset(obj, "coordinator-example", "team")
     assert [t.role for t in found] == ["driver", "workers"]
-    group = found[0].group
+    assert found[0].group is None  # judged as Job pods: no Ray spreading assumed
+    group = groups.jobset_group(obj)
     assert group is not None
     assert group.size == 5
     assert group.family == groups.JOBSET
@@ -38,19 +39,21 @@ def test_jobset_mnist_example_through_the_registry() -> None:
     assert spec.kind == "JobSet"
     found = pod_templates(obj, "default")
     assert len(found) == 1
-    assert found[0].group is not None
-    assert found[0].group.size == 4
     assert found[0].family == groups.JOBSET
+    group = groups.jobset_group(obj)
+    assert group is not None
+    assert group.size == 4
 
 
 def test_a_single_pod_jobset_is_no_group_and_odd_counts_are_read_as_one() -> None:
     obj = load("jobset-mnist.yaml")
     job = obj["spec"]["replicatedJobs"][0]
     job["template"]["spec"]["parallelism"] = 1
-    assert groups.jobset(obj, "pytorch", None)[0].group is None
+    assert groups.jobset_group(obj) is None
     job["replicas"] = "many"
     job["template"]["spec"]["parallelism"] = True
-    assert groups.jobset(obj, "pytorch", None)[0].group is None
+    assert groups.jobset_group(obj) is None
+    assert len(groups.jobset(obj, "pytorch", None)) == 1
     assert groups.jobset({"spec": {"replicatedJobs": "x"}}, "n", None) == []
 
 

@@ -193,9 +193,8 @@ def _parallelism(job_spec: Any) -> int:
     return 1 if counted is None else counted
 
 
-def jobset(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[PodTemplate]:
-    """A JobSet's pod templates, as one group: every replicated Job's ``replicas`` x its
-    ``parallelism`` pods; the coordinator's replicated Job leads (else the first)."""
+def _jobset_members(obj: Mapping[str, Any]) -> list[tuple[str, GroupMember]]:
+    """(replicated Job name, member) of each replicated Job, the coordinator's first."""
     jobs = dig(obj, ("spec", "replicatedJobs"))
     if not isinstance(jobs, list):
         return []
@@ -213,18 +212,31 @@ def jobset(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[Pod
         pods = (1 if replicas is None else replicas) * _parallelism(job_spec)
         path = f"{base}.template.spec.template.spec"
         where = f"{base}.replicas x {base}.template.spec.parallelism"
-        members.append((_text(rjob.get("name")), GroupMember(spec, path, pods, where)))
-    if not members:
-        return []
+        members.append((_text(rjob.get("name")) or f"job{i}", GroupMember(spec, path, pods, where)))
     members.sort(key=lambda m: 0 if coordinator and m[0] == coordinator else 1)
-    total = sum(m.replicas for _, m in members)
-    group = (
-        Group("spec.replicatedJobs[*].replicas x parallelism", JOBSET, tuple(m for _, m in members))
-        if total > 1
-        else None
+    return members
+
+
+def jobset_group(obj: Mapping[str, Any]) -> Group | None:
+    """The pods of a JobSet as one group (every replicated Job's ``replicas`` x its
+    ``parallelism``; the coordinator's replicated Job leads, else the first); None for one
+    pod or no template."""
+    members = _jobset_members(obj)
+    if sum(m.replicas for _, m in members) <= 1:
+        return None
+    return Group(
+        "spec.replicatedJobs[*].replicas x parallelism", JOBSET, tuple(m for _, m in members)
     )
+
+
+def jobset(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[PodTemplate]:
+    """A JobSet's pod templates, one per replicated Job (role: its name), each judged as a
+    Job's pod is. The group (``jobset_group``) is not attached: the rules read a group of
+    pods whose command line does not say ``--nnodes`` as one engine Ray spreads over them
+    (``ContainerContext.spread``), which is what a LeaderWorkerSet means and not what a
+    JobSet does (its Jobs are as often N independent engines, batch inference)."""
     kind = str(obj.get("kind", "JobSet"))
     return [
-        PodTemplate(kind, name, namespace, m.spec, m.path, rjob or f"job{i}", group, family=JOBSET)
-        for i, (rjob, m) in enumerate(members)
+        PodTemplate(kind, name, namespace, m.spec, m.path, rjob, None, family=JOBSET)
+        for rjob, m in _jobset_members(obj)
     ]
