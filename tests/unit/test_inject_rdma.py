@@ -37,3 +37,15 @@ def test_only_rdma_and_gpus_are_copied() -> None:
     assert device_resources({"resources": {"limits": {"vpc.amazonaws.com/efa": 1}}}) == {
         "limits": {"vpc.amazonaws.com/efa": 1}
     }
+
+
+def test_ipc_lock_follows_vllm_only_beside_rdma_devices() -> None:
+    pod = vllm_pod()
+    vllm = pod["spec"]["containers"][0]
+    vllm["securityContext"] = {"capabilities": {"add": ["IPC_LOCK", "SYS_ADMIN"]}}
+    plain = jsonpatch.apply_patch(pod, mutate(pod, service()))["spec"]["initContainers"][1]
+    assert plain["securityContext"]["capabilities"] == {"drop": ["ALL"]}  # no RDMA: none
+    vllm["resources"]["limits"]["rdma/ib"] = 1
+    check = jsonpatch.apply_patch(pod, mutate(pod, service()))["spec"]["initContainers"][1]
+    assert check["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": ["IPC_LOCK"]}
+    assert check["securityContext"]["allowPrivilegeEscalation"] is False

@@ -149,6 +149,20 @@ def device_resources(container: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _security_context(vllm: Mapping[str, Any]) -> dict[str, Any]:
+    """Ours, plus IPC_LOCK when vLLM's container adds it beside RDMA devices (issue 26):
+    RDMA memory registration needs locked memory, so with the devices but without the
+    capability the check's NCCL would fail where vLLM's does not. Nothing else of vLLM's."""
+    out = copy.deepcopy(dict(SECURITY_CONTEXT))
+    context = vllm.get("securityContext")
+    caps = context.get("capabilities") if isinstance(context, Mapping) else None
+    added = caps.get("add") if isinstance(caps, Mapping) else None
+    rdma = any(is_rdma_resource(k) for v in device_resources(vllm).values() for k in v)
+    if rdma and isinstance(added, list) and "IPC_LOCK" in added:
+        out["capabilities"] = {"drop": ["ALL"], "add": ["IPC_LOCK"]}
+    return out
+
+
 def dra_claims(container: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The container's DRA claims (resources.claims). The check container names the same
     pod claims, so it sees the devices vLLM will (a pod's containers may share a claim)."""
@@ -472,7 +486,7 @@ def check_container(
         "volumeMounts": mounts,
         "terminationMessagePath": TERMINATION_MESSAGE_PATH,
         "terminationMessagePolicy": "FallbackToLogsOnError",
-        "securityContext": copy.deepcopy(dict(SECURITY_CONTEXT)),
+        "securityContext": _security_context(vllm),
     }
     if vllm.get("envFrom"):
         container["envFrom"] = copy.deepcopy(vllm["envFrom"])
