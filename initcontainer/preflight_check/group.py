@@ -383,7 +383,19 @@ def clean_facts(raw: Any) -> Dict[str, Any]:
     dropped. Never raises on a well-framed but odd message."""
     facts = raw if isinstance(raw, dict) else {}
     out: Dict[str, Any] = {}
-    texts = ("node", "host", "driver", "cuda_driver", "nccl", "vllm", "torch", "verdict", "backend")
+    texts = (
+        "node",
+        "host",
+        "driver",
+        "cuda_driver",
+        "cuda_runtime",
+        "nccl",
+        "vllm",
+        "torch",
+        "image",
+        "verdict",
+        "backend",
+    )
     for key in texts:
         text = _text(facts.get(key))
         if text is not None:
@@ -629,26 +641,32 @@ def _shared_gpus(members: _Members, joined: List[int]) -> Tuple[List[str], List[
 
 
 def _differences(members: _Members, joined: List[int]) -> List[str]:
-    """Warnings: driver, library or GPU model versions that differ across the group."""
+    """Warnings: driver, CUDA, library, image or GPU model that differ across the group, each
+    naming every member with its value."""
     warnings: List[str] = []
     for name, label in (
         ("driver", "NVIDIA driver"),
         ("cuda_driver", "CUDA driver version"),
+        ("cuda_runtime", "the image's CUDA runtime"),
         ("nccl", "NCCL"),
         ("vllm", "vLLM"),
         ("torch", "torch"),
+        # the reference as written: a tag and a digest of one image differ here, so a warning
+        ("image", "the vLLM image"),
     ):
-        seen = {str(members[i][name]): i for i in joined if members[i].get(name) not in (None, "")}
+        seen: Dict[str, int] = {}  # value -> the first member with it (the leader first)
+        for i in joined:
+            if members[i].get(name) not in (None, ""):
+                seen.setdefault(str(members[i][name]), i)
         if len(seen) > 1:
             parts = ", ".join(
                 f"{member_name(i, members[i])} {value}" for value, i in sorted(seen.items())
             )
             warnings.append(f"{label} differs across the group: {parts}")
-    models: Dict[str, int] = {
-        "/".join(sorted(set(members[i].get("gpu_names") or []))): i
-        for i in joined
-        if members[i].get("gpu_names")
-    }
+    models: Dict[str, int] = {}
+    for i in joined:
+        if members[i].get("gpu_names"):
+            models.setdefault("/".join(sorted(set(members[i]["gpu_names"]))), i)
     if len(models) > 1:
         warnings.append(
             "GPU models differ across the group: "

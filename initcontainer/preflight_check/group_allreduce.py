@@ -29,6 +29,10 @@ from preflight_contract import envnames
 DEFAULT_BYTES = 64 << 20
 CPU_BYTES = 4 << 20
 ITERATIONS = 5
+# NCCL's connection lines ("Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0") are INIT/NET
+# INFO output, printed to stdout unless NCCL_DEBUG_FILE says otherwise (NCCL's env docs)
+NCCL_LOG_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET"}
+MAX_LOG_LINES = 400
 NCCL = "nccl"
 GLOO = "gloo"
 
@@ -145,6 +149,9 @@ def run_ranks(
             "timeout_s": max(1.0, deadline - clock()),
         }
         env = {**os.environ, envnames.GROUP_ALLREDUCE: json.dumps(request)}
+        if lay.backend == NCCL:
+            env.update(NCCL_LOG_ENV)  # the transport check reads NCCL's own choice
+            env.pop("NCCL_DEBUG_FILE", None)  # ... from this process's output
         procs.append(
             (
                 first + local,
@@ -171,15 +178,30 @@ def run_ranks(
 
 
 def _parse(rank: int, out: bytes, err: bytes, code: int) -> Dict[str, Any]:
-    for line in reversed(out.decode("utf-8", "replace").splitlines()):
+    text = out.decode("utf-8", "replace")
+    log = nccl_lines(text + "\n" + err.decode("utf-8", "replace"))
+    for line in reversed(text.splitlines()):
         try:
             record = json.loads(line)
         except ValueError:
             continue
         if isinstance(record, dict) and "ok" in record:
+            record["nccl_log"] = log
             return record
     tail = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [f"exit code {code}"]
-    return {"rank": rank, "ok": False, "step": "start", "error": tail[0][:300]}
+    return {"rank": rank, "ok": False, "step": "start", "error": tail[0][:300], "nccl_log": log}
+
+
+def nccl_lines(text: str) -> List[str]:
+    """NCCL's INFO lines that say how it connects (bounded: the transport check's input)."""
+    keep = ("via ", "Using network", "NCCL version", "NET/IB :", "NET/Socket :", "NET/Plugin")
+    out = []
+    for line in text.splitlines():
+        if "NCCL" in line and any(k in line for k in keep):
+            out.append(line[:512])
+            if len(out) >= MAX_LOG_LINES:
+                break
+    return out
 
 
 def main() -> None:

@@ -62,11 +62,16 @@ CHECKS: Dict[str, Tuple[str, str]] = {
     "deep-allreduce": (DEEP, "NCCL all-reduce over each TP group, sum verified"),
     "deep-peer-copy": (DEEP, "NCCL send/recv between neighbours of each TP group"),
     "group-allreduce": (DEEP, "multi-node group: all-reduce over every GPU of the group"),
+    "rdma": (
+        FAST,
+        "multi-node group: RDMA devices in the container, ports, GPUDirect RDMA, NCCL env",
+    ),
+    "group-transport": (DEEP, "multi-node group: the transport NCCL chose per peer, and its floor"),
 }
 
 # Checks of the group phase: they run after the local checks (checks/group.py), not in
 # runner.evaluate's pass.
-GROUP_PHASE = frozenset(("group", "group-allreduce"))
+GROUP_PHASE = frozenset(("group", "group-allreduce", "rdma", "group-transport"))
 
 
 def tier_of(check_id: str) -> str:

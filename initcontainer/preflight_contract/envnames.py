@@ -39,9 +39,14 @@ GROUP_NUMBER = "PREFLIGHT_GROUP_NUMBER"
 GROUP_ID = "PREFLIGHT_GROUP_ID"
 GROUP_BACKEND = "PREFLIGHT_GROUP_BACKEND"
 GROUP_ARGS = "PREFLIGHT_GROUP_ARGS"
+# The vLLM container's image as written (tag or @sha256 digest): members compare it (issue 26)
+GROUP_IMAGE = "PREFLIGHT_GROUP_IMAGE"
 NODE_NAME = "PREFLIGHT_NODE_NAME"
 # Verdict reuse (preflight_contract/reuse.py): the deep passes this pod may reuse.
 DEEP_REUSE = "PREFLIGHT_DEEP_REUSE"
+# "fail": a multi-node group whose NCCL fell back to TCP sockets while the node has RDMA
+# devices fails its group-transport check (default: a warning)
+SOCKET_FALLBACK = "PREFLIGHT_SOCKET_FALLBACK"
 
 # The checker's own: the request its group all-reduce child reads (never injected).
 GROUP_ALLREDUCE = "PREFLIGHT_GROUP_ALLREDUCE"
@@ -67,6 +72,7 @@ INJECTED: FrozenSet[str] = frozenset(
         NODE_NAME,
         GROUP_ARGS,
         DEEP_REUSE,
+        GROUP_IMAGE,
     }
 )
 

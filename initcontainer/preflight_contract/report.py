@@ -335,7 +335,7 @@ def _base(report: Report) -> Dict[str, Any]:
     return out
 
 
-_GROUP_TEXT = ("id", "status", "slowest")
+_GROUP_TEXT = ("id", "status", "slowest", "transport")
 # Whole numbers (members, indices) and measurements, each with the range a real group can
 # have: a reader writes them into integer and number fields of the GPUValidation, where
 # 1e308 or a float in an integer field would make the API server refuse the whole status.

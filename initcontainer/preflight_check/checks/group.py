@@ -9,13 +9,15 @@ image's package metadata), so the phase adds only the meeting itself.
 
 from __future__ import annotations
 
+import os
 import socket
 import time
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from preflight_check.facts import Facts
-from preflight_check.group import GroupConfig, GroupVerdict
+from preflight_check.group import GroupConfig, GroupVerdict, member_name
 from preflight_check.options import Options
+from preflight_contract import envnames
 from preflight_contract.check_ids import DEEP
 from preflight_contract.report import CheckResult, group_summary
 
@@ -67,7 +69,9 @@ def member_facts(
         "gpu_names": sorted(set(names)),
         "driver": facts.nvml.driver_version or None,
         "cuda_driver": facts.cuda.driver_version or facts.nvml.cuda_driver_version or None,
+        "cuda_runtime": _cuda_runtime(facts),
         "nccl": dist_version(_NCCL_DISTS),
+        "image": os.environ.get(envnames.GROUP_IMAGE, "").strip()[:256] or None,
         "vllm": dist_version(("vllm",)),
         "torch": facts.runtime.torch_version or None,
         "args": dict(config.args) if config else {},
@@ -77,6 +81,12 @@ def member_facts(
         # the deep tier's backend, when the pod forces one (gloo: CPU ranks)
         "backend": (config.backend if config else "") or None,
     }
+
+
+def _cuda_runtime(facts: Facts) -> Optional[str]:
+    """The CUDA version the image's user space needs ("12.4"), when the image says."""
+    version = facts.runtime.version
+    return f"{version[0]}.{version[1]}" if version else None
 
 
 def phase_deadline(options: Options, started_wall: float) -> float:
@@ -131,9 +141,124 @@ def group_phase(
             "report it with the JSON report attached (--json)",
         )
     out = [_result(config, verdict, (time.perf_counter() - began) * 1000.0, began_wall)]
+    rdma = _rdma(options, facts)
+    if rdma is not None:
+        out.append(rdma[0])
     if options.tier == DEEP:
-        out.append(_allreduce(config, options, verdict, deadline))
+        allreduce, ranks, lay = _allreduce(config, options, verdict, deadline)
+        out.append(allreduce)
+        if "group-transport" in options.skip:
+            out.append(CheckResult("group-transport", SKIP, "turned off (--skip / PREFLIGHT_SKIP)"))
+        else:
+            out.append(_transport(config, allreduce, ranks, lay, rdma[1] if rdma else None))
     return out
+
+
+def _rdma(options: Options, facts: Facts) -> Optional[Tuple[CheckResult, Any]]:
+    """``rdma``: the RDMA devices this container can use, GPUDirect RDMA, NCCL's env
+    (fabric.py); with the verdict, for the transport check's reasons."""
+    if "rdma" in options.skip:
+        return CheckResult("rdma", SKIP, "turned off (--skip / PREFLIGHT_SKIP)"), None
+    from preflight_check.fabric import judge_rdma, read_fabric  # noqa: PLC0415
+
+    try:
+        fabric = read_fabric("/", driver=facts.nvml.driver_version or "")
+        verdict = judge_rdma(fabric)
+    except Exception as exc:  # unknown is a warning, never a traceback
+        return CheckResult("rdma", WARN, f"could not read the RDMA devices: {exc}"), None
+    return (
+        CheckResult("rdma", verdict.status, verdict.message, verdict.remediation, verdict.evidence),
+        verdict,
+    )
+
+
+def _transport(
+    config: GroupConfig,
+    allreduce: CheckResult,
+    ranks: List[Dict[str, Any]],
+    lay: Any,
+    rdma: Any,
+) -> CheckResult:
+    """``group-transport``: the transport NCCL chose to each other pod, from its own INFO
+    lines, against the RDMA devices of this node; the bandwidth against its floor."""
+    from preflight_check import floors, nccl_transport  # noqa: PLC0415
+
+    check_id = "group-transport"
+    if lay is None or allreduce.status == SKIP:
+        return CheckResult(check_id, SKIP, "not run: the group all-reduce did not run")
+    if lay.backend != "nccl":
+        return CheckResult(
+            check_id, SKIP, f"the group all-reduce ran over {lay.backend}: no NCCL transport"
+        )
+    if allreduce.status != PASS:
+        return CheckResult(
+            check_id, SKIP, "not judged: the group all-reduce failed (see group-allreduce)"
+        )
+    first, count = lay.ranks.get(config.index, (0, 0))
+    lines: List[str] = []
+    for result in ranks:
+        log = result.get("nccl_log")
+        if isinstance(log, list):
+            lines += [str(x) for x in log]
+    found = nccl_transport.parse(lines, range(first, first + count))
+    per_member = {
+        m: t for m, t in nccl_transport.by_member(found, lay.ranks).items() if m != config.index
+    }
+    devices = len(rdma.evidence.get("devices") or []) if rdma is not None else 0
+    reasons = list(rdma.reasons) if rdma is not None else []
+    verdict = nccl_transport.judge(
+        per_member,
+        rdma_devices=devices,
+        reasons=reasons,
+        socket_action=socket_action(),
+        gdr=bool(found.gdr),
+        member_names={m: member_name(m, None) for m in per_member},
+    )
+    evidence: Dict[str, Any] = {
+        "transport": verdict.transport,
+        "peers": {str(m): t for m, t in per_member.items()},
+        "connections": found.lines,
+    }
+    if found.network:
+        evidence["network"] = found.network
+    if found.version:
+        evidence["nccl_version"] = found.version
+    status, message = verdict.status, verdict.message
+    busbw = allreduce.evidence.get("bus_bandwidth_gbps")
+    link = _inter_node_link(verdict.transport, rdma)
+    if isinstance(busbw, (int, float)):
+        evidence["bus_bandwidth_gbps"] = busbw
+        floor_status, floor_text = floors.judge(float(busbw), link)
+        if link is not None:
+            evidence["floor_gbps"] = floors.floor_gbps(link)
+            evidence["link"] = link.name
+        if floor_text:
+            message += f"; {floor_text}"
+        if floor_status == WARN and status == PASS:
+            status = WARN
+    return CheckResult(check_id, status, message, verdict.remediation, evidence)
+
+
+def _inter_node_link(transport: str, rdma: Any) -> Any:
+    """The link whose floor applies: an active InfiniBand port's rate for NET/IB."""
+    from preflight_check import floors  # noqa: PLC0415
+
+    if rdma is None or not transport.startswith("NET/IB"):
+        return None
+    for device in rdma.evidence.get("devices") or []:
+        for port in device.get("ports") or []:
+            if port.get("state") == "ACTIVE":
+                link = floors.from_ib_rate(str(port.get("rate", "")))
+                if link is not None:
+                    return link
+    return None
+
+
+def socket_action() -> str:
+    """PREFLIGHT_SOCKET_FALLBACK: "fail" makes a fall-back to sockets a failure; anything
+    else (the default) a warning."""
+    text = os.environ.get(envnames.SOCKET_FALLBACK, "").strip().lower()
+    return "fail" if text == "fail" else "warn"
 
 
 def _rank_plan(members: Mapping[int, Mapping[str, Any]]) -> Dict[str, Any]:
@@ -146,18 +271,23 @@ def _rank_plan(members: Mapping[int, Mapping[str, Any]]) -> Dict[str, Any]:
 
 def _allreduce(
     config: GroupConfig, options: Options, verdict: GroupVerdict, deadline: float
-) -> CheckResult:
-    """Every pod runs its ranks of one all-reduce over the whole group."""
+) -> Tuple[CheckResult, List[Dict[str, Any]], Any]:
+    """Every pod runs its ranks of one all-reduce over the whole group; with its ranks'
+    results and the layout (for the transport check)."""
     check_id = "group-allreduce"
     if check_id in options.skip:
-        return CheckResult(check_id, SKIP, "turned off (--skip / PREFLIGHT_SKIP)")
+        return CheckResult(check_id, SKIP, "turned off (--skip / PREFLIGHT_SKIP)"), [], None
     from preflight_check.group_allreduce import Layout, run_ranks, summarize  # noqa: PLC0415
 
     raw = verdict.evidence.get("allreduce")
     lay = Layout.from_dict(raw) if isinstance(raw, dict) else None
     if lay is None:
-        return CheckResult(
-            check_id, SKIP, f"not run: the group did not meet and agree ({verdict.status})"
+        return (
+            CheckResult(
+                check_id, SKIP, f"not run: the group did not meet and agree ({verdict.status})"
+            ),
+            [],
+            None,
         )
     started = time.perf_counter()
     results = run_ranks(lay, config.index, config.address, config.port + 1, deadline)
@@ -173,12 +303,12 @@ def _allreduce(
             "pod has"
         )
     )
-    return CheckResult(check_id, status, message, fix, evidence)
+    return CheckResult(check_id, status, message, fix, evidence), results, lay
 
 
 def summary(config: GroupConfig, results: List[CheckResult]) -> Dict[str, Any]:
     """The report's ``group`` field: what the operator shows per group."""
-    found = {r.id: r for r in results if r.id in ("group", "group-allreduce")}
+    found = {r.id: r for r in results if r.id in ("group", "group-allreduce", "group-transport")}
     group = found.get("group")
     out: Dict[str, Any] = {"id": config.group_id, "index": config.index, "size": config.size}
     if group is not None:
@@ -197,4 +327,7 @@ def summary(config: GroupConfig, results: List[CheckResult]) -> Dict[str, Any]:
     allreduce = found.get("group-allreduce")
     if allreduce is not None and isinstance(allreduce.evidence.get("bus_bandwidth_gbps"), float):
         out["busbw_gbps"] = allreduce.evidence["bus_bandwidth_gbps"]
+    transport = found.get("group-transport")
+    if transport is not None and isinstance(transport.evidence.get("transport"), str):
+        out["transport"] = transport.evidence["transport"]
     return group_summary(out)

@@ -400,8 +400,9 @@ def group_results(history: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                     out["membersJoined" if key == "joined" else key] = group[key]
             if leader:
                 out["fromLeader"] = True
-        if "busBandwidthGBps" in group and (leader or "busBandwidthGBps" not in out):
-            out["busBandwidthGBps"] = group["busBandwidthGBps"]
+        for key in ("busBandwidthGBps", "transport"):  # transport: issue 26
+            if key in group and (leader or key not in out):
+                out[key] = group[key]
     return [
         {k: v for k, v in g.items() if k != "fromLeader"}
         | {"leaderReported": bool(g.get("fromLeader"))}

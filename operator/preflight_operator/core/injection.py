@@ -125,6 +125,46 @@ def gpu_resources(container: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
+# RDMA device-plugin resources (issue 26): the check container asks for the same ones as
+# vLLM's, so that its rdma check and its group all-reduce see the /dev/infiniband nodes vLLM
+# will (an init container's devices are reused by the app containers: the pod's request
+# stays the larger of the two). rdma/: Mellanox k8s-rdma-shared-dev-plugin's default
+# resourcePrefix; vpc.amazonaws.com/efa: the AWS EFA device plugin.
+RDMA_RESOURCE_PREFIXES = ("rdma/",)
+RDMA_RESOURCES = frozenset(("vpc.amazonaws.com/efa",))
+
+
+def is_rdma_resource(name: str) -> bool:
+    return name in RDMA_RESOURCES or name.startswith(RDMA_RESOURCE_PREFIXES)
+
+
+def device_resources(container: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """What the check container requests of vLLM's: its GPUs and its RDMA devices."""
+    out = gpu_resources(container)
+    resources = container.get("resources") or {}
+    for section in ("limits", "requests"):
+        values = resources.get(section) if isinstance(resources, Mapping) else None
+        if isinstance(values, Mapping):
+            rdma = {k: v for k, v in values.items() if is_rdma_resource(str(k))}
+            if rdma:
+                out.setdefault(section, {}).update(rdma)
+    return out
+
+
+def _security_context(vllm: Mapping[str, Any]) -> dict[str, Any]:
+    """Ours, plus IPC_LOCK when vLLM's container adds it beside RDMA devices (issue 26):
+    RDMA memory registration needs locked memory, so with the devices but without the
+    capability the check's NCCL would fail where vLLM's does not. Nothing else of vLLM's."""
+    out = copy.deepcopy(dict(SECURITY_CONTEXT))
+    context = vllm.get("securityContext")
+    caps = context.get("capabilities") if isinstance(context, Mapping) else None
+    added = caps.get("add") if isinstance(caps, Mapping) else None
+    rdma = any(is_rdma_resource(k) for v in device_resources(vllm).values() for k in v)
+    if rdma and isinstance(added, list) and "IPC_LOCK" in added:
+        out["capabilities"] = {"drop": ["ALL"], "add": ["IPC_LOCK"]}
+    return out
+
+
 def dra_claims(container: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The container's DRA claims (resources.claims). The check container names the same
     pod claims, so it sees the devices vLLM will (a pod's containers may share a claim)."""
@@ -286,6 +326,8 @@ def group_env(pod: Mapping[str, Any], vllm: Mapping[str, Any], port: int) -> lis
     ]
     if words:
         env.append({"name": envnames.GROUP_ARGS, "value": shlex.join(words)})
+    if isinstance(vllm.get("image"), str) and vllm["image"]:  # issue 26: members compare it
+        env.append({"name": envnames.GROUP_IMAGE, "value": vllm["image"][:512]})
     return env
 
 
@@ -457,11 +499,11 @@ def check_container(
         "imagePullPolicy": config.image_pull_policy,
         "command": ["python3", constants.ZIPAPP_PATH, "check"],
         "env": env,
-        "resources": _merged_resources(config.resources, gpu_resources(vllm), dra_claims(vllm)),
+        "resources": _merged_resources(config.resources, device_resources(vllm), dra_claims(vllm)),
         "volumeMounts": mounts,
         "terminationMessagePath": TERMINATION_MESSAGE_PATH,
         "terminationMessagePolicy": "FallbackToLogsOnError",
-        "securityContext": copy.deepcopy(dict(SECURITY_CONTEXT)),
+        "securityContext": _security_context(vllm),
     }
     if vllm.get("envFrom"):
         container["envFrom"] = copy.deepcopy(vllm["envFrom"])

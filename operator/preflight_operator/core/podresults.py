@@ -126,6 +126,7 @@ _GROUP_KEYS = {
     "slowest": "slowestMember",
     "slowest_ms": "slowestLocalMs",
     "busbw_gbps": "busBandwidthGBps",
+    "transport": "transport",  # issue 26: NCCL's inter-pod transport (NET/IB+GDR, NET/Socket)
 }
 
 

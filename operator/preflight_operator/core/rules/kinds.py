@@ -25,6 +25,7 @@ import yaml
 
 from preflight_operator.core.rules import boundedyaml
 from preflight_operator.core.rules.embedded import embedded_pod_specs, runs_vllm
+from preflight_operator.core.rules.groups import JOBSET, jobset  # issue 26
 from preflight_operator.core.rules.spread import generic_group
 from preflight_operator.core.rules.template import (
     AIBRIX,
@@ -537,6 +538,13 @@ KINDS: tuple[KindSpec, ...] = (
         "(v1beta1); resources.limits.gpu; multinode.nodeCount",
         version="v1alpha1",
         role=VALIDATED,
+    ),
+    KindSpec(  # issue 26: rules/groups.py
+        "jobset.x-k8s.io",
+        "JobSet",
+        JOBSET,
+        jobset,
+        "spec.replicatedJobs[*].template.spec.template.spec; replicas x parallelism pods",
     ),
 )
 _BY_KIND: dict[tuple[str, str], KindSpec] = {(k.group, k.kind): k for k in KINDS}

@@ -1,0 +1,242 @@
+"""Multi-node groups declared outside LeaderWorkerSet and Ray (issue 26): JobSet, Kueue pod
+groups, Volcano PodGroups. Pure: objects in, templates and group facts out.
+
+What each system really provides, with its source:
+
+* **JobSet** (kubernetes-sigs/jobset at 08dfbdfd682714a9ab929633eca8dc95315187e7): a JobSet
+  runs ``spec.replicatedJobs[*].replicas`` Jobs of each template, each with
+  ``template.spec.parallelism`` pods (Kubernetes Job default 1). Pods carry the labels and
+  annotations ``jobset.sigs.k8s.io/jobset-name``, ``replicatedjob-name``, ``job-index``,
+  ``job-global-index``, ``global-replicas`` (api/jobset/v1alpha2/jobset_types.go), the Job
+  controller's completion index (``batch.kubernetes.io/job-completion-index``, Indexed
+  Jobs) and, with ``spec.coordinator``, ``jobset.sigs.k8s.io/coordinator``: the stable address
+  ``<jobset>-<replicatedJob>-<jobIndex>-<podIndex>.<subdomain>``
+  (pkg/controllers/jobset_controller.go). JobSet's own PyTorch example
+  (site/static/examples/pytorch/cnn-mnist/mnist.yaml) wires a multi-node job the same way:
+  ``MASTER_ADDR: pytorch-workers-0-0.pytorch`` and the rank from the completion index.
+  JobSet sets no rank or size env of its own.
+* **Kueue pod groups** (kubernetes-sigs/kueue, docs "Run Plain Pods" and
+  apis/kueue/v1alpha1 constants): every member has the label
+  ``kueue.x-k8s.io/pod-group-name`` and the annotation ``kueue.x-k8s.io/pod-group-total-count``
+  (the size); ``kueue.x-k8s.io/pod-group-pod-index`` (the index) only where Kueue's
+  topology-aware scheduling sets it. No leader address.
+* **Volcano** (volcano-sh/apis pkg/apis/scheduling/v1beta1/labels.go): a member carries
+  ``scheduling.k8s.io/group-name``, the PodGroup's name; the size is that PodGroup's
+  ``spec.minMember``, another object, and neither rank nor leader is on the pod.
+
+What a system does not provide is said (``DeclaredGroup.unknown``), never guessed: an
+unknown shape is a warning, never a group failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from preflight_operator.core.rules.template import Group, GroupMember, PodTemplate, dig
+
+JOBSET = "jobset"
+KUEUE = "kueue"
+VOLCANO = "volcano"
+
+_JS = "jobset.sigs.k8s.io/"
+JOBSET_NAME = _JS + "jobset-name"
+JOBSET_RJOB = _JS + "replicatedjob-name"
+JOBSET_JOB_INDEX = _JS + "job-index"
+JOBSET_GLOBAL_INDEX = _JS + "job-global-index"
+JOBSET_GLOBAL_REPLICAS = _JS + "global-replicas"
+JOBSET_COORDINATOR = _JS + "coordinator"
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+KUEUE_GROUP = "kueue.x-k8s.io/pod-group-name"
+KUEUE_TOTAL = "kueue.x-k8s.io/pod-group-total-count"
+KUEUE_INDEX = "kueue.x-k8s.io/pod-group-pod-index"
+VOLCANO_GROUP = "scheduling.k8s.io/group-name"
+
+MAX_SIZE = 100_000  # a count above this is not a real group (report.GROUP_MAX_MEMBERS)
+
+
+@dataclass(frozen=True)
+class DeclaredGroup:
+    """A pod's group as its declaring system describes it."""
+
+    system: str
+    name: str
+    size: int | None  # pods in the group (None: not on the pod)
+    index: int | None  # this pod's place (None: not on the pod)
+    leader: str | None  # the leader's address (None: not provided)
+    source: str  # the labels/annotations read
+    unknown: tuple[str, ...] = ()  # what the system does not tell here: each a warning
+
+    @property
+    def complete(self) -> bool:
+        return self.size is not None and self.index is not None and self.leader is not None
+
+
+def _count(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        number = value
+    elif isinstance(value, str) and value.strip().isdigit() and len(value.strip()) <= 6:
+        number = int(value.strip())
+    else:
+        return None
+    return number if 0 <= number <= MAX_SIZE else None
+
+
+def _text(value: Any) -> str:
+    return value[:253] if isinstance(value, str) else ""
+
+
+def pod_group(pod: Mapping[str, Any]) -> DeclaredGroup | None:
+    """The group a pod declares through JobSet, Kueue or Volcano, or None."""
+    found = pod.get("metadata")
+    meta = found if isinstance(found, Mapping) else {}
+    raw_labels, raw_notes = meta.get("labels"), meta.get("annotations")
+    labels: Mapping[str, Any] = raw_labels if isinstance(raw_labels, Mapping) else {}
+    notes: Mapping[str, Any] = raw_notes if isinstance(raw_notes, Mapping) else {}
+
+    def either(key: str) -> Any:
+        return labels.get(key, notes.get(key))
+
+    jobset = _text(either(JOBSET_NAME))
+    if jobset:
+        return _jobset_pod(jobset, either)
+    kueue = _text(labels.get(KUEUE_GROUP))
+    if kueue:
+        size = _count(notes.get(KUEUE_TOTAL))
+        index = _count(labels.get(KUEUE_INDEX))
+        unknown = ["the leader's address (Kueue pod groups name none)"]
+        if size is None:
+            unknown.append(f"the size ({KUEUE_TOTAL} missing or not a count)")
+        if index is None:
+            unknown.append(
+                f"this pod's index ({KUEUE_INDEX} is set only by topology-aware scheduling)"
+            )
+        return DeclaredGroup(
+            KUEUE, kueue, size, index, None, f"{KUEUE_GROUP}, {KUEUE_TOTAL}", tuple(unknown)
+        )
+    volcano = _text(notes.get(VOLCANO_GROUP))
+    if volcano:
+        return DeclaredGroup(
+            VOLCANO,
+            volcano,
+            None,
+            None,
+            None,
+            VOLCANO_GROUP,
+            (
+                "the size (the PodGroup's spec.minMember, another object)",
+                "this pod's index and the leader's address (Volcano puts neither on the pod)",
+            ),
+        )
+    return None
+
+
+def _jobset_pod(name: str, either: Any) -> DeclaredGroup:
+    jobs = _count(either(JOBSET_GLOBAL_REPLICAS))
+    job = _count(either(JOBSET_GLOBAL_INDEX))
+    pod_index = _count(either(COMPLETION_INDEX))
+    leader = _text(either(JOBSET_COORDINATOR)) or None
+    unknown: list[str] = []
+    size: int | None = None
+    index: int | None = None
+    if jobs == 1:
+        # one Job: its pods are the group, the completion index their rank; the Job's
+        # parallelism (the size) is not on the pod
+        index = pod_index
+        unknown.append("the size (the Job's spec.parallelism is not on the pod)")
+    elif jobs is not None and jobs > 1:
+        unknown.append(
+            f"the size and rank across {jobs} Jobs (each Job's spec.parallelism is not on the pod)"
+        )
+    else:
+        unknown.append(f"the number of Jobs ({JOBSET_GLOBAL_REPLICAS} missing)")
+    if pod_index is None and job is None:
+        unknown.append(f"this pod's index ({COMPLETION_INDEX} missing: not an Indexed Job)")
+    if leader is None:
+        unknown.append(
+            "the leader's address (set spec.coordinator, whose address JobSet writes to "
+            f"{JOBSET_COORDINATOR})"
+        )
+    return DeclaredGroup(
+        JOBSET,
+        name,
+        size,
+        index,
+        leader,
+        f"{JOBSET_NAME}, {JOBSET_GLOBAL_REPLICAS}, {COMPLETION_INDEX}, {JOBSET_COORDINATOR}",
+        tuple(unknown),
+    )
+
+
+def declared_warning(group: DeclaredGroup) -> str:
+    """The warning for a group whose shape is not fully known ("" when complete)."""
+    if group.complete or not group.unknown:
+        return ""
+    return (
+        f"pod of a {group.system} group {group.name!r}: the group phase cannot meet without "
+        + "; ".join(group.unknown)
+        + " (read: "
+        + group.source
+        + "); the pod's own checks still run"
+    )
+
+
+# -- JobSet objects ----------------------------------------------------------------------------
+
+
+def _parallelism(job_spec: Any) -> int:
+    value = job_spec.get("parallelism", 1) if isinstance(job_spec, Mapping) else 1
+    counted = _count(value)
+    return 1 if counted is None else counted
+
+
+def _jobset_members(obj: Mapping[str, Any]) -> list[tuple[str, GroupMember]]:
+    """(replicated Job name, member) of each replicated Job, the coordinator's first."""
+    jobs = dig(obj, ("spec", "replicatedJobs"))
+    if not isinstance(jobs, list):
+        return []
+    coordinator = _text(dig(obj, ("spec", "coordinator", "replicatedJob")))
+    members: list[tuple[str, GroupMember]] = []
+    for i, rjob in enumerate(jobs[:64]):
+        if not isinstance(rjob, Mapping):
+            continue
+        base = f"spec.replicatedJobs[{i}]"
+        job_spec = dig(rjob, ("template", "spec"))
+        spec = dig(job_spec, ("template", "spec")) if isinstance(job_spec, Mapping) else None
+        if not isinstance(spec, Mapping):
+            continue
+        replicas = _count(rjob.get("replicas", 1))
+        pods = (1 if replicas is None else replicas) * _parallelism(job_spec)
+        path = f"{base}.template.spec.template.spec"
+        where = f"{base}.replicas x {base}.template.spec.parallelism"
+        members.append((_text(rjob.get("name")) or f"job{i}", GroupMember(spec, path, pods, where)))
+    members.sort(key=lambda m: 0 if coordinator and m[0] == coordinator else 1)
+    return members
+
+
+def jobset_group(obj: Mapping[str, Any]) -> Group | None:
+    """The pods of a JobSet as one group (every replicated Job's ``replicas`` x its
+    ``parallelism``; the coordinator's replicated Job leads, else the first); None for one
+    pod or no template."""
+    members = _jobset_members(obj)
+    if sum(m.replicas for _, m in members) <= 1:
+        return None
+    return Group(
+        "spec.replicatedJobs[*].replicas x parallelism", JOBSET, tuple(m for _, m in members)
+    )
+
+
+def jobset(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[PodTemplate]:
+    """A JobSet's pod templates, one per replicated Job (role: its name), each judged as a
+    Job's pod is. The group (``jobset_group``) is not attached: the rules read a group of
+    pods whose command line does not say ``--nnodes`` as one engine Ray spreads over them
+    (``ContainerContext.spread``), which is what a LeaderWorkerSet means and not what a
+    JobSet does (its Jobs are as often N independent engines, batch inference)."""
+    kind = str(obj.get("kind", "JobSet"))
+    return [
+        PodTemplate(kind, name, namespace, m.spec, m.path, rjob, None, family=JOBSET)
+        for rjob, m in _jobset_members(obj)
+    ]
