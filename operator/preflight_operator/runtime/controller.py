@@ -20,7 +20,9 @@ from preflight_operator.core.analysis import Analyser
 from preflight_operator.core.config import OperatorConfig
 from preflight_operator.core.events import now_rfc3339
 from preflight_operator.core.nodefeedback import Levels, finding, parse_levels
+from preflight_operator.core.loadtime import LoadSummary, summary_of_status
 from preflight_operator.core.podresults import PodResult, pod_result, unschedulable
+from preflight_operator.core.policyaudit import PolicyAudit, audit_policies
 from preflight_operator.core.policy import ResolvedPolicy
 from preflight_operator.core.static import StaticResult
 from preflight_operator.core.store import (
@@ -120,7 +122,7 @@ class Controller:
         # The PreflightPolicies: resolved for each workload, statuses written (policies.py).
         self.policy_watch = PolicyWatch(
             api, self.events, allowed=self.gate.allows, spawn=self._spawn, now=now,
-            said_otherwise=self.context_changed,
+            said_otherwise=self.context_changed, audit=self.audit,
         )  # fmt: skip
 
     @property
@@ -175,6 +177,7 @@ class Controller:
             if key in self.store.workloads:
                 self.store.forget_workload(key)
                 metrics.WORKLOADS.set(len(self.store.workloads))
+                self.policy_watch.statuses.audit_changed(ref.namespace)
             return
         hint_changed = self.listing.note_hint(key, kind, body)
         meta = body.get("metadata") or {}
@@ -244,6 +247,8 @@ class Controller:
         )
         self.store.put_workload(state)
         metrics.WORKLOADS.set(len(self.store.workloads))
+        if before is None or (before.static, before.policy) != (state.static, state.policy):
+            self.policy_watch.statuses.audit_changed(ref.namespace)  # policyaudit.py
         if before is None or _relevant(before) != _relevant(state):
             self.enqueue(key)
         elif hint_changed and not self.store.pods.get(key):
@@ -283,10 +288,27 @@ class Controller:
                 metrics.REPORT_ENTRIES_DROPPED.inc(result.dropped)
             if result.trusted:  # never a pod anyone else made (provenance.py)
                 self._feed_node(key, namespace, result)
+        if result is not None and result.trusted and result.load is not None:
+            if before is None or before.result is None or before.result.load != result.load:
+                metrics.POD_LOAD.labels(namespace=namespace).observe(result.load.seconds)
         if is_bare_pod(body):
             self.observe_workload(POD, body, deleted=False, has_injected_pods=True)
         if changed:
             self.enqueue(key)
+
+    def audit(self, namespace: str) -> dict[str, PolicyAudit]:
+        """What Enforce would answer for the namespace's workloads, per policy."""
+        return audit_policies(
+            (w.ref, w.static if w.static.has_vllm else None, w.policy)
+            for w in self.store.workloads.values()
+            if w.ref.namespace == namespace
+        )
+
+    def load_time(self, namespace: str, kind: str, name: str) -> LoadSummary | None:
+        """The measured start of a workload's pods, from its GPUValidation (loadtime.py):
+        the probe rule's ClusterLookup.load_time."""
+        stored = self.store.validations.get((namespace, kind, name))
+        return summary_of_status(stored.status) if stored is not None else None
 
     def _feed_node(self, key: Key, namespace: str, result: PodResult) -> None:
         """Node feedback (nodefeedback.py) at the levels of the workload's policy."""

@@ -45,6 +45,15 @@ CHECK_DURATION = Histogram(
     buckets=(1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0),
     registry=REGISTRY,
 )
+POD_LOAD = Histogram(
+    "vllm_preflight_pod_load_seconds",
+    "Start to Ready of the pods of checked workloads (their containers' startedAt to the"
+    " pod's Ready condition, as the kubelet reports it; only pods the workload's controller"
+    " made), by namespace. Per workload: the GPUValidation's status.runtime.loadTime.",
+    ["namespace"],
+    buckets=(10.0, 30.0, 60.0, 120.0, 180.0, 300.0, 600.0, 900.0, 1800.0, 3600.0),
+    registry=REGISTRY,
+)
 ADMISSIONS = Counter(
     "vllm_preflight_admission_reviews_total",
     "Admission reviews answered, by webhook and outcome (allowed, warned, denied, skipped,"
