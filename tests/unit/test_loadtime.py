@@ -43,17 +43,10 @@ def pod(
     created_by: str = provenance.CONTROLLER,
 ) -> dict[str, Any]:
     """An injected pod of Deployment llm whose check passed, started and (maybe) Ready."""
-    status: dict[str, Any] = {
-        "initContainerStatuses": [
-            {
-                "name": constants.CHECK_CONTAINER,
-                "restartCount": 0,
-                "state": {"terminated": {"exitCode": 0, "message": PASS,
-                                         "finishedAt": "2026-01-01T00:00:59Z"}},
-            }
-        ],  # fmt: skip
-        "conditions": [],
-    }
+    terminated = {"exitCode": 0, "message": PASS, "finishedAt": "2026-01-01T00:00:59Z"}
+    check = {"name": constants.CHECK_CONTAINER, "restartCount": 0,
+             "state": {"terminated": terminated}}  # fmt: skip
+    status: dict[str, Any] = {"initContainerStatuses": [check], "conditions": []}
     if started is not None:
         status["containerStatuses"] = [
             {"name": "vllm", "state": {"running": {"startedAt": started}}}
@@ -81,7 +74,8 @@ def test_start_to_ready_is_read_from_the_pod_status() -> None:
     assert sample is not None
     assert (sample.pod, sample.uid, sample.seconds) == ("llm-abc", "u1", 150)
     result = pod_result(pod())
-    assert result is not None and result.load == sample
+    assert result is not None
+    assert result.load == sample
 
 
 @pytest.mark.parametrize(
@@ -144,9 +138,12 @@ def test_a_stored_record_out_of_bounds_is_dropped_and_never_grows() -> None:
     """The stored record is read back as hostile: out-of-range values, bad entries and
     more entries than we ever write are dropped; the summary is recomputed from samples."""
     good = {"pod": "llm-a", "uid": "u1", "seconds": 90, "readyAt": "2026-01-01T00:02:00Z"}
-    recent: list[Any] = [
-        {**good, "uid": f"x{i}", "seconds": 10**9} for i in range(5)
-    ] + [{**good, "seconds": -5}, "junk", {**good, "readyAt": "soon"}, good]
+    recent: list[Any] = [{**good, "uid": f"x{i}", "seconds": 10**9} for i in range(5)] + [
+        {**good, "seconds": -5},
+        "junk",
+        {**good, "readyAt": "soon"},
+        good,
+    ]
     recent += [{**good, "uid": f"u{i + 10}"} for i in range(100)]
     previous = {"runtime": {"loadTime": {"maxSeconds": 1, "p50Seconds": 1, "recent": recent}}}
     section = status_of(previous=previous)["runtime"]["loadTime"]

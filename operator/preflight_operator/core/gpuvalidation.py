@@ -24,8 +24,8 @@ from preflight_contract.verdicts import ERROR, FAIL, PASS, UNKNOWN, VERDICTS, WA
 from preflight_operator.core import constants
 from preflight_operator.core.loadtime import load_section
 from preflight_operator.core.podresults import PodResult
-from preflight_operator.core.policyaudit import admission_section
 from preflight_operator.core.policy import ResolvedPolicy
+from preflight_operator.core.policyaudit import admission_section
 from preflight_operator.core.static import MAX_FINDINGS, StaticResult
 from preflight_operator.core.workloads import WorkloadRef, gpuvalidation_name
 
@@ -374,9 +374,7 @@ def build_status(inputs: StatusInputs) -> dict[str, Any]:
     return bound_status(status)
 
 
-def measured_load(
-    previous_runtime: Mapping[str, Any], live: Sequence[PodResult]
-) -> dict[str, Any]:
+def measured_load(previous_runtime: Mapping[str, Any], live: Sequence[PodResult]) -> dict[str, Any]:
     """``runtime.loadTime``: the measured starts (loadtime.py) of the pods the workload's
     controller made, merged with those recorded; a pod anyone else made never counts."""
     return load_section(

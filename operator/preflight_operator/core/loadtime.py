@@ -80,7 +80,8 @@ def _ready_at(pod: Mapping[str, Any]) -> str:
     status = pod.get("status")
     conditions = status.get("conditions") if isinstance(status, Mapping) else None
     for cond in conditions if isinstance(conditions, list) else []:
-        if isinstance(cond, Mapping) and cond.get("type") == "Ready" and cond.get("status") == "True":
+        ready = isinstance(cond, Mapping) and cond.get("type") == "Ready"
+        if ready and cond.get("status") == "True":
             value = cond.get("lastTransitionTime")
             return value if isinstance(value, str) else ""
     return ""
@@ -113,7 +114,9 @@ def load_sample(pod: Mapping[str, Any]) -> LoadSample | None:
     seconds = (ready - started).total_seconds()
     if not 0 < seconds <= MAX_LOAD_SECONDS:
         return None  # Ready before the start (a later restart), or absurd
-    meta = pod.get("metadata") if isinstance(pod.get("metadata"), Mapping) else {}
+    meta = pod.get("metadata")
+    if not isinstance(meta, Mapping):
+        return None
     name, uid = str(meta.get("name", "")), str(meta.get("uid", ""))
     if not _NAME.fullmatch(name) or not _UID.fullmatch(uid):
         return None

@@ -19,11 +19,11 @@ from preflight_operator.core import constants, provenance
 from preflight_operator.core.analysis import Analyser
 from preflight_operator.core.config import OperatorConfig
 from preflight_operator.core.events import now_rfc3339
+from preflight_operator.core.loadtime import LoadSample, LoadSummary, summary_of_status
 from preflight_operator.core.nodefeedback import Levels, finding, parse_levels
-from preflight_operator.core.loadtime import LoadSummary, summary_of_status
 from preflight_operator.core.podresults import PodResult, pod_result, unschedulable
-from preflight_operator.core.policyaudit import PolicyAudit, audit_policies
 from preflight_operator.core.policy import ResolvedPolicy
+from preflight_operator.core.policyaudit import PolicyAudit, audit_policies
 from preflight_operator.core.static import StaticResult
 from preflight_operator.core.store import (
     Key,
@@ -288,9 +288,9 @@ class Controller:
                 metrics.REPORT_ENTRIES_DROPPED.inc(result.dropped)
             if result.trusted:  # never a pod anyone else made (provenance.py)
                 self._feed_node(key, namespace, result)
-        if result is not None and result.trusted and result.load is not None:
-            if before is None or before.result is None or before.result.load != result.load:
-                metrics.POD_LOAD.labels(namespace=namespace).observe(result.load.seconds)
+        sample = _new_load(before.result if before else None, result)
+        if sample is not None:
+            metrics.POD_LOAD.labels(namespace=namespace).observe(sample.seconds)
         if is_bare_pod(body):
             self.observe_workload(POD, body, deleted=False, has_injected_pods=True)
         if changed:
@@ -402,3 +402,10 @@ def _relevant(state: WorkloadState) -> tuple[Any, ...]:
         state.replicas,
         state.paused,
     )
+
+
+def _new_load(before: PodResult | None, result: PodResult | None) -> LoadSample | None:
+    """A trusted pod's start to Ready not counted yet (loadtime.py), for the metric."""
+    if result is None or not result.trusted or result.load is None:
+        return None
+    return None if before is not None and before.load == result.load else result.load

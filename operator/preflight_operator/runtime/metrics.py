@@ -1,8 +1,9 @@
 """Prometheus metrics, served on their own port (``--metrics-port``, 0 disables).
 
 Label values are bounded sets (verdicts, check ids, webhook names, stages) and, on the
-check counter only, the namespace: never a workload or a pod name, so the series count
-grows with the opted-in namespaces an administrator chose, not with workloads or pods.
+check counter and the pod load histogram only, the namespace: never a workload or a pod
+name, so the series count grows with the opted-in namespaces an administrator chose, not
+with workloads or pods.
 
 Every series the chart's Grafana dashboard and PrometheusRule use is defined here
 (tests/e2e/test_metrics_series.py scrapes a running operator for each of them).

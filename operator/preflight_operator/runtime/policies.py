@@ -24,7 +24,6 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
 from preflight_operator.core.events import policy_invalid_event
-from preflight_operator.core.policyaudit import PolicyAudit, audit_status
 from preflight_operator.core.policy import (
     VALID_CONDITION,
     Policy,
@@ -34,6 +33,7 @@ from preflight_operator.core.policy import (
     status_differs,
     stored_status,
 )
+from preflight_operator.core.policyaudit import PolicyAudit, audit_status
 from preflight_operator.runtime import metrics
 from preflight_operator.runtime.api import API_ERRORS, POLICIES, KubeApi, collection_path
 from preflight_operator.runtime.eventsink import EventSink
