@@ -32,6 +32,7 @@ lint: venv
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(VENV)/bin/lint-imports
+	$(PY) hack/gen_chart_kinds.py --check
 
 typecheck: venv
 	$(PY) -m mypy

@@ -503,7 +503,7 @@ class TestOperatorDeployment:
             "--webhook-cert-dir=/etc/vllm-preflight/certs",
             "--metrics-port=8080",
             "--health-port=8081",
-            "--kind-families=kserve,kuberay,aibrix,kubeai,production-stack,dynamo",
+            "--kind-families=kuberay,aibrix,kserve,kubeai,production-stack,dynamo",
             "--lease-name=vllm-preflight",
             "--lease-duration=15",
             "--renew-deadline=10",
@@ -630,7 +630,7 @@ class TestServingStacks:
         args = operator_container(objs)["args"]
         assert "--kind-families=kuberay,aibrix,kubeai,production-stack" in args
         assert (
-            "--kind-families=kserve,kuberay,aibrix,kubeai,production-stack,dynamo"
+            "--kind-families=kuberay,aibrix,kserve,kubeai,production-stack,dynamo"
             in (operator_container(render())["args"])
         )
 

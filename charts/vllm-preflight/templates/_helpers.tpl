@@ -274,26 +274,6 @@ matchExpressions:
 {{- end }}
 {{- end }}
 
-{{/*
-The serving-stack kinds (values.workloadKinds): webhook rules, RBAC and the operator's
---kind-families, from one list. Each entry: family, API group, resources.
-*/}}
-{{- define "vllm-preflight.wrapperKinds" -}}
-{{- $all := list
-  (dict "key" "kserve" "family" "kserve" "group" "serving.kserve.io" "resources" (list "inferenceservices" "llminferenceservices" "servingruntimes" "clusterservingruntimes"))
-  (dict "key" "kuberay" "family" "kuberay" "group" "ray.io" "resources" (list "rayservices" "rayclusters" "rayjobs"))
-  (dict "key" "aibrix" "family" "aibrix" "group" "orchestration.aibrix.ai" "resources" (list "rayclusterfleets" "stormservices"))
-  (dict "key" "kubeai" "family" "kubeai" "group" "kubeai.org" "resources" (list "models"))
-  (dict "key" "productionStack" "family" "production-stack" "group" "production-stack.vllm.ai" "resources" (list "vllmruntimes"))
-  (dict "key" "dynamo" "family" "dynamo" "group" "nvidia.com" "resources" (list "dynamographdeployments"))
--}}
-{{- $on := list -}}
-{{- range $all -}}
-{{- if index $.Values.workloadKinds .key -}}{{- $on = append $on . -}}{{- end -}}
-{{- end -}}
-{{- toJson $on -}}
-{{- end }}
-
 {{/* Name of the leader-election Role and RoleBinding (63 characters at most). */}}
 {{- define "vllm-preflight.leaderElectionRoleName" -}}
 {{- printf "%s-leader-election" (include "vllm-preflight.fullname" .) | trunc 63 | trimSuffix "-" }}

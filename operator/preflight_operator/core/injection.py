@@ -29,6 +29,7 @@ from preflight_contract.check_ids import CHECKS
 from preflight_operator.core import constants
 from preflight_operator.core.config import InjectionConfig, PolicySpec
 from preflight_operator.core.rules.kubeenv import has_unknown, unknown_names
+from preflight_operator.core.rules.resources import nvidia_gpus
 from preflight_operator.core.static import Plan
 
 SHM_PATH = "/dev/shm"
@@ -225,13 +226,6 @@ def ray_role(container: Mapping[str, Any]) -> str | None:
     if "ray start" not in text:
         return None
     return "head" if "--head" in words else "worker" if "--address" in text else None
-
-
-def nvidia_gpus(container: Mapping[str, Any]) -> int:
-    limits = (container.get("resources") or {}).get("limits") or {}
-    value = limits.get(constants.GPU_RESOURCE) if isinstance(limits, Mapping) else None
-    text = str(value).strip() if value is not None else ""
-    return int(text) if text.isdigit() and len(text) < 6 else 0
 
 
 def ray_group_ready(lws: Mapping[str, Any]) -> bool:

@@ -42,7 +42,6 @@ TAINT_EFFECT = "NoSchedule"
 EVENT_NAMESPACE = "default"  # Events of cluster-scoped objects live there (as the kubelet's)
 UNKNOWN_GPU = "unknown"  # a node failure whose report no longer names the pod's GPUs
 MESSAGE_LIMIT = 1000
-GPU_RESOURCE = "nvidia.com/gpu"
 
 # Check ids whose failure is the node's or its GPUs' (docs/CHECKS.md says why for each).
 NODE_CHECKS = frozenset(
@@ -224,7 +223,7 @@ def next_record(
 
 def node_gpus(node: Mapping[str, Any]) -> int | None:
     """The node's ``nvidia.com/gpu`` capacity, or None when it advertises none."""
-    capacity = ((node.get("status") or {}).get("capacity") or {}).get(GPU_RESOURCE)
+    capacity = ((node.get("status") or {}).get("capacity") or {}).get(constants.GPU_RESOURCE)
     try:
         return int(str(capacity)) if capacity is not None else None
     except ValueError:

@@ -14,6 +14,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from preflight_operator.core.rules.kinds import KINDS, OWNER, TEMPLATE, VALIDATED, KindSpec
+
 LWS_GROUP = "leaderworkerset.x-k8s.io"
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 POD_TEMPLATE_HASH_LABEL = "pod-template-hash"
@@ -43,71 +45,40 @@ class WorkloadKind:
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 
+    @classmethod
+    def of(cls, spec: KindSpec) -> WorkloadKind:
+        """The kind as the operator watches it, from its row of the one registry
+        (rules.kinds.KINDS). Only a serving stack's family can be switched off; the rest
+        (core kinds, LeaderWorkerSet) is watched wherever it is served."""
+        family = spec.family if spec.switchable else "core"
+        return cls(
+            spec.kind, spec.group, spec.version, spec.resource,
+            scalable=spec.scalable, pausable=spec.pausable, family=family,
+        )  # fmt: skip
 
-DEPLOYMENT = WorkloadKind("Deployment", "apps", "v1", "deployments", scalable=True, pausable=True)
-STATEFULSET = WorkloadKind("StatefulSet", "apps", "v1", "statefulsets", scalable=True)
-JOB = WorkloadKind("Job", "batch", "v1", "jobs")
-LEADERWORKERSET = WorkloadKind("LeaderWorkerSet", LWS_GROUP, "v1", "leaderworkersets", True)
-POD = WorkloadKind("Pod", "", "v1", "pods")
-REPLICASET = WorkloadKind("ReplicaSet", "apps", "v1", "replicasets", scalable=True)
+
+_OPERATED = {s.kind: WorkloadKind.of(s) for s in KINDS if s.role in (VALIDATED, TEMPLATE, OWNER)}
+DEPLOYMENT = _OPERATED["Deployment"]
+STATEFULSET = _OPERATED["StatefulSet"]
+JOB = _OPERATED["Job"]
+LEADERWORKERSET = _OPERATED["LeaderWorkerSet"]
+POD = _OPERATED["Pod"]
+REPLICASET = _OPERATED["ReplicaSet"]
+_CORE = (DEPLOYMENT, STATEFULSET, JOB, LEADERWORKERSET, POD)
 
 # Serving stacks whose controller makes the pods (rules/kinds.py says where their plan is).
 # Each keeps a GPUValidation of its own; what its controller creates (a Deployment, an LWS,
 # a RayCluster, pods) reports to it through the controller ownerReference.
-WRAPPER_KINDS: tuple[WorkloadKind, ...] = (
-    WorkloadKind(
-        "InferenceService", "serving.kserve.io", "v1beta1", "inferenceservices", family="kserve"
-    ),
-    WorkloadKind(
-        "LLMInferenceService",
-        "serving.kserve.io",
-        "v1alpha2",
-        "llminferenceservices",
-        family="kserve",
-    ),
-    WorkloadKind("RayService", "ray.io", "v1", "rayservices", family="kuberay"),
-    WorkloadKind("RayCluster", "ray.io", "v1", "rayclusters", family="kuberay"),
-    WorkloadKind("RayJob", "ray.io", "v1", "rayjobs", family="kuberay"),
-    WorkloadKind(
-        "RayClusterFleet",
-        "orchestration.aibrix.ai",
-        "v1alpha1",
-        "rayclusterfleets",
-        family="aibrix",
-    ),
-    WorkloadKind(
-        "StormService", "orchestration.aibrix.ai", "v1alpha1", "stormservices", family="aibrix"
-    ),
-    WorkloadKind("Model", "kubeai.org", "v1", "models", family="kubeai"),
-    WorkloadKind(
-        "VLLMRuntime",
-        "production-stack.vllm.ai",
-        "v1alpha1",
-        "vllmruntimes",
-        family="production-stack",
-    ),
-    WorkloadKind(
-        "DynamoGraphDeployment", "nvidia.com", "v1alpha1", "dynamographdeployments", family="dynamo"
-    ),
+WRAPPER_KINDS: tuple[WorkloadKind, ...] = tuple(
+    _OPERATED[s.kind] for s in KINDS if s.role == VALIDATED and s.switchable
 )
 # Templates judged at admission only: they make no pods and keep no GPUValidation.
-TEMPLATE_KINDS: tuple[WorkloadKind, ...] = (
-    WorkloadKind(
-        "ServingRuntime", "serving.kserve.io", "v1alpha1", "servingruntimes", family="kserve"
-    ),
-    WorkloadKind(
-        "ClusterServingRuntime",
-        "serving.kserve.io",
-        "v1alpha1",
-        "clusterservingruntimes",
-        family="kserve",
-    ),
+TEMPLATE_KINDS: tuple[WorkloadKind, ...] = tuple(
+    _OPERATED[s.kind] for s in KINDS if s.role == TEMPLATE
 )
 
 # The kinds the validating webhook judges and the operator keeps a GPUValidation for.
-VALIDATED_KINDS: dict[str, WorkloadKind] = {
-    k.kind: k for k in (DEPLOYMENT, STATEFULSET, JOB, LEADERWORKERSET, POD, *WRAPPER_KINDS)
-}
+VALIDATED_KINDS: dict[str, WorkloadKind] = {k.kind: k for k in (*_CORE, *WRAPPER_KINDS)}
 # ... and what the webhook judges besides.
 ADMITTED_KINDS: dict[str, WorkloadKind] = {
     **VALIDATED_KINDS,

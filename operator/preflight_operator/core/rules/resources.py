@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from preflight_operator.core.constants import GPU_RESOURCE
 from preflight_operator.core.rules.accelerators import (
     CUDA,
     SHM_PLATFORMS,
@@ -248,6 +249,17 @@ def gpu_resources(
         for name in names
     )
     return GpuResources(entries, tuple(malformed), claims, **platforms)
+
+
+NVIDIA_GPU = GPU_RESOURCE
+
+
+def nvidia_gpus(container: Mapping[str, Any], path: str = "") -> int:
+    """Whole NVIDIA GPUs (``nvidia.com/gpu``) a container asks, read as every other count
+    is (the limit, else the request, as a Kubernetes quantity); 0 when it asks none or the
+    count is not a whole number. The injector's one reader (issue 28: one GPU count)."""
+    found = gpu_resources(container, path)
+    return sum(e.count or 0 for e in found.entries if e.resource == NVIDIA_GPU)
 
 
 def pod_gpus(spec: Mapping[str, Any], path: str, resolve: Resolve = resolve_nothing) -> int | None:
