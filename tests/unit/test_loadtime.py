@@ -256,3 +256,35 @@ def test_the_gpuvalidation_crd_keeps_and_accepts_the_load_record() -> None:
            "metadata": {}, "status": copy.deepcopy(status)}  # fmt: skip
     assert undeclared(obj, schema) == []
     Draft202012Validator(schema).validate(obj)
+
+
+SCHEMA_KEYWORDS = frozenset(
+    "type format description properties items required enum maxItems minItems maxLength"
+    " minLength minimum maximum pattern default nullable additionalProperties oneOf anyOf"
+    " allOf not title maxProperties minProperties multipleOf exclusiveMinimum"
+    " exclusiveMaximum uniqueItems example".split()
+)
+
+
+def not_structural(schema: Any, path: str = "") -> list[str]:
+    """What the API server's strict decoding refuses: a property that is not a schema, a
+    key that is no schema keyword (a flow mapping's unquoted comma makes one)."""
+    if not isinstance(schema, dict):
+        return [path]
+    out = [
+        f"{path}: {key!r}"
+        for key in schema
+        if key not in SCHEMA_KEYWORDS and not str(key).startswith("x-kubernetes-")
+    ]
+    for key, sub in (schema.get("properties") or {}).items():
+        out += not_structural(sub, f"{path}.{key}")
+    if "items" in schema:
+        out += not_structural(schema["items"], f"{path}[]")
+    return out
+
+
+@pytest.mark.parametrize(
+    "name", ["gpuvalidations.vllm-preflight.io.yaml", "preflightpolicies.vllm-preflight.io.yaml"]
+)
+def test_every_property_of_the_crds_is_a_schema(name: str) -> None:
+    assert not_structural(crd_schema(name)) == []
