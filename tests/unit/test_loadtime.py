@@ -259,10 +259,37 @@ def test_the_gpuvalidation_crd_keeps_and_accepts_the_load_record() -> None:
 
 
 SCHEMA_KEYWORDS = frozenset(
-    "type format description properties items required enum maxItems minItems maxLength"
-    " minLength minimum maximum pattern default nullable additionalProperties oneOf anyOf"
-    " allOf not title maxProperties minProperties multipleOf exclusiveMinimum"
-    " exclusiveMaximum uniqueItems example".split()
+    [
+        "type",
+        "format",
+        "description",
+        "properties",
+        "items",
+        "required",
+        "enum",
+        "maxItems",
+        "minItems",
+        "maxLength",
+        "minLength",
+        "minimum",
+        "maximum",
+        "pattern",
+        "default",
+        "nullable",
+        "additionalProperties",
+        "oneOf",
+        "anyOf",
+        "allOf",
+        "not",
+        "title",
+        "maxProperties",
+        "minProperties",
+        "multipleOf",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "uniqueItems",
+        "example",
+    ]
 )
 
 
