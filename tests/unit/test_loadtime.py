@@ -315,3 +315,30 @@ def not_structural(schema: Any, path: str = "") -> list[str]:
 )
 def test_every_property_of_the_crds_is_a_schema(name: str) -> None:
     assert not_structural(crd_schema(name)) == []
+
+
+def test_the_metric_counts_each_trusted_start_once() -> None:
+    from test_operator_controller import FakeApi, controller
+
+    from preflight_operator.runtime import metrics
+
+    def count() -> float:
+        for family in metrics.REGISTRY.collect():
+            for sample in family.samples:
+                if sample.name == "vllm_preflight_pod_load_seconds_count" and sample.labels == {
+                    "namespace": "team"
+                }:
+                    return float(sample.value)
+        return 0.0
+
+    ctl = controller(FakeApi())
+    before = count()
+    ready = pod()
+    ready["metadata"]["namespace"] = "team"
+    ctl.observe_pod(ready, deleted=False)
+    ctl.observe_pod(copy.deepcopy(ready), deleted=False)  # the same start, seen again
+    assert count() == before + 1
+    other = pod("llm-x", "u7", created_by=provenance.OTHER)
+    other["metadata"]["namespace"] = "team"
+    ctl.observe_pod(other, deleted=False)
+    assert count() == before + 1
