@@ -194,3 +194,29 @@ def play(
         "patch", "pod", meta["name"], "-n", meta["namespace"], "--subresource=status",
         "--type=merge", "-p", json.dumps({"status": status}),
     )  # fmt: skip
+
+
+def play_ready(cluster: Cluster, pod: Mapping[str, Any], *, started: str, ready: str) -> None:
+    """The kubelet's report once vLLM answers its probes: every container running since
+    ``started`` and ready, the pod's Ready condition True since ``ready`` (the operator
+    measures the start to Ready from these two; core/loadtime.py)."""
+    meta = pod["metadata"]
+    containers = (pod.get("spec") or {}).get("containers") or []
+    status = {
+        "containerStatuses": [
+            {
+                "name": c.get("name"), "image": c.get("image", ""), "imageID": "",
+                "ready": True, "restartCount": 0, "started": True,
+                "state": {"running": {"startedAt": started}},
+            }
+            for c in containers
+        ],
+        "conditions": [
+            {"type": t, "status": "True", "lastTransitionTime": ready}
+            for t in ("Initialized", "ContainersReady", "Ready", "PodScheduled")
+        ],
+    }  # fmt: skip
+    cluster.kubectl(
+        "patch", "pod", meta["name"], "-n", meta["namespace"], "--subresource=status",
+        "--type=merge", "-p", json.dumps({"status": status}),
+    )  # fmt: skip

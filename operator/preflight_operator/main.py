@@ -21,6 +21,7 @@ import kopf
 
 from preflight_operator.core.analysis import RulesAnalyser
 from preflight_operator.core.config import ConfigError, load_config
+from preflight_operator.core.loadtime import LoadSummary
 from preflight_operator.core.modelcache import ModelCache, load_model_sources
 from preflight_operator.core.rules import ClusterLookup
 from preflight_operator.handlers import register
@@ -105,12 +106,18 @@ def build(options: RunOptions) -> tuple[kopf.OperatorRegistry, kopf.Memo, Contro
         return [body for reflector in model_configs for body in reflector.items.values()]
 
     models = ModelCache(sources, model_config_maps if model_configs else None)
+
+    def load_time(namespace: str, kind: str, name: str) -> LoadSummary | None:
+        # the workload's measured starts, from its GPUValidation (probe-window)
+        return controller.load_time(namespace, kind, name)
+
     analyser = RulesAnalyser(
         ClusterLookup(
             services=vllm_services.in_namespace,
             object=referenced,
             # off unless configured: no model rule (and no "unknown" warning) by default
             model=models.lookup if sources.enabled else None,
+            load_time=load_time,
         )
     )
     identity = options.identity or f"{socket.gethostname()}-{os.getpid()}"

@@ -50,6 +50,7 @@ from preflight_operator.core.analysis import rules_policy, to_static
 from preflight_operator.core.config import PolicySpec
 from preflight_operator.core.injection import opted_out
 from preflight_operator.core.policy import Policy, parse_policy
+from preflight_operator.core.policyaudit import ADMIT, DENY, WARN, answer_of
 from preflight_operator.core.rules import NO_LOOKUP, ContainerResult
 from preflight_operator.core.workloads import (
     ADMITTED_KINDS,
@@ -60,7 +61,6 @@ from preflight_operator.core.workloads import (
     template_labels,
 )
 
-DENY, WARN, ADMIT = "deny", "warn", "admit"
 # Objects the rules read beside a workload (env from ConfigMaps, Service links, runtimes).
 RELATED = ("configmaps", "services")
 POLICY_RESOURCE = f"{constants.POLICY_PLURAL}.{constants.GROUP}"
@@ -128,7 +128,7 @@ def audit_rows(
         policy = judged.policy_of(results[0])
         static = to_static(results)
         decision = decide(static, policy, ref)
-        answer = DENY if not decision.allowed else WARN if decision.warnings else ADMIT
+        answer = answer_of(decision)
         message = decision.message or (decision.warnings[0] if decision.warnings else "")
         findings = tuple(
             {**f.to_dict(), "action": judged.action(results[0], f)} for f in static.findings

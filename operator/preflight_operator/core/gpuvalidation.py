@@ -22,8 +22,10 @@ from typing import Any
 
 from preflight_contract.verdicts import ERROR, FAIL, PASS, UNKNOWN, VERDICTS, WARN, rank, worst
 from preflight_operator.core import constants
+from preflight_operator.core.loadtime import load_section
 from preflight_operator.core.podresults import PodResult
 from preflight_operator.core.policy import ResolvedPolicy
+from preflight_operator.core.policyaudit import admission_section
 from preflight_operator.core.static import MAX_FINDINGS, StaticResult
 from preflight_operator.core.workloads import WorkloadRef, gpuvalidation_name
 
@@ -329,6 +331,11 @@ def build_status(inputs: StatusInputs) -> dict[str, Any]:
     groups = group_results(history)
     if groups:
         status["runtime"]["groups"] = groups
+    loaded = measured_load(prev_runtime, inputs.live_results)
+    if loaded:
+        status["runtime"]["loadTime"] = loaded
+    if static is not None:
+        status["admission"] = admission_section(static, inputs.policy, inputs.ref)
     if inputs.remediation:
         status["remediation"] = dict(inputs.remediation)
 
@@ -365,6 +372,14 @@ def build_status(inputs: StatusInputs) -> dict[str, Any]:
         for type_, (state, reason, message) in conditions
     ]
     return bound_status(status)
+
+
+def measured_load(previous_runtime: Mapping[str, Any], live: Sequence[PodResult]) -> dict[str, Any]:
+    """``runtime.loadTime``: the measured starts (loadtime.py) of the pods the workload's
+    controller made, merged with those recorded; a pod anyone else made never counts."""
+    return load_section(
+        previous_runtime, [r.load for r in live if r.trusted and r.load is not None]
+    )
 
 
 MAX_GROUPS = 16

@@ -21,6 +21,7 @@ from preflight_contract.report import Report, ReportError
 from preflight_contract.reuse import DEEP_REUSED
 from preflight_contract.verdicts import ERROR, FAIL, WARN
 from preflight_operator.core import constants, provenance
+from preflight_operator.core.loadtime import LoadSample, load_sample
 from preflight_operator.core.workloads import workload_of_pod
 
 MESSAGE_LIMIT = 300
@@ -73,6 +74,9 @@ class PodResult:
     dropped: int = 0
     # verdict reuse: "deep tier reused from pod P at T (...)", "" when the deep tier ran
     deep_reused: str = ""
+    # the pod's containers' start to Ready (loadtime.py), once it is Ready. Not compared:
+    # it is not a new check run (run_key), and arrives after the result it rides on.
+    load: LoadSample | None = dataclasses.field(default=None, compare=False)
 
     @property
     def trusted(self) -> bool:
@@ -191,6 +195,7 @@ def pod_result(pod: Mapping[str, Any]) -> PodResult | None:
         if provenance.trusted(pod, workload.kind, workload.name)
         else provenance.OTHER,
     )
+    base = with_load(base, pod)
     text = str(terminated.get("message") or "")
     try:
         report = Report.from_json(text) if text.lstrip().startswith("{") else None
@@ -203,6 +208,12 @@ def pod_result(pod: Mapping[str, Any]) -> PodResult | None:
     if report is None:
         return _without_report(text, terminated, base)
     return _from_report(report, base)
+
+
+def with_load(result: PodResult, pod: Mapping[str, Any]) -> PodResult:
+    """The result with the pod's measured start to Ready (loadtime.py), when it has one."""
+    sample = load_sample(pod)
+    return result if sample is None else dataclasses.replace(result, load=sample)
 
 
 def _as_int(value: Any, default: int) -> int:

@@ -110,7 +110,11 @@ class Store:
             if pod.result is not None:
                 self.result_arrivals.setdefault(key, now)
             return True
-        return before.node != pod.node or before.unschedulable != pod.unschedulable
+        return (
+            before.node != pod.node
+            or before.unschedulable != pod.unschedulable
+            or _load(before) != _load(pod)  # it became Ready (loadtime.py)
+        )
 
     def forget_pod(self, key: Key, uid: str) -> bool:
         pods = self.pods.get(key)
@@ -141,3 +145,7 @@ class Store:
 
     def forget_validation(self, key: Key) -> None:
         self.validations.pop(key, None)
+
+
+def _load(pod: PodState) -> object:
+    return pod.result.load if pod.result is not None else None

@@ -19,9 +19,10 @@ from preflight_operator.core import constants, provenance
 from preflight_operator.core.analysis import Analyser
 from preflight_operator.core.config import OperatorConfig
 from preflight_operator.core.events import now_rfc3339
-from preflight_operator.core.nodefeedback import Levels, finding, parse_levels
+from preflight_operator.core.loadtime import LoadSample, LoadSummary
 from preflight_operator.core.podresults import PodResult, pod_result, unschedulable
-from preflight_operator.core.policy import ResolvedPolicy, parse_reuse_ttl
+from preflight_operator.core.policy import ResolvedPolicy
+from preflight_operator.core.policyaudit import PolicyAudit
 from preflight_operator.core.static import StaticResult
 from preflight_operator.core.store import (
     Key,
@@ -29,17 +30,17 @@ from preflight_operator.core.store import (
     Store,
     WorkloadState,
 )
-from preflight_operator.core.verdictreuse import deep_pass
 from preflight_operator.core.workloads import (
     POD,
     WorkloadKind,
+    WorkloadRef,
     is_bare_pod,
     ref_of,
     template_labels,
     workload_of_pod,
     wrapper_owner,
 )
-from preflight_operator.runtime import metrics
+from preflight_operator.runtime import metrics, podfeed
 from preflight_operator.runtime.analyses import AnalysisScheduler
 from preflight_operator.runtime.api import (
     KubeApi,
@@ -48,6 +49,7 @@ from preflight_operator.runtime.eventsink import EventSink
 from preflight_operator.runtime.listing import WorkloadLister
 from preflight_operator.runtime.nodehealth import NodeFeedback
 from preflight_operator.runtime.ownership import Ownership
+from preflight_operator.runtime.podfeed import PodFeed
 from preflight_operator.runtime.policies import PolicyWatch
 from preflight_operator.runtime.reconciler import Reconciler
 from preflight_operator.runtime.reflector import Reflector
@@ -121,8 +123,10 @@ class Controller:
         # The PreflightPolicies: resolved for each workload, statuses written (policies.py).
         self.policy_watch = PolicyWatch(
             api, self.events, allowed=self.gate.allows, spawn=self._spawn, now=now,
-            said_otherwise=self.context_changed,
+            said_otherwise=self.context_changed, audit=self.audit,
         )  # fmt: skip
+        # what a trusted pod result feeds besides the GPUValidation (podfeed.py)
+        self.pod_feed = PodFeed(self.store, self.policy_watch, self.node_feedback)
 
     @property
     def analyser(self) -> Analyser:
@@ -176,6 +180,7 @@ class Controller:
             if key in self.store.workloads:
                 self.store.forget_workload(key)
                 metrics.WORKLOADS.set(len(self.store.workloads))
+                self.policy_watch.statuses.audit_changed(ref.namespace)
             return
         hint_changed = self.listing.note_hint(key, kind, body)
         meta = body.get("metadata") or {}
@@ -221,30 +226,16 @@ class Controller:
         """The rest of an observation once the workload's static result is known."""
         ref = ref_of(body, kind)
         key = ref.key
-        meta = body.get("metadata") or {}
-        labels = dict(meta.get("labels") or {})
-        uid = str(meta.get("uid", ""))
-        generation = meta.get("generation")
         before = self.store.workloads.get(key)
         if not static.has_vllm and key not in self.store.validations and key not in self.store.pods:
             if before is not None:
                 self.store.forget_workload(key)
             return
-        state = WorkloadState(
-            ref=ref,
-            uid=uid,
-            generation=generation if isinstance(generation, int) else None,
-            labels=labels,
-            annotations=_our_annotations(meta),
-            replicas=_replicas(body),
-            paused=bool((body.get("spec") or {}).get("paused")),
-            static=static,
-            static_checked_at=checked_at,
-            policy=policy,
-            static_key=memo,
-        )
+        state = _state_of(ref, body, static, checked_at=checked_at, policy=policy, memo=memo)
         self.store.put_workload(state)
         metrics.WORKLOADS.set(len(self.store.workloads))
+        if before is None or (before.static, before.policy) != (state.static, state.policy):
+            self.policy_watch.statuses.audit_changed(ref.namespace)  # policyaudit.py
         if before is None or _relevant(before) != _relevant(state):
             self.enqueue(key)
         elif hint_changed and not self.store.pods.get(key):
@@ -283,34 +274,20 @@ class Controller:
             if result.dropped:
                 metrics.REPORT_ENTRIES_DROPPED.inc(result.dropped)
             if result.trusted:  # never a pod anyone else made (provenance.py)
-                self._feed_node(key, namespace, result)
-                self._record_deep_pass(key, namespace, body, result)
+                self.pod_feed.trusted_result(key, namespace, body, result)
+        sample = _new_load(before.result if before else None, result)
+        if sample is not None:
+            metrics.POD_LOAD.labels(namespace=namespace).observe(sample.seconds)
         if is_bare_pod(body):
             self.observe_workload(POD, body, deleted=False, has_injected_pods=True)
         if changed:
             self.enqueue(key)
 
-    def _feed_node(self, key: Key, namespace: str, result: PodResult) -> None:
-        """Node feedback (nodefeedback.py) at the levels of the workload's policy."""
-        found = finding(result, namespace)
-        if found is None:
-            return
-        workload = self.store.workloads.get(key)
-        body = self.policy_watch.body(namespace, workload.policy.name) if workload else None
-        levels = parse_levels((body or {}).get("spec"))[0] if body else Levels()
-        self.node_feedback.observe(found, levels)
+    def audit(self, namespace: str) -> dict[str, PolicyAudit]:
+        return podfeed.audit(self.store, namespace)
 
-    def _record_deep_pass(
-        self, key: Key, namespace: str, body: Mapping[str, Any], result: PodResult
-    ) -> None:
-        """Verdict reuse (core/verdictreuse.py): only under a policy whose TTL is above 0."""
-        workload = self.store.workloads.get(key)
-        policy = self.policy_watch.body(namespace, workload.policy.name) if workload else None
-        if not policy or parse_reuse_ttl(policy.get("spec"), []) <= 0:
-            return
-        found = deep_pass(body, result, namespace)
-        if found is not None:
-            self.node_feedback.record_deep_pass(result.node, found)
+    def load_time(self, namespace: str, kind: str, name: str) -> LoadSummary | None:
+        return podfeed.load_time(self.store, namespace, kind, name)
 
     def observe_namespace(self, name: str, opted_in: bool) -> bool:
         """Updates the opted-in set; True when the namespace just opted in (its existing
@@ -383,6 +360,33 @@ class Controller:
         await self.node_feedback.stop()
 
 
+def _state_of(
+    ref: WorkloadRef,
+    body: Mapping[str, Any],
+    static: StaticResult,
+    *,
+    checked_at: str,
+    policy: ResolvedPolicy,
+    memo: tuple[Any, ...],
+) -> WorkloadState:
+    """What the store keeps of a workload once its static result is known."""
+    meta = body.get("metadata") or {}
+    generation = meta.get("generation")
+    return WorkloadState(
+        ref=ref,
+        uid=str(meta.get("uid", "")),
+        generation=generation if isinstance(generation, int) else None,
+        labels=dict(meta.get("labels") or {}),
+        annotations=_our_annotations(meta),
+        replicas=_replicas(body),
+        paused=bool((body.get("spec") or {}).get("paused")),
+        static=static,
+        static_checked_at=checked_at,
+        policy=policy,
+        static_key=memo,
+    )
+
+
 def _relevant(state: WorkloadState) -> tuple[Any, ...]:
     """What a reconcile reads from a workload; other changes (its status) need none."""
     return (
@@ -394,3 +398,10 @@ def _relevant(state: WorkloadState) -> tuple[Any, ...]:
         state.replicas,
         state.paused,
     )
+
+
+def _new_load(before: PodResult | None, result: PodResult | None) -> LoadSample | None:
+    """A trusted pod's start to Ready not counted yet (loadtime.py), for the metric."""
+    if result is None or not result.trusted or result.load is None:
+        return None
+    return None if before is not None and before.load == result.load else result.load

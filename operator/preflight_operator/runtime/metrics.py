@@ -1,8 +1,9 @@
 """Prometheus metrics, served on their own port (``--metrics-port``, 0 disables).
 
 Label values are bounded sets (verdicts, check ids, webhook names, stages) and, on the
-check counter only, the namespace: never a workload or a pod name, so the series count
-grows with the opted-in namespaces an administrator chose, not with workloads or pods.
+check counter and the pod load histogram only, the namespace: never a workload or a pod
+name, so the series count grows with the opted-in namespaces an administrator chose, not
+with workloads or pods.
 
 Every series the chart's Grafana dashboard and PrometheusRule use is defined here
 (tests/e2e/test_metrics_series.py scrapes a running operator for each of them).
@@ -43,6 +44,15 @@ CHECK_DURATION = Histogram(
     " as the kubelet reports it; whole seconds), by verdict.",
     ["result"],
     buckets=(1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0),
+    registry=REGISTRY,
+)
+POD_LOAD = Histogram(
+    "vllm_preflight_pod_load_seconds",
+    "Start to Ready of the pods of checked workloads (their containers' startedAt to the"
+    " pod's Ready condition, as the kubelet reports it; only pods the workload's controller"
+    " made), by namespace. Per workload: the GPUValidation's status.runtime.loadTime.",
+    ["namespace"],
+    buckets=(10.0, 30.0, 60.0, 120.0, 180.0, 300.0, 600.0, 900.0, 1800.0, 3600.0),
     registry=REGISTRY,
 )
 ADMISSIONS = Counter(

@@ -7,6 +7,13 @@ write does not. ``PolicyStatusWriter`` writes each policy's status (observedGene
 Valid condition naming every field the operator did not take, and a PolicyInvalid Event
 when that is new), one namespace at a time under one lock, and only while the write gate is
 open; namespaces met while following wait in ``pending`` until this replica leads.
+
+The audit (issue 29): beside the Valid condition each policy's status carries what Enforce
+would answer for the workloads it selects now (policyaudit.py: ``wouldDeny``, ``warned``,
+the workloads named, ``lastAudit``). The operator's own analyses are the source, so a
+policy created or changed is re-judged on every workload of its namespace (the re-analysis
+``said_otherwise`` starts); as those results come in, ``audit_changed`` writes the counts,
+at most once per ``AUDIT_DEBOUNCE_S`` whatever the number of workloads re-judged.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from preflight_operator.core.policy import (
     status_differs,
     stored_status,
 )
+from preflight_operator.core.policyaudit import PolicyAudit, audit_status
 from preflight_operator.runtime import metrics
 from preflight_operator.runtime.api import API_ERRORS, POLICIES, KubeApi, collection_path
 from preflight_operator.runtime.eventsink import EventSink
@@ -34,6 +42,11 @@ from preflight_operator.runtime.reflector import Reflector
 logger = logging.getLogger(__name__)
 
 Spawn = Callable[[Coroutine[Any, Any, None]], None]
+# namespace -> policy name -> what Enforce would answer for its workloads (policyaudit.py)
+AuditSource = Callable[[str], Mapping[str, PolicyAudit]]
+# A burst of re-analysed workloads (a policy change re-judges a whole namespace) writes
+# each policy's audit once, this long after the first result of the burst.
+AUDIT_DEBOUNCE_S = 1.0
 
 
 class PolicyWatch:
@@ -46,15 +59,17 @@ class PolicyWatch:
         spawn: Spawn,
         now: Callable[[], str],
         said_otherwise: Callable[[str], None],
+        audit: AuditSource | None = None,
     ) -> None:
-        """``said_otherwise(namespace)``: what the namespace's policies say changed."""
+        """``said_otherwise(namespace)``: what the namespace's policies say changed;
+        ``audit(namespace)``: its policies' audits (None: no audit fields written)."""
         self.book = PolicyBook()
         self.reflector = Reflector(
             api, collection_path(POLICIES, None), name="preflightpolicies",
             on_change=self._changed,
         )  # fmt: skip
         self.statuses = PolicyStatusWriter(
-            api, self.reflector, events, allowed=allowed, spawn=spawn, now=now
+            api, self.reflector, events, allowed=allowed, spawn=spawn, now=now, audit=audit
         )
         self._said_otherwise = said_otherwise
 
@@ -91,8 +106,12 @@ class PolicyStatusWriter:
         allowed: Callable[[], bool],
         spawn: Spawn,
         now: Callable[[], str],
+        audit: AuditSource | None = None,
     ) -> None:
         self._api = api
+        self._audit = audit
+        self._audit_pending: set[str] = set()
+        self._audit_scheduled = False
         self._policies = policies
         self._events = events
         self._allowed = allowed
@@ -115,6 +134,24 @@ class PolicyStatusWriter:
             pending, self.pending = self.pending, set()
             self._spawn(self.write(pending))
 
+    def audit_changed(self, namespace: str) -> None:
+        """A workload of this namespace was judged anew (or went): its policies' audits
+        are written once the burst is over (AUDIT_DEBOUNCE_S)."""
+        if self._audit is None or not self._started:
+            return  # start() writes every policy, audits included
+        self._audit_pending.add(namespace)
+        if not self._audit_scheduled:
+            self._audit_scheduled = True
+            self._spawn(self._flush_audits())
+
+    async def _flush_audits(self) -> None:
+        try:
+            await asyncio.sleep(AUDIT_DEBOUNCE_S)
+        finally:
+            self._audit_scheduled = False
+        pending, self._audit_pending = self._audit_pending, set()
+        self.sync(pending)
+
     async def write(self, namespaces: set[str]) -> None:
         async with self._lock:
             for namespace in sorted(namespaces):
@@ -126,6 +163,12 @@ class PolicyStatusWriter:
         namespace, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
         problems = parse_policy(body).problems
         wanted = policy_status(body, problems, self._now())
+        if self._audit is not None:
+            audits = self._audit(namespace)
+            wanted |= audit_status(
+                stored_status(body), audits.get(name, PolicyAudit()),
+                meta.get("generation"), self._now(),
+            )  # fmt: skip
         if not status_differs(body, wanted):
             return
         before = next(

@@ -13,6 +13,7 @@ from typing import Any
 
 from preflight_contract.verdicts import FAIL, verdict_of_severities
 from preflight_contract.vllm_args import ParallelPlan
+from preflight_operator.core.loadtime import LoadSummary
 from preflight_operator.core.rules.certainty import Basis, Input
 
 # Former rule ids and their successors: still accepted wherever rules are switched off
@@ -164,6 +165,9 @@ ObjectLookup = Callable[[str, str, str], Mapping[str, Any] | None]
 # Hub repo id or model path -> the model's files (config.json, ...) as parsed JSON, keyed
 # by file name; None when unknown. Never blocks on the network on the request path.
 ModelLookup = Callable[[str], Mapping[str, Any] | None]
+# (namespace, kind, name) of a workload -> its pods' measured start to Ready, from its
+# GPUValidation (loadtime.py); None when none was measured. The operator's own record.
+LoadTimeLookup = Callable[[str, str, str], LoadSummary | None]
 
 
 @dataclass(frozen=True)
@@ -180,6 +184,7 @@ class ClusterLookup:
     services: ServicesLookup | None = None
     object: ObjectLookup | None = None
     model: ModelLookup | None = None
+    load_time: LoadTimeLookup | None = None
 
 
 NO_LOOKUP = ClusterLookup()

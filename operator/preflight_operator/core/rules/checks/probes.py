@@ -24,6 +24,11 @@ host-to-GPU link there is, NVLink-C2C at 450 GB/s per direction for each GPU of 
 with no engine start-up at all. Only a window of a second or two against hundreds of GB
 reaches it; the engine downgrades a FAIL whose weights were only estimated.
 
+Measured. Once the workload's pods have started, the operator knows how long they took
+(loadtime.py: their containers' start to Ready, only pods its controller made, bounded),
+and the rule judges the window against the slowest of the last starts instead of the
+estimate, saying so ("measured"). The lower bound's FAIL still rests on the weights alone.
+
 Also WARNed: a livenessProbe with no startupProbe on weights over a few GB (the window is
 then a guess that a slow volume or a cold cache breaks), and a probe on a port nothing in
 the pod serves, or on a path vLLM's server answers 404 on (it then fails forever).
@@ -31,6 +36,7 @@ the pod serves, or on a path vLLM's server answers 404 on (it then fails forever
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -39,6 +45,7 @@ from typing import Any
 from preflight_contract import modelfacts as mf
 from preflight_contract.verdicts import FAIL, WARN
 from preflight_contract.vllm_args import API_SERVER, SERVE
+from preflight_operator.core.loadtime import MAX_LOAD_SECONDS, LoadSummary
 from preflight_operator.core.rules.certainty import VENDOR_DOC, Basis, Input
 from preflight_operator.core.rules.checks.modelfit import fact_input
 from preflight_operator.core.rules.context import ContainerContext
@@ -256,6 +263,7 @@ class Estimate:
     text: str  # how it was made
     weight_bytes: int | None
     weights: Input | None  # the weights' certainty
+    measured: bool = False  # the workload's own pods' slowest recent start (loadtime.py)
 
 
 def estimate_start(ctx: ContainerContext) -> Estimate:
@@ -278,6 +286,33 @@ def estimate_start(ctx: ContainerContext) -> Estimate:
     )
     fact = mf.Fact("weight_bytes", weights.certainty, weights.source)
     return Estimate(load + engine, text, weights.value, fact_input(fact, model))
+
+
+def measured_start(ctx: ContainerContext) -> LoadSummary | None:
+    """The workload's measured starts (ClusterLookup.load_time), when the operator has
+    recorded some; anything but a sound summary is ignored (the estimate stands)."""
+    lookup, template = ctx.lookup.load_time, ctx.template
+    if lookup is None or template.namespace is None or not template.name:
+        return None
+    try:
+        found = lookup(template.namespace, template.kind, template.name)
+    except Exception:  # a lookup that breaks is unknown, never fatal
+        return None
+    if not isinstance(found, LoadSummary) or found.samples < 1:
+        return None
+    if not all(0 < v <= MAX_LOAD_SECONDS for v in (found.last, found.p50, found.max)):
+        return None
+    return found
+
+
+def with_measurement(estimate: Estimate, measured: LoadSummary | None) -> Estimate:
+    """The start the window is judged against: the slowest measured start when there is
+    one (the estimate's weights kept for the lower bound), else the estimate."""
+    if measured is None:
+        return estimate
+    return dataclasses.replace(
+        estimate, seconds=float(measured.max), text=measured.text(), measured=True
+    )
 
 
 def _weights(ctx: ContainerContext, model: str) -> mf.WeightBytes | None:
@@ -398,7 +433,7 @@ def _timing(ctx: ContainerContext, window: Window, has_startup: bool) -> Iterato
     probe alone on a big model (WARN)."""
     field = f"{ctx.path}.{window.probe}"
     name = window.probe
-    estimate = estimate_start(ctx)
+    estimate = with_measurement(estimate_start(ctx), measured_start(ctx))
     inputs: tuple[Input, ...] = (plan_input(ctx),)
     if estimate.weights is not None:
         inputs = (*inputs, estimate.weights)
@@ -418,11 +453,16 @@ def _timing(ctx: ContainerContext, window: Window, has_startup: bool) -> Iterato
             )
             return
     if estimate.seconds > window.seconds:
+        said = (
+            f"this workload's pods took up to {estimate.seconds:.0f} s to become Ready "
+            f"({estimate.text})"
+            if estimate.measured
+            else f"vLLM's start is estimated at {estimate.seconds:.0f} s ({estimate.text})"
+        )
         yield _finding(
             WARN,
             f"the {name} kills the container after {window.seconds} s ({window.text}), but "
-            f"vLLM's start is estimated at {estimate.seconds:.0f} s ({estimate.text}): the "
-            "pod may restart before it ever serves",
+            f"{said}: the pod may restart before it ever serves",
             field,
             fix,
             inputs,
@@ -432,8 +472,9 @@ def _timing(ctx: ContainerContext, window: Window, has_startup: bool) -> Iterato
         yield _finding(
             WARN,
             f"only a livenessProbe guards start-up ({window.seconds} s: {window.text}) for "
-            f"{(estimate.weight_bytes or 0) / GB:.0f} GB of weights (estimate "
-            f"{estimate.seconds:.0f} s: {estimate.text}): a slower volume or a cold cache "
+            f"{(estimate.weight_bytes or 0) / GB:.0f} GB of weights "
+            f"({'measured' if estimate.measured else 'estimate'} {estimate.seconds:.0f} s: "
+            f"{estimate.text}): a slower volume or a cold cache "
             "restarts the pod in a loop",
             field,
             fix,
