@@ -1,0 +1,73 @@
+"""What one result costs the operator, counted (issue 28, the scale curve): rule analyses
+and API writes per event, never timings. hack/bench/operator_scale.py measures the same
+costs on a real control plane; these pin the causes its profile found."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from test_operator_controller import (
+    NS,
+    PASS_REPORT,
+    FakeApi,
+    controller,
+    deployment,
+    injected_pod,
+    run,
+    settle,
+)
+
+from preflight_operator.core import constants
+from preflight_operator.core.config import PolicySpec
+from preflight_operator.core.static import StaticResult
+from preflight_operator.core.workloads import DEPLOYMENT
+
+
+class CountingAnalyser:
+    """The rules, counted."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.calls = 0
+
+    def analyse(self, body: Any, policy: PolicySpec) -> StaticResult:
+        self.calls += 1
+        result: StaticResult = self.inner.analyse(body, policy)
+        return result
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_the_operators_own_verdict_annotations_do_not_run_the_rules_again() -> None:
+    """A Deployment's generation counts annotation changes: the verdict annotations each
+    reconcile writes came back as a new generation and ran the rules again."""
+
+    async def scenario() -> int:
+        api = FakeApi()
+        ctl = controller(api)
+        counting = CountingAnalyser(ctl.analyser)
+        ctl.analyser = counting  # type: ignore[assignment]
+        body = deployment()
+        ctl.observe_workload(DEPLOYMENT, body, deleted=False)
+        await settle(ctl)
+        # the watch brings it back with the annotations the reconcile wrote: generation 2
+        echoed = copy.deepcopy(body)
+        echoed["metadata"]["generation"] = 2
+        echoed["metadata"]["annotations"] = {
+            constants.ANNOTATION_STATUS: "pending",
+            constants.ANNOTATION_CHECKED_AT: "2026-01-01T00:00:09Z",
+        }
+        ctl.observe_workload(DEPLOYMENT, echoed, deleted=False)
+        await settle(ctl)
+        # a real change of what the rules read still runs them
+        changed = copy.deepcopy(echoed)
+        changed["metadata"]["generation"] = 3
+        changed["spec"]["template"]["spec"]["containers"][0]["image"] = "vllm/vllm-openai:v0.12.0"
+        ctl.observe_workload(DEPLOYMENT, changed, deleted=False)
+        await settle(ctl)
+        await ctl.stop()
+        return counting.calls
+
+    assert run(scenario()) == 2
