@@ -71,3 +71,49 @@ def test_the_operators_own_verdict_annotations_do_not_run_the_rules_again() -> N
         return counting.calls
 
     assert run(scenario()) == 2
+
+
+class DeploymentApi(FakeApi):
+    """Patches a whole Deployment as the API server does: a change of its annotations
+    moves its generation (the Deployment strategy's PrepareForUpdate)."""
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        super().__init__()
+        self.body = copy.deepcopy(body)
+
+    async def patch_workload(self, ref: Any, patch: Any) -> Any:
+        await super().patch_workload(ref, patch)
+        before = dict(self.body["metadata"].get("annotations") or {})
+        after = {**before, **patch["metadata"]["annotations"]}
+        after = {k: v for k, v in after.items() if v is not None}
+        if after != before:
+            self.body["metadata"]["annotations"] = after
+            self.body["metadata"]["generation"] += 1
+        return copy.deepcopy(self.body)
+
+
+def test_a_verdict_change_costs_one_status_write_not_two() -> None:
+    """The echo of the operator's own annotation patch (a new generation) wrote the
+    status again, for observedGeneration alone."""
+
+    async def scenario() -> tuple[list[Any], dict[str, Any], DeploymentApi]:
+        body = deployment()
+        api = DeploymentApi(body)
+        ctl = controller(api)
+        ctl.observe_workload(DEPLOYMENT, body, deleted=False)
+        ctl.observe_pod(injected_pod("p1", "u1"), deleted=False)
+        await settle(ctl)
+        ctl.observe_pod(injected_pod("p1", "u1", message=PASS_REPORT), deleted=False)
+        await settle(ctl)
+        writes = len(api.writes)
+        # the watch brings the Deployment as the API server has it now
+        ctl.observe_workload(DEPLOYMENT, copy.deepcopy(api.body), deleted=False)
+        await settle(ctl)
+        await ctl.stop()
+        return api.writes[writes:], api.gpuvals[NS, "deployment-vllm-good"]["status"], api
+
+    after_echo, status, api = run(scenario())
+    assert after_echo == []
+    # and the status says the generation the workload has now
+    assert status["observedGeneration"] == api.body["metadata"]["generation"]
+    assert status["runtimeVerdict"] == "pass"
