@@ -403,8 +403,9 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=50.0, help="results per second")
     parser.add_argument("--unrelated", type=int, default=5000)
     parser.add_argument("--workers", type=int, default=4, help="the operator's --workers")
-    parser.add_argument("--timeout", type=float, default=120.0,
-                        help="seconds to wait for the last results to show")
+    parser.add_argument(
+        "--timeout", type=float, default=120.0, help="seconds to wait for the last results to show"
+    )
     parser.add_argument("--profile", type=Path, help="run the operator under cProfile")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
@@ -429,9 +430,10 @@ def main() -> int:
             extra_args=["--workers", str(args.workers)],
         )  # fmt: skip
         if args.profile:
-            at = operator._args.index("-m")  # noqa: SLF001 (the launcher goes in front)
-            operator._args[at:at] = [  # noqa: SLF001
-                str(Path(__file__).with_name("profiled.py")), str(args.profile.resolve())
+            at = operator._args.index("-m")
+            operator._args[at:at] = [
+                str(Path(__file__).with_name("profiled.py")),
+                str(args.profile.resolve()),
             ]
         floor = Component(
             "floor-operator",

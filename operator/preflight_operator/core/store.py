@@ -18,7 +18,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from preflight_operator.core import constants
-
 from preflight_operator.core.podresults import PodResult
 from preflight_operator.core.policy import ResolvedPolicy
 from preflight_operator.core.static import StaticResult

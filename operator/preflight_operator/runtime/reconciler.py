@@ -87,8 +87,8 @@ class Reconciler:
         if plan.remediation_metric is not None:
             remedy, action = plan.remediation_metric
             metrics.REMEDIATIONS.labels(type=remedy, action=action).inc()
-        annotate_first = plan.annotation_patch is not None and plan.remediation_patch is None
-        if annotate_first and await self._write_annotations(workload, plan.annotation_patch):
+        first = plan.annotation_patch if plan.remediation_patch is None else None
+        if first is not None and await self._write_annotations(workload, first):
             # the patch moved the workload's generation: the status says the new one
             again = self._plan(key, workload, stored, not_injected)
             plan = dataclasses.replace(plan, status=again.status, status_write=again.status_write)
@@ -96,7 +96,7 @@ class Reconciler:
         arrived = store.result_arrivals.pop(key, None)
         if arrived is not None:
             metrics.RESULT_LATENCY.observe(self._clock() - arrived)
-        if plan.annotation_patch is not None and not annotate_first:
+        if plan.annotation_patch is not None and first is None:
             await self._write_annotations(workload, plan.annotation_patch)
         for event in plan.events:
             if event.reason == NOT_INJECTED:
