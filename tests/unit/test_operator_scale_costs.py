@@ -117,3 +117,60 @@ def test_a_verdict_change_costs_one_status_write_not_two() -> None:
     # and the status says the generation the workload has now
     assert status["observedGeneration"] == api.body["metadata"]["generation"]
     assert status["runtimeVerdict"] == "pass"
+
+
+class CountingItems(dict):  # type: ignore[type-arg]
+    """A reflector's items, counting the walks over all of them."""
+
+    walks = 0
+
+    def items(self) -> Any:
+        CountingItems.walks += 1
+        return super().items()
+
+    def __iter__(self) -> Any:
+        CountingItems.walks += 1
+        return super().__iter__()
+
+
+class ServicesApi:
+    def __init__(self, services: list[dict[str, Any]]) -> None:
+        self.services = services
+
+    async def list_pages(self, path: str, params: Any = None) -> Any:
+        yield [copy.deepcopy(s) for s in self.services], "7"
+
+
+def service(namespace: str) -> dict[str, Any]:
+    return {"metadata": {"namespace": namespace, "name": "vllm", "resourceVersion": "1"}}
+
+
+def test_a_namespaces_services_are_found_without_walking_every_namespace() -> None:
+    """The rules ask for a namespace's Services named vllm on every analysis: that
+    walked every namespace's (10,000 analyses x 10,000 Services at 10k/50k)."""
+    from preflight_operator.runtime.reflector import Reflector
+
+    async def scenario() -> tuple[list[Any], list[Any], list[Any], int]:
+        reflector = Reflector(
+            ServicesApi([service(f"ns-{i}") for i in range(200)]),  # type: ignore[arg-type]
+            "/api/v1/services",
+            name="services",
+        )
+        await reflector.sync()
+        reflector.apply({"type": "ADDED", "object": service("new")})
+        reflector.apply({"type": "DELETED", "object": service("ns-3")})
+        reflector.items = CountingItems(reflector.items)
+        CountingItems.walks = 0
+        found = [reflector.in_namespace(f"ns-{i}") for i in range(200)]
+        return (
+            found[7],
+            reflector.in_namespace("new"),
+            reflector.in_namespace("ns-3"),
+            (CountingItems.walks),
+        )
+
+    one, added, deleted, walks = run(scenario())
+    assert [s["metadata"]["namespace"] for s in one] == ["ns-7"]
+    assert [s["metadata"]["namespace"] for s in added] == ["new"]
+    assert deleted == []
+    assert walks == 0
