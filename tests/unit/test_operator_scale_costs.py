@@ -174,3 +174,31 @@ def test_a_namespaces_services_are_found_without_walking_every_namespace() -> No
     assert [s["metadata"]["namespace"] for s in added] == ["new"]
     assert deleted == []
     assert walks == 0
+
+
+class UnreadableWorkloadApi(FakeApi):
+    """The workload's patch answers with something the operator cannot read (a 1 MB
+    Deployment over the decoder's limit)."""
+
+    async def patch_workload(self, ref: Any, patch: Any) -> Any:
+        from preflight_operator.core.decoding import Rejection
+        from preflight_operator.runtime.api import Unreadable
+
+        self.writes.append(("workload", ref.name))
+        raise Unreadable(Rejection("/apis/apps/v1", "too-large", "an answer too large"))
+
+
+def test_a_workload_patch_that_fails_never_holds_back_the_status() -> None:
+    """With the annotations patched first, a failing patch (an answer too large to read)
+    kept the status from ever being written (the e2e test of a 1 MB manifest)."""
+
+    async def scenario() -> dict[str, Any]:
+        api = UnreadableWorkloadApi()
+        ctl = controller(api)
+        ctl.observe_workload(DEPLOYMENT, deployment(), deleted=False)
+        await settle(ctl)
+        await ctl.stop()
+        return api.gpuvals[NS, "deployment-vllm-good"].get("status") or {}
+
+    status = run(scenario())
+    assert status.get("staticVerdict") == "pass"

@@ -88,10 +88,19 @@ class Reconciler:
             remedy, action = plan.remediation_metric
             metrics.REMEDIATIONS.labels(type=remedy, action=action).inc()
         first = plan.annotation_patch if plan.remediation_patch is None else None
-        if first is not None and await self._write_annotations(workload, first):
-            # the patch moved the workload's generation: the status says the new one
-            again = self._plan(key, workload, stored, not_injected)
-            plan = dataclasses.replace(plan, status=again.status, status_write=again.status_write)
+        if first is not None:
+            try:
+                moved = await self._write_annotations(workload, first)
+            except API_ERRORS:
+                # the record never waits on its copy (an answer too large to read, a
+                # timeout): the status as planned, then the queue retries the rest
+                await self._write_status(workload, stored, plan)
+                raise
+            if moved:  # the patch moved the workload's generation: the status says it
+                again = self._plan(key, workload, stored, not_injected)
+                plan = dataclasses.replace(
+                    plan, status=again.status, status_write=again.status_write
+                )
         await self._write_status(workload, stored, plan)
         arrived = store.result_arrivals.pop(key, None)
         if arrived is not None:
