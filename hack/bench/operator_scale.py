@@ -1,7 +1,7 @@
 """Benchmark: the operator with 1,000 vLLM Deployments and 5,000 injected pods.
 
     .venv/bin/python hack/bench/operator_scale.py [--deployments 1000] [--pods-per 5]
-        [--rate 50] [--unrelated 5000]
+        [--rate 50] [--unrelated 5000] [--profile operator.prof]
 
 Measures, on the local control plane:
 - the time from a pod's check result (its status write, as the kubelet makes it) to the
@@ -10,7 +10,11 @@ Measures, on the local control plane:
 - the operator's peak RSS against a floor run alongside it: a bare kopf operator that
   watches the same pods the same way (floor_operator.py);
 - the RSS of both before and after ``--unrelated`` pods without the injected label appear
-  in another namespace (the pod watch is label-selected on the server: it should not grow).
+  in another namespace (the pod watch is label-selected on the server: it should not grow);
+- per reconcile of the results phase, the operator's API requests (by verb, from its own
+  ``api_request_duration_seconds`` counts) and its CPU seconds, against the floor's;
+- with ``--profile``, the operator runs under cProfile (profiled.py; slower: use the
+  profile for where the time goes, not the latency figures of that run).
 
 This plays the controllers: the control plane's controller-manager is stopped once the
 namespaces are ready, and this script creates the Deployments, their ReplicaSets and the
@@ -282,11 +286,44 @@ def say(text: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
 
 
+def counts(operator: OperatorProcess) -> dict[str, float]:
+    """The operator's request counts by verb, its reconciles and status writes, so far."""
+    out: dict[str, float] = {}
+    for line in operator.metrics().splitlines():
+        head, _, value = line.rpartition(" ")
+        if head.startswith("vllm_preflight_api_request_duration_seconds_count{"):
+            out["api_" + head.split('verb="', 1)[1].split('"', 1)[0]] = float(value)
+        elif head == "vllm_preflight_reconcile_duration_seconds_count":
+            out["reconciles"] = float(value)
+        elif head == "vllm_preflight_status_writes_total":
+            out["status_writes"] = float(value)
+    return out
+
+
+def per_reconcile(before: dict[str, float], after: dict[str, float]) -> dict[str, Any]:
+    """What the results phase cost, per reconcile."""
+    delta = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}
+    reconciles = delta.get("reconciles", 0.0) or 1.0
+    api = {k[4:]: v for k, v in delta.items() if k.startswith("api_") and v}
+    return {
+        "reconciles": int(delta.get("reconciles", 0)),
+        "status_writes": int(delta.get("status_writes", 0)),
+        "api_requests": {k: int(v) for k, v in sorted(api.items())},
+        "api_requests_per_reconcile": round(sum(api.values()) / reconciles, 2),
+    }
+
+
 async def scenario(
-    kubeconfig: Path, args: argparse.Namespace, report: dict[str, Any], pids: dict[str, int]
+    kubeconfig: Path,
+    args: argparse.Namespace,
+    report: dict[str, Any],
+    pids: dict[str, int],
+    operator: OperatorProcess,
 ) -> None:
     """Create the workloads, wait until they settle, play the results, then add noise."""
-    async with KubeApi(credentials_from_kubeconfig(kubeconfig), max_connections=32) as api:
+    # a loaded 2-core control plane answers slowly: wait rather than fail the run
+    creds = credentials_from_kubeconfig(kubeconfig)
+    async with KubeApi(creds, max_connections=32, timeout=120.0) as api:
         pods = await create_workloads(api, args.deployments, args.pods_per)
         t1 = time.monotonic()
         while await count_settled(api, args.deployments) < args.deployments:
@@ -295,10 +332,13 @@ async def scenario(
         say(f"{args.deployments} GPUValidations pending after {report['settle_s']} s")
         report["rss_loaded_mib"] = {k: memory_kib(p)[0] // 1024 for k, p in pids.items()}
         cpu_before = {k: cpu_seconds(p) for k, p in pids.items()}
-        report["latency"] = await results_phase(api, pods, args.rate, timeout=120)
+        counted = counts(operator)
+        report["latency"] = await results_phase(api, pods, args.rate, timeout=args.timeout)
         report["cpu_s_during_results"] = {
             k: round(cpu_seconds(p) - cpu_before[k], 1) for k, p in pids.items()
         }
+        report["results_phase"] = per_reconcile(counted, counts(operator))
+        report["load_after_results"] = os.getloadavg()
         say(f"results: {report['latency']}")
         report["rss_after_results_mib"] = {k: memory_kib(p)[0] // 1024 for k, p in pids.items()}
         if args.unrelated:
@@ -363,11 +403,16 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=50.0, help="results per second")
     parser.add_argument("--unrelated", type=int, default=5000)
     parser.add_argument("--workers", type=int, default=4, help="the operator's --workers")
+    parser.add_argument(
+        "--timeout", type=float, default=120.0, help="seconds to wait for the last results to show"
+    )
+    parser.add_argument("--profile", type=Path, help="run the operator under cProfile")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     report: dict[str, Any] = {"cpus": os.cpu_count(), "deployments": args.deployments,
                               "pods": args.deployments * args.pods_per,
-                              "workers": args.workers}  # fmt: skip
+                              "workers": args.workers,
+                              "load_at_start": os.getloadavg()}  # fmt: skip
 
     with tempfile.TemporaryDirectory() as tmp, LocalCluster() as cluster:
         localsetup.install_crds(cluster, lws=False)
@@ -384,6 +429,12 @@ def main() -> int:
             workdir=Path(tmp), identity="bench-operator", env=cluster.env(),
             extra_args=["--workers", str(args.workers)],
         )  # fmt: skip
+        if args.profile:
+            at = operator._args.index("-m")
+            operator._args[at:at] = [
+                str(Path(__file__).with_name("profiled.py")),
+                str(args.profile.resolve()),
+            ]
         floor = Component(
             "floor-operator",
             [sys.executable, str(Path(__file__).with_name("floor_operator.py")),
@@ -398,14 +449,24 @@ def main() -> int:
             sampler = Sampler(pids)
             sampler.start()
 
-            asyncio.run(scenario(cluster.kubeconfig, args, report, pids))
+            asyncio.run(scenario(cluster.kubeconfig, args, report, pids, operator))
             sampler.stop_flag.set()
             sampler.join()
+            report["cpu_s_total"] = {k: round(cpu_seconds(p), 1) for k, p in pids.items()}
             report["peak_rss_mib"] = {k: memory_kib(p)[1] // 1024 for k, p in pids.items()}
             report["peak_ratio"] = round(
                 report["peak_rss_mib"]["operator"] / report["peak_rss_mib"]["floor"], 2
             )
+            # what each 1,000 watched objects (Deployments and injected pods) add
+            watched = (args.deployments * (1 + args.pods_per)) / 1000
+            report["rss_per_1000_watched_mib"] = {
+                k: round((report["rss_loaded_mib"][k] - report["rss_start_mib"][k]) / watched, 1)
+                for k in pids
+            }
             report.update(operator_figures(operator))
+            if args.profile:
+                os.kill(operator.pid, signal.SIGUSR2)
+                time.sleep(5)
             floor.stop()
     print(json.dumps(report, indent=2))
     if args.json:

@@ -29,6 +29,7 @@ from preflight_operator.core.store import (
     PodState,
     Store,
     WorkloadState,
+    static_key_of,
 )
 from preflight_operator.core.workloads import (
     POD,
@@ -186,9 +187,8 @@ class Controller:
         meta = body.get("metadata") or {}
         labels = dict(meta.get("labels") or {})
         uid = str(meta.get("uid", ""))
-        generation = meta.get("generation")
         policy = self.policy_watch.book.resolve(ref.namespace, labels, self.config.default_policy)
-        memo = (uid, generation, tuple(sorted(labels.items())), self._context_revision)
+        memo = static_key_of(uid, body, labels, self._context_revision)
         before = self.store.workloads.get(key)
         # Items of a LIST carry no kind; the rules find pod templates by it.
         typed = {"apiVersion": kind.api_version, "kind": kind.kind, **body}

@@ -1,9 +1,17 @@
 """Carries out one reconcile: the plan from ``planning`` turned into API calls.
 
 Order matters for crash safety: the remediation patch first (its annotation records what
-was done), then the one status patch, then the workload's annotations, then Events (best
-effort, queued). A crash anywhere in between is repaired by the next reconcile, because
-every step is computed from the cluster's state, not from what this process remembers.
+was done), then the workload's verdict annotations, then the one status patch, then Events
+(best effort, queued). A crash anywhere in between is repaired by the next reconcile,
+because every step is computed from the cluster's state, not from what this process
+remembers.
+
+Why the annotations before the status (issue 28): a Deployment's generation counts
+annotation changes, so a status written first said ``observedGeneration`` N, the
+annotation patch made N+1, and its echo cost a second status write (and its echo) for
+every verdict change. Written after, the status carries the generation the annotation
+patch returned, when that patch changed nothing the rules read (store.static_key_of); a
+reconcile that remediated keeps the old order (the status first, then the annotations).
 """
 
 from __future__ import annotations
@@ -11,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from preflight_operator.core.gpuvalidation import NOT_INJECTED, NOT_INJECTED_REASON, desired_object
@@ -22,6 +30,7 @@ from preflight_operator.core.store import (
     StoredValidation,
     WorkloadState,
     resource_version_of,
+    static_key_of,
 )
 from preflight_operator.core.workloads import gpuvalidation_name
 from preflight_operator.runtime import metrics
@@ -78,11 +87,25 @@ class Reconciler:
         if plan.remediation_metric is not None:
             remedy, action = plan.remediation_metric
             metrics.REMEDIATIONS.labels(type=remedy, action=action).inc()
+        first = plan.annotation_patch if plan.remediation_patch is None else None
+        if first is not None:
+            try:
+                moved = await self._write_annotations(workload, first)
+            except API_ERRORS:
+                # the record never waits on its copy (an answer too large to read, a
+                # timeout): the status as planned, then the queue retries the rest
+                await self._write_status(workload, stored, plan)
+                raise
+            if moved:  # the patch moved the workload's generation: the status says it
+                again = self._plan(key, workload, stored, not_injected)
+                plan = dataclasses.replace(
+                    plan, status=again.status, status_write=again.status_write
+                )
         await self._write_status(workload, stored, plan)
         arrived = store.result_arrivals.pop(key, None)
         if arrived is not None:
             metrics.RESULT_LATENCY.observe(self._clock() - arrived)
-        if plan.annotation_patch is not None:
+        if plan.annotation_patch is not None and first is None:
             await self._write_annotations(workload, plan.annotation_patch)
         for event in plan.events:
             if event.reason == NOT_INJECTED:
@@ -169,15 +192,16 @@ class Reconciler:
         stored.status = plan.status
         stored.resource_version = resource_version_of(written)
 
-    async def _write_annotations(self, workload: WorkloadState, patch: dict[str, Any]) -> None:
+    async def _write_annotations(self, workload: WorkloadState, patch: dict[str, Any]) -> bool:
+        """True when the patch moved the workload's generation and nothing the rules read
+        (the workload state now has the new generation)."""
         try:
-            await self._api.patch_workload(workload.ref, patch)
+            written = await self._api.patch_workload(workload.ref, patch)
         except Forbidden as exc:  # the GPUValidation is the record; annotations a copy
             self._forbidden(workload, "annotations", exc)
-        else:
-            workload.annotations = _ours(
-                {**workload.annotations, **patch["metadata"]["annotations"]}
-            )
+            return False
+        workload.annotations = _ours({**workload.annotations, **patch["metadata"]["annotations"]})
+        return _adopt_generation(workload, written)
 
     def _forbidden(self, workload: WorkloadState, what: str, exc: Exception) -> None:
         metrics.RECONCILE_ERRORS.labels(stage="forbidden").inc()
@@ -243,6 +267,23 @@ def _unremedied(workload: WorkloadState) -> WorkloadState:
             spec=dataclasses.replace(workload.policy.spec, on_runtime_failure="None"),
         ),
     )
+
+
+def _adopt_generation(workload: WorkloadState, written: Mapping[str, Any]) -> bool:
+    """Takes the generation of the workload as the patch left it, when the rules would
+    read the same (the static result stays true for it); True when it moved."""
+    meta = written.get("metadata") or {}
+    generation = meta.get("generation")
+    if not isinstance(generation, int) or isinstance(generation, bool):
+        return False
+    if generation == workload.generation or not workload.static_key:
+        return False
+    labels = meta.get("labels") or {}
+    uid = str(meta.get("uid", ""))
+    if static_key_of(uid, written, labels, workload.static_key[-1]) != workload.static_key:
+        return False  # someone else changed it too: its own event brings the new state
+    workload.generation = generation
+    return True
 
 
 def _expects_injection(workload: WorkloadState) -> bool:

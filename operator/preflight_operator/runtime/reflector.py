@@ -51,6 +51,9 @@ class Reflector:
         self._transform = transform or (lambda body: body)
         self.name = name
         self.items: dict[tuple[str, str], Body] = {}
+        # the same objects by namespace: the rules ask for a namespace's Services named
+        # vllm on every analysis, which scanned every namespace's (issue 28)
+        self._by_namespace: dict[str, dict[str, Body]] = {}
         self.absent = False  # an optional API the server does not serve
         self._resource_version = ""
         self.synced = asyncio.Event()
@@ -59,7 +62,12 @@ class Reflector:
         self._on_change = on_change
 
     def in_namespace(self, namespace: str) -> list[Body]:
-        return [body for (ns, _), body in self.items.items() if ns == namespace]
+        return list(self._by_namespace.get(namespace, {}).values())
+
+    def _index(self) -> None:
+        self._by_namespace = {}
+        for (namespace, name), body in self.items.items():
+            self._by_namespace.setdefault(namespace, {})[name] = body
 
     def get(self, namespace: str, name: str) -> Body | None:
         return self.items.get((namespace, name))
@@ -83,6 +91,7 @@ class Reflector:
             if not self._optional:
                 raise
             self.items, self._resource_version = {}, ""
+            self._index()
             self.synced.set()
             self.absent = True
             return
@@ -93,6 +102,7 @@ class Reflector:
             key[0] for key in set(fresh) | set(self.items) if fresh.get(key) != self.items.get(key)
         }
         self.items = fresh
+        self._index()
         self._resource_version = version
         self.synced.set()
         for namespace in sorted(changed):
@@ -124,11 +134,16 @@ class Reflector:
         self._object(dict(body), deleted=kind == "DELETED")
         if kind == "DELETED":
             if self.items.pop(key, None) is not None:
+                in_namespace = self._by_namespace.get(key[0], {})
+                in_namespace.pop(key[1], None)
+                if not in_namespace:
+                    self._by_namespace.pop(key[0], None)
                 self._notify(key[0])
             return
         value = self._transform(dict(body))
         if self.items.get(key) != value:
             self.items[key] = value
+            self._by_namespace.setdefault(key[0], {})[key[1]] = value
             self._notify(key[0])
 
     async def run(self) -> None:
