@@ -313,3 +313,23 @@ def test_check_ids_are_group_phase() -> None:
     for check_id in ("rdma", "group-transport"):
         assert check_id in CHECKS
         assert check_id in GROUP_PHASE
+
+
+def test_a_one_pod_group_has_no_transport_to_judge() -> None:
+    # GPU run 17: a one-pod group's deep tier warned "NCCL printed no connection to another
+    # pod"; with no other pod there is no transport between pods to know
+    from types import SimpleNamespace
+
+    from preflight_check.checks.group import _transport
+    from preflight_check.group import GroupConfig
+    from preflight_contract.report import CheckResult
+
+    config = GroupConfig("explicit", "g", "leader", 29600, 0, 1)
+    lay = SimpleNamespace(backend="nccl", ranks={0: (0, 1)})
+    allreduce = CheckResult("group-allreduce", "pass", "sum verified")
+    result = _transport(config, allreduce, [{"nccl_log": []}], lay, None)
+    assert result.status == "skip", result
+    assert "one pod" in result.message
+    two = GroupConfig("explicit", "g", "leader", 29600, 0, 2)
+    lay2 = SimpleNamespace(backend="nccl", ranks={0: (0, 1), 1: (1, 1)})
+    assert _transport(two, allreduce, [{"nccl_log": []}], lay2, None).status == "warn"
