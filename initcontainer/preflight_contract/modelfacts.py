@@ -45,6 +45,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 # A model rule's verdict: the contract's names (verdicts.py; unknown: the config could not
 # say), exported here too because every caller reads them as mf.FAIL, mf.UNKNOWN, ...
+from preflight_contract import certainty as _certainty
 from preflight_contract import model_defaults as _model_defaults
 from preflight_contract import verdicts as _verdicts
 from preflight_contract import vllm_registry as _vllm_registry
@@ -143,11 +144,12 @@ QUANT_MIN_CAPABILITY: Dict[str, int] = {
 # arithmetic is ESTIMATED; a key left out of a config whose class is not known here
 # (custom code, a vLLM-only config class) is UNKNOWN. A FAIL resting on either is a WARN
 # (``settle`` here for the checker; the rules engine's downgrade at admission).
-EXACT = "exact"
-DEFAULT = "default"
-ESTIMATED = "estimated"
-FACT_UNKNOWN = "unknown"
-CERTAIN = frozenset((EXACT, DEFAULT))
+# a fact's certainty: the contract's one vocabulary (certainty.py)
+EXACT = _certainty.EXACT
+DEFAULT = _certainty.DEFAULT
+ESTIMATED = _certainty.ESTIMATED
+FACT_UNKNOWN = _certainty.UNKNOWN
+CERTAIN = _certainty.CERTAIN
 
 
 @dataclass(frozen=True)

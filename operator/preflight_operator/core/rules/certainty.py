@@ -18,12 +18,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from preflight_contract import certainty as _certainty
 from preflight_contract.actions import ENFORCE, WARN
 
 # -- inputs ---------------------------------------------------------------------------
-EXACT = "exact"
-ESTIMATED = "estimated"
-UNKNOWN = "unknown"
+# the contract's one vocabulary (preflight_contract.certainty), shared with the checker
+EXACT = _certainty.EXACT
+ESTIMATED = _certainty.ESTIMATED
+UNKNOWN = _certainty.UNKNOWN
 CERTAINTIES = (EXACT, ESTIMATED, UNKNOWN)
 
 ARGV = "argv"
