@@ -764,6 +764,7 @@ class TestOperatorConfig:
                     "idleTimeoutSeconds": 60,
                 },
             },
+            "nodeFeedback": {"enabled": False, "condition": False},
         }  # fmt: skip
 
     def test_webhook_values_reach_the_operator(self) -> None:

@@ -3,6 +3,7 @@ nodeFeedback.enabled exactly get and patch on nodes, on top of the operator's ot
 
 from __future__ import annotations
 
+import yaml
 from tests.unit.test_chart import (
     FULLNAME,
     OPERATOR_CLUSTER_RULES,
@@ -34,3 +35,18 @@ def test_the_condition_adds_exactly_patch_on_nodes_status_and_only_with_enabled(
     assert rule_set(role["rules"]) == OPERATOR_CLUSTER_RULES | NODE_RULES | STATUS_RULES
     role = one(render(sets=["nodeFeedback.condition=true"]), "ClusterRole", FULLNAME)
     assert not {r for r in rule_set(role["rules"]) if r[1].startswith("nodes")}
+
+
+def test_the_operator_is_told_what_the_chart_granted_on_nodes() -> None:
+    """config.NodeAccess: the operator never tries what its ClusterRole does not allow."""
+    from preflight_operator.core.config import NodeAccess, parse_config
+
+    def access(sets: list[str]) -> NodeAccess:
+        cm = one(render(sets=sets), "ConfigMap", FULLNAME)
+        return parse_config(yaml.safe_load(cm["data"]["config.yaml"])).node_access
+
+    assert access([]) == NodeAccess(write=False, status=False)
+    assert access(["nodeFeedback.enabled=true"]) == NodeAccess(write=True, status=False)
+    assert access(["nodeFeedback.condition=true"]) == NodeAccess(write=False, status=False)
+    both = ["nodeFeedback.enabled=true", "nodeFeedback.condition=true"]
+    assert access(both) == NodeAccess(write=True, status=True)

@@ -129,3 +129,15 @@ def test_the_webhook_section_is_strict_and_names_the_field() -> None:
     ):  # fmt: skip
         with pytest.raises(ConfigError, match=field):
             parse_config({"webhook": bad})
+
+
+def test_node_access_is_granted_unless_the_chart_says_otherwise() -> None:
+    from preflight_operator.core.config import NodeAccess
+
+    assert parse_config({}).node_access == NodeAccess(write=True, status=True)
+    off = parse_config({"nodeFeedback": {"enabled": False, "condition": True}})
+    assert off.node_access == NodeAccess(write=False, status=False)
+    with pytest.raises(ConfigError, match=r"nodeFeedback\.enabled"):
+        parse_config({"nodeFeedback": {"enabled": "yes"}})
+    with pytest.raises(ConfigError, match="nodeFeedback"):
+        parse_config({"nodeFeedback": ["enabled"]})

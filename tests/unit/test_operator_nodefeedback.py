@@ -11,7 +11,9 @@ import pytest
 
 from preflight_contract.check_ids import CHECKS
 from preflight_operator.core import nodefeedback as nf
+from preflight_operator.core.config import NodeAccess
 from preflight_operator.core.podresults import Failure, PodResult
+from preflight_operator.core.verdictreuse import DeepPass
 from preflight_operator.runtime.api import Conflict, NotFound
 from preflight_operator.runtime.nodehealth import NODE_FEEDBACK, NODE_UNHEALTHY_GPUS, NodeFeedback
 
@@ -398,3 +400,48 @@ def test_a_condition_we_set_is_cleared_by_a_pass_under_any_recording_level() -> 
     assert (condition["status"], condition["lastTransitionTime"]) == ("True", "t2")
     # and a pass under a policy that does not record clears nothing (issue 23)
     assert nf.next_record(record, passed, nf.Levels(event=True)) is None
+
+
+# What the RBAC grants (config.NodeAccess, the chart's nodeFeedback values): CI's run of
+# 2026-12-02 saw the chart's operator GET a Node it had no rights on (a 403 logged for a
+# leftover policy's deep pass); a level not granted is now never attempted, and named once
+# in the policy's Valid condition instead.
+NO_NODES = NodeAccess(write=False, status=False)
+NO_STATUS = NodeAccess(write=True, status=False)
+
+
+def test_no_rights_on_nodes_no_level_and_no_call() -> None:
+    feedback = NodeFeedback(FakeApi(node()), now=lambda: "t", access=NO_NODES)  # type: ignore[arg-type]
+    failed = nf.finding(result("fail", ROW_REMAP), "ns")
+    assert failed is not None
+    feedback.observe(failed, ALL)
+    assert feedback._queue.empty()
+    assert nf.granted(ALL, NodeAccess()) == ALL
+    assert nf.granted(nf.Levels(taint=True, condition=True), NO_STATUS) == nf.Levels(taint=True)
+
+
+def test_no_rights_on_nodes_keeps_a_deep_pass_in_memory_only() -> None:
+    api = FakeApi(node())
+    feedback = NodeFeedback(api, now=lambda: "t", access=NO_NODES)  # type: ignore[arg-type]
+    passed = DeepPass(
+        namespace="ns", key="k", digest="sha256:" + "a" * 64, plan="tp1", pod="ns/p",
+        at="2026-12-01T08:00:00Z",
+    )  # fmt: skip
+    feedback.record_deep_pass("n1", passed)
+    assert feedback._queue.empty()  # nothing to write: no GET the RBAC would refuse
+    assert feedback.deep_passes("ns") == {"n1": [passed]}
+
+
+def test_the_policy_names_a_level_the_rbac_does_not_grant() -> None:
+    spec = {"nodeFeedback": {"taint": True, "condition": True}}
+    assert nf.policy_problems(spec, NodeAccess()) == []
+    [problem] = nf.policy_problems(spec, NO_NODES)
+    assert problem.field == "spec.nodeFeedback"
+    assert "nodeFeedback.enabled=true" in problem.message
+    [problem] = nf.policy_problems(spec, NO_STATUS)
+    assert problem.field == "spec.nodeFeedback.condition"
+    assert "nodeFeedback.condition=true" in problem.message
+    assert nf.policy_problems({"nodeFeedback": {"taint": True}}, NO_STATUS) == []
+    assert nf.policy_problems({}, NO_NODES) == []  # asks for nothing: nothing to say
+    [typo] = nf.policy_problems({"nodeFeedback": {"taint": "yes"}}, NodeAccess())
+    assert "is not true or false" in typo.message

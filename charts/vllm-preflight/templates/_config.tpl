@@ -26,6 +26,9 @@
     "memoryMiB" (int .Values.rules.memoryMiB)
     "workers" (int .Values.rules.workers))
   "webhook" (include "vllm-preflight.webhookServerConfig" . | fromYaml)
+  "nodeFeedback" (dict
+    "enabled" (eq (toString .Values.nodeFeedback.enabled) "true")
+    "condition" (eq (toString .Values.nodeFeedback.condition) "true"))
 }}
 {{- /* per-rule actions (rules.certainty): only when some are set */}}
 {{- if $p.rules }}

@@ -83,6 +83,21 @@ FAILURE_POLICIES = ("Ignore", "Fail")
 
 
 @dataclasses.dataclass(frozen=True)
+class NodeAccess:
+    """What the operator's RBAC lets it do to Nodes: the chart's ``nodeFeedback.enabled``
+    and ``nodeFeedback.condition`` (clusterrole.yaml), told to the operator so that a
+    policy asking for more is named in its Valid condition once, instead of a 403 logged
+    at every finding. Outside the chart (no ``nodeFeedback`` section) both are assumed
+    granted, as before."""
+
+    write: bool = True  # get and patch nodes: Events, label, annotation, taint, deep passes
+    status: bool = True  # patch nodes/status: the GPUPreflightReady condition
+
+
+NODES_GRANTED = NodeAccess()  # outside the chart: assumed granted
+
+
+@dataclasses.dataclass(frozen=True)
 class WebhookConfig:
     """The webhook port (webhookserver.py) and what the webhooks answer when they cannot.
 
@@ -132,6 +147,7 @@ class OperatorConfig:
     # (provenance.py): exact usernames, e.g. a serving stack's operator that creates pods.
     pod_creators: tuple[str, ...] = ()
     webhook: WebhookConfig = WebhookConfig()
+    node_access: NodeAccess = NODES_GRANTED
 
     def with_release_namespace(self, namespace: str | None) -> OperatorConfig:
         """The release namespace is never touched either (the operator's own pods live there)."""
@@ -443,7 +459,24 @@ def parse_config(data: Any) -> OperatorConfig:
         rules_workers=workers,
         pod_creators=_pod_creators(_mapping(raw.get("podTrust"), "podTrust").get("creators")),
         webhook=parse_webhook(raw.get("webhook")),
+        node_access=parse_node_access(raw.get("nodeFeedback")),
     )
+
+
+def parse_node_access(value: Any) -> NodeAccess:
+    """``nodeFeedback: {enabled, condition}``, rendered by the chart from its values of the
+    same names; ``condition`` counts only with ``enabled`` (the chart grants nodes/status
+    only then)."""
+    if value is None:
+        return NODES_GRANTED
+    raw = _mapping(value, "nodeFeedback")
+    flags: dict[str, bool] = {}
+    for name in ("enabled", "condition"):
+        flag = raw.get(name, False)
+        if not isinstance(flag, bool):
+            raise ConfigError(f"nodeFeedback.{name}: expected true or false, got {flag!r:.40}")
+        flags[name] = flag
+    return NodeAccess(write=flags["enabled"], status=flags["enabled"] and flags["condition"])
 
 
 def _pod_creators(value: Any) -> tuple[str, ...]:

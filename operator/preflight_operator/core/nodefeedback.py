@@ -38,6 +38,7 @@ from typing import Any
 from preflight_contract import safejson
 from preflight_contract.verdicts import FAIL, PASS, WARN
 from preflight_operator.core import constants
+from preflight_operator.core.config import FieldProblem, NodeAccess
 from preflight_operator.core.podresults import PodResult
 
 KEY = constants.PREFIX + "gpu-health"  # label, annotation and taint key
@@ -106,6 +107,39 @@ def parse_levels(spec: Any) -> tuple[Levels, list[str]]:
             value = False
         values[name] = value
     return Levels(**values), problems
+
+
+def granted(levels: Levels, access: NodeAccess) -> Levels:
+    """The levels the operator's rights allow (the rest would only be refused)."""
+    if not access.write:
+        return Levels()
+    return dataclasses.replace(levels, condition=levels.condition and access.status)
+
+
+def policy_problems(spec: Any, access: NodeAccess) -> list[FieldProblem]:
+    """What a PreflightPolicy's Valid condition says of ``spec.nodeFeedback``: a bad value,
+    or a level the operator's RBAC does not grant (named with the chart value that does),
+    so that the owner learns it once instead of from a 403 logged at every finding."""
+    levels, bad = parse_levels(spec)
+    problems = [FieldProblem("spec.nodeFeedback", text) for text in bad]
+    if levels.any and not access.write:
+        problems.append(
+            FieldProblem(
+                "spec.nodeFeedback",
+                "spec.nodeFeedback: the operator has no rights on Nodes, so nothing is"
+                " written on them; set the Helm value nodeFeedback.enabled=true",
+            )
+        )
+    elif levels.condition and not access.status:
+        problems.append(
+            FieldProblem(
+                "spec.nodeFeedback.condition",
+                "spec.nodeFeedback.condition: the operator may not patch nodes/status, so"
+                " the GPUPreflightReady condition is not written; set the Helm value"
+                " nodeFeedback.condition=true",
+            )
+        )
+    return problems
 
 
 @dataclasses.dataclass(frozen=True)

@@ -98,7 +98,7 @@ class Controller:
         # Reconciles write only while this replica holds the Lease (writegate.py,
         # elector.py); keys met while following wait until it leads (workers.py).
         self.gate = gate or WriteGate(identity, standalone=True)
-        self.node_feedback = NodeFeedback(api, now, self.gate.allows)
+        self.node_feedback = NodeFeedback(api, now, self.gate.allows, access=config.node_access)
         self._tasks: list[asyncio.Task[Any]] = []
         # When the rules run (now, or later in a worker) and which answer counts.
         self.analyses = AnalysisScheduler(analyser, spawn=self._spawn, now=now)
@@ -125,6 +125,7 @@ class Controller:
         self.policy_watch = PolicyWatch(
             api, self.events, allowed=self.gate.allows, spawn=self._spawn, now=now,
             said_otherwise=self.context_changed, audit=self.audit,
+            node_access=config.node_access,
         )  # fmt: skip
         # what a trusted pod result feeds besides the GPUValidation (podfeed.py)
         self.pod_feed = PodFeed(self.store, self.policy_watch, self.node_feedback)

@@ -17,11 +17,13 @@ from collections.abc import Callable
 
 from prometheus_client import Counter, Gauge
 
+from preflight_operator.core.config import NODES_GRANTED, NodeAccess
 from preflight_operator.core.nodefeedback import (
     STRATEGIC_MERGE_PATCH,
     Finding,
     Levels,
     condition_patch,
+    granted,
     next_record,
     node_event,
     node_gpus,
@@ -62,8 +64,12 @@ class NodeFeedback:
         now: Callable[[], str],
         allowed: Callable[[], bool] = lambda: True,
         capacity: int = 1000,
+        access: NodeAccess = NODES_GRANTED,
     ) -> None:
+        """``access``: what the RBAC grants on Nodes (config.NodeAccess); a level it does
+        not grant is never attempted (the policy's Valid condition names it instead)."""
         self._api = api
+        self._access = access
         self._now = now
         self._allowed = allowed
         # a Finding, or a deep pass with its node (record_deep_pass)
@@ -84,6 +90,7 @@ class NodeFeedback:
         """Queue one finding (of a pod its controller made): a failure only with a level
         on; a pass only under a policy that records on nodes (nodefeedback.py says why),
         and not on a node already seen without a record."""
+        levels = granted(levels, self._access)
         if found.failing and not levels.any:
             return
         if not found.failing and (
@@ -99,6 +106,8 @@ class NodeFeedback:
         """A trusted deep pass on ``node`` (controller.py checks the policy's TTL first):
         offered at once by this replica, written on the Node by the writer."""
         self._deep_passes[node] = merged(self._deep_passes.get(node, []), found)
+        if not self._access.write:
+            return  # kept by this replica only: without rights on Nodes, nothing is written
         try:
             self._queue.put_nowait(((node, found), Levels()))
         except asyncio.QueueFull:

@@ -23,7 +23,9 @@ import logging
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
+from preflight_operator.core.config import NODES_GRANTED, NodeAccess
 from preflight_operator.core.events import policy_invalid_event
+from preflight_operator.core.nodefeedback import policy_problems
 from preflight_operator.core.policy import (
     VALID_CONDITION,
     Policy,
@@ -60,6 +62,7 @@ class PolicyWatch:
         now: Callable[[], str],
         said_otherwise: Callable[[str], None],
         audit: AuditSource | None = None,
+        node_access: NodeAccess = NODES_GRANTED,
     ) -> None:
         """``said_otherwise(namespace)``: what the namespace's policies say changed;
         ``audit(namespace)``: its policies' audits (None: no audit fields written)."""
@@ -69,8 +72,9 @@ class PolicyWatch:
             on_change=self._changed,
         )  # fmt: skip
         self.statuses = PolicyStatusWriter(
-            api, self.reflector, events, allowed=allowed, spawn=spawn, now=now, audit=audit
-        )
+            api, self.reflector, events, allowed=allowed, spawn=spawn, now=now, audit=audit,
+            node_access=node_access,
+        )  # fmt: skip
         self._said_otherwise = said_otherwise
 
     def body(self, namespace: str, name: str) -> Mapping[str, Any] | None:
@@ -107,9 +111,11 @@ class PolicyStatusWriter:
         spawn: Spawn,
         now: Callable[[], str],
         audit: AuditSource | None = None,
+        node_access: NodeAccess = NODES_GRANTED,
     ) -> None:
         self._api = api
         self._audit = audit
+        self._node_access = node_access
         self._audit_pending: set[str] = set()
         self._audit_scheduled = False
         self._policies = policies
@@ -161,7 +167,8 @@ class PolicyStatusWriter:
     async def _write_one(self, body: Mapping[str, Any]) -> None:
         meta = body.get("metadata") or {}
         namespace, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
-        problems = parse_policy(body).problems
+        problems = list(parse_policy(body).problems)
+        problems += policy_problems(body.get("spec"), self._node_access)
         wanted = policy_status(body, problems, self._now())
         if self._audit is not None:
             audits = self._audit(namespace)
