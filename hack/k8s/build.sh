@@ -4,6 +4,10 @@
 #   build.sh [controlplane]  etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
 #                            kubectl, helm
 #     -> ${VLLM_PREFLIGHT_CACHE:-~/.cache/vllm-preflight}/k8s-<version>-<key>/bin
+#   build.sh next            the same set at KUBERNETES_NEXT_VERSION (module next/; etcd
+#                            from that module too, helm as above), which serves the
+#                            Workload API (docs/CONTROL_PLANE.md "The next control plane")
+#     -> ${VLLM_PREFLIGHT_CACHE:-~/.cache/vllm-preflight}/k8s-<next version>-<key>/bin
 #   build.sh tools           promtool, helm-docs (only the chart's tests need them)
 #     -> ${VLLM_PREFLIGHT_CACHE:-~/.cache/vllm-preflight}/tools-<key>/bin
 #   build.sh node            kubelet (same module and stamps as the control plane) and
@@ -20,9 +24,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/versions.env"
 export CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 target=${1:-controlplane}
-case $target in
-  controlplane | tools | node) ;;
-  *) echo "usage: hack/k8s/build.sh [controlplane|tools|node]" >&2; exit 2 ;;
+# --cached: print the set's directory if it is built, else exit 3 without building (tests
+# that only run where a set is already built ask this way).
+cached_only=${2:-}
+case $target/$cached_only in
+  controlplane/ | next/ | tools/ | node/) ;;
+  controlplane/--cached | next/--cached | tools/--cached | node/--cached) ;;
+  *) echo "usage: hack/k8s/build.sh [controlplane|next|tools|node] [--cached]" >&2; exit 2 ;;
 esac
 
 if ! command -v go >/dev/null; then
@@ -39,6 +47,8 @@ requires() {  # go.mod, module, version
 }
 if ! requires "$here/go.mod" k8s.io/kubernetes "$KUBERNETES_VERSION" ||
    ! grep -Eq "=> k8s\.io/api $STAGING_VERSION\$" "$here/go.mod" ||
+   ! requires "$here/next/go.mod" k8s.io/kubernetes "$KUBERNETES_NEXT_VERSION" ||
+   ! grep -Eq "=> k8s\.io/api $STAGING_NEXT_VERSION\$" "$here/next/go.mod" ||
    ! requires "$here/helm/go.mod" helm.sh/helm/v3 "$HELM_VERSION" ||
    ! requires "$here/promtool/go.mod" github.com/prometheus/prometheus \
        "$PROMETHEUS_MODULE_VERSION" ||
@@ -49,14 +59,17 @@ fi
 
 cache=${VLLM_PREFLIGHT_CACHE:-$HOME/.cache/vllm-preflight}
 steps=()  # "name|module dir|package|ldflags|tags"
+# The Kubernetes module this target builds from, and its version.
+kdir=$here kversion=$KUBERNETES_VERSION
+if [ "$target" = next ]; then kdir=$here/next kversion=$KUBERNETES_NEXT_VERSION; fi
 if [ "$target" != tools ]; then
   # Version stamps: without them /version and `kubectl version` say v0.0.0-master.
-  major=${KUBERNETES_VERSION#v}; major=${major%%.*}
-  minor=${KUBERNETES_VERSION#v*.}; minor=${minor%%.*}
+  major=${kversion#v}; major=${major%%.*}
+  minor=${kversion#v*.}; minor=${minor%%.*}
   vpkg=k8s.io/component-base/version
-  kver="-X $vpkg.gitVersion=$KUBERNETES_VERSION -X $vpkg.gitMajor=$major -X $vpkg.gitMinor=$minor"
+  kver="-X $vpkg.gitVersion=$kversion -X $vpkg.gitMajor=$major -X $vpkg.gitMinor=$minor"
   kver="$kver -X $vpkg.gitTreeState=clean -X $vpkg.buildDate=1970-01-01T00:00:00Z"
-  kver="$kver -X k8s.io/client-go/pkg/version.gitVersion=$KUBERNETES_VERSION"
+  kver="$kver -X k8s.io/client-go/pkg/version.gitVersion=$kversion"
 fi
 if [ "$target" = node ]; then
   inputs=("$here/go.mod" "$here/go.sum" "$here/pause/main.go")
@@ -64,7 +77,7 @@ if [ "$target" = node ]; then
   steps=("kubelet|$here|k8s.io/kubernetes/cmd/kubelet|$kver|"
          "pause|$here|./pause||")
   what="the real node's kubelet (about 4 minutes on 2 cores after the control plane"
-elif [ "$target" = controlplane ]; then
+elif [ "$target" = controlplane ] || [ "$target" = next ]; then
   # helm's own release build (its Makefile) also stamps the Kubernetes version that
   # `helm template`/`helm lint` assume without a cluster or --kube-version: client-go's
   # v0.X.Y in helm's module becomes 1.X. Without it helm assumes v1.20.0 and refuses any
@@ -77,14 +90,14 @@ elif [ "$target" = controlplane ]; then
   for p in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
     hver="$hver -X $p.k8sVersionMajor=$hmajor -X $p.k8sVersionMinor=$hminor"
   done
-  inputs=("$here/go.mod" "$here/go.sum" "$here/helm/go.mod" "$here/helm/go.sum"
-          "$here/etcd/main.go")
-  dest="$cache/k8s-$KUBERNETES_VERSION"
-  steps=("etcd|$here|./etcd||"
-         "kube-apiserver|$here|k8s.io/kubernetes/cmd/kube-apiserver|$kver|"
-         "kube-controller-manager|$here|k8s.io/kubernetes/cmd/kube-controller-manager|$kver|"
-         "kube-scheduler|$here|k8s.io/kubernetes/cmd/kube-scheduler|$kver|"
-         "kubectl|$here|k8s.io/kubernetes/cmd/kubectl|$kver|"
+  inputs=("$kdir/go.mod" "$kdir/go.sum" "$here/helm/go.mod" "$here/helm/go.sum"
+          "$kdir/etcd/main.go")
+  dest="$cache/k8s-$kversion"
+  steps=("etcd|$kdir|./etcd||"
+         "kube-apiserver|$kdir|k8s.io/kubernetes/cmd/kube-apiserver|$kver|"
+         "kube-controller-manager|$kdir|k8s.io/kubernetes/cmd/kube-controller-manager|$kver|"
+         "kube-scheduler|$kdir|k8s.io/kubernetes/cmd/kube-scheduler|$kver|"
+         "kubectl|$kdir|k8s.io/kubernetes/cmd/kubectl|$kver|"
          "helm|$here/helm|helm.sh/helm/v3/cmd/helm|$hver|")
   what="the local control plane (about 6-7 minutes on 2 cores the first time"
 else
@@ -105,13 +118,23 @@ else
   what="promtool and helm-docs (a few minutes the first time"
 fi
 
-key=$( (cat "$here/versions.env" "${inputs[@]}"; printf '%s\n' "${steps[@]}"; go version) |
+# The next control plane's pins sit in versions.env's last section, which only its own key
+# hashes: moving them rebuilds nothing else.
+pins() {
+  if [ "$target" = next ]; then cat "$here/versions.env"
+  else sed '/^# --- The next control plane/,$d' "$here/versions.env"; fi
+}
+key=$( (pins; cat "${inputs[@]}"; printf '%s\n' "${steps[@]}"; go version) |
        sha256sum | cut -c1-16)
 dest="$dest-$key"
 bins=(); for s in "${steps[@]}"; do bins+=("${s%%|*}"); done
 
 complete() { for b in "${bins[@]}"; do [ -x "$dest/bin/$b" ] || return 1; done; }
 if complete; then echo "$dest/bin"; exit 0; fi
+if [ -n "$cached_only" ]; then
+  echo "hack/k8s/build.sh: the $target set is not built (run hack/k8s/build.sh $target)" >&2
+  exit 3
+fi
 
 mkdir -p "$cache"
 # One build at a time per cache: a second caller waits and then finds the binaries.
