@@ -86,6 +86,46 @@ def build_bin_dir(build_script: Path = BUILD_SCRIPT) -> Path:
     return bin_dir
 
 
+NEXT_BIN_ENV = "VLLM_PREFLIGHT_K8S_NEXT_BIN"
+
+
+def find_next_bin_dir(
+    environ: Mapping[str, str] | None = None, build_script: Path = BUILD_SCRIPT
+) -> Path:
+    """The next control plane's binaries (KUBERNETES_NEXT_VERSION, `build.sh next`): the
+    directory `VLLM_PREFLIGHT_K8S_NEXT_BIN` names, else the built set in the cache. Never
+    builds (minutes; .ci/run builds it): raises BinariesNotFound, whose message says how
+    to get them, when there are none."""
+    env = os.environ if environ is None else environ
+    value = env.get(NEXT_BIN_ENV, "").strip()
+    if value:
+        bin_dir = Path(value).expanduser()
+        missing = missing_binaries(bin_dir)
+        if missing:
+            raise BinariesNotFound(
+                f"{NEXT_BIN_ENV}={value} lacks {', '.join(missing)}; point it at the output "
+                f"of `{build_script} next`"
+            )
+        return bin_dir
+    if not build_script.is_file():
+        raise BinariesNotFound(f"{build_script} does not exist; set {NEXT_BIN_ENV}")
+    result = subprocess.run(
+        [str(build_script), "next", "--cached"],
+        capture_output=True,
+        text=True,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    lines = result.stdout.strip().splitlines()
+    if result.returncode != 0 or not lines or missing_binaries(Path(lines[-1])):
+        said = (result.stderr.strip().splitlines() or [""])[-1]
+        raise BinariesNotFound(
+            f"the next control plane is not built ({said}): run `{build_script} next` "
+            f"(minutes, once) or set {NEXT_BIN_ENV}"
+        )
+    return Path(lines[-1])
+
+
 _resolved: Path | None = None
 _tools: Path | None = None
 

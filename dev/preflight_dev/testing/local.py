@@ -20,7 +20,7 @@ import ssl
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from preflight_dev.testing import flags
@@ -84,8 +84,12 @@ class LocalCluster(Cluster):
         *,
         parent_dir: Path | None = None,
         start_timeout: float = 60.0,
+        extra_flags: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
+        """`extra_flags`: more flags per component name ("kube-apiserver", ...), after
+        flags.py's, e.g. the feature gates of the Workload API (testing/nextplane.py)."""
         super().__init__(bin_dir)
+        self._extra_flags = {name: list(flags) for name, flags in (extra_flags or {}).items()}
         self._parent_dir = parent_dir
         self._start_timeout = start_timeout
         self._components: list[Component] = []
@@ -264,6 +268,7 @@ class LocalCluster(Cluster):
         client_kubeconfig(layout.scheduler_kubeconfig, "system:kube-scheduler")
 
     def _launch(self, name: str, argv: list[str]) -> Component:
+        argv = argv + self._extra_flags.get(name, [])
         component = Component(name, argv, self.logs_dir / f"{name}.log")
         component.start()
         self._components.append(component)

@@ -1,0 +1,167 @@
+"""The Kubernetes Workload API for gang scheduling on a control plane that serves it (issue
+26): the next control plane (KUBERNETES_NEXT_VERSION, hack/k8s/versions.env) started with
+the API's feature gates and group version on (preflight_dev.testing.nextplane). A Workload,
+a PodGroup and pods that name it are stored, read back as the API server keeps them, and
+judged by ``rules.workloadapi``. Skips, saying why, where the next control plane is not
+built (`hack/k8s/build.sh next`; .ci/run builds it).
+
+The objects are those of Kubernetes 1.36+ (scheduling.k8s.io/v1alpha2 and later: a pod
+names a PodGroup in ``spec.schedulingGroup``); the 1.35 shape (``spec.workloadRef`` and a
+v1alpha1 Workload) is covered by tests/unit/test_workloadapi.py only, since no 1.35 control
+plane is built here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from preflight_dev.testing import BinariesNotFound, KubectlError, LocalCluster
+from preflight_dev.testing.nextplane import workload_api_cluster
+from preflight_operator.core.rules import groups, workloadapi
+
+
+@pytest.fixture(scope="module")
+def next_plane() -> Iterator[tuple[LocalCluster, str]]:
+    try:
+        cluster, api_version = workload_api_cluster(start_timeout=180.0)
+    except BinariesNotFound as err:
+        pytest.skip(f"the Workload API needs the next control plane: {err}")
+    if api_version == "scheduling.k8s.io/v1alpha1":
+        pytest.skip("the next control plane is 1.35 (Workload API v1alpha1): no PodGroup object")
+    with cluster:
+        yield cluster, api_version
+
+
+@pytest.fixture
+def namespace(next_plane: tuple[LocalCluster, str]) -> Iterator[str]:
+    cluster, _ = next_plane
+    name = cluster.create_namespace(prefix="workload")
+    yield name
+    cluster.delete_namespace(name)
+
+
+def stored(cluster: LocalCluster, namespace: str, obj: dict[str, Any]) -> dict[str, Any]:
+    """Applies `obj` (server-side) and reads it back as the API server keeps it."""
+    obj = {**obj, "metadata": {**obj["metadata"], "namespace": namespace}}
+    cluster.kubectl(
+        "apply", "--server-side", "--field-manager=vllm-preflight-tests", "-f", "-",
+        input=json.dumps(obj),
+    )  # fmt: skip
+    group, _, version = obj["apiVersion"].rpartition("/")
+    resource = f"{obj['kind'].lower()}s" + (f".{version}.{group}" if group else "")
+    out = cluster.kubectl("get", resource, obj["metadata"]["name"], "-n", namespace, "-o", "json")
+    read: dict[str, Any] = json.loads(out.stdout)
+    return read
+
+
+def gang_pod(name: str, group: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "containers": [{"name": "vllm", "image": "vllm/vllm-openai:latest"}],
+            "schedulingGroup": {"podGroupName": group},
+        },
+    }
+
+
+def test_the_api_is_served_where_the_gates_are_on(next_plane: tuple[LocalCluster, str]) -> None:
+    cluster, api_version = next_plane
+    out = cluster.kubectl("api-resources", "--api-group=scheduling.k8s.io", "-o", "name").stdout
+    assert {"workloads.scheduling.k8s.io", "podgroups.scheduling.k8s.io"} <= set(out.split())
+    assert cluster.version.startswith("v1.3")
+    assert api_version in workloadapi.PODGROUP_VERSIONS
+
+
+def test_a_gang_pod_group_read_back_and_judged(
+    next_plane: tuple[LocalCluster, str], namespace: str
+) -> None:
+    cluster, api_version = next_plane
+    workload = stored(
+        cluster,
+        namespace,
+        {
+            "apiVersion": api_version,
+            "kind": "Workload",
+            "metadata": {"name": "vllm"},
+            "spec": {
+                "podGroupTemplates": [
+                    {"name": "engine", "schedulingPolicy": {"gang": {"minCount": 2}}}
+                ]
+            },
+        },
+    )
+    assert workload["spec"]["podGroupTemplates"][0]["schedulingPolicy"] == {"gang": {"minCount": 2}}
+    group = stored(
+        cluster,
+        namespace,
+        {
+            "apiVersion": api_version,
+            "kind": "PodGroup",
+            "metadata": {"name": "vllm-0"},
+            "spec": {
+                "podGroupTemplateRef": {
+                    "workload": {"workloadName": "vllm", "podGroupTemplateName": "engine"}
+                },
+                "schedulingPolicy": {"gang": {"minCount": 2}},
+            },
+        },
+    )
+    pods = [stored(cluster, namespace, gang_pod(f"vllm-{i}", "vllm-0")) for i in range(2)]
+    for pod in pods:
+        assert pod["spec"]["schedulingGroup"] == {"podGroupName": "vllm-0"}  # kept, not pruned
+        found = workloadapi.workload_group(pod, group)
+        assert found is not None
+        assert (found.policy, found.min_count) == ("gang", 2)
+        assert found.declared.name == "vllm-0"
+        assert found.declared.size is None  # minCount is a minimum, not the size
+        assert groups.declared_warning(found.declared)  # unknown: a warning, never a failure
+
+
+def test_a_basic_pod_group_and_a_missing_one(
+    next_plane: tuple[LocalCluster, str], namespace: str
+) -> None:
+    cluster, api_version = next_plane
+    basic = stored(
+        cluster,
+        namespace,
+        {
+            "apiVersion": api_version,
+            "kind": "PodGroup",
+            "metadata": {"name": "web"},
+            "spec": {"schedulingPolicy": {"basic": {}}},
+        },
+    )
+    pod = stored(cluster, namespace, gang_pod("web-0", "web"))
+    found = workloadapi.workload_group(pod, basic)
+    assert found is not None
+    assert (found.policy, found.min_count) == ("basic", None)
+    # A pod may name a PodGroup that does not exist (yet): the API server accepts it.
+    orphan = stored(cluster, namespace, gang_pod("orphan-0", "not-there"))
+    with pytest.raises(KubectlError, match=r"NotFound|not found"):
+        cluster.kubectl("get", f"podgroups.{api_version.split('/')[1]}.scheduling.k8s.io",
+                        "not-there", "-n", namespace)  # fmt: skip
+    missing = workloadapi.workload_group(orphan, None, missing="not found")
+    assert missing is not None
+    assert missing.min_count is None
+    assert missing.declared.unknown[0] == "the PodGroup 'not-there' (not found)"
+
+
+def test_the_api_server_refuses_a_gang_of_zero(
+    next_plane: tuple[LocalCluster, str], namespace: str
+) -> None:
+    """What the reader treats as unknown (minCount 0) never comes from this API server."""
+    cluster, api_version = next_plane
+    bad = {
+        "apiVersion": api_version,
+        "kind": "PodGroup",
+        "metadata": {"name": "zero", "namespace": namespace},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 0}}},
+    }
+    with pytest.raises(KubectlError, match="minCount"):
+        cluster.kubectl("create", "-f", "-", input=json.dumps(bad))
