@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from preflight_dev.testing import BinariesNotFound, KubectlError, LocalCluster
+from preflight_dev.testing import BinariesNotFound, Cluster, KubectlError, LocalCluster
 from preflight_dev.testing.nextplane import workload_api_cluster
 from preflight_operator.core.rules import groups, workloadapi
 
@@ -165,3 +165,18 @@ def test_the_api_server_refuses_a_gang_of_zero(
     }
     with pytest.raises(KubectlError, match="minCount"):
         cluster.kubectl("create", "-f", "-", input=json.dumps(bad))
+
+
+def test_without_the_api_a_pod_keeps_no_reference(k8s: Cluster, k8s_namespace: str) -> None:
+    """On the default control plane (1.34: no such field; a newer one with the gates off:
+    the field is dropped) a pod that names a PodGroup is stored without the name, so the
+    reader finds no group there: no group is ever invented from a field the cluster drops."""
+    pod = {**gang_pod("plain-0", "vllm-0")}
+    pod["metadata"] = {"name": "plain-0", "namespace": k8s_namespace}
+    out = k8s.kubectl(
+        "create", "--dry-run=server", "--validate=false", "-o", "json", "-f", "-",
+        input=json.dumps(pod),
+    ).stdout  # fmt: skip
+    served = json.loads(out)
+    assert "schedulingGroup" not in served["spec"]
+    assert workloadapi.workload_group(served, None) is None

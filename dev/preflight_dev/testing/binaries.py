@@ -118,10 +118,11 @@ def find_next_bin_dir(
     )
     lines = result.stdout.strip().splitlines()
     if result.returncode != 0 or not lines or missing_binaries(Path(lines[-1])):
-        said = (result.stderr.strip().splitlines() or [""])[-1]
+        # 3: not built; anything else (no Go, go.mod out of date) says why on stderr
+        said = "" if result.returncode == 3 else (result.stderr.strip().splitlines() or [""])[-1]
         raise BinariesNotFound(
-            f"the next control plane is not built ({said}): run `{build_script} next` "
-            f"(minutes, once) or set {NEXT_BIN_ENV}"
+            f"the next control plane is not built{f' ({said})' if said else ''}: run "
+            f"`{build_script} next` (minutes, once) or set {NEXT_BIN_ENV}"
         )
     return Path(lines[-1])
 
