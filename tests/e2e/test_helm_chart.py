@@ -37,6 +37,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from preflight_dev.testing import Cluster, KubectlError, wait_for
+from preflight_dev.testing.workloads import get_json
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "vllm-preflight"
@@ -63,10 +64,6 @@ class Release:
     @property
     def service_dns(self) -> str:
         return f"{self.fullname}.{self.namespace}.svc"
-
-
-def get_json(k8s: Cluster, *args: str) -> Any:
-    return json.loads(k8s.kubectl("get", *args, "-o", "json").stdout)
 
 
 def webhook_state(k8s: Cluster, release: Release) -> dict[str, Any]:
