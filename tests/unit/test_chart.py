@@ -765,6 +765,7 @@ class TestOperatorConfig:
                 },
             },
             "nodeFeedback": {"enabled": False, "condition": False},
+            "workloadPatch": {"scope": "namespaces", "namespaces": []},
         }  # fmt: skip
 
     def test_webhook_values_reach_the_operator(self) -> None:
