@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from preflight_contract import envnames
 from preflight_contract.modelfacts import CONFIG, HF_QUANT, INDEX, MODEL_FILES, SAFETENSORS_SIZES
 from preflight_contract.weightfiles import safetensors_sizes
 
@@ -234,6 +235,10 @@ class FoundModel:
     flags: Dict[str, str] = field(default_factory=dict)
     # will vLLM find the weights (check 'model-source'); None when not looked at
     ready: Optional[Readiness] = None
+    # the init containers that write the model's volume after the check (PREFLIGHT_MODEL_
+    # WRITERS), and why a value given was ignored ("" when none was, or it was read)
+    writers: List[str] = field(default_factory=list)
+    writers_ignored: str = ""
 
 
 def _parsed_index(files: Optional[Files], where: str) -> Optional[Tuple[str, Mapping[str, Any]]]:
@@ -262,6 +267,9 @@ def collect_model(
     flags = {k: environ[k] for k in ("VLLM_ALLOW_LONG_MAX_MODEL_LEN",) if k in environ}
     ms = round((time.perf_counter() - started) * 1000.0, 1)
     found = FoundModel(model, files, where, ms, flags)
+    found.writers, found.writers_ignored = parse_model_writers(
+        environ.get(envnames.MODEL_WRITERS) or ""
+    )
     if source is not None:
         left = max(0.05, timeout_s - (time.perf_counter() - started))
         found.ready = check_source(
@@ -1032,7 +1040,7 @@ def written_later(ready: Readiness, writers: Sequence[str]) -> Readiness:
     return Readiness(
         READY_WARN,
         f"not judged: the {who} the volume the model is read from after this check, so the "
-        f"files seen now are not the ones vLLM will load (seen now: {ready.message})",
+        f"files seen now are not the ones vLLM will load; as they are now: {ready.message}",
         f"nothing to do if {names} finish{'es' if len(writers) == 1 else ''} the copy; if "
         f"vLLM then fails while loading, read {'its' if len(writers) == 1 else 'their'} logs "
         f"({ready.fix})",

@@ -26,7 +26,7 @@ from preflight_check.checks.base import check, result, skipped
 from preflight_check.facts import Facts
 from preflight_check.options import Options
 from preflight_contract import envnames
-from preflight_contract.modelsource import parse_model_writers, written_later
+from preflight_contract.modelsource import written_later
 from preflight_contract.report import CheckResult
 from preflight_contract.verdicts import FAIL, PASS, SKIP, WARN
 
@@ -41,7 +41,8 @@ def model_source(facts: Facts, options: Options) -> List[CheckResult]:
         return skipped(MODEL_SOURCE, "no model: give the vLLM command line (--vllm-args)")
     found = facts.model
     ready = found.ready if found is not None else None
-    writers, ignored = parse_model_writers(facts.env(envnames.MODEL_WRITERS) or "")
+    writers = found.writers if found is not None else []
+    ignored = found.writers_ignored if found is not None else ""
     note = f"; {envnames.MODEL_WRITERS} ignored: {ignored}" if ignored else ""
     extra: Dict[str, Any] = {"writers_ignored": ignored} if ignored else {}
     if ready is None:
