@@ -47,6 +47,10 @@ DEEP_REUSE = "PREFLIGHT_DEEP_REUSE"
 # "fail": a multi-node group whose NCCL fell back to TCP sockets while the node has RDMA
 # devices fails its group-transport check (default: a warning)
 SOCKET_FALLBACK = "PREFLIGHT_SOCKET_FALLBACK"
+# The pod's init containers (native sidecars too) that can write the volume the model is
+# read from: they run after the check, so its copy there is not final (comma-separated
+# container names; preflight_contract/modelsource.py parse_model_writers)
+MODEL_WRITERS = "PREFLIGHT_MODEL_WRITERS"
 
 # The checker's own: the request its group all-reduce child reads (never injected).
 GROUP_ALLREDUCE = "PREFLIGHT_GROUP_ALLREDUCE"
@@ -73,6 +77,7 @@ INJECTED: FrozenSet[str] = frozenset(
         GROUP_ARGS,
         DEEP_REUSE,
         GROUP_IMAGE,
+        MODEL_WRITERS,
     }
 )
 
@@ -94,4 +99,5 @@ ORIGIN: Dict[str, str] = {
     DP_LOCAL: _FROM_THE_PLAN,
     VLLM_ARGS: "the vLLM container's command line",
     DEEP_REUSE: "the operator's records of deep passes (PreflightPolicy spec.verdictReuse)",
+    MODEL_WRITERS: "the pod's init containers that mount the model's volume writable",
 }

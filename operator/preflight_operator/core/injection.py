@@ -26,6 +26,7 @@ from typing import Any
 
 from preflight_contract import envnames
 from preflight_contract.check_ids import CHECKS, DEEP
+from preflight_contract.modelsource import model_writers_value
 from preflight_contract.reuse import Offer, format_offers, plan_shape
 from preflight_operator.core import constants
 from preflight_operator.core.config import InjectionConfig, PolicySpec
@@ -426,6 +427,96 @@ def model_mounts(vllm: Mapping[str, Any], model: str | None) -> list[dict[str, A
     return out
 
 
+# Volumes the pod cannot write: their content at the check is final.
+_READ_ONLY_SOURCES = ("configMap", "secret", "downwardAPI", "projected")
+
+
+def _subpath(mount: Mapping[str, Any]) -> str | None:
+    """The part of its volume a mount shows, as a path inside the volume ("" the whole
+    volume); None when not known here (a subPathExpr, filled by the kubelet)."""
+    if mount.get("subPathExpr"):
+        return None
+    sub = mount.get("subPath")
+    if not isinstance(sub, str) or not sub.strip("/"):
+        return ""
+    return posixpath.normpath(sub.strip("/"))
+
+
+def _overlap(a: str | None, b: str | None) -> bool:
+    if a is None or b is None or not a or not b:
+        return True
+    return a == b or a.startswith(b + "/") or b.startswith(a + "/")
+
+
+def _model_parts(vllm: Mapping[str, Any], model: str | None) -> dict[str, list[str | None]]:
+    """Volume name -> the parts of it (paths inside the volume) the check reads the model
+    from: a directory --model only (its own volume), else the Hugging Face cache's mounts
+    (model_mounts)."""
+    directory = bool(model and model.startswith("/") and not has_unknown(model))
+    parts: dict[str, list[str | None]] = {}
+    for mount in model_mounts(vllm, model):
+        name, path, sub = mount.get("name"), posixpath.normpath(mount["mountPath"]), _subpath(mount)
+        if not isinstance(name, str):
+            continue
+        if directory and model is not None:
+            if not _related(path, model):
+                continue
+            inside = posixpath.relpath(posixpath.normpath(model), path)
+            if sub is not None and inside != "." and not inside.startswith(".."):
+                sub = posixpath.join(sub, inside) if sub else inside
+        parts.setdefault(name, []).append(sub)
+    return parts
+
+
+def model_writers(spec: Mapping[str, Any], vllm: Mapping[str, Any], model: str | None) -> list[str]:
+    """The pod's init containers (native sidecars too) that can write where the check reads
+    the model: they run after the check (OPERATOR_CONTRACT.md), so a partial copy it sees
+    may still be finished (an `aws s3 sync`, `gsutil rsync`, `huggingface-cli download`
+    into the volume). One counts when it mounts the same volume, not readOnly, over the
+    model's part of it: compared inside the volume (subPath), since each container mounts
+    it where it likes; a subPathExpr may be any part, so it counts. A volume nobody can
+    write (a ConfigMap, a read-only claim) has no writer. In the pod's order, bounded and
+    name-checked by model_writers_value."""
+    parts = _model_parts(vllm, model)
+    for volume in spec.get("volumes") or []:
+        name = volume.get("name") if isinstance(volume, Mapping) else None
+        if not isinstance(volume, Mapping) or not isinstance(name, str) or name not in parts:
+            continue
+        sources = [v for k, v in volume.items() if k != "name"]
+        if any(k in volume for k in _READ_ONLY_SOURCES) or any(
+            isinstance(v, Mapping) and v.get("readOnly") is True for v in sources
+        ):
+            del parts[name]
+    out: list[object] = []
+    for container in spec.get("initContainers") or []:
+        if not isinstance(container, Mapping):
+            continue
+        for mount in container.get("volumeMounts") or []:
+            if not isinstance(mount, Mapping) or mount.get("readOnly") is True:
+                continue
+            volume_name = mount.get("name")
+            wanted = parts.get(volume_name) if isinstance(volume_name, str) else None
+            if wanted and any(_overlap(_subpath(mount), part) for part in wanted):
+                out.append(container.get("name"))
+                break
+    value = model_writers_value(out)
+    return value.split(",") if value else []
+
+
+def model_writers_env(
+    env: list[dict[str, Any]], spec: Mapping[str, Any], vllm: Mapping[str, Any], model: str | None
+) -> list[dict[str, Any]]:
+    """PREFLIGHT_MODEL_WRITERS when the pod has such writers, in place of a value copied
+    from the vLLM container's env, before PREFLIGHT_VLLM_ARGS (which stays last)."""
+    writers = model_writers(spec, vllm, model)
+    if not writers:
+        return env
+    kept = [e for e in env if e.get("name") != envnames.MODEL_WRITERS]
+    at = next((i for i, e in enumerate(kept) if e.get("name") == envnames.VLLM_ARGS), len(kept))
+    kept[at:at] = [{"name": envnames.MODEL_WRITERS, "value": ",".join(writers)}]
+    return kept
+
+
 def _merged_resources(
     base: Mapping[str, Any],
     gpus: Mapping[str, Mapping[str, Any]],
@@ -571,6 +662,7 @@ def plan_injection(
     check = check_container(vllm, plan, policy, config, mode, argv=argv, model=model)
     if in_lws_group(pod) and (runs_own_share(vllm) or (ray_group and ray_role(vllm))):
         check["env"] += group_env(pod, vllm, config.group_port)
+    check["env"] = model_writers_env(check["env"], spec, vllm, model)
     # Always: under the fast tier too, so that no copied value reaches the check.
     check["env"] = reuse_env(
         check["env"], check.get("image"), plan, reuse if policy.tier == DEEP else None
