@@ -297,10 +297,10 @@ def group_env(pod: Mapping[str, Any], vllm: Mapping[str, Any], port: int) -> lis
     """What the check of a LeaderWorkerSet pod needs for the group phase (docs/CHECKS.md,
     "Group phase"). LeaderWorkerSet itself gives every container, init containers too,
     LWS_LEADER_ADDRESS and LWS_GROUP_SIZE; the worker and group index and the node come
-    from the downward API (the labels exist by the time the kubelet starts the container),
-    and the vLLM command line as written (the kubelet expands its $(VAR) references as it
-    does for the vLLM container) gives the arguments the group compares."""
-    words = [str(w) for key in ("command", "args") for w in (vllm.get(key) or [])]
+    from the downward API (the labels exist by the time the kubelet starts the container).
+    The arguments the group compares are PREFLIGHT_VLLM_ARGS (the rules' reading, set by
+    check_container); a Ray worker, which has none, is named so that their absence is
+    expected."""
     meta = pod.get("metadata") or {}
     lws = str((meta.get("labels") or {}).get(LWS_NAME_LABEL, ""))
     env: list[dict[str, Any]] = [
@@ -324,8 +324,8 @@ def group_env(pod: Mapping[str, Any], vllm: Mapping[str, Any], port: int) -> lis
         },
         {"name": envnames.NODE_NAME, "valueFrom": _field("spec.nodeName")},
     ]
-    if words:
-        env.append({"name": envnames.GROUP_ARGS, "value": shlex.join(words)})
+    if ray_role(vllm) == "worker":
+        env.append({"name": envnames.GROUP_ROLE, "value": envnames.ROLE_RAY_WORKER})
     if isinstance(vllm.get("image"), str) and vllm["image"]:  # issue 26: members compare it
         env.append({"name": envnames.GROUP_IMAGE, "value": vllm["image"][:512]})
     return env
