@@ -31,6 +31,9 @@ from preflight_operator.core import constants
 from preflight_operator.core.config import InjectionConfig, PolicySpec
 from preflight_operator.core.rules.kubeenv import has_unknown, unknown_names
 from preflight_operator.core.rules.resources import nvidia_gpus
+from preflight_operator.core.rules.spread import HEAD as RAY_HEAD
+from preflight_operator.core.rules.spread import MEMBER as RAY_MEMBER
+from preflight_operator.core.rules.spread import ray_start
 from preflight_operator.core.static import Plan
 
 SHM_PATH = "/dev/shm"
@@ -248,25 +251,13 @@ def runs_own_share(vllm: Mapping[str, Any]) -> bool:
     return any(option in tokens for option in _OWN_SHARE_OPTIONS)
 
 
-def _words(container: Mapping[str, Any]) -> list[str]:
-    return [str(w) for key in ("command", "args") for w in (container.get(key) or [])]
-
-
 def ray_role(container: Mapping[str, Any]) -> str | None:
     """ "head" or "worker" when the container starts a Ray node (the LeaderWorkerSet Ray
     pattern: the leader `ray start --head ... && vllm serve`, the workers `ray start
-    --address=$(LWS_LEADER_ADDRESS):6379 --block`), else None."""
-    text = " ".join(" ".join(_words(container)).split())
-    words = text.split()
-    # vLLM's examples/online_serving/multi-node-serving.sh (what the LWS example runs):
-    # `leader --ray_cluster_size=N` starts the head, `worker --ray_address=...` a worker
-    for i, word in enumerate(words[:-1]):
-        if word.rsplit("/", 1)[-1] == "multi-node-serving.sh":
-            role = words[i + 1]
-            return "head" if role == "leader" else "worker" if role == "worker" else None
-    if "ray start" not in text:
-        return None
-    return "head" if "--head" in words else "worker" if "--address" in text else None
+    --address=$(LWS_LEADER_ADDRESS):6379 --block`), else None. Read by the rules'
+    ``spread.ray_start`` (one reader); these are its names in the injector's words."""
+    role = ray_start(container)
+    return "head" if role == RAY_HEAD else "worker" if role == RAY_MEMBER else None
 
 
 def ray_group_ready(lws: Mapping[str, Any]) -> bool:
