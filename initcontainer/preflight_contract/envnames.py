@@ -38,6 +38,16 @@ GROUP_INDEX = "PREFLIGHT_GROUP_INDEX"
 GROUP_NUMBER = "PREFLIGHT_GROUP_NUMBER"
 GROUP_ID = "PREFLIGHT_GROUP_ID"
 GROUP_BACKEND = "PREFLIGHT_GROUP_BACKEND"
+# "ray-worker": this member runs a Ray worker (no vLLM command line of its own), so the
+# group has no engine arguments of it to compare and says nothing about them.
+GROUP_ROLE = "PREFLIGHT_GROUP_ROLE"
+ROLE_RAY_WORKER = "ray-worker"
+# Deprecated, no longer injected: an older operator's raw copy of the vLLM container's
+# command + args, which the checker read with a finder of its own. That second reading of
+# a shell script disagreed with the rules' (a comment, word splitting, a here-doc, a
+# function: docs/ARCHITECTURE.md "Finding vLLM in a script"). The group phase compares only
+# PREFLIGHT_VLLM_ARGS; the checker reads this name only to say why a pod injected before
+# the change had its arguments left uncompared.
 GROUP_ARGS = "PREFLIGHT_GROUP_ARGS"
 # The vLLM container's image as written (tag or @sha256 digest): members compare it (issue 26)
 GROUP_IMAGE = "PREFLIGHT_GROUP_IMAGE"
@@ -74,7 +84,7 @@ INJECTED: FrozenSet[str] = frozenset(
         GROUP_NUMBER,
         GROUP_ID,
         NODE_NAME,
-        GROUP_ARGS,
+        GROUP_ROLE,
         DEEP_REUSE,
         GROUP_IMAGE,
         MODEL_WRITERS,

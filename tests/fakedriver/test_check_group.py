@@ -38,7 +38,7 @@ def start_member(
         "LWS_WORKER_INDEX": str(index),
         "PREFLIGHT_GROUP_PORT": str(port),
         "PREFLIGHT_GROUP_BIND": "127.0.0.1",
-        "PREFLIGHT_GROUP_ARGS": args,
+        "PREFLIGHT_VLLM_ARGS": args,  # the rules' reading, as the injector writes it
         "PREFLIGHT_NODE_NAME": f"node-{index}",
         "PREFLIGHT_TP": "2",
         "PREFLIGHT_DEADLINE": str(deadline),
@@ -57,7 +57,8 @@ def group_result(report: Path) -> dict[str, Any]:
     return found[0]
 
 
-ARGS = "vllm serve m -tp 2 -pp 3 --dtype bfloat16"
+# PP 3 over the three pods (--nnodes): two GPUs each
+ARGS = "vllm serve m -tp 2 -pp 3 --nnodes 3 --dtype bfloat16"
 
 
 def test_three_checkers_meet_and_agree(tmp_path: Path) -> None:
@@ -81,7 +82,9 @@ def test_three_checkers_meet_and_agree(tmp_path: Path) -> None:
 def test_mismatched_args_and_a_member_that_never_starts(tmp_path: Path) -> None:
     port = free_port()
     leader = start_member(tmp_path, 0, 3, port, args=ARGS, deadline=15)
-    odd = start_member(tmp_path, 1, 3, port, args=ARGS.replace("-pp 3", "-pp 2"), deadline=15)
+    odd = start_member(
+        tmp_path, 1, 3, port, args=ARGS.replace("-pp 3 --nnodes 3", "-pp 2 --nnodes 2"), deadline=15
+    )
     # worker 2 never starts: the members still end, by their own deadline (wait() would
     # raise TimeoutExpired after 60 s otherwise; not timed here, a loaded machine is slow)
     codes = [leader[0].wait(60), odd[0].wait(60)]

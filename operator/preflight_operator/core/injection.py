@@ -32,6 +32,9 @@ from preflight_operator.core import constants
 from preflight_operator.core.config import InjectionConfig, PolicySpec
 from preflight_operator.core.rules.kubeenv import has_unknown, unknown_names
 from preflight_operator.core.rules.resources import nvidia_gpus
+from preflight_operator.core.rules.spread import HEAD as RAY_HEAD
+from preflight_operator.core.rules.spread import MEMBER as RAY_MEMBER
+from preflight_operator.core.rules.spread import ray_start
 from preflight_operator.core.static import Plan
 
 SHM_PATH = "/dev/shm"
@@ -249,25 +252,13 @@ def runs_own_share(vllm: Mapping[str, Any]) -> bool:
     return any(option in tokens for option in _OWN_SHARE_OPTIONS)
 
 
-def _words(container: Mapping[str, Any]) -> list[str]:
-    return [str(w) for key in ("command", "args") for w in (container.get(key) or [])]
-
-
 def ray_role(container: Mapping[str, Any]) -> str | None:
     """ "head" or "worker" when the container starts a Ray node (the LeaderWorkerSet Ray
     pattern: the leader `ray start --head ... && vllm serve`, the workers `ray start
-    --address=$(LWS_LEADER_ADDRESS):6379 --block`), else None."""
-    text = " ".join(" ".join(_words(container)).split())
-    words = text.split()
-    # vLLM's examples/online_serving/multi-node-serving.sh (what the LWS example runs):
-    # `leader --ray_cluster_size=N` starts the head, `worker --ray_address=...` a worker
-    for i, word in enumerate(words[:-1]):
-        if word.rsplit("/", 1)[-1] == "multi-node-serving.sh":
-            role = words[i + 1]
-            return "head" if role == "leader" else "worker" if role == "worker" else None
-    if "ray start" not in text:
-        return None
-    return "head" if "--head" in words else "worker" if "--address" in text else None
+    --address=$(LWS_LEADER_ADDRESS):6379 --block`), else None. Read by the rules'
+    ``spread.ray_start`` (one reader); these are its names in the injector's words."""
+    role = ray_start(container)
+    return "head" if role == RAY_HEAD else "worker" if role == RAY_MEMBER else None
 
 
 def ray_group_ready(lws: Mapping[str, Any]) -> bool:
@@ -298,10 +289,10 @@ def group_env(pod: Mapping[str, Any], vllm: Mapping[str, Any], port: int) -> lis
     """What the check of a LeaderWorkerSet pod needs for the group phase (docs/CHECKS.md,
     "Group phase"). LeaderWorkerSet itself gives every container, init containers too,
     LWS_LEADER_ADDRESS and LWS_GROUP_SIZE; the worker and group index and the node come
-    from the downward API (the labels exist by the time the kubelet starts the container),
-    and the vLLM command line as written (the kubelet expands its $(VAR) references as it
-    does for the vLLM container) gives the arguments the group compares."""
-    words = [str(w) for key in ("command", "args") for w in (vllm.get(key) or [])]
+    from the downward API (the labels exist by the time the kubelet starts the container).
+    The arguments the group compares are PREFLIGHT_VLLM_ARGS (the rules' reading, set by
+    check_container); a Ray worker, which has none, is named so that their absence is
+    expected."""
     meta = pod.get("metadata") or {}
     lws = str((meta.get("labels") or {}).get(LWS_NAME_LABEL, ""))
     env: list[dict[str, Any]] = [
@@ -325,8 +316,8 @@ def group_env(pod: Mapping[str, Any], vllm: Mapping[str, Any], port: int) -> lis
         },
         {"name": envnames.NODE_NAME, "valueFrom": _field("spec.nodeName")},
     ]
-    if words:
-        env.append({"name": envnames.GROUP_ARGS, "value": shlex.join(words)})
+    if ray_role(vllm) == "worker":
+        env.append({"name": envnames.GROUP_ROLE, "value": envnames.ROLE_RAY_WORKER})
     if isinstance(vllm.get("image"), str) and vllm["image"]:  # issue 26: members compare it
         env.append({"name": envnames.GROUP_IMAGE, "value": vllm["image"][:512]})
     return env

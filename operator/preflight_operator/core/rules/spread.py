@@ -58,12 +58,14 @@ def _words(container: Mapping[str, Any]) -> list[str]:
     return " ".join(out).split()
 
 
-def ray_node(container: Mapping[str, Any]) -> str | None:
-    """``HEAD`` when the container starts a Ray head other pods may join (``ray start
-    --head``, ``multi-node-serving.sh leader``), ``MEMBER`` when it joins a cluster
-    (``ray start --address``, ``multi-node-serving.sh worker``, a ``RAY_ADDRESS`` env),
-    else None. Read from the words as written: a false match only makes the rules less
-    strict (the pod is judged as part of a group it may not have), never more."""
+def ray_start(container: Mapping[str, Any]) -> str | None:
+    """``HEAD`` when the container's command starts a Ray head other pods may join (``ray
+    start --head``, ``multi-node-serving.sh leader``), ``MEMBER`` when it starts a Ray
+    node that joins one (``ray start --address``, ``multi-node-serving.sh worker``), else
+    None. The one reader of "this pod runs a Ray node", for the rules (``ray_node``) and
+    the injector (``injection.ray_role``: which pods of a group get the check). Read from
+    the words as written: a false match only makes the rules less strict (the pod is judged
+    as part of a group it may not have), never more."""
     words = _words(container)
     for i, word in enumerate(words[:-1]):
         if word.rsplit("/", 1)[-1] == _SCRIPT:
@@ -79,6 +81,17 @@ def ray_node(container: Mapping[str, Any]) -> str | None:
                 return HEAD
             if any(w == "--address" or w.startswith("--address=") for w in rest):
                 return MEMBER
+    return None
+
+
+def ray_node(container: Mapping[str, Any]) -> str | None:
+    """``ray_start``, or ``MEMBER`` for a container whose driver joins a cluster through a
+    ``RAY_ADDRESS`` env (vLLM's ``ray.init()`` then uses that cluster's GPUs: the rules
+    judge it as part of the group). The injector does not count this one: such a pod
+    starts no Ray node, so no group member waits for its check."""
+    role = ray_start(container)
+    if role is not None:
+        return role
     env = container.get("env")
     for item in env if isinstance(env, list) else []:
         if isinstance(item, Mapping) and item.get("name") == RAY_ADDRESS:
