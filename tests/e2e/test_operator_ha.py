@@ -210,15 +210,17 @@ def settled_writes(
     replica: OperatorProcess, watches: list[Watch], since: float
 ) -> tuple[float, int]:
     """The status writes ``replica`` sent and the changes the watches saw since ``since``,
-    once they agree. The watches see the last writes a moment after they are sent (longer on
-    a loaded machine); a write that changed nothing never shows up, so then the wait ends and
-    the caller's assertion names the difference."""
+    once the changes cover the writes. The watches see the last writes a moment after they
+    are sent (longer on a loaded machine); a write that changed nothing never shows up, so
+    then the wait ends and the caller's assertion names the difference. On a loaded machine
+    the dead leader's last changes can also arrive after ``since``: more changes than
+    writes, never fewer."""
 
     def counts() -> tuple[float, int]:
         return replica.metric(STATUS_WRITES), sum(len(w.changes_since(since)) for w in watches)
 
     with contextlib.suppress(TimeoutError):
-        wait_for(lambda: (c := counts())[0] == c[1], timeout=20, what="the watches")
+        wait_for(lambda: (c := counts())[0] <= c[1], timeout=20, what="the watches")
     return counts()
 
 
@@ -284,7 +286,7 @@ def test_killing_the_leader_during_churn_loses_no_status_and_writes_none_twice(
         # A's in-flight writes land within milliseconds of the kill; B leads >= 3 s later.
         writes, changed = settled_writes(second, watches, killed_at + 1.0)
         assert writes > 0
-        assert writes == changed, (
+        assert writes <= changed, (
             f"replica-b sent {writes:g} status writes but {changed} changed something: "
             "it wrote again what the dead leader had written"
         )
