@@ -242,3 +242,26 @@ def test_a_self_nested_patch_does_not_recurse_forever() -> None:
         cursor["a"] = {}
         cursor = cursor["a"]
     assert crdgroups.merge_patch(deep, deep) is not None
+
+
+def test_jobset_and_kueue_pods_say_where_rank_and_leader_come_from() -> None:
+    labels = {
+        groups.JOBSET_NAME: "pytorch",
+        groups.JOBSET_GLOBAL_REPLICAS: "1",
+        groups.COMPLETION_INDEX: "2",
+        groups.JOBSET_COORDINATOR: "pytorch-workers-0-0.pytorch",
+    }
+    found = groups.pod_group({"metadata": {"labels": labels}})
+    assert found is not None
+    assert found.rank_source == groups.COMPLETION_INDEX
+    assert found.leader_source == groups.JOBSET_COORDINATOR
+    kueue = {
+        "metadata": {
+            "labels": {groups.KUEUE_GROUP: "g", groups.KUEUE_INDEX: "0"},
+            "annotations": {groups.KUEUE_TOTAL: "2"},
+        }
+    }
+    k = groups.pod_group(kueue)
+    assert k is not None
+    assert k.rank_source == groups.KUEUE_INDEX
+    assert k.leader_source == ""

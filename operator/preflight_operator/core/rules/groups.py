@@ -1,5 +1,7 @@
 """Multi-node groups declared outside LeaderWorkerSet and Ray (issue 26): JobSet, Kueue pod
-groups, Volcano PodGroups. Pure: objects in, templates and group facts out.
+groups, Volcano PodGroups, RoleBasedGroup pods. Pure: objects in, templates and group facts
+out. Objects that declare a group of their own (Kueue Workload, Volcano Job and PodGroup,
+RoleBasedGroup) are read by ``rules.crdgroups`` into the same ``DeclaredGroup``.
 
 What each system really provides, with its source:
 
@@ -131,8 +133,9 @@ def pod_group(pod: Mapping[str, Any]) -> DeclaredGroup | None:
                 f"this pod's index ({KUEUE_INDEX} is set only by topology-aware scheduling)"
             )
         return DeclaredGroup(
-            KUEUE, kueue, size, index, None, f"{KUEUE_GROUP}, {KUEUE_TOTAL}", tuple(unknown)
-        )
+            KUEUE, kueue, size, index, None, f"{KUEUE_GROUP}, {KUEUE_TOTAL}", tuple(unknown),
+            rank_source=KUEUE_INDEX if index is not None else "",
+        )  # fmt: skip
     volcano = _text(notes.get(VOLCANO_GROUP))
     if volcano:
         return DeclaredGroup(
@@ -227,6 +230,8 @@ def _jobset_pod(name: str, either: Any) -> DeclaredGroup:
         leader,
         f"{JOBSET_NAME}, {JOBSET_GLOBAL_REPLICAS}, {COMPLETION_INDEX}, {JOBSET_COORDINATOR}",
         tuple(unknown),
+        rank_source=COMPLETION_INDEX if index is not None else "",
+        leader_source=JOBSET_COORDINATOR if leader is not None else "",
     )
 
 
