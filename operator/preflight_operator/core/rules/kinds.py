@@ -24,6 +24,11 @@ from typing import Any
 import yaml
 
 from preflight_operator.core.rules import boundedyaml
+from preflight_operator.core.rules.crdgroups import (  # issue 26
+    kueue_workload,
+    rolebasedgroup,
+    volcano_job,
+)
 from preflight_operator.core.rules.embedded import embedded_pod_specs, runs_vllm
 from preflight_operator.core.rules.groups import JOBSET, jobset  # issue 26
 from preflight_operator.core.rules.spread import generic_group
@@ -545,6 +550,37 @@ KINDS: tuple[KindSpec, ...] = (
         JOBSET,
         jobset,
         "spec.replicatedJobs[*].template.spec.template.spec; replicas x parallelism pods",
+    ),
+    # issue 26 (rules/crdgroups.py): LINT only. A Workload is Kueue's own record of another
+    # object's pods (denying it stalls Kueue; the pods are admitted through their owner);
+    # a Volcano Job's and a RoleBasedGroup's pods are admitted as Pods, and the operator
+    # cannot yet make validation runs of them (and a Volcano "Job" would collide by kind
+    # name with batch/v1 Job in workloads.WorkloadKind).
+    KindSpec(
+        "kueue.x-k8s.io",
+        "Workload",
+        "kueue",
+        kueue_workload,
+        "spec.podSets[*].template.spec; count pods each (a quota record, judged pod by pod)",
+        version="v1beta2",
+    ),
+    KindSpec(
+        "batch.volcano.sh",
+        "Job",
+        "volcano",
+        volcano_job,
+        "spec.tasks[*].template.spec; replicas pods each; a Ray head task and the tasks "
+        "that join it are one group",
+        version="v1alpha1",
+    ),
+    KindSpec(
+        "workloads.x-k8s.io",
+        "RoleBasedGroup",
+        "rbg",
+        rolebasedgroup,
+        "spec.roles[*] standalonePattern / leaderWorkerPattern (template or templateRef + "
+        "patches; size), v1alpha1 template / leaderWorkerSet.size",
+        version="v1alpha2",
     ),
 )
 _BY_KIND: dict[tuple[str, str], KindSpec] = {(k.group, k.kind): k for k in KINDS}

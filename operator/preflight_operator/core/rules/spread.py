@@ -44,7 +44,10 @@ RAY = "ray"  # the Group family of a Ray cluster (rules.kinds)
 HEAD = "head"
 MEMBER = "member"  # joins a Ray cluster some other pod heads
 
-_SCRIPT = "multi-node-serving.sh"
+# vLLM's script, and LeaderWorkerSet's ray_init.sh of the same interface (kubernetes-sigs/lws
+# docs/examples/vllm/build/ray_init.sh at 0102370e: `leader` runs `ray start --head`,
+# `worker` `ray start --address=...`), which RoleBasedGroup's vLLM examples call
+_SCRIPTS = ("multi-node-serving.sh", "ray_init.sh")
 # What makes the driver's ray.init() join an existing cluster (Ray's documented variable)
 RAY_ADDRESS = "RAY_ADDRESS"
 
@@ -68,7 +71,7 @@ def ray_start(container: Mapping[str, Any]) -> str | None:
     as part of a group it may not have), never more."""
     words = _words(container)
     for i, word in enumerate(words[:-1]):
-        if word.rsplit("/", 1)[-1] == _SCRIPT:
+        if word.rsplit("/", 1)[-1] in _SCRIPTS:
             role = words[i + 1]
             if role == "leader":
                 return HEAD
