@@ -44,6 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import tomllib  # Python >= 3.11: the release runs in the dev venv
+
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 CHART = REPO / "charts" / "vllm-preflight"
@@ -243,10 +245,11 @@ def generate_sbom(wheel: Path, out: Path) -> Path:
     tool = sbom_tool()
     with tempfile.TemporaryDirectory(prefix="sbom-env-") as tmp:
         env = Path(tmp) / "env"
-        venv.EnvBuilder(with_pip=True).create(env)
+        # No pip or setuptools seeded into it: only what installing the wheel brings.
+        venv.EnvBuilder(with_pip=False).create(env)
         _run(
-            [str(_venv_python(env)), "-m", "pip", "install", "-q", "-c", str(CONSTRAINTS),
-             str(wheel)],
+            [sys.executable, "-m", "pip", "--python", str(_venv_python(env)), "install", "-q",
+             "-c", str(CONSTRAINTS), str(wheel)],
             what="pip install of the wheel into the SBOM's virtualenv",
         )  # fmt: skip
         sbom = out / (wheel.name.removesuffix(".whl") + ".cdx.json")
@@ -271,18 +274,44 @@ def normalize(name: str) -> str:
 
 def runtime_requirements(pyproject_text: str) -> list[str]:
     """`[project] dependencies` names, normalized (extras and markers dropped)."""
-    import tomllib  # the product's own requires-python >= 3.10; release runs on >= 3.11
-
     deps = tomllib.loads(pyproject_text)["project"]["dependencies"]
     return [normalize(re.split(r"[\s<>=!~;\[(]", dep, maxsplit=1)[0]) for dep in deps]
 
 
+def _check_root(root: Any, project: Mapping[str, Any], wheel_sha256: str | None) -> list[str]:
+    if not isinstance(root, dict):
+        return ["metadata.component (the wheel's own component) is missing"]
+    problems = []
+    if normalize(str(root.get("name", ""))) != normalize(project["name"]):
+        problems.append(f"metadata.component.name is {root.get('name')!r}, not {project['name']!r}")
+    if root.get("version") != project["version"]:
+        problems.append(
+            f"metadata.component.version is {root.get('version')!r}, not {project['version']!r}"
+        )
+    hashes = root.get("hashes") if isinstance(root.get("hashes"), list) else []
+    if wheel_sha256 is not None and {"alg": "SHA-256", "content": wheel_sha256} not in hashes:
+        problems.append("metadata.component.hashes lacks the wheel's SHA-256")
+    return problems
+
+
+def _check_dependency(dep: str, comp: dict[str, Any] | None) -> list[str]:
+    if comp is None:
+        return [f"no component for the runtime dependency {dep!r}"]
+    problems = []
+    version = comp.get("version")
+    if not isinstance(version, str) or not version:
+        problems.append(f"component {dep!r} has no version")
+    purl = comp.get("purl")
+    if not isinstance(purl, str) or not normalize(purl).startswith(f"pkg:pypi/{dep}@"):
+        problems.append(f"component {dep!r} has no pkg:pypi purl (got {purl!r})")
+    return problems
+
+
 def check_sbom(doc: Any, pyproject_text: str, wheel_sha256: str | None = None) -> list[str]:
     """What the SBOM lacks, one sentence each; [] when it is a CycloneDX document that names
-    the wheel's own component (name and version from pyproject.toml) and a component with a
-    version and a pkg:pypi purl for every runtime dependency pyproject.toml lists."""
-    import tomllib
-
+    the wheel's own component (name and version from pyproject.toml; the wheel's SHA-256
+    when given) and, for every runtime dependency pyproject.toml lists, a component with a
+    version and a pkg:pypi purl that the root component depends on (`dependencies`)."""
     if not isinstance(doc, dict):
         return ["the SBOM is not a JSON object"]
     problems: list[str] = []
@@ -290,38 +319,32 @@ def check_sbom(doc: Any, pyproject_text: str, wheel_sha256: str | None = None) -
         problems.append(f"bomFormat is {doc.get('bomFormat')!r}, not 'CycloneDX'")
     if doc.get("specVersion") != SPEC_VERSION:
         problems.append(f"specVersion is {doc.get('specVersion')!r}, not {SPEC_VERSION!r}")
-    project = tomllib.loads(pyproject_text)["project"]
     metadata = doc.get("metadata")
     root = metadata.get("component") if isinstance(metadata, dict) else None
-    if not isinstance(root, dict):
-        problems.append("metadata.component (the wheel's own component) is missing")
-        root = {}
-    if normalize(str(root.get("name", ""))) != normalize(project["name"]):
-        problems.append(f"metadata.component.name is {root.get('name')!r}, not {project['name']!r}")
-    if root.get("version") != project["version"]:
-        problems.append(
-            f"metadata.component.version is {root.get('version')!r}, not {project['version']!r}"
-        )
-    if wheel_sha256 is not None:
-        hashes = root.get("hashes") if isinstance(root.get("hashes"), list) else []
-        if {"alg": "SHA-256", "content": wheel_sha256} not in hashes:
-            problems.append("metadata.component.hashes lacks the wheel's SHA-256")
+    problems += _check_root(root, tomllib.loads(pyproject_text)["project"], wheel_sha256)
     components = doc.get("components")
-    found: dict[str, dict[str, Any]] = {}
-    for comp in components if isinstance(components, list) else []:
-        if isinstance(comp, dict) and isinstance(comp.get("name"), str):
-            found[normalize(comp["name"])] = comp
+    found = {
+        normalize(comp["name"]): comp
+        for comp in (components if isinstance(components, list) else [])
+        if isinstance(comp, dict) and isinstance(comp.get("name"), str)
+    }
+    # The graph: the root depends on each runtime dependency's component.
+    graph = doc.get("dependencies")
+    root_ref = root.get("bom-ref") if isinstance(root, dict) else None
+    direct = next(
+        (
+            entry.get("dependsOn")
+            for entry in (graph if isinstance(graph, list) else [])
+            if isinstance(entry, dict) and entry.get("ref") == root_ref
+        ),
+        None,
+    )
+    direct_refs = set(direct) if isinstance(direct, list) else set()
     for dep in runtime_requirements(pyproject_text):
         comp = found.get(dep)
-        if comp is None:
-            problems.append(f"no component for the runtime dependency {dep!r}")
-            continue
-        version = comp.get("version")
-        if not isinstance(version, str) or not version:
-            problems.append(f"component {dep!r} has no version")
-        purl = comp.get("purl")
-        if not isinstance(purl, str) or not normalize(purl).startswith(f"pkg:pypi/{dep}@"):
-            problems.append(f"component {dep!r} has no pkg:pypi purl (got {purl!r})")
+        problems += _check_dependency(dep, comp)
+        if comp is not None and comp.get("bom-ref") not in direct_refs:
+            problems.append(f"dependencies: the root component does not depend on {dep!r}")
     return problems
 
 
@@ -357,7 +380,10 @@ def main(argv: list[str]) -> int:
     try:
         digests = {
             block: value
-            for block, value in (("image", args.image_digest), ("checkImage", args.check_image_digest))
+            for block, value in (
+                ("image", args.image_digest),
+                ("checkImage", args.check_image_digest),
+            )
             if value
         }
         if bool(args.key) != bool(args.keyring):

@@ -41,9 +41,7 @@ sys.path.insert(0, str(REPO / "hack" / "release"))
 import artifacts  # noqa: E402
 
 CHART_NAME = "vllm-preflight"
-CHART_VERSION = yaml.safe_load((REPO / "charts" / CHART_NAME / "Chart.yaml").read_text())[
-    "version"
-]
+CHART_VERSION = yaml.safe_load((REPO / "charts" / CHART_NAME / "Chart.yaml").read_text())["version"]
 TEST_DIGEST = "sha256:" + "5eed" * 16  # stands in for the operator image's digest
 SCOPE_LABEL = "e2e.vllm-preflight.io/chart-scope"
 CHART_CRDS = ("gpuvalidations.vllm-preflight.io", "preflightpolicies.vllm-preflight.io")
@@ -133,16 +131,23 @@ def signed(k8s: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Signed:
     return Signed(tgz, key, other)
 
 
+@dataclass(frozen=True)
+class Pushed:
+    registry: Registry
+    signed: Signed
+    digest: str  # the manifest digest `helm push` reported
+
+
 @pytest.fixture(scope="module")
-def pushed(k8s: Cluster, registry: Registry, signed: Signed) -> str:
-    """`helm push` of the signed chart; the manifest digest the push reported."""
+def pushed(k8s: Cluster, registry: Registry, signed: Signed) -> Pushed:
+    """`helm push` of the signed chart."""
     out = k8s.helm("push", str(signed.tgz), f"oci://{registry.host}/charts", "--plain-http")
     text = out.stdout + out.stderr
     digest = next(
         (line.split()[-1] for line in text.splitlines() if line.startswith("Digest:")), ""
     )
     assert artifacts.DIGEST.match(digest), text
-    return digest
+    return Pushed(registry, signed, digest)
 
 
 class TestSigning:
@@ -150,9 +155,7 @@ class TestSigning:
         out = artifacts.verify_chart(k8s.bin_dir / "helm", signed.tgz, signed.key.pubring)
         assert f"Signed by: {signed.key.name}" in out, out
 
-    def test_a_tampered_chart_does_not(
-        self, k8s: Cluster, signed: Signed, tmp_path: Path
-    ) -> None:
+    def test_a_tampered_chart_does_not(self, k8s: Cluster, signed: Signed, tmp_path: Path) -> None:
         tampered = tmp_path / signed.tgz.name
         data = bytearray(signed.tgz.read_bytes())
         data[len(data) // 2] ^= 0xFF
@@ -169,14 +172,15 @@ class TestSigning:
 
 
 class TestRegistry:
-    def test_it_holds_the_chart_and_its_provenance(self, registry: Registry, pushed: str) -> None:
+    def test_it_holds_the_chart_and_its_provenance(self, pushed: Pushed) -> None:
+        registry = pushed.registry
         _, body = registry.get(f"/v2/charts/{CHART_NAME}/tags/list")
         assert CHART_VERSION in json.loads(body)["tags"]
         headers, body = registry.get(
             f"/v2/charts/{CHART_NAME}/manifests/{CHART_VERSION}",
             accept="application/vnd.oci.image.manifest.v1+json",
         )
-        assert headers.get("Docker-Content-Digest") == pushed
+        assert headers.get("Docker-Content-Digest") == pushed.digest
         media = {layer["mediaType"] for layer in json.loads(body)["layers"]}
         assert media == {CONTENT_MEDIA, PROV_MEDIA}
 
@@ -224,14 +228,9 @@ def install_args(registry: Registry, namespace: str, scope: str, values: Path) -
 
 class TestInstallFromRegistry:
     def test_an_unknown_signer_installs_nothing(
-        self,
-        k8s: Cluster,
-        registry: Registry,
-        signed: Signed,
-        pushed: str,
-        scoped_namespace: tuple[str, str],
-        tmp_path: Path,
+        self, k8s: Cluster, pushed: Pushed, scoped_namespace: tuple[str, str], tmp_path: Path
     ) -> None:
+        registry, signed = pushed.registry, pushed.signed
         namespace, scope = scoped_namespace
         args = install_args(registry, namespace, scope, tmp_path / "values.yaml")
         out = k8s.helm(
@@ -243,14 +242,9 @@ class TestInstallFromRegistry:
         assert json.loads(k8s.helm("list", "-n", namespace, "-o", "json").stdout) == []
 
     def test_install_verified_from_oci(
-        self,
-        k8s: Cluster,
-        registry: Registry,
-        signed: Signed,
-        pushed: str,
-        scoped_namespace: tuple[str, str],
-        tmp_path: Path,
+        self, k8s: Cluster, pushed: Pushed, scoped_namespace: tuple[str, str], tmp_path: Path
     ) -> None:
+        registry, signed = pushed.registry, pushed.signed
         namespace, scope = scoped_namespace
         name = f"vp-{scope}"
         args = install_args(registry, namespace, scope, tmp_path / "values.yaml")

@@ -35,9 +35,7 @@ class TestSetDigests:
         values = yaml.safe_load(after)
         assert values["image"]["digest"] == DIGEST
         assert values["checkImage"]["digest"] == CHECK_DIGEST
-        changed = [
-            (a, b) for a, b in zip(before.splitlines(), after.splitlines()) if a != b
-        ]
+        changed = [(a, b) for a, b in zip(before.splitlines(), after.splitlines()) if a != b]
         assert len(changed) == 2, changed
         assert len(before.splitlines()) == len(after.splitlines())
         original = yaml.safe_load(before)
@@ -53,13 +51,13 @@ class TestSetDigests:
             artifacts.set_digests((CHART / "values.yaml").read_text(), {"image": digest})
 
     def test_a_block_without_a_digest_line_is_refused(self) -> None:
-        text = "image:\n  repository: r\n  nested:\n    digest: \"\"\nother:\n  digest: \"\"\n"
+        text = 'image:\n  repository: r\n  nested:\n    digest: ""\nother:\n  digest: ""\n'
         with pytest.raises(artifacts.ReleaseError, match=r"no `digest:` line under `image:`"):
             artifacts.set_digests(text, {"image": DIGEST})
 
     def test_an_unknown_block_is_refused(self) -> None:
         with pytest.raises(artifacts.ReleaseError, match="unknown"):
-            artifacts.set_digests("tests:\n  digest: \"\"\n", {"tests": DIGEST})
+            artifacts.set_digests('tests:\n  digest: ""\n', {"tests": DIGEST})
 
     def test_the_staged_chart_renders_repo_at_digest(self, tmp_path: Path) -> None:
         from preflight_dev.testing.binaries import BinariesNotFound, find_bin_dir
@@ -91,6 +89,7 @@ def good_sbom() -> dict[str, Any]:
         "specVersion": artifacts.SPEC_VERSION,
         "metadata": {
             "component": {
+                "bom-ref": "root-component",
                 "type": "application",
                 "name": "vllm-preflight",
                 "version": "0.1.0",
@@ -98,8 +97,18 @@ def good_sbom() -> dict[str, Any]:
             }
         },
         "components": [
-            {"type": "library", "name": d, "version": "1.0", "purl": f"pkg:pypi/{d}@1.0"}
+            {
+                "bom-ref": f"{d}==1.0",
+                "type": "library",
+                "name": d,
+                "version": "1.0",
+                "purl": f"pkg:pypi/{d}@1.0",
+            }
             for d in deps
+        ],
+        "dependencies": [
+            {"ref": "root-component", "dependsOn": [f"{d}==1.0" for d in deps]},
+            *({"ref": f"{d}==1.0"} for d in deps),
         ],
     }
 
@@ -133,6 +142,8 @@ class TestCheckSbom:
             (lambda d: d["components"][0].pop("version"), "has no version"),
             (lambda d: d["components"][0].update(purl="pkg:npm/kopf@1"), "pkg:pypi purl"),
             (lambda d: d.update(components="nope"), "no component for"),
+            (lambda d: d["dependencies"][0]["dependsOn"].pop(0), "does not depend on 'kopf'"),
+            (lambda d: d.pop("dependencies"), "does not depend on"),
         ],
     )
     def test_what_is_missing_is_named(self, break_it: Any, problem: str) -> None:
