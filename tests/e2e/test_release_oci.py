@@ -28,6 +28,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -255,13 +256,20 @@ class TestInstallFromRegistry:
             CHART_VERSION,
             "deployed",
         )
-        # Every object of the release exists (kubectl get -f fails on any that does not).
+        # Every object of the release exists (kubectl get -f fails on any that does not),
+        # read per namespace: the chart also writes a Role into `default`.
         manifest = k8s.helm("get", "manifest", name, "-n", namespace).stdout
         objects = [doc for doc in yaml.safe_load_all(manifest) if doc]
         assert len(objects) > 5, manifest
-        got = k8s.kubectl("get", "-f", "-", "-n", namespace, "-o", "json", input=manifest)
-        found = json.loads(got.stdout)
-        items = found.get("items", [found])
+        by_namespace: dict[str, list[dict[str, Any]]] = {}
+        for obj in objects:
+            by_namespace.setdefault(obj["metadata"].get("namespace", namespace), []).append(obj)
+        items = []
+        for ns, group in by_namespace.items():
+            doc = {"apiVersion": "v1", "kind": "List", "items": group}
+            got = k8s.kubectl("get", "-f", "-", "-n", ns, "-o", "json", input=json.dumps(doc))
+            found = json.loads(got.stdout)
+            items += found.get("items", [found])
         assert sorted((o["kind"], o["metadata"]["name"]) for o in items) == sorted(
             (o["kind"], o["metadata"]["name"]) for o in objects
         )
