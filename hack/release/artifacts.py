@@ -19,8 +19,9 @@ What it writes:
 
 Signing key: `--key NAME --keyring SECRING` (a release key, GnuPG's legacy secret-keyring
 format, which Helm reads). Without them a throwaway RSA key is generated into
-`<out>/test-key/` and named "test key" everywhere: it proves the signing and verifying
-steps, and must never sign something published.
+`<out>/test-key/` (GnuPG home `gnupg/`, exported `secring.gpg` and `pubring.gpg`) and named
+"test key" everywhere: it proves the signing and verifying steps, and must never sign
+something published.
 
 The image is not built here: the Dockerfile needs Docker Hub's base images, which this
 machine cannot reach (tests/unit/test_chart_images.py builds a stand-in). A release
@@ -148,29 +149,46 @@ class SigningKey:
     pubring: Path  # what `helm verify --keyring` and `helm install --verify` read
 
 
+def _export(base: Sequence[str], option: str, name: str) -> bytes:
+    result = subprocess.run(
+        [*base, option, name], capture_output=True, check=False, stdin=subprocess.DEVNULL
+    )
+    if result.returncode != 0:
+        raise ReleaseError(f"gpg {option} failed: {result.stderr.decode(errors='replace')}")
+    return result.stdout
+
+
 def make_test_key(home: Path, name: str = TEST_KEY_NAME) -> SigningKey:
-    """A throwaway RSA-3072 signing key (no passphrase), exported in the keyring format Helm
-    reads: Helm's OpenPGP library cannot read GnuPG 2's keybox, only exported keys."""
-    home.mkdir(parents=True, exist_ok=True)
-    os.chmod(home, 0o700)
+    """A throwaway RSA-3072 signing key (no passphrase) in `home`: a fresh GnuPG home
+    (`home/gnupg`, replaced on every call) and the key exported beside it in the keyring
+    format Helm reads (`secring.gpg`, `pubring.gpg`): Helm's OpenPGP library cannot read
+    GnuPG 2's keybox. The GnuPG agent it started is stopped before returning."""
     gpg = shutil.which("gpg")
     if gpg is None:
         raise ReleaseError("gpg is not installed; install GnuPG or pass --key and --keyring")
-    base = [gpg, "--batch", "--homedir", str(home), "--pinentry-mode", "loopback"]
-    _run(
-        [*base, "--passphrase", "", "--quick-gen-key", name, "rsa3072", "sign", "1d"],
-        what="gpg --quick-gen-key (the test signing key)",
-    )
+    gnupg = home / "gnupg"
+    shutil.rmtree(gnupg, ignore_errors=True)
+    gnupg.mkdir(parents=True)
+    os.chmod(gnupg, 0o700)
+    base = [gpg, "--batch", "--homedir", str(gnupg), "--pinentry-mode", "loopback"]
+    try:
+        _run(
+            [*base, "--passphrase", "", "--quick-gen-key", name, "rsa3072", "sign", "1d"],
+            what="gpg --quick-gen-key (the test signing key)",
+        )
+        secret = _export(base, "--export-secret-keys", name)
+        public = _export(base, "--export", name)
+    finally:
+        gpgconf = shutil.which("gpgconf")
+        if gpgconf is not None:
+            subprocess.run(
+                [gpgconf, "--homedir", str(gnupg), "--kill", "gpg-agent"],
+                capture_output=True, check=False, timeout=30,
+            )  # fmt: skip
     secring, pubring = home / "secring.gpg", home / "pubring.gpg"
-    secring.write_bytes(
-        subprocess.run(
-            [*base, "--export-secret-keys", name], capture_output=True, check=True
-        ).stdout
-    )
-    pubring.write_bytes(
-        subprocess.run([*base, "--export", name], capture_output=True, check=True).stdout
-    )
-    if not secring.stat().st_size or not pubring.stat().st_size:
+    secring.write_bytes(secret)
+    pubring.write_bytes(public)
+    if not secret or not public:
         raise ReleaseError(f"gpg exported an empty keyring for {name!r}")
     return SigningKey(name, secring, pubring)
 
@@ -386,6 +404,7 @@ def main(argv: list[str]) -> int:
             )
             if value
         }
+        set_digests((CHART / "values.yaml").read_text(), digests)  # refuse bad ones first
         if bool(args.key) != bool(args.keyring):
             raise ReleaseError("--key and --keyring go together (or neither: a test key)")
         if args.key:
