@@ -155,3 +155,22 @@ class TestCheckSbom:
     @pytest.mark.parametrize("doc", [[], "x", None, 3])
     def test_not_an_object(self, doc: Any) -> None:
         assert artifacts.check_sbom(doc, PYPROJECT) == ["the SBOM is not a JSON object"]
+
+
+def test_make_release_artifacts_passes_its_variables() -> None:
+    """`make release-artifacts` hands IMAGE_DIGEST, CHECK_IMAGE_DIGEST, KEY, KEYRING and
+    PUBRING to the script (printed by `make -n`, nothing run)."""
+    out = subprocess.run(
+        ["make", "-n", "release-artifacts", "IMAGE_DIGEST=" + DIGEST,
+         "CHECK_IMAGE_DIGEST=" + CHECK_DIGEST, "KEY=Release Key", "KEYRING=/k/sec.gpg",
+         "PUBRING=/k/pub.gpg"],
+        cwd=REPO, capture_output=True, text=True, check=True, timeout=60,
+    ).stdout  # fmt: skip
+    command = " ".join(out[out.index("hack/release/artifacts.py") :].split("\\\n"))
+    for part in (
+        f"--image-digest '{DIGEST}'",
+        f"--check-image-digest '{CHECK_DIGEST}'",
+        "--key 'Release Key' --keyring '/k/sec.gpg'",
+        "--pubring '/k/pub.gpg'",
+    ):
+        assert part in command, command
