@@ -73,6 +73,7 @@ INJECTED: FrozenSet[str] = frozenset(
         GROUP_ARGS,
         DEEP_REUSE,
         GROUP_IMAGE,
+        SOCKET_FALLBACK,
     }
 )
 
@@ -94,4 +95,5 @@ ORIGIN: Dict[str, str] = {
     DP_LOCAL: _FROM_THE_PLAN,
     VLLM_ARGS: "the vLLM container's command line",
     DEEP_REUSE: "the operator's records of deep passes (PreflightPolicy spec.verdictReuse)",
+    SOCKET_FALLBACK: "the PreflightPolicy's spec.groups.socketFallback",
 }

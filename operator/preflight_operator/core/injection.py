@@ -201,6 +201,9 @@ def preflight_env(plan: Plan, policy: PolicySpec, deadline_s: int) -> list[dict[
         envnames.SHM_MIN: policy.thresholds.shm_min,
         # injection.timeoutSeconds: the check stops waiting then and reports what hung.
         envnames.DEADLINE: str(deadline_s),
+        # spec.groups.socketFallback, always written: the policy's word, never a value
+        # copied from the vLLM container (read only by a group member's group-transport)
+        envnames.SOCKET_FALLBACK: policy.socket_fallback.lower(),
     }
     skips = runtime_skips(policy.disabled_checks)
     if skips:
