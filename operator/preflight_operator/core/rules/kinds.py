@@ -545,6 +545,12 @@ KINDS: tuple[KindSpec, ...] = (
         JOBSET,
         jobset,
         "spec.replicatedJobs[*].template.spec.template.spec; replicas x parallelism pods",
+        # v1alpha2: the only version the upstream CRD serves (tests/data/crds/jobset).
+        # Neither scalable nor pausable: a JobSet has no spec.replicas or spec.paused
+        # (api/jobset/v1alpha2/jobset_types.go), and spec.suspend deletes its running pods,
+        # so remediation only says that it does not apply (remediation.py).
+        version="v1alpha2",
+        role=VALIDATED,
     ),
 )
 _BY_KIND: dict[tuple[str, str], KindSpec] = {(k.group, k.kind): k for k in KINDS}
