@@ -74,6 +74,7 @@ INJECTED: FrozenSet[str] = frozenset(
         DEEP_REUSE,
         GROUP_IMAGE,
         SOCKET_FALLBACK,
+        GROUP_ADDRESS,
     }
 )
 

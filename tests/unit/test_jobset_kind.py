@@ -70,7 +70,8 @@ def test_its_jobs_are_its_own() -> None:
 
 def test_remediation_does_not_apply_to_a_jobset() -> None:
     kind = VALIDATED_KINDS["JobSet"]
-    assert not kind.scalable and not kind.pausable
+    assert not kind.scalable
+    assert not kind.pausable
     for remedy in ("ScaleToZero", "PauseRollout"):
         got = decide(
             facts=WorkloadFacts(kind=kind, replicas=None, paused=False, annotations={}),

@@ -45,7 +45,8 @@ def test_the_policy_field_is_parsed_and_a_bad_value_named(
     assert policy.spec.socket_fallback == action
     assert [p.field for p in policy.problems] == fields
     for problem in policy.problems:
-        assert "Warn" in problem.message and "Fail" in problem.message  # the fix
+        assert "Warn" in problem.message
+        assert "Fail" in problem.message
     assert PolicySpec().socket_fallback == "Warn"
 
 

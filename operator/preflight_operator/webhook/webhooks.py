@@ -37,10 +37,12 @@ from preflight_operator.core.injection import (
     Injection,
     Skip,
     in_lws_group,
+    jobset_name,
     opted_out,
     plan_injection,
     ray_group_ready,
     ray_role,
+    runs_own_share,
 )
 from preflight_operator.core.policy import PolicyBook, ResolvedPolicy
 from preflight_operator.core.static import StaticResult
@@ -48,6 +50,7 @@ from preflight_operator.core.verdictreuse import DeepPass, offers
 from preflight_operator.core.workloads import (
     ADMITTED_KINDS,
     POD,
+    VALIDATED_KINDS,
     WorkloadRef,
     is_bare_pod,
     owner_uid,
@@ -360,6 +363,22 @@ class AdmissionService:
             return False
         return body is not None and ray_group_ready(body)
 
+    async def _jobset(self, pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        """The JobSet that made this pod (its label names it), for its group
+        (injection.jobset_place): cached like a workload's labels; unreadable or absent: no
+        group phase (never a wait for members that may not come)."""
+        name = jobset_name(pod)
+        kind = VALIDATED_KINDS.get("JobSet")
+        if not name or kind is None or self._owner_body is None:
+            return None
+        namespace = str((pod.get("metadata") or {}).get("namespace", ""))
+        ref = WorkloadRef(namespace, kind.kind, name, kind.api_version)
+        try:
+            return await self._owner(ref)
+        except Exception as exc:
+            logger.warning("group phase for %s: unreadable (%s); not used", ref.display, exc)
+            return None
+
     @property
     def pod_creators(self) -> tuple[str, ...]:
         """Identities besides kube-system's whose pods are trusted (provenance.py)."""
@@ -394,6 +413,15 @@ class AdmissionService:
                 ray_group = await self._ray_group(pod)
         if target.container is None or target.plan is None:
             return Skip(target.reason or "undecided")
+        jobset = None
+        if not in_lws_group(pod) and jobset_name(pod):
+            vllm = next(
+                (c for c in (pod.get("spec") or {}).get("containers") or []
+                 if isinstance(c, Mapping) and c.get("name") == target.container),
+                None,
+            )  # fmt: skip
+            if vllm is not None and runs_own_share(vllm):
+                jobset = await self._jobset(pod)
         return plan_injection(
             pod,
             container=target.container,
@@ -405,6 +433,7 @@ class AdmissionService:
             model=target.model,
             ray_group=ray_group,
             reuse=self._reuse(namespace, policy.reuse_ttl_s),
+            jobset=jobset,
         )
 
     def _reuse(self, namespace: str, ttl_s: int) -> Callable[[str, str], list[Offer]] | None:
