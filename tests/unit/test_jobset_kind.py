@@ -83,3 +83,41 @@ def test_remediation_does_not_apply_to_a_jobset() -> None:
         )
         assert got.workload_patch is None
         assert f"{remedy} does not apply to a JobSet" in got.note
+
+
+def test_a_jobset_whose_pods_take_their_rank_from_the_completion_index_is_judged() -> None:
+    """`--node-rank $(JOB_COMPLETION_INDEX)` (the Job controller's env of an Indexed Job,
+    JobSet's default): the plan resolves, as for the Job's pod 0, and a GPU count too low
+    for TP 8 over 2 nodes is found; before, the plan was unresolved and nothing judged."""
+    from preflight_operator.core.analysis import rules_policy
+    from preflight_operator.core.config import PolicySpec
+    from preflight_operator.core.rules import check_object
+
+    def body(tp: int) -> dict[str, Any]:
+        script = f"vllm serve m -tp {tp} --nnodes 2 --node-rank $(JOB_COMPLETION_INDEX)"
+        pod = {
+            "containers": [
+                {
+                    "name": "vllm",
+                    "image": "vllm/vllm-openai:v0.11.0",
+                    "command": ["sh", "-c", script],
+                    "resources": {"limits": {"nvidia.com/gpu": 2}},
+                    "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
+                }
+            ],
+            "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}],
+        }
+        job = {"parallelism": 2, "completions": 2, "template": {"spec": pod}}
+        return {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "metadata": {"name": "serve", "namespace": "team"},
+            "spec": {"replicatedJobs": [{"name": "vllm", "template": {"spec": job}}]},
+        }
+
+    policy = rules_policy(PolicySpec())
+    (good,) = check_object(body(4), policy)
+    assert (good.verdict, good.gpus_needed) == ("pass", 2)
+    (bad,) = check_object(body(8), policy)
+    assert bad.verdict == "fail"
+    assert [f.id for f in bad.findings] == ["gpu-count-too-low"]

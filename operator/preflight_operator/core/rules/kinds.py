@@ -411,6 +411,29 @@ def _storm_service(obj: Mapping[str, Any], name: str, namespace: str | None) -> 
 
 # -- the registry ---------------------------------------------------------------------------
 
+
+def _jobset(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[PodTemplate]:
+    """A JobSet's templates (rules.groups.jobset), each judged as its Job's pod 0: the Job
+    controller gives an Indexed Job's pods JOB_COMPLETION_INDEX (KEP-2214 "Pod detail";
+    JobSet defaults completionMode to Indexed, pkg/webhooks/jobset_webhook.go Default), and
+    `--node-rank $(JOB_COMPLETION_INDEX)` is how such pods tell vLLM their place: unknown,
+    it left every such JobSet's plan unresolved. The rank does not change what a pod
+    needs, as a LeaderWorkerSet worker's index does not; 0 stands for any."""
+    out = []
+    jobs = dig(obj, ("spec", "replicatedJobs"))
+    indexed = {
+        str(r.get("name")): dig(r, ("template", "spec", "completionMode")) in (None, "Indexed")
+        for r in (jobs if isinstance(jobs, list) else [])
+        if isinstance(r, Mapping)
+    }
+    for template in jobset(obj, name, namespace):
+        if indexed.get(str(template.role)) and "JOB_COMPLETION_INDEX" not in template.injected_env:
+            env = {**template.injected_env, "JOB_COMPLETION_INDEX": "0"}
+            template = replace(template, injected_env=env)
+        out.append(template)
+    return out
+
+
 KINDS: tuple[KindSpec, ...] = (
     KindSpec(
         "",
@@ -580,8 +603,9 @@ KINDS: tuple[KindSpec, ...] = (
         "jobset.x-k8s.io",
         "JobSet",
         JOBSET,
-        jobset,
-        "spec.replicatedJobs[*].template.spec.template.spec; replicas x parallelism pods",
+        _jobset,
+        "spec.replicatedJobs[*].template.spec.template.spec (as its Job's pod 0); "
+        "replicas x parallelism pods",
         # v1alpha2: the only version the upstream CRD serves (tests/data/crds/jobset).
         # Neither scalable nor pausable: a JobSet has no spec.replicas or spec.paused
         # (api/jobset/v1alpha2/jobset_types.go), and spec.suspend deletes its running pods,
