@@ -419,19 +419,18 @@ def _jobset(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[Po
     `--node-rank $(JOB_COMPLETION_INDEX)` is how such pods tell vLLM their place: unknown,
     it left every such JobSet's plan unresolved. The rank does not change what a pod
     needs, as a LeaderWorkerSet worker's index does not; 0 stands for any."""
-    out = []
     jobs = dig(obj, ("spec", "replicatedJobs"))
     indexed = {
         str(r.get("name")): dig(r, ("template", "spec", "completionMode")) in (None, "Indexed")
         for r in (jobs if isinstance(jobs, list) else [])
         if isinstance(r, Mapping)
     }
-    for template in jobset(obj, name, namespace):
-        if indexed.get(str(template.role)) and "JOB_COMPLETION_INDEX" not in template.injected_env:
-            env = {**template.injected_env, "JOB_COMPLETION_INDEX": "0"}
-            template = replace(template, injected_env=env)
-        out.append(template)
-    return out
+    return [
+        replace(t, injected_env={"JOB_COMPLETION_INDEX": "0", **t.injected_env})
+        if indexed.get(str(t.role))
+        else t
+        for t in jobset(obj, name, namespace)
+    ]
 
 
 KINDS: tuple[KindSpec, ...] = (
