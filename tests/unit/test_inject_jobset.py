@@ -389,3 +389,35 @@ def test_an_indexed_pods_own_completion_index_resolves_its_plan() -> None:
     target = RulesAnalyser().injection_target(pod, PolicySpec())
     assert target.plan is not None, target
     assert target.plan.gpus_needed == 8  # its share: TP 8 x PP 2 over --nnodes 2
+
+
+def test_a_jobsets_pods_take_the_policy_that_selects_the_jobset() -> None:
+    """The policy selected the JobSet by its labels at admission, and its GPUValidation is
+    the JobSet's: its pods' checks run under the same policy, not under whatever selects
+    the Job's labels (JobSet does not copy its own labels to its Jobs)."""
+    from preflight_operator.core.policy import parse_policy
+
+    body = jobset(coordinator=COORDINATED)
+    body["metadata"]["labels"] = {"app": "serve"}
+    job = {"metadata": {"name": "serve-vllm-0", "namespace": "team", "labels": {}}}
+
+    async def owner_body(ref: WorkloadRef) -> dict[str, Any] | None:
+        return body if ref.kind == "JobSet" else job if ref.kind == "Job" else None
+
+    book = PolicyBook()
+    book.put(
+        parse_policy(
+            {
+                "metadata": {"namespace": "team", "name": "serving"},
+                "spec": {"action": "Warn", "selector": {"matchLabels": {"app": "serve"}}},
+            }
+        )
+    )
+    service = AdmissionService(
+        OperatorConfig(), RulesAnalyser(), book, events=None, owner_body=owner_body
+    )
+    result = asyncio.run(service.mutate_pod(pods_of(body)[0]))
+    assert isinstance(result, Injection), result
+    check = next(c for c in result.init_containers if c["name"] == "preflight-check")
+    env = {e["name"]: e.get("value") for e in check["env"]}
+    assert env["PREFLIGHT_ACTION"] == "Warn"

@@ -34,6 +34,7 @@ from preflight_operator.core.analysis import (
 from preflight_operator.core.config import OperatorConfig
 from preflight_operator.core.events import denied_event
 from preflight_operator.core.injection import (
+    JOBSET_UID,
     Injection,
     Skip,
     in_lws_group,
@@ -333,6 +334,12 @@ class AdmissionService:
         ref = workload_of_pod(pod)
         if ref.kind == POD.kind or self._owner_body is None:
             return own
+        jobset = await self._jobset(pod) if ref.kind == "Job" else None
+        if jobset is not None and _uid(jobset) == str(own.get(JOBSET_UID, "")):
+            # the JobSet's own labels chose its policy at its admission, and its
+            # GPUValidation is the JobSet's (its Jobs carry none of its labels)
+            labels = (jobset.get("metadata") or {}).get("labels")
+            return dict(labels) if isinstance(labels, Mapping) else {}
         try:
             body = await self._owner(ref)
         except Exception as exc:
