@@ -421,3 +421,24 @@ def test_a_jobsets_pods_take_the_policy_that_selects_the_jobset() -> None:
     check = next(c for c in result.init_containers if c["name"] == "preflight-check")
     env = {e["name"]: e.get("value") for e in check["env"]}
     assert env["PREFLIGHT_ACTION"] == "Warn"
+
+
+def test_an_unreadable_jobset_is_read_once_per_burst_and_gives_no_group() -> None:
+    body = jobset(coordinator=COORDINATED)
+    reads: list[str] = []
+
+    async def owner_body(ref: WorkloadRef) -> dict[str, Any] | None:
+        reads.append(ref.kind)
+        if ref.kind == "JobSet":
+            raise PermissionError("403: jobsets is forbidden")
+        return None
+
+    service = AdmissionService(
+        OperatorConfig(), RulesAnalyser(), PolicyBook(), events=None, owner_body=owner_body
+    )
+    for pod in pods_of(body):
+        result = asyncio.run(service.mutate_pod(pod))
+        assert isinstance(result, Injection), result  # the pod's own check still runs
+        check = next(c for c in result.init_containers if c["name"] == "preflight-check")
+        assert "PREFLIGHT_GROUP_ADDRESS" not in {e["name"] for e in check["env"]}
+    assert reads.count("JobSet") == 1
