@@ -88,6 +88,8 @@ INJECTED: FrozenSet[str] = frozenset(
         DEEP_REUSE,
         GROUP_IMAGE,
         MODEL_WRITERS,
+        SOCKET_FALLBACK,
+        GROUP_ADDRESS,
     }
 )
 
@@ -110,4 +112,5 @@ ORIGIN: Dict[str, str] = {
     VLLM_ARGS: "the vLLM container's command line",
     DEEP_REUSE: "the operator's records of deep passes (PreflightPolicy spec.verdictReuse)",
     MODEL_WRITERS: "the pod's init containers that mount the model's volume writable",
+    SOCKET_FALLBACK: "the PreflightPolicy's spec.groups.socketFallback",
 }

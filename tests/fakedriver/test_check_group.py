@@ -168,3 +168,45 @@ def test_group_allreduce_over_gloo_across_three_members() -> None:
     status, _, evidence = ga.summarize(results, lay)
     assert status == "pass"
     assert evidence["bus_bandwidth_gbps"] > 0
+
+
+def test_two_jobset_members_meet_with_the_injectors_env(tmp_path: Path) -> None:
+    """Two pods of a JobSet (one Job of parallelism 2, coordinator pod 0) with the group env
+    the injector writes for them (issue 26): they meet and agree. The coordinator's DNS
+    name is replaced by 127.0.0.1 (no cluster DNS here); the LWS variables are absent."""
+    if str(REPO / "tests" / "unit") not in sys.path:
+        sys.path.insert(0, str(REPO / "tests" / "unit"))  # the pods as the controllers make them
+    from test_inject_jobset import COORDINATED, group_env, jobset, pods_of, runtime
+
+    body = jobset(coordinator=COORDINATED)
+    port = free_port()
+    procs = []
+    for pod in reversed(pods_of(body)):  # the member first: it dials until the leader listens
+        env = runtime(group_env(pod, body))
+        assert env["PREFLIGHT_GROUP_ADDRESS"] == "serve-vllm-0-0.serve"
+        index = int(env["PREFLIGHT_GROUP_INDEX"])
+        env.update(
+            PATH=os.environ.get("PATH", ""),
+            PREFLIGHT_GROUP_ADDRESS="127.0.0.1",
+            PREFLIGHT_GROUP_PORT=str(port),
+            PREFLIGHT_GROUP_BIND="127.0.0.1",
+            PREFLIGHT_NODE_NAME=f"node-{index}",
+            PREFLIGHT_TP="2",
+            PREFLIGHT_DEADLINE="20",
+            PYTHONPATH=os.pathsep.join(str(REPO / d) for d in ("initcontainer", "operator", "dev")),
+        )
+        report = tmp_path / f"report-{index}.json"
+        cmd = [sys.executable, "-m", "preflight_dev.demo.fakecheck", "--gpus", "2", "--"]
+        cmd += ["--json", str(report), "--termination-log", str(tmp_path / f"term-{index}")]
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        procs.append((proc, report, index))
+    codes = [proc.wait(60) for proc, _, _ in procs]
+    assert codes == [0, 0], [p.stderr.read() for p, _, _ in procs if p.stderr]
+    for _, report, index in procs:
+        result = group_result(report)
+        assert result["status"] == "pass", result
+        assert result["evidence"]["joined"] == [0, 1]
+        assert result["evidence"]["group"] == "team/serve#0"
+        assert result["evidence"]["role"] == ("leader" if index == 0 else "member")
+    leader = group_result(next(r for _, r, i in procs if i == 0))
+    assert {m["node"] for m in leader["evidence"]["members"]} == {"node-0", "node-1"}

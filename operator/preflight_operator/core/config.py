@@ -60,6 +60,9 @@ class PolicySpec:
     # spec.rules: (rule id, action) pairs, sorted; a rule not named takes the policy's
     # action, except heuristic rules, which default to Warn (rules.certainty)
     rule_actions: tuple[tuple[str, str], ...] = ()
+    # spec.groups.socketFallback (core/policy.py parse_socket_fallback): what a multi-node
+    # group's fall-back to TCP sockets is worth in the check (PREFLIGHT_SOCKET_FALLBACK)
+    socket_fallback: str = "Warn"
 
 
 @dataclasses.dataclass(frozen=True)
