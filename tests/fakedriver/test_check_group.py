@@ -191,12 +191,12 @@ def test_two_jobset_members_meet_with_the_injectors_env(tmp_path: Path) -> None:
             PREFLIGHT_GROUP_PORT=str(port),
             PREFLIGHT_GROUP_BIND="127.0.0.1",
             PREFLIGHT_NODE_NAME=f"node-{index}",
-            PREFLIGHT_TP="2",
+            PREFLIGHT_TP="8",  # the plan's share per pod: TP 8 x PP 2 over --nnodes 2
             PREFLIGHT_DEADLINE="20",
             PYTHONPATH=os.pathsep.join(str(REPO / d) for d in ("initcontainer", "operator", "dev")),
         )
         report = tmp_path / f"report-{index}.json"
-        cmd = [sys.executable, "-m", "preflight_dev.demo.fakecheck", "--gpus", "2", "--"]
+        cmd = [sys.executable, "-m", "preflight_dev.demo.fakecheck", "--gpus", "8", "--"]
         cmd += ["--json", str(report), "--termination-log", str(tmp_path / f"term-{index}")]
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         procs.append((proc, report, index))

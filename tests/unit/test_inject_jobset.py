@@ -163,9 +163,11 @@ def pods_of(body: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def group_env(pod: dict[str, Any], body: dict[str, Any] | None) -> dict[str, str]:
+    # the rules' reading of the command line, as the webhook passes it
+    argv = RulesAnalyser().injection_target(pod, PolicySpec()).argv
     got = plan_injection(
         pod, container="vllm", plan=PLAN, policy=PolicySpec(), config=InjectionConfig(),
-        workload_label=None, jobset=body,
+        workload_label=None, jobset=body, argv=argv,
     )  # fmt: skip
     assert isinstance(got, Injection)
     check = next(c for c in got.init_containers if c["name"] == "preflight-check")
@@ -174,7 +176,8 @@ def group_env(pod: dict[str, Any], body: dict[str, Any] | None) -> dict[str, str
     return {
         e["name"]: e.get("value", e.get("valueFrom"))
         for e in check["env"]
-        if e["name"].startswith("PREFLIGHT_GROUP") or e["name"] == "PREFLIGHT_NODE_NAME"
+        if e["name"].startswith("PREFLIGHT_GROUP")
+        or e["name"] in ("PREFLIGHT_NODE_NAME", "PREFLIGHT_VLLM_ARGS")
     }
 
 
@@ -182,9 +185,10 @@ def runtime(env: dict[str, Any]) -> dict[str, str]:
     """What the kubelet hands the check: literal values, the node from the downward API."""
     out = {k: v for k, v in env.items() if isinstance(v, str)}
     out["PREFLIGHT_NODE_NAME"] = "node-x"
-    # the kubelet expands the vLLM command line's $(JOB_COMPLETION_INDEX)
+    # the kubelet expands the vLLM command line's $(JOB_COMPLETION_INDEX) (the rules'
+    # reading, which the group phase compares)
     index = out["PREFLIGHT_GROUP_INDEX"]
-    out["PREFLIGHT_GROUP_ARGS"] = out["PREFLIGHT_GROUP_ARGS"].replace(
+    out["PREFLIGHT_VLLM_ARGS"] = out["PREFLIGHT_VLLM_ARGS"].replace(
         "$(JOB_COMPLETION_INDEX)", index
     )
     return out
@@ -210,7 +214,8 @@ def test_one_job_of_two_pods_meets_at_the_coordinator() -> None:
     assert [c.index for c in configs] == [0, 1]  # the completion index
     assert {c.group_id for c in configs} == {"team/serve#0"}
     assert {(c.address, c.size) for c in configs} == {("serve-vllm-0-0.serve", 2)}
-    assert configs[1].args["nnodes"] == "2"
+    # the engine arguments the members compare: the rules' reading, this pod's rank in it
+    assert "--nnodes 2 --node-rank 1 " in runtime(group_env(pods[1], body))["PREFLIGHT_VLLM_ARGS"]
 
 
 def test_the_coordinator_leads_wherever_it_is_declared() -> None:
@@ -340,9 +345,8 @@ def test_a_pod_that_does_not_match_the_jobset_read_gets_no_group() -> None:
     bad["metadata"]["annotations"][INDEX] = "7"
     assert "completion index" in str(jobset_place(bad, body))
     assert "env" not in str(group_env(pod, None))  # the JobSet not read: no group either
-    assert group_env(pod, None) == {
-        "PREFLIGHT_NODE_NAME": {"fieldRef": {"fieldPath": "spec.nodeName"}}
-    }
+    alone = {k: v for k, v in group_env(pod, None).items() if k != "PREFLIGHT_VLLM_ARGS"}
+    assert alone == {"PREFLIGHT_NODE_NAME": {"fieldRef": {"fieldPath": "spec.nodeName"}}}
 
 
 def test_the_webhook_reads_the_jobset_once_for_its_pods() -> None:
