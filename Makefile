@@ -79,3 +79,16 @@ reliability: venv controlplane
 
 clean:
 	rm -rf dist build .mypy_cache .ruff_cache .pytest_cache
+
+# Release artifacts into dist/ (docs/RELEASE.md): the chart with the image digests in its
+# default values, signed (Helm provenance) and verified; the wheel and its CycloneDX SBOM;
+# SHA256SUMS. Without KEY/KEYRING it signs with a throwaway test key (dist/test-key/).
+#   make release-artifacts IMAGE_DIGEST=sha256:... CHECK_IMAGE_DIGEST=sha256:... \
+#        KEY="Release Key" KEYRING=~/.gnupg/secring.gpg PUBRING=~/.gnupg/pubring.gpg
+.PHONY: release-artifacts
+release-artifacts: venv controlplane
+	$(PY) hack/release/artifacts.py --out dist \
+	  $(if $(IMAGE_DIGEST),--image-digest '$(IMAGE_DIGEST)') \
+	  $(if $(CHECK_IMAGE_DIGEST),--check-image-digest '$(CHECK_IMAGE_DIGEST)') \
+	  $(if $(KEY),--key '$(KEY)' --keyring '$(KEYRING)') \
+	  $(if $(PUBRING),--pubring '$(PUBRING)')

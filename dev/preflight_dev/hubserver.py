@@ -27,6 +27,9 @@ from typing import Any
 CORPUS = Path(__file__).resolve().parents[2] / "tests" / "data" / "models"
 
 
+HOLD_LIMIT_S = 60.0  # a held answer is sent anyway after this (a test that forgot to release)
+
+
 class HubServer:
     """Run in a thread: ``with HubServer() as hub: hub.url``."""
 
@@ -36,6 +39,10 @@ class HubServer:
         self.root = root.resolve()
         self.token = token
         self.delay_s = delay_s
+        # Cleared: every answer waits until it is set (at most HOLD_LIMIT_S), so a test can
+        # prove a caller never waited for an answer without measuring time.
+        self.release = threading.Event()
+        self.release.set()
         self.requests: list[str] = []
         hub = self
 
@@ -47,6 +54,7 @@ class HubServer:
                 hub.requests.append(self.path)
                 if hub.delay_s:
                     time.sleep(hub.delay_s)
+                hub.release.wait(HOLD_LIMIT_S)
                 if hub.token and self.headers.get("Authorization") != f"Bearer {hub.token}":
                     self._send(401, b'{"error": "Invalid credentials"}')
                     return

@@ -20,6 +20,12 @@ from preflight_dev import localsetup
 from preflight_dev.testing.base import Cluster
 from preflight_dev.testing.process import Component, free_ports, port_is_listening
 
+PORT_TAKEN = "address already in use"  # the operator's log when a bind failed
+
+
+class PortTaken(TimeoutError):
+    """A port chosen for the operator was bound by another process first."""
+
 
 class OperatorProcess:
     def __init__(
@@ -42,10 +48,23 @@ class OperatorProcess:
         self.cert_dir.mkdir(exist_ok=True)
         shutil.copyfile(cert_path, self.cert_dir / "tls.crt")
         shutil.copyfile(key_path, self.cert_dir / "tls.key")
-        ports = free_ports(3)
-        self.webhook_port = webhook_port or ports[0]
-        self.metrics_port, self.health_port = ports[1], ports[2]
+        self._fixed_webhook_port = webhook_port
         self.log_path = self.workdir / "operator.log"
+        self._kubeconfig = kubeconfig
+        self._standalone = standalone
+        self._extra_args = list(extra_args)
+        self._pick_ports()
+        self._env = {**(env or os.environ), "POD_NAME": identity, "PYTHONUNBUFFERED": "1"}
+        # The harness's Component: own process group, killed with us even on SIGKILL.
+        self._component: Component | None = None
+
+    def _pick_ports(self) -> None:
+        """Free ports now; another process may still take one before the operator binds it
+        (a busy machine), which ``start`` notices and answers with new ports."""
+        ports = free_ports(3)
+        self.webhook_port = self._fixed_webhook_port or ports[0]
+        self.metrics_port, self.health_port = ports[1], ports[2]
+        kubeconfig, standalone, extra_args = self._kubeconfig, self._standalone, self._extra_args
         self._args = [
             sys.executable, "-m", "preflight_operator.cli", "operator",
             "--kubeconfig", str(kubeconfig),
@@ -59,20 +78,35 @@ class OperatorProcess:
             *(["--standalone"] if standalone else []),
             *extra_args,
         ]  # fmt: skip
-        self._env = {**(env or os.environ), "POD_NAME": identity, "PYTHONUNBUFFERED": "1"}
-        # The harness's Component: own process group, killed with us even on SIGKILL.
-        self._component: Component | None = None
 
     @property
     def pid(self) -> int:
         assert self._component is not None
         return self._component.pid
 
-    def start(self, timeout: float = 60.0) -> OperatorProcess:
-        self._component = Component(self.identity, self._args, self.log_path, self._env)
-        self._component.start()
-        self.wait_ready(timeout)
-        return self
+    def start(self, timeout: float = 60.0, attempts: int = 3) -> OperatorProcess:
+        """Starts the operator and waits until it is ready. A port taken between choosing
+        it and binding it is chosen again (up to ``attempts`` times); a start that fails
+        otherwise leaves no process behind (a leaked operator would act on the next
+        test's objects)."""
+        for attempt in range(1, attempts + 1):
+            self._component = Component(self.identity, self._args, self.log_path, self._env)
+            self._component.start()
+            try:
+                self.wait_ready(timeout)
+                return self
+            except PortTaken:
+                self.kill()
+                if attempt == attempts:
+                    raise
+                # the log is appended to: keep this attempt's apart, so the next one is read
+                # on its own
+                self.log_path.rename(self.log_path.with_name(f"operator.log.{attempt}"))
+                self._pick_ports()
+            except BaseException:
+                self.kill()
+                raise
+        raise AssertionError("unreachable")
 
     def running(self) -> bool:
         return self._component is not None and self._component.returncode() is None
@@ -85,6 +119,8 @@ class OperatorProcess:
                 raise RuntimeError(f"the operator exited:\n{self.log_tail()}")
             if port_is_listening(self.webhook_port) and self.healthy():
                 return
+            if PORT_TAKEN in self.log_tail(20):
+                raise PortTaken(f"a port of the operator was taken:\n{self.log_tail()}")
             time.sleep(0.2)
         raise TimeoutError(f"the operator did not become ready:\n{self.log_tail()}")
 

@@ -36,12 +36,14 @@ env $(group 0 1) timeout 120 "$PY" "$ZIP" --tp 1 --deep --deadline 90 --json "$O
 echo "exit $?"; grep -E "group|deep|verdict" "$OUT/solo-deep.txt"
 
 echo "== 2. leader on the GPU, two workers on the CPU (fake driver), deep tier over gloo"
-ARGS="vllm serve m -tp 1 -pp 3"
+# the engine arguments the members compare: the rules' reading (PREFLIGHT_VLLM_ARGS), one
+# pipeline stage per pod
+args() { echo "vllm serve m -tp 1 -pp 3 --nnodes 3 --node-rank $1"; }
 for i in 1 2; do
-  env $(group $i 3) PREFLIGHT_GROUP_ARGS="$ARGS" PREFLIGHT_TIER=deep PREFLIGHT_DEADLINE=90 \
+  env $(group $i 3) PREFLIGHT_VLLM_ARGS="$(args $i)" PREFLIGHT_TIER=deep PREFLIGHT_DEADLINE=90 \
     timeout 120 "$PY" -c "$FAKE_WORKER" --tp 2 --json "$OUT/worker-$i.json" >"$OUT/worker-$i.txt" 2>&1 &
 done
-env $(group 0 3) PREFLIGHT_GROUP_ARGS="$ARGS" PREFLIGHT_GROUP_BACKEND=gloo \
+env $(group 0 3) PREFLIGHT_VLLM_ARGS="$(args 0)" PREFLIGHT_GROUP_BACKEND=gloo \
   timeout 120 "$PY" "$ZIP" --tp 1 --deep --deadline 90 --json "$OUT/leader.json" >"$OUT/leader.txt" 2>&1
 echo "leader exit $?"
 wait

@@ -13,6 +13,12 @@
 #   build.sh node            kubelet (same module and stamps as the control plane) and
 #                            pause, our sandbox process (only the real node needs them)
 #     -> ${VLLM_PREFLIGHT_CACHE:-~/.cache/vllm-preflight}/node-<version>-<key>/bin
+#   build.sh registry        registry, the CNCF distribution registry (its registry
+#                            package with the filesystem driver: registry/main.go), a
+#                            local OCI registry for the release e2e (docs/RELEASE.md)
+#     -> ${VLLM_PREFLIGHT_CACHE:-~/.cache/vllm-preflight}/registry-<version>-<key>/bin
+#                            Its pin is registry/go.mod alone, not versions.env, so that
+#                            bumping it never changes the other sets' keys.
 # <key> hashes every input that changes what the set's binaries are (versions.env, the
 # set's go.mod/go.sum pairs, etcd/main.go, the link flags, the build tags and the Go
 # version), so binaries are rebuilt only when one of them changes. Prints the bin directory
@@ -28,9 +34,9 @@ target=${1:-controlplane}
 # that only run where a set is already built ask this way).
 cached_only=${2:-}
 case $target/$cached_only in
-  controlplane/ | next/ | tools/ | node/) ;;
-  controlplane/--cached | next/--cached | tools/--cached | node/--cached) ;;
-  *) echo "usage: hack/k8s/build.sh [controlplane|next|tools|node] [--cached]" >&2; exit 2 ;;
+  controlplane/ | next/ | tools/ | node/ | registry/) ;;
+  controlplane/--cached | next/--cached | tools/--cached | node/--cached | registry/--cached) ;;
+  *) echo "usage: hack/k8s/build.sh [controlplane|next|tools|node|registry] [--cached]" >&2; exit 2 ;;
 esac
 
 if ! command -v go >/dev/null; then
@@ -62,7 +68,7 @@ steps=()  # "name|module dir|package|ldflags|tags"
 # The Kubernetes module this target builds from, and its version.
 kdir=$here kversion=$KUBERNETES_VERSION
 if [ "$target" = next ]; then kdir=$here/next kversion=$KUBERNETES_NEXT_VERSION; fi
-if [ "$target" != tools ]; then
+if [ "$target" = controlplane ] || [ "$target" = node ] || [ "$target" = next ]; then
   # Version stamps: without them /version and `kubectl version` say v0.0.0-master.
   major=${kversion#v}; major=${major%%.*}
   minor=${kversion#v*.}; minor=${minor%%.*}
@@ -77,6 +83,22 @@ if [ "$target" = node ]; then
   steps=("kubelet|$here|k8s.io/kubernetes/cmd/kubelet|$kver|"
          "pause|$here|./pause||")
   what="the real node's kubelet (about 4 minutes on 2 cores after the control plane"
+elif [ "$target" = registry ]; then
+  # distribution's release build (its Makefile) stamps version/version.go's variables;
+  # without them `registry --version` says "v3.x.y+unknown".
+  rmod=github.com/distribution/distribution/v3
+  rversion=$(awk -v m="$rmod" '$1 == m {print $2; exit}' "$here/registry/go.mod")
+  rversion=${rversion:-$(awk -v m="$rmod" '$1 == "require" && $2 == m {print $3; exit}' \
+    "$here/registry/go.mod")}
+  if [ -z "$rversion" ]; then
+    echo "hack/k8s/build.sh: $here/registry/go.mod does not require $rmod" >&2
+    exit 2
+  fi
+  rver="-X $rmod/version.version=$rversion -X $rmod/version.mainpkg=$rmod"
+  inputs=("$here/registry/go.mod" "$here/registry/go.sum" "$here/registry/main.go")
+  dest="$cache/registry-$rversion"
+  steps=("registry|$here/registry|.|$rver|")
+  what="the OCI registry (about 2 minutes on 2 cores the first time"
 elif [ "$target" = controlplane ] || [ "$target" = next ]; then
   # helm's own release build (its Makefile) also stamps the Kubernetes version that
   # `helm template`/`helm lint` assume without a cluster or --kube-version: client-go's

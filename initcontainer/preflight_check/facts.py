@@ -189,6 +189,9 @@ class Facts:
     ranks_not_probed: List[int] = field(default_factory=list)
     deep: List[ChildOutcome] = field(default_factory=list)
     deep_skipped: str = ""
+    # How long the deep workers were waited for, as the messages say it: "within 120 s",
+    # or "before the check's deadline (...)" when --deadline cut --deep-timeout short.
+    deep_bound: str = ""
     # Verdict reuse: what the deep checks say instead of running (reuse.describe).
     deep_reused: str = ""
     shm: Optional[ShmFacts] = None

@@ -231,11 +231,13 @@ def _collect_children(facts: Facts, launched: Launched, options: Options, clock:
     facts.ranks = collect(launched.probes, clock.within(options.timeout_s))
     clock.mark("rank_probes")
     if launched.workers:
-        facts.deep = collect(
-            launched.workers,
-            clock.within(options.deep_timeout_s),
-            grace_after_failure_s=DEEP_GRACE_S,
+        wait_s = clock.within(options.deep_timeout_s)
+        facts.deep_bound = (
+            f"within {options.deep_timeout_s:g} s"
+            if wait_s >= options.deep_timeout_s
+            else f"before the check's deadline ({options.deadline_s:g} s, PREFLIGHT_DEADLINE)"
         )
+        facts.deep = collect(launched.workers, wait_s, grace_after_failure_s=DEEP_GRACE_S)
         clock.mark("deep_workers")
     if launched.store_dir is not None:
         shutil.rmtree(launched.store_dir, ignore_errors=True)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import shlex
 import struct
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -41,6 +40,21 @@ KIND_LWS = "lws"
 KIND_NNODES = "nnodes"
 KIND_DP = "multi-node-dp"
 KIND_EXPLICIT = "explicit"
+
+# Where a member's engine arguments come from. One definition of "vLLM's command line in
+# a container" exists: the rules' shell interpreter in the operator (core/rules/command.py
+# and the shell modules it drives), which the injector hands over as PREFLIGHT_VLLM_ARGS.
+# Without it the arguments are not compared, and the verdict says so (a warning).
+ARGS_FROM_RULES = "vllm-args"  # --vllm-args / PREFLIGHT_VLLM_ARGS: compared
+ARGS_FROM_RAY_WORKER = "ray-worker"  # PREFLIGHT_GROUP_ROLE=ray-worker: no vLLM in this pod
+ARGS_FROM_NONE = "unknown"  # the operator could not read the command line exactly
+ARGS_FROM_LEGACY = "legacy"  # an older operator's PREFLIGHT_GROUP_ARGS, no longer read
+ARGS_FROM: Tuple[str, ...] = (
+    ARGS_FROM_RULES,
+    ARGS_FROM_RAY_WORKER,
+    ARGS_FROM_NONE,
+    ARGS_FROM_LEGACY,
+)
 
 # The vLLM options every node of one engine must agree on (docs/RULES.md, "LeaderWorkerSet
 # consistency"); their hash is what members compare.
@@ -87,8 +101,10 @@ class GroupConfig:
     source: str = ""  # where the settings came from, for the report
     node: str = ""  # PREFLIGHT_NODE_NAME (the injector sets it from spec.nodeName)
     backend: str = ""  # PREFLIGHT_GROUP_BACKEND: force the deep tier's backend (gloo)
-    # the must-match vLLM options of this pod (--vllm-args, else PREFLIGHT_GROUP_ARGS)
+    # the must-match vLLM options of this pod, from --vllm-args / PREFLIGHT_VLLM_ARGS only
     args: Dict[str, str] = field(default_factory=dict)
+    # where they came from (ARGS_FROM_*): the leader says which members it did not compare
+    args_from: str = ""
 
     @property
     def is_leader(self) -> bool:
@@ -173,7 +189,7 @@ def group_config(
     if backend not in ("", "nccl", "gloo"):
         raise GroupError(f"PREFLIGHT_GROUP_BACKEND={backend!r} is not one of nccl, gloo")
     node = environ.get(envnames.NODE_NAME) or environ.get("NODE_NAME") or ""
-    args = engine_args(argv or vllm_argv_of(environ.get(envnames.GROUP_ARGS, "")))
+    args, args_from = engine_args(argv), _args_from(environ, argv)
     return GroupConfig(
         kind,
         group_id[:_MAX_TEXT],
@@ -186,7 +202,26 @@ def group_config(
         node[:_MAX_TEXT],
         backend,
         args,
+        args_from,
     )
+
+
+def _args_from(environ: Mapping[str, str], argv: Sequence[str]) -> str:
+    """ARGS_FROM_* for this pod: its arguments are the rules' reading, or why there are none.
+
+    Only the rules' reading is compared. The injector leaves PREFLIGHT_VLLM_ARGS out when it
+    could not know the command line exactly (a ``--config`` file, a command substitution,
+    over 16 KiB: core/injection.py vllm_args_value). A pod injected by an operator before
+    PREFLIGHT_GROUP_ARGS was dropped still carries that raw copy of the container's command;
+    it is not read (a second reading of a shell script disagreed with the first: the group
+    compares less and says so, see docs/CHECKS.md "Group phase")."""
+    if argv:
+        return ARGS_FROM_RULES
+    if environ.get(envnames.GROUP_ROLE, "").strip() == envnames.ROLE_RAY_WORKER:
+        return ARGS_FROM_RAY_WORKER
+    if environ.get(envnames.GROUP_ARGS, "").strip():
+        return ARGS_FROM_LEGACY
+    return ARGS_FROM_NONE
 
 
 def _group_from_vllm_argv(argv: List[str]) -> Optional[Tuple[str, int, int, str, str]]:
@@ -253,62 +288,6 @@ def engine_args(argv: Sequence[str]) -> Dict[str, str]:
             values.pop(key, None)
     # a value still holding a shell variable is unknown here: never compared
     return {k: str(v)[:_MAX_TEXT] for k, v in values.items() if v is not None and "$" not in v}
-
-
-_SEPARATORS = frozenset(("&&", "||", ";", "|", "&"))
-_SHELLS = frozenset(("sh", "bash", "dash", "ash", "zsh"))
-
-
-def vllm_argv_of(text: str) -> List[str]:
-    """vLLM's own command line inside a container's command (``PREFLIGHT_GROUP_ARGS``,
-    the injector's copy of command + args, already expanded by the kubelet): the words from
-    ``vllm serve`` / ``python -m vllm...`` to the end of that shell command, looking inside
-    ``sh -c`` scripts. [] when none is found (a Ray worker)."""
-    try:
-        words = shlex.split(text)
-    except ValueError:
-        return []
-    return _find_vllm(words, depth=0)
-
-
-def _find_vllm(words: List[str], depth: int) -> List[str]:
-    from preflight_contract.vllm_args import vllm_args_start  # noqa: PLC0415
-
-    if depth > 3:
-        return []
-    start = 0
-    for i, word in enumerate([*words, ";"]):
-        if word not in _SEPARATORS:
-            continue
-        segment = words[start:i]
-        start = i + 1
-        while segment and segment[0] in ("exec", "nohup", "env", "--"):
-            segment = segment[1:]
-        if not segment:
-            continue
-        if segment[0].rsplit("/", 1)[-1] in _SHELLS and "-c" in segment:
-            at = segment.index("-c")
-            if at + 1 < len(segment):
-                try:
-                    inner = shlex.split(segment[at + 1].replace("\n", " ; "))
-                except ValueError:
-                    continue
-                found = _find_vllm(_split_script(inner), depth + 1)
-                if found:
-                    return found
-            continue
-        if vllm_args_start(segment) is not None:
-            return segment
-    return []
-
-
-def _split_script(words: List[str]) -> List[str]:
-    out: List[str] = []
-    for word in words:
-        out.append(word.rstrip(";") if word.endswith(";") and word != ";" else word)
-        if word.endswith(";") and word != ";":
-            out.append(";")
-    return out
 
 
 def args_hash(args: Mapping[str, str]) -> str:
@@ -408,6 +387,8 @@ def clean_facts(raw: Any) -> Dict[str, Any]:
     )
     out["args"] = {k: v for k, v in args.items() if k in ENGINE_KEYS}
     out["args_hash"] = args_hash(out["args"])
+    if facts.get("args_from") in ARGS_FROM:  # absent from an older checker's facts
+        out["args_from"] = facts["args_from"]
     for key in ("gpu_uuids", "gpu_names", "failed"):
         items = facts.get(key)
         if isinstance(items, list):
@@ -551,6 +532,9 @@ def judge(
     warnings += _differences(members, joined)
     if warnings and not fixes:
         fixes.append("run the group on nodes with the same driver and the same image")
+    uncompared, uncompared_fixes = _uncompared(members, joined)
+    warnings += uncompared
+    fixes += uncompared_fixes
     slowest = _slowest(members)
     evidence: Dict[str, Any] = {
         "group": config.group_id,
@@ -565,6 +549,10 @@ def judge(
         evidence["slowest"] = slowest
     if rejected:
         evidence["rejected"] = list(rejected)[:8]
+    if uncompared:
+        evidence["args_not_compared"] = [
+            i for i in joined if members[i].get("args_from") in _UNCOMPARED
+        ]
     problems += late
     if problems:
         status = "fail"
@@ -613,6 +601,41 @@ def _args_mismatches(members: _Members, joined: List[int]) -> Optional[List[str]
             f"{member_name(base_index, base)}: {diff}"
         )
     return problems
+
+
+_UNCOMPARED = (ARGS_FROM_NONE, ARGS_FROM_LEGACY)
+
+
+def _uncompared(members: _Members, joined: List[int]) -> Tuple[List[str], List[str]]:
+    """(warnings, fixes) for the members whose engine arguments were not compared: unknown
+    is a warning, never a failure. Only where a comparison was possible: two members or more
+    run vLLM (a Ray group has one vLLM, its head; its workers run none and are not named)."""
+    warnings: List[str] = []
+    fixes: List[str] = []
+    running = [i for i in joined if members[i].get("args_from") not in (None, ARGS_FROM_RAY_WORKER)]
+    if len(running) < 2:
+        return warnings, fixes
+    for kind, why, fix in (
+        (
+            ARGS_FROM_NONE,
+            "the operator could not read the vLLM command line exactly (no "
+            "PREFLIGHT_VLLM_ARGS: a command substitution, a --config file or a line over "
+            "16 KiB)",
+            "to have the engine arguments compared, write them on the vLLM command line "
+            "(literal values or $(VAR) references)",
+        ),
+        (
+            ARGS_FROM_LEGACY,
+            "the pod was injected by an older vllm-preflight operator (its "
+            "PREFLIGHT_GROUP_ARGS is no longer read)",
+            "recreate the group's pods (a rollout) to have their engine arguments compared",
+        ),
+    ):
+        named = [member_name(i, members[i]) for i in joined if members[i].get("args_from") == kind]
+        if named:
+            warnings.append(f"engine arguments not compared for {', '.join(named)}: {why}")
+            fixes.append(fix)
+    return warnings, fixes
 
 
 def _shared_gpus(members: _Members, joined: List[int]) -> Tuple[List[str], List[str]]:

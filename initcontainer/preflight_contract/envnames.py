@@ -38,6 +38,16 @@ GROUP_INDEX = "PREFLIGHT_GROUP_INDEX"
 GROUP_NUMBER = "PREFLIGHT_GROUP_NUMBER"
 GROUP_ID = "PREFLIGHT_GROUP_ID"
 GROUP_BACKEND = "PREFLIGHT_GROUP_BACKEND"
+# "ray-worker": this member runs a Ray worker (no vLLM command line of its own), so the
+# group has no engine arguments of it to compare and says nothing about them.
+GROUP_ROLE = "PREFLIGHT_GROUP_ROLE"
+ROLE_RAY_WORKER = "ray-worker"
+# Deprecated, no longer injected: an older operator's raw copy of the vLLM container's
+# command + args, which the checker read with a finder of its own. That second reading of
+# a shell script disagreed with the rules' (a comment, word splitting, a here-doc, a
+# function: docs/ARCHITECTURE.md "Finding vLLM in a script"). The group phase compares only
+# PREFLIGHT_VLLM_ARGS; the checker reads this name only to say why a pod injected before
+# the change had its arguments left uncompared.
 GROUP_ARGS = "PREFLIGHT_GROUP_ARGS"
 # The vLLM container's image as written (tag or @sha256 digest): members compare it (issue 26)
 GROUP_IMAGE = "PREFLIGHT_GROUP_IMAGE"
@@ -47,6 +57,10 @@ DEEP_REUSE = "PREFLIGHT_DEEP_REUSE"
 # "fail": a multi-node group whose NCCL fell back to TCP sockets while the node has RDMA
 # devices fails its group-transport check (default: a warning)
 SOCKET_FALLBACK = "PREFLIGHT_SOCKET_FALLBACK"
+# The pod's init containers (native sidecars too) that can write the volume the model is
+# read from: they run after the check, so its copy there is not final (comma-separated
+# container names; preflight_contract/modelsource.py parse_model_writers)
+MODEL_WRITERS = "PREFLIGHT_MODEL_WRITERS"
 
 # The checker's own: the request its group all-reduce child reads (never injected).
 GROUP_ALLREDUCE = "PREFLIGHT_GROUP_ALLREDUCE"
@@ -70,9 +84,12 @@ INJECTED: FrozenSet[str] = frozenset(
         GROUP_NUMBER,
         GROUP_ID,
         NODE_NAME,
-        GROUP_ARGS,
+        GROUP_ROLE,
         DEEP_REUSE,
         GROUP_IMAGE,
+        MODEL_WRITERS,
+        SOCKET_FALLBACK,
+        GROUP_ADDRESS,
     }
 )
 
@@ -94,4 +111,6 @@ ORIGIN: Dict[str, str] = {
     DP_LOCAL: _FROM_THE_PLAN,
     VLLM_ARGS: "the vLLM container's command line",
     DEEP_REUSE: "the operator's records of deep passes (PreflightPolicy spec.verdictReuse)",
+    MODEL_WRITERS: "the pod's init containers that mount the model's volume writable",
+    SOCKET_FALLBACK: "the PreflightPolicy's spec.groups.socketFallback",
 }

@@ -46,10 +46,7 @@ from preflight_dev.testing.process import (
     port_is_listening,
     reap_stale_workdirs,
 )
-
-
-def get_json(k8s: Cluster, *args: str) -> Any:
-    return json.loads(k8s.kubectl("get", *args, "-o", "json").stdout)
+from preflight_dev.testing.workloads import get_json
 
 
 def owned_by(obj: dict[str, Any], owner: dict[str, Any]) -> bool:

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from preflight_contract import envnames
 from preflight_contract.report import Report
@@ -30,6 +29,12 @@ from preflight_dev.fakedriver.fake import h200_machine
 from preflight_dev.fakedriver.harness import fake_host, run_check
 from preflight_dev.localoperator import OperatorProcess
 from preflight_dev.testing import Cluster, wait_for
+from preflight_dev.testing.workloads import (
+    apply_policy,
+    example_deployment,
+    get_json,
+    injected_pods,
+)
 from preflight_operator.core import constants
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "data" / "manifests"
@@ -43,10 +48,6 @@ def node(cluster: Cluster) -> Iterator[str]:
     cluster.apply({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}})
     yield name
     cluster.kubectl("delete", "node", name, "--ignore-not-found", "--wait=false")
-
-
-def get_json(cluster: Cluster, *args: str) -> Any:
-    return json.loads(cluster.kubectl("get", *args, "-o", "json").stdout)
 
 
 def check_env(pod: dict[str, Any]) -> dict[str, str]:
@@ -85,45 +86,20 @@ def test_a_restart_skips_the_deep_tier_and_says_whose_pass_it_reused(
     cluster: Cluster, operator: OperatorProcess, node: str, tmp_path: Path
 ) -> None:
     namespace = cluster.create_namespace("reuse", labels={constants.LABEL_INJECT: "enabled"})
-    cluster.apply(
+    apply_policy(
+        cluster, namespace, "deep-once",
         {
-            "apiVersion": constants.API_VERSION,
-            "kind": constants.POLICY_KIND,
-            "metadata": {"name": "deep-once", "namespace": namespace},
-            "spec": {
-                "selector": {"matchLabels": {"app": "vllm-reuse"}},
-                "action": "Warn",
-                "tier": "deep",
-                "verdictReuse": {"ttlSeconds": 3600},
-            },
-        }
-    )
-    wait_for(
-        lambda: (get_json(cluster, "preflightpolicy", "deep-once", "-n", namespace)
-                 .get("status", {}).get("conditions")),
-        what="the policy's Valid condition",
+            "selector": {"matchLabels": {"app": "vllm-reuse"}},
+            "action": "Warn",
+            "tier": "deep",
+            "verdictReuse": {"ttlSeconds": 3600},
+        },
     )  # fmt: skip
-    deployment = next(
-        d
-        for d in yaml.safe_load_all((MANIFESTS / "good-tp2-deployment.yaml").read_text())
-        if d["kind"] == "Deployment"
-    )
-    labels = {"app": "vllm-reuse"}
-    deployment["metadata"] = {"name": "vllm-reuse", "namespace": namespace, "labels": labels}
-    deployment["spec"]["selector"] = {"matchLabels": labels}
-    template = deployment["spec"]["template"]
-    template["metadata"]["labels"] = labels
-    template["spec"]["nodeName"] = node
-    template["spec"]["containers"][0]["image"] = IMAGE  # pinned: a tag may move
-    cluster.apply(deployment)
+    # the image pinned by digest: a tag may move
+    cluster.apply(example_deployment("vllm-reuse", namespace, node=node, image=IMAGE))
 
     def injected(but: str = "") -> list[dict[str, Any]]:
-        items = get_json(
-            cluster, "pods", "-n", namespace, "-l",
-            f"app=vllm-reuse,{constants.INJECTED_POD_SELECTOR}",
-        )["items"]  # fmt: skip
-        return [p for p in items if p["metadata"]["name"] != but and not
-                p["metadata"].get("deletionTimestamp")]  # fmt: skip
+        return injected_pods(cluster, namespace, "vllm-reuse", but=but)
 
     first = wait_for(injected, what="the Deployment's injected pod")[0]
     env = check_env(first)

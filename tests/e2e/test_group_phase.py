@@ -232,7 +232,8 @@ def test_a_group_that_agrees_passes_and_names_the_slowest_member(
 ) -> None:
     pods = [injected(cluster, p) for p in create_group(cluster, namespace, "agree")]
     check_env = {e["name"] for e in pods[1]["spec"]["initContainers"][1]["env"]}
-    assert {"PREFLIGHT_GROUP_PORT", "PREFLIGHT_GROUP_INDEX", "PREFLIGHT_GROUP_ARGS"} <= check_env
+    assert {"PREFLIGHT_GROUP_PORT", "PREFLIGHT_GROUP_INDEX", "PREFLIGHT_VLLM_ARGS"} <= check_env
+    assert "PREFLIGHT_GROUP_ARGS" not in check_env  # one reading of the script: the rules'
     reports = play_kubelet(cluster, pods, tmp_path)
     for name, (code, report) in reports.items():
         assert code == 0, (name, report)

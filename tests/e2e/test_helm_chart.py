@@ -37,6 +37,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from preflight_dev.testing import Cluster, KubectlError, wait_for
+from preflight_dev.testing.workloads import example_deployment, get_json
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "vllm-preflight"
@@ -63,10 +64,6 @@ class Release:
     @property
     def service_dns(self) -> str:
         return f"{self.fullname}.{self.namespace}.svc"
-
-
-def get_json(k8s: Cluster, *args: str) -> Any:
-    return json.loads(k8s.kubectl("get", *args, "-o", "json").stdout)
 
 
 def webhook_state(k8s: Cluster, release: Release) -> dict[str, Any]:
@@ -373,6 +370,11 @@ class TestHelmLifecycle:
         tls = get_json(k8s, "secret", f"{release.fullname}-webhook-tls", "-n", ns)["data"]
         for key in ("tls.crt", "tls.key", "ca.crt"):
             (certs / key).write_bytes(base64.b64decode(tls[key]))
+        # A workload where the chart grants no patch (rbac.workloadNamespaces is `default`):
+        # the operator judges it and must not send a patch its RBAC refuses (CI once saw a
+        # 403 for such an object, left by another test).
+        elsewhere = k8s.create_namespace("vp-rbac", labels={OPT_IN: "enabled"})
+        k8s.apply(example_deployment("vllm-rbac", elsewhere))
         script = tmp_path / "helm-test.py"
         test_cm = get_json(k8s, "configmap", f"{release.fullname}-test", "-n", ns)
         script.write_text(test_cm["data"]["helm-test.py"])
@@ -407,7 +409,15 @@ class TestHelmLifecycle:
                 what="the helm test script to pass",
             )  # fmt: skip
             assert "5 passed, 0 failed" in result.stdout
+            # annotations are patched before the status is written: once the status is
+            # there, the patch was sent or (now) skipped
+            wait_for(
+                lambda: (get_json(k8s, "gpuval", "-n", elsewhere)["items"] or [{}])[0]
+                .get("status", {}).get("staticVerdict"),
+                timeout=60, what="the other namespace's workload to be judged",
+            )  # fmt: skip
         finally:
+            k8s.delete_namespace(elsewhere)
             proc.terminate()
             try:
                 proc.wait(timeout=30)

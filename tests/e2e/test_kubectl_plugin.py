@@ -21,6 +21,7 @@ import yaml
 from preflight_contract.report import CheckResult, GPUEntry, Report
 from preflight_dev import fakekubelet, localoperator, localsetup
 from preflight_dev.testing import Cluster, wait_for
+from preflight_dev.testing.workloads import get_json
 from preflight_operator.core import constants
 
 REPO = Path(__file__).resolve().parents[2]
@@ -63,10 +64,6 @@ def kubectl_plugin(k8s: Cluster, *args: str) -> subprocess.CompletedProcess[str]
         env=plugin_env(k8s),
         check=False,
     )
-
-
-def get_json(k8s: Cluster, *args: str) -> Any:
-    return json.loads(k8s.kubectl("get", *args, "-o", "json").stdout)
 
 
 play_kubelet = fakekubelet.play

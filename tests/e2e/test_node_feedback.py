@@ -19,12 +19,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from preflight_contract.report import CheckResult, GPUEntry, Report
 from preflight_dev import fakekubelet
 from preflight_dev.localoperator import OperatorProcess
 from preflight_dev.testing import Cluster, wait_for
+from preflight_dev.testing.workloads import (
+    apply_policy,
+    example_deployment,
+    get_json,
+    injected_pods,
+)
 from preflight_operator.core import constants
 from preflight_operator.core.nodefeedback import CONDITION, KEY
 
@@ -63,10 +68,6 @@ def node(cluster: Cluster) -> Iterator[str]:
     cluster.apply({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}})
     yield name
     cluster.kubectl("delete", "node", name, "--ignore-not-found", "--wait=false")
-
-
-def get_json(cluster: Cluster, *args: str) -> Any:
-    return json.loads(cluster.kubectl("get", *args, "-o", "json").stdout)
 
 
 def at(seconds: int) -> str:
@@ -110,53 +111,26 @@ def test_a_gpu_fault_taints_the_node_and_a_later_pass_clears_it(
     cluster: Cluster, operator: OperatorProcess, node: str
 ) -> None:
     namespace = cluster.create_namespace("nodefb", labels={constants.LABEL_INJECT: "enabled"})
-    policy = {
-        "apiVersion": constants.API_VERSION,
-        "kind": constants.POLICY_KIND,
-        "metadata": {"name": "tell-the-node", "namespace": namespace},
-        "spec": {
+    apply_policy(
+        cluster, namespace, "tell-the-node",
+        {
             "selector": {"matchLabels": {"app": "vllm-node"}},
             "action": "Warn",
             "nodeFeedback": {"event": True, "label": True, "taint": True},
         },
-    }
-    cluster.apply(policy)
-    # The operator has the policy once it wrote its Valid condition.
-    wait_for(
-        lambda: (get_json(cluster, "preflightpolicy", "tell-the-node", "-n", namespace)
-                 .get("status", {}).get("conditions")),
-        what="the policy's Valid condition",
     )  # fmt: skip
-    deployment = next(
-        d
-        for d in yaml.safe_load_all((MANIFESTS / "good-tp2-deployment.yaml").read_text())
-        if d["kind"] == "Deployment"
-    )
     # Made by its controller (the ReplicaSet controller): only such pods' results reach a
-    # node (docs/OPERATOR.md, "Whose results count").
-    deployment["metadata"] = {
-        "name": "vllm-node",
-        "namespace": namespace,
-        "labels": {"app": "vllm-node"},  # the policy selects by the workload's labels
-    }
-    # role=server: the bare pod below (app=vllm-node too, for the policy) is not the
-    # ReplicaSet's to adopt
-    deployment["spec"]["selector"] = {"matchLabels": {"app": "vllm-node", "role": "server"}}
+    # node (docs/OPERATOR.md, "Whose results count"). role=server: the bare pod below
+    # (app=vllm-node too, for the policy) is not the ReplicaSet's to adopt.
+    deployment = example_deployment("vllm-node", namespace, node=node)
+    server = {"app": "vllm-node", "role": "server"}
+    deployment["spec"]["selector"] = {"matchLabels": server}
     template = deployment["spec"]["template"]
-    template["metadata"]["labels"] = {"app": "vllm-node", "role": "server"}
-    template["spec"]["nodeName"] = node
+    template["metadata"]["labels"] = dict(server)
     cluster.apply(deployment)
 
     def injected() -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = get_json(
-            cluster,
-            "pods",
-            "-n",
-            namespace,
-            "-l",
-            f"app=vllm-node,{constants.INJECTED_POD_SELECTOR}",
-        )["items"]
-        return items
+        return injected_pods(cluster, namespace, "vllm-node")
 
     pod = wait_for(injected, what="the Deployment's injected pod")[0]
     assert pod["metadata"]["annotations"][constants.ANNOTATION_CREATED_BY] == "controller"
@@ -240,41 +214,19 @@ def test_the_node_condition_is_set_by_a_gpu_fault_and_cleared_by_a_later_pass(
 ) -> None:
     """Issue 29 item 2: GPUPreflightReady, what node-repair systems read (docs/CHECKS.md)."""
     namespace = cluster.create_namespace("nodecond", labels={constants.LABEL_INJECT: "enabled"})
-    cluster.apply(
+    apply_policy(
+        cluster, namespace, "condition-only",
         {
-            "apiVersion": constants.API_VERSION,
-            "kind": constants.POLICY_KIND,
-            "metadata": {"name": "condition-only", "namespace": namespace},
-            "spec": {
-                "selector": {"matchLabels": {"app": "vllm-cond"}},
-                "action": "Warn",
-                "nodeFeedback": {"condition": True},
-            },
-        }
-    )
-    wait_for(
-        lambda: (get_json(cluster, "preflightpolicy", "condition-only", "-n", namespace)
-                 .get("status", {}).get("conditions")),
-        what="the policy's Valid condition",
+            "selector": {"matchLabels": {"app": "vllm-cond"}},
+            "action": "Warn",
+            "nodeFeedback": {"condition": True},
+        },
     )  # fmt: skip
-    deployment = next(
-        d
-        for d in yaml.safe_load_all((MANIFESTS / "good-tp2-deployment.yaml").read_text())
-        if d["kind"] == "Deployment"
-    )
-    labels = {"app": "vllm-cond"}
-    deployment["metadata"] = {"name": "vllm-cond", "namespace": namespace, "labels": labels}
-    deployment["spec"]["selector"] = {"matchLabels": {"app": "vllm-cond"}}
-    deployment["spec"]["template"]["metadata"]["labels"] = {"app": "vllm-cond"}
-    deployment["spec"]["template"]["spec"]["nodeName"] = node
-    cluster.apply(deployment)
+    cluster.apply(example_deployment("vllm-cond", namespace, node=node))
     pod = wait_for(
-        lambda: get_json(
-            cluster, "pods", "-n", namespace, "-l",
-            f"app=vllm-cond,{constants.INJECTED_POD_SELECTOR}",
-        )["items"],
+        lambda: injected_pods(cluster, namespace, "vllm-cond"),
         what="the Deployment's injected pod",
-    )[0]  # fmt: skip
+    )[0]
     assert node_condition(cluster, node) is None  # nothing before a check said anything
 
     play_kubelet(cluster, pod, ROW_REMAP_FAILED, at(0))

@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 import json
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -66,9 +65,8 @@ def test_past_the_rules_budget_enforce_denies_and_a_stored_object_records_it(
         # The webhook configuration now points at this operator (it takes a moment).
         wait_for(lambda: "could not be checked in time" in apply(k8s, spinning(namespace),
                  "--dry-run=server").stderr, what="the spinning operator to answer")  # fmt: skip
-        started = time.monotonic()
+        # our answer, not the API server's timeout (10 s): the budget stopped the rules
         result = apply(k8s, spinning(namespace))
-        assert time.monotonic() - started < 8.0
         assert result.returncode != 0
         assert "could not be checked in time: the rules stopped, not done within 2 s" in (
             result.stderr

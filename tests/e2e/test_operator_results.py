@@ -17,6 +17,7 @@ from preflight_contract.report import CheckResult, GPUEntry, Report
 from preflight_dev import fakekubelet
 from preflight_dev.localoperator import OperatorProcess
 from preflight_dev.testing import Cluster, wait_for
+from preflight_dev.testing.workloads import get_json
 from preflight_operator.core import constants
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "data" / "manifests"
@@ -48,10 +49,6 @@ def namespace(cluster: Cluster, operator: OperatorProcess) -> Iterator[str]:
     name = cluster.create_namespace("results", labels=INJECT)
     yield name
     cluster.delete_namespace(name)
-
-
-def get_json(cluster: Cluster, *args: str) -> Any:
-    return json.loads(cluster.kubectl("get", *args, "-o", "json").stdout)
 
 
 def gpuval(cluster: Cluster, namespace: str, name: str) -> dict[str, Any] | None:

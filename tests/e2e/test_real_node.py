@@ -31,6 +31,7 @@ from preflight_dev.localoperator import OperatorProcess
 from preflight_dev.testing import Cluster, wait_for
 from preflight_dev.testing.images import INSTALLER_IMAGE, WORKLOAD_IMAGE
 from preflight_dev.testing.realnode import NODE_LABEL, RealNode
+from preflight_dev.testing.workloads import get_json
 from preflight_operator.core import constants
 from preflight_operator.core.injection import TOKEN_MOUNT_PATH
 
@@ -166,10 +167,6 @@ def operator(
     yield op
     localoperator.remove_webhooks(cluster)
     op.stop()
-
-
-def get_json(cluster: Cluster, *args: str) -> Any:
-    return json.loads(cluster.kubectl("get", *args, "-o", "json").stdout)
 
 
 def pod_of(cluster: Cluster, namespace: str, app: str) -> dict[str, Any] | None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 import json
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -325,9 +324,10 @@ def test_a_hostile_manifest_is_answered_in_time_and_the_next_one_judged(
     namespace = k8s.create_namespace("adm-hostile", labels={constants.LABEL_INJECT: "enabled"})
     stored_ns = k8s.create_namespace("adm-hostile-stored")
     try:
-        started = time.monotonic()
-        apply(k8s, hostile_deployment(namespace))
-        assert time.monotonic() - started < 8.0
+        # Our webhook's own answer (its warning), so it came within the API server's 10 s
+        # timeout: past it the failure policy would have answered, without our words.
+        hostile = apply(k8s, hostile_deployment(namespace))
+        assert "Warning: vllm-preflight" in hostile.stderr, hostile.stderr[-2000:]
         denied = apply(k8s, in_namespace(WORKLOADS["Deployment"][1], namespace))
         assert denied.returncode != 0
         assert "cannot run on the GPUs it requests" in denied.stderr

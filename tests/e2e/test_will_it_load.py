@@ -6,7 +6,9 @@ checker run as the kubelet would run it against a local Hub that answers as the 
 
 from __future__ import annotations
 
+import copy
 import json
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +19,7 @@ from test_model_runtime import check_container, injected_pod, run_checker
 
 from preflight_dev import fakekubelet, localoperator, localsetup
 from preflight_dev.fakehub import FakeHub, FakeRepo
+from preflight_dev.hubserver import CORPUS
 from preflight_dev.localoperator import OperatorProcess
 from preflight_dev.testing import Cluster, wait_for
 from preflight_operator.core import constants
@@ -159,3 +162,56 @@ def test_a_gated_repo_without_a_token_reports_the_failure_and_fix_on_the_gpuvali
     (failure,) = [f for f in entry["failures"] if f["id"] == "model-source"]
     assert "HF_TOKEN" in failure["message"]
     assert "secretKeyRef" in failure["remediation"]
+
+
+def test_a_partial_copy_an_init_container_finishes_is_a_warning_not_a_denial(
+    k8s: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    """The pod of tests/data/realworld/tutorials/k8s-ai-gpt-oss-120b-a100.yaml: a `gsutil
+    rsync` init container fills the model's volume, after the check. The API server keeps
+    the injected PREFLIGHT_MODEL_WRITERS; the partial copy a preempted sync left fails the
+    check without it and warns with it (the pod goes on, and the rsync finishes)."""
+    models = tmp_path / "models"
+    path = models / "Meta-Llama-3.1-8B"
+    shutil.copytree(CORPUS / "meta-llama" / "Meta-Llama-3.1-8B", path)
+    (path / "tokenizer.json").write_text("{}")
+    index = {"metadata": {"total_size": 32},
+             "weight_map": {"a": "model-00001-of-00002.safetensors",
+                            "b": "model-00002-of-00002.safetensors"}}  # fmt: skip
+    (path / "model.safetensors.index.json").write_text(json.dumps(index))
+    header = b'{"w":{"dtype":"U8","shape":[16],"data_offsets":[0,16]}}'
+    (path / "model-00001-of-00002.safetensors").write_bytes(
+        len(header).to_bytes(8, "little") + header + bytes(16)
+    )  # the second shard is not there yet
+    mounts = [{"name": "dshm", "mountPath": "/dev/shm"},
+              {"name": "models", "mountPath": str(models)}]  # fmt: skip
+    doc = deployment("rsync", namespace, command=["vllm", "serve", str(path)],
+                     volumeMounts=mounts)  # fmt: skip
+    spec = doc["spec"]["template"]["spec"]
+    spec["volumes"].append({"name": "models", "emptyDir": {}})
+    spec["initContainers"] = [
+        {"name": "model-downloader", "image": "google/cloud-sdk:slim",
+         "command": ["gsutil", "-m", "rsync", "-r", "gs://models/llama", "/dest/llama"],
+         "volumeMounts": [{"name": "models", "mountPath": "/dest"}]},
+    ]  # fmt: skip
+    k8s.apply(doc)
+    pod = injected_pod(k8s, namespace, "rsync")
+    env = {e["name"]: e.get("value") for e in check_container(pod)["env"]}
+    assert env["PREFLIGHT_MODEL_WRITERS"] == "model-downloader"
+
+    alone = copy.deepcopy(pod)
+    check = check_container(alone)
+    check["env"] = [e for e in check["env"] if e["name"] != "PREFLIGHT_MODEL_WRITERS"]
+    (tmp_path / "alone").mkdir()
+    code, _, report = run_checker(alone, tmp_path / "alone")
+    source = {c["id"]: c for c in report["checks"]}["model-source"]
+    assert source["status"] == "fail", source["message"]
+    assert code == 1
+
+    (tmp_path / "written").mkdir()
+    code, _, report = run_checker(pod, tmp_path / "written")
+    source = {c["id"]: c for c in report["checks"]}["model-source"]
+    assert source["status"] == "warn", source["message"]
+    assert "init container model-downloader" in source["message"]
+    assert "model-00002-of-00002.safetensors" in source["message"]
+    assert code == 0, report

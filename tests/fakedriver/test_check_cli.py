@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -202,11 +201,12 @@ class TestDeepTierOnTheFake:
             {"PREFLIGHT_DEADLINE": "3"},
             deep_plan={"hang": [1, "all_reduce(tp group)"]},
         )
-        started = time.monotonic()
         run = run_check(host, ["--tp", "2", "--deep", "--deep-timeout", "120"], tmp_path)
-        assert time.monotonic() - started < 20
         assert run.code == 1
-        assert "rank 1 hung in all_reduce(tp group)" in run.check("deep-allreduce").message
+        # the wait was the deadline's, not --deep-timeout's (said, not timed: no clock here)
+        assert run.check("deep-allreduce").message.startswith(
+            "rank 1 hung in all_reduce(tp group) (no answer before the check's deadline (3 s,"
+        ), run.check("deep-allreduce").message
 
     def test_a_crash_names_the_rank_and_signal(self, tmp_path: Path) -> None:
         host = fake_host(h200_machine(2), deep_plan={"crash": [0, "torch.cuda.set_device"]})

@@ -38,7 +38,7 @@ def start_member(
         "LWS_WORKER_INDEX": str(index),
         "PREFLIGHT_GROUP_PORT": str(port),
         "PREFLIGHT_GROUP_BIND": "127.0.0.1",
-        "PREFLIGHT_GROUP_ARGS": args,
+        "PREFLIGHT_VLLM_ARGS": args,  # the rules' reading, as the injector writes it
         "PREFLIGHT_NODE_NAME": f"node-{index}",
         "PREFLIGHT_TP": "2",
         "PREFLIGHT_DEADLINE": str(deadline),
@@ -57,7 +57,8 @@ def group_result(report: Path) -> dict[str, Any]:
     return found[0]
 
 
-ARGS = "vllm serve m -tp 2 -pp 3 --dtype bfloat16"
+# PP 3 over the three pods (--nnodes): two GPUs each
+ARGS = "vllm serve m -tp 2 -pp 3 --nnodes 3 --dtype bfloat16"
 
 
 def test_three_checkers_meet_and_agree(tmp_path: Path) -> None:
@@ -81,7 +82,9 @@ def test_three_checkers_meet_and_agree(tmp_path: Path) -> None:
 def test_mismatched_args_and_a_member_that_never_starts(tmp_path: Path) -> None:
     port = free_port()
     leader = start_member(tmp_path, 0, 3, port, args=ARGS, deadline=15)
-    odd = start_member(tmp_path, 1, 3, port, args=ARGS.replace("-pp 3", "-pp 2"), deadline=15)
+    odd = start_member(
+        tmp_path, 1, 3, port, args=ARGS.replace("-pp 3 --nnodes 3", "-pp 2 --nnodes 2"), deadline=15
+    )
     # worker 2 never starts: the members still end, by their own deadline (wait() would
     # raise TimeoutExpired after 60 s otherwise; not timed here, a loaded machine is slow)
     codes = [leader[0].wait(60), odd[0].wait(60)]
@@ -121,11 +124,10 @@ def test_rank_orchestration_with_a_stand_in_worker() -> None:
         "time.sleep(5) if r['rank'] == 1 else None;"
         "print(json.dumps({'rank': r['rank'], 'ok': True, 'seconds': 0.01}))"
     )
-    started = time.monotonic()
+    # rank 1 answers after 5 s: "timed out" below can only come from the 1.5 s deadline
     results = ga.run_ranks(
-        lay, 0, "127.0.0.1", 1, started + 1.5, command=[sys.executable, "-c", script]
+        lay, 0, "127.0.0.1", 1, time.monotonic() + 1.5, command=[sys.executable, "-c", script]
     )
-    assert time.monotonic() - started < 4
     assert [r["rank"] for r in results] == [0, 1]
     assert results[0]["ok"]
     assert results[1] == {"rank": 1, "ok": False, "step": "wait", "error": "timed out"}
@@ -166,3 +168,45 @@ def test_group_allreduce_over_gloo_across_three_members() -> None:
     status, _, evidence = ga.summarize(results, lay)
     assert status == "pass"
     assert evidence["bus_bandwidth_gbps"] > 0
+
+
+def test_two_jobset_members_meet_with_the_injectors_env(tmp_path: Path) -> None:
+    """Two pods of a JobSet (one Job of parallelism 2, coordinator pod 0) with the group env
+    the injector writes for them (issue 26): they meet and agree. The coordinator's DNS
+    name is replaced by 127.0.0.1 (no cluster DNS here); the LWS variables are absent."""
+    if str(REPO / "tests" / "unit") not in sys.path:
+        sys.path.insert(0, str(REPO / "tests" / "unit"))  # the pods as the controllers make them
+    from test_inject_jobset import COORDINATED, group_env, jobset, pods_of, runtime
+
+    body = jobset(coordinator=COORDINATED)
+    port = free_port()
+    procs = []
+    for pod in reversed(pods_of(body)):  # the member first: it dials until the leader listens
+        env = runtime(group_env(pod, body))
+        assert env["PREFLIGHT_GROUP_ADDRESS"] == "serve-vllm-0-0.serve"
+        index = int(env["PREFLIGHT_GROUP_INDEX"])
+        env.update(
+            PATH=os.environ.get("PATH", ""),
+            PREFLIGHT_GROUP_ADDRESS="127.0.0.1",
+            PREFLIGHT_GROUP_PORT=str(port),
+            PREFLIGHT_GROUP_BIND="127.0.0.1",
+            PREFLIGHT_NODE_NAME=f"node-{index}",
+            PREFLIGHT_TP="8",  # the plan's share per pod: TP 8 x PP 2 over --nnodes 2
+            PREFLIGHT_DEADLINE="20",
+            PYTHONPATH=os.pathsep.join(str(REPO / d) for d in ("initcontainer", "operator", "dev")),
+        )
+        report = tmp_path / f"report-{index}.json"
+        cmd = [sys.executable, "-m", "preflight_dev.demo.fakecheck", "--gpus", "8", "--"]
+        cmd += ["--json", str(report), "--termination-log", str(tmp_path / f"term-{index}")]
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        procs.append((proc, report, index))
+    codes = [proc.wait(60) for proc, _, _ in procs]
+    assert codes == [0, 0], [p.stderr.read() for p, _, _ in procs if p.stderr]
+    for _, report, index in procs:
+        result = group_result(report)
+        assert result["status"] == "pass", result
+        assert result["evidence"]["joined"] == [0, 1]
+        assert result["evidence"]["group"] == "team/serve#0"
+        assert result["evidence"]["role"] == ("leader" if index == 0 else "member")
+    leader = group_result(next(r for _, r, i in procs if i == 0))
+    assert {m["node"] for m in leader["evidence"]["members"]} == {"node-0", "node-1"}

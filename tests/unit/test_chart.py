@@ -503,7 +503,7 @@ class TestOperatorDeployment:
             "--webhook-cert-dir=/etc/vllm-preflight/certs",
             "--metrics-port=8080",
             "--health-port=8081",
-            "--kind-families=kuberay,aibrix,kserve,kubeai,production-stack,dynamo",
+            "--kind-families=kuberay,aibrix,kserve,kubeai,production-stack,dynamo,jobset",
             "--lease-name=vllm-preflight",
             "--lease-duration=15",
             "--renew-deadline=10",
@@ -580,7 +580,7 @@ WRAPPERS = [("serving.kserve.io", r) for r in ("inferenceservices", "llminferenc
     ("ray.io", "rayservices"), ("ray.io", "rayclusters"), ("ray.io", "rayjobs"),
     ("orchestration.aibrix.ai", "rayclusterfleets"), ("orchestration.aibrix.ai", "stormservices"),
     ("kubeai.org", "models"), ("production-stack.vllm.ai", "vllmruntimes"),
-    ("nvidia.com", "dynamographdeployments"),
+    ("nvidia.com", "dynamographdeployments"), ("jobset.x-k8s.io", "jobsets"),
 ]  # fmt: skip
 WORKLOADS = [("apps", "deployments"), ("apps", "statefulsets"), ("batch", "jobs"),
              ("leaderworkerset.x-k8s.io", "leaderworkersets"), *WRAPPERS]  # fmt: skip
@@ -628,9 +628,9 @@ class TestServingStacks:
         rules = rule_set(one(objs, "ClusterRole", FULLNAME)["rules"])
         assert not {r for r in rules if r[0] in ("serving.kserve.io", "nvidia.com")}
         args = operator_container(objs)["args"]
-        assert "--kind-families=kuberay,aibrix,kubeai,production-stack" in args
+        assert "--kind-families=kuberay,aibrix,kubeai,production-stack,jobset" in args
         assert (
-            "--kind-families=kuberay,aibrix,kserve,kubeai,production-stack,dynamo"
+            "--kind-families=kuberay,aibrix,kserve,kubeai,production-stack,dynamo,jobset"
             in (operator_container(render())["args"])
         )
 
@@ -765,6 +765,7 @@ class TestOperatorConfig:
                 },
             },
             "nodeFeedback": {"enabled": False, "condition": False},
+            "workloadPatch": {"scope": "namespaces", "namespaces": []},
         }  # fmt: skip
 
     def test_webhook_values_reach_the_operator(self) -> None:

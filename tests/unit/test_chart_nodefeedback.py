@@ -50,3 +50,19 @@ def test_the_operator_is_told_what_the_chart_granted_on_nodes() -> None:
     assert access(["nodeFeedback.condition=true"]) == NodeAccess(write=False, status=False)
     both = ["nodeFeedback.enabled=true", "nodeFeedback.condition=true"]
     assert access(both) == NodeAccess(write=True, status=True)
+
+
+def test_the_operator_is_told_where_the_chart_granted_patch_on_workloads() -> None:
+    """config.WorkloadPatch follows rbac.workloadPatch and rbac.workloadNamespaces."""
+    from preflight_operator.core.config import WorkloadPatch, parse_config
+
+    def patch(sets: list[str]) -> WorkloadPatch:
+        cm = one(render(sets=sets), "ConfigMap", FULLNAME)
+        return parse_config(yaml.safe_load(cm["data"]["config.yaml"])).workload_patch
+
+    assert patch([]) == WorkloadPatch(scope="namespaces")
+    granted = patch(["rbac.workloadNamespaces={a,b}"])
+    assert [granted.allows(n) for n in "abc"] == [True, True, False]
+    assert patch(["rbac.workloadPatch=cluster"]).allows("c")
+    assert not patch(["rbac.workloadPatch=none"]).allows("a")
+    assert patch(["rbac.create=false"]) == WorkloadPatch()  # the user binds: not said

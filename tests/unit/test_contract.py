@@ -86,7 +86,10 @@ def _envnames_used(paths: list[Path]) -> set[str]:
                 and node.value.id == "envnames"
             ):
                 value = getattr(envnames, node.attr)
-                if isinstance(value, str) and value != envnames.PREFIX:
+                # a name, not a value of one (envnames.ROLE_RAY_WORKER)
+                if isinstance(value, str) and value.startswith(envnames.PREFIX):
+                    if value == envnames.PREFIX:
+                        continue
                     used.add(value)
     return used
 

@@ -33,9 +33,9 @@ def test_lint(
         path.write_bytes(text.encode("latin-1"))
     else:
         path.write_text(text, encoding="utf-8")
-    started = time.perf_counter()
+    started = time.process_time()  # CPU spent, not wall time: a loaded machine waits more
     code = lint.main([str(path)])
-    spent = time.perf_counter() - started
+    spent = time.process_time() - started
     out, err = capsys.readouterr()
     assert code in codes, (out, err)
     assert "Traceback" not in out + err
@@ -45,9 +45,9 @@ def test_lint(
 
 @pytest.mark.parametrize(("name", "obj"), OBJECTS, ids=[c[0] for c in OBJECTS])
 def test_engine(name: str, obj: dict[str, Any]) -> None:
-    started = time.perf_counter()
+    started = time.process_time()
     results = check_object(obj)
-    assert time.perf_counter() - started < 2
+    assert time.process_time() - started < 2
     for result in results:
         assert all(f.id != "rules-internal-error" for f in result.findings), result.to_dict()
         result.to_dict()  # serialisable, as the webhook sends it

@@ -11,6 +11,7 @@ from typing import Any
 import jsonpatch
 import pytest
 
+from preflight_check.options import parse_options
 from preflight_operator.core import constants
 from preflight_operator.core.analysis import RulesAnalyser, check_plan
 from preflight_operator.core.config import InjectionConfig, OperatorConfig, PolicySpec, Thresholds
@@ -448,8 +449,11 @@ def test_model_mounts_match_the_model_path_and_the_caches_only() -> None:
     assert [m["name"] for m in model_mounts(vllm, "Qwen/Qwen3-8B")] == ["hub", "home"]
 
 
-def test_a_share_of_a_multi_node_engine_gets_no_command_line() -> None:
-    """The checker would count the whole engine's GPUs from it (TP 16 over 2 pods)."""
+def test_a_share_of_a_multi_node_engine_gets_its_command_line_when_the_line_states_it() -> None:
+    """vLLM's --nnodes states the pod's share (TP 16 over 2 pods: 8 each): the checker reads
+    the same count from the line as the rules (it divides by the nodes), so the line goes
+    along, for the model checks and the group phase. A share the line does not state (a
+    Ray head) gets none: tests/unit/test_check_group_args.py."""
     pod = vllm_pod()
     vllm = pod["spec"]["containers"][0]
     vllm["command"] = ["vllm", "serve", "m", "-tp", "16", "--nnodes", "2", "--node-rank", "0"]
@@ -457,7 +461,9 @@ def test_a_share_of_a_multi_node_engine_gets_no_command_line() -> None:
     injected = jsonpatch.apply_patch(pod, mutate(pod, service()))
     env = env_of(injected["spec"]["initContainers"][1])
     assert env["PREFLIGHT_TP"] == "8"
-    assert "PREFLIGHT_VLLM_ARGS" not in env
+    assert env["PREFLIGHT_VLLM_ARGS"] == "vllm serve m -tp 16 --nnodes 2 --node-rank 0"
+    options = parse_options([], {k: v for k, v in env.items() if isinstance(v, str)})
+    assert options.plan.gpus_needed == 8
 
 
 def test_the_patch_applies_to_a_pod_without_labels_init_containers_or_volumes() -> None:

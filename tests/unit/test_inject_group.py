@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from preflight_check.group import engine_args, group_config, vllm_argv_of
+from preflight_check.group import engine_args, group_config
 from preflight_operator.core.config import ConfigError, InjectionConfig, PolicySpec, parse_config
 from preflight_operator.core.injection import Injection, plan_injection
 from preflight_operator.core.static import Plan
@@ -57,27 +57,27 @@ def test_lws_pod_gets_the_group_env() -> None:
     }
     assert env["PREFLIGHT_NODE_NAME"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
     assert env["PREFLIGHT_GROUP_ID"] == "team/big-$(PREFLIGHT_GROUP_NUMBER)"
-    # what the kubelet hands the checker once $(VAR) is expanded, read back by the checker
-    expanded = env["PREFLIGHT_GROUP_ARGS"].replace("$(LWS_GROUP_SIZE)", "2")
-    expanded = expanded.replace("$(LWS_WORKER_INDEX)", "1")
-    args = engine_args(vllm_argv_of(expanded))
-    assert (args["tp"], args["pp"], args["nnodes"]) == ("8", "2", "2")
+    # the raw command line is no longer copied: the group compares PREFLIGHT_VLLM_ARGS, the
+    # rules' reading (tests/unit/test_check_group_args.py goes from manifests to a verdict)
+    assert "PREFLIGHT_GROUP_ARGS" not in env
+    assert "PREFLIGHT_GROUP_ROLE" not in env  # vLLM runs here: not a Ray worker
     runtime = {
         "LWS_LEADER_ADDRESS": "big-0.big.team",
         "LWS_GROUP_SIZE": "2",
         "PREFLIGHT_GROUP_INDEX": "1",
         "PREFLIGHT_GROUP_SIZE": "",  # an annotation the pod lacks: empty, LWS_GROUP_SIZE wins
         "PREFLIGHT_GROUP_PORT": env["PREFLIGHT_GROUP_PORT"],
-        "PREFLIGHT_GROUP_ARGS": expanded,
     }
-    group = group_config(runtime)
+    group = group_config(
+        runtime, ["vllm", "serve", "m", "-tp", "8", "-pp", "2", "--nnodes", "2", "--node-rank", "1"]
+    )
     assert group is not None
     assert (group.address, group.size, group.index, group.port) == ("big-0.big.team", 2, 1, 31000)
-    assert group.args["model"] == "m"
+    assert (group.args["model"], group.args["tp"], group.args["nnodes"]) == ("m", "8", "2")
 
 
 def test_unexpanded_variables_are_never_compared() -> None:
-    args = engine_args(vllm_argv_of("vllm serve m -tp $TP --dtype $(DTYPE)"))
+    args = engine_args(["vllm", "serve", "m", "-tp", "$TP", "--dtype", "$(DTYPE)"])
     assert "tp" not in args
     assert "dtype" not in args
     assert args["model"] == "m"

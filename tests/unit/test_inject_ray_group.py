@@ -133,3 +133,30 @@ def test_one_read_of_the_leaderworkerset_serves_the_policy_and_the_group() -> No
         assert "PREFLIGHT_GROUP_PORT" in env
         assert env["PREFLIGHT_ACTION"] == "Audit"  # chosen by the LeaderWorkerSet's labels
     assert reads == [body["metadata"]["name"]]
+
+
+def test_one_reader_of_a_ray_node_for_the_rules_and_the_injector() -> None:
+    """injection.ray_role is rules.spread.ray_start in the injector's words. It once read
+    the words itself, by substring: `xray start --head` was a Ray head to it (old
+    ray_role: "head"), not to the rules. A RAY_ADDRESS env makes a container a member for
+    the rules only: it starts no Ray node, so no group waits for its check."""
+    from preflight_operator.core.rules.spread import HEAD, MEMBER, ray_node, ray_start
+
+    def c(*command: str, env: list[dict[str, str]] | None = None) -> dict[str, Any]:
+        return {"name": "x", "command": list(command), "env": env or []}
+
+    cases = [
+        c("sh", "-c", "ray start --head --port=6379 && vllm serve m -tp 8"),
+        c("ray", "start", "--address=$(LWS_LEADER_ADDRESS):6379", "--block"),
+        c("/usr/local/bin/ray", "start", "--address", "head:6379"),
+        c("bash", "/vllm-workspace/examples/online_serving/multi-node-serving.sh", "leader"),
+        c("bash", "multi-node-serving.sh", "worker", "--ray_address=head"),
+        c("sh", "-c", "xray start --head --port 9 && vllm serve m"),
+        c("vllm", "serve", "m", env=[{"name": "RAY_ADDRESS", "value": "auto"}]),
+    ]
+    names = {HEAD: "head", MEMBER: "worker", None: None}
+    for container in cases:
+        assert ray_role(container) == names[ray_start(container)], container["command"]
+    roles = [ray_role(x) for x in cases]
+    assert roles == ["head", "worker", "worker", "head", "worker", None, None]
+    assert ray_node(cases[-1]) == MEMBER

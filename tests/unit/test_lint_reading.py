@@ -110,9 +110,9 @@ def test_hostile_files_are_clean_errors(
     path = tmp_path / name
     path.write_text(text)
     (tmp_path / "good.yaml").write_text(yaml.safe_dump(GOOD))
-    started = time.perf_counter()
+    started = time.process_time()  # CPU spent, not wall time: a loaded machine waits more
     code, out, err = run(capsys, str(path), str(tmp_path / "good.yaml"))
-    assert time.perf_counter() - started < 2
+    assert time.process_time() - started < 2
     assert code == lint.EXIT_UNREADABLE
     assert needle in err
     assert f"{path}: document 1:" in err

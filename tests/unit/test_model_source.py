@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import struct
-import time
 from pathlib import Path
 
 import pytest
@@ -230,12 +229,10 @@ def test_a_cache_too_small_for_the_download_fails(tmp_path: Path) -> None:
 
 def test_a_slow_hub_is_a_warning_within_the_timeout(tmp_path: Path) -> None:
     with FakeHub({REPO: tiny()}, delay_s=60.0) as hub:
-        started = time.monotonic()
         ready = ms.check_source(REPO, hub_env(hub, tmp_path), timeout_s=0.5)
-        elapsed = time.monotonic() - started
+    # the Hub answers after 60 s, with the files: a warning can only come from the timeout
     assert ready.status == "warn"
     assert "did not answer" in ready.message
-    assert elapsed < 30  # the Hub answers after 60 s: the answer came from the timeout
 
 
 def test_a_hub_answer_without_the_hubs_error_code_is_unknown_not_a_failure(tmp_path: Path) -> None:

@@ -141,3 +141,16 @@ def test_node_access_is_granted_unless_the_chart_says_otherwise() -> None:
         parse_config({"nodeFeedback": {"enabled": "yes"}})
     with pytest.raises(ConfigError, match="nodeFeedback"):
         parse_config({"nodeFeedback": ["enabled"]})
+
+
+def test_workload_patch_scope_is_everywhere_unless_the_chart_says_otherwise() -> None:
+    from preflight_operator.core.config import WorkloadPatch
+
+    assert parse_config({}).workload_patch == WorkloadPatch()
+    parsed = parse_config({"workloadPatch": {"scope": "namespaces", "namespaces": ["a"]}})
+    assert parsed.workload_patch.allows("a")
+    assert not parsed.workload_patch.allows("b")
+    with pytest.raises(ConfigError, match=r"workloadPatch\.scope"):
+        parse_config({"workloadPatch": {"scope": "some"}})
+    with pytest.raises(ConfigError, match=r"workloadPatch\.namespaces"):
+        parse_config({"workloadPatch": {"namespaces": "a"}})

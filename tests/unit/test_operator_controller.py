@@ -15,7 +15,7 @@ import yaml
 from preflight_contract.report import CheckResult, Report
 from preflight_operator.core import constants
 from preflight_operator.core.analysis import RulesAnalyser
-from preflight_operator.core.config import OperatorConfig, PolicySpec
+from preflight_operator.core.config import OperatorConfig, PolicySpec, WorkloadPatch
 from preflight_operator.core.static import StaticResult
 from preflight_operator.core.workloads import DEPLOYMENT, WorkloadRef
 from preflight_operator.runtime.api import Conflict, Forbidden, NotFound
@@ -600,3 +600,30 @@ def test_without_patch_rights_the_status_is_still_written_and_nothing_claimed_do
     assert NS not in {k[0] for k in api.workloads}
     assert ("forbidden", "vllm-good") in api.writes
     assert "ScaledToZero" not in {e["reason"] for e in api.events}
+
+
+def test_where_the_chart_grants_no_patch_none_is_sent() -> None:
+    """CI of 2026-12-02: the chart's operator sent patches its RBAC refused (a 403 logged for
+    every workload outside rbac.workloadNamespaces). Told by the configuration where it may
+    patch (config.WorkloadPatch), it sends none there, and writes the status all the same."""
+    config = OperatorConfig(
+        default_policy=PolicySpec(on_runtime_failure="ScaleToZero"),
+        workload_patch=WorkloadPatch(scope="namespaces", namespaces=frozenset({"elsewhere"})),
+    )
+    api = FakeApi()
+    api.forbidden_namespaces = {NS}
+
+    async def scenario() -> None:
+        ctl = controller(api, config)
+        ctl.observe_workload(DEPLOYMENT, deployment(), deleted=False)
+        ctl.observe_pod(injected_pod("p1", "u1", message=FAIL_REPORT, exit_code=1), deleted=False)
+        await settle(ctl)
+        await ctl.stop()
+
+    run(scenario())
+    status = api.gpuvals[NS, "deployment-vllm-good"]["status"]
+    assert status["runtimeVerdict"] == "fail"
+    assert "remediation" not in status
+    assert ("forbidden", "vllm-good") not in api.writes  # never sent, so never refused
+    assert WorkloadPatch(scope="cluster").allows(NS)
+    assert not WorkloadPatch(scope="none").allows(NS)

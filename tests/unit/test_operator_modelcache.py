@@ -4,7 +4,6 @@ Hub stand-in on 127.0.0.1), the disk cache, and that the request path never wait
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -100,18 +99,20 @@ def test_fetch_is_off_by_default() -> None:
     with HubServer() as hub:
         cache = ModelCache(ModelSources(endpoint=hub.url))
         assert cache.lookup(QWEN) is None
-        time.sleep(0.2)
+        assert cache.wait_idle(1)  # nothing was scheduled
         assert hub.requests == []
 
 
 def test_a_miss_schedules_a_fetch_and_never_waits(tmp_path: Path) -> None:
-    with HubServer(delay_s=1.0, token="tok") as hub:
+    with HubServer(token="tok") as hub:
+        hub.release.clear()  # the Hub answers nothing until released below
         sources = ModelSources(fetch=True, endpoint=hub.url, cache_dir=str(tmp_path))
         cache = ModelCache(sources, environ={"HF_TOKEN": "tok"})
-        started = time.monotonic()
+        # a lookup that waited for the fetch would get the files (after the release)
         assert cache.lookup(QWEN) is None
         assert cache.lookup(QWEN) is None  # one fetch in flight, not two
-        assert time.monotonic() - started < 0.2
+        assert not cache.wait_idle(0)  # returned while the fetch is still held at the Hub
+        hub.release.set()
         assert cache.wait_idle(15)
         files = cache.lookup(QWEN)
     assert files is not None

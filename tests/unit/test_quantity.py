@@ -64,12 +64,12 @@ def test_rejected_as_the_api_server_rejects(text: str) -> None:
 
 
 def test_hostile_sizes_are_cheap_and_none() -> None:
-    started = time.perf_counter()
+    started = time.process_time()  # CPU spent, not wall time: a loaded machine waits more
     assert parse_quantity("1" + "0" * 5000) is None  # beyond MAX_DIGITS (int() caps at 4300)
     assert parse_quantity("1e999999999") is None
     assert parse_quantity("9" * MAX_DIGITS) == int("9" * MAX_DIGITS)
     assert parse_quantity(10**20000) is None
-    assert time.perf_counter() - started < 0.5
+    assert time.process_time() - started < 0.5
 
 
 def test_format_bytes() -> None:

@@ -30,6 +30,13 @@
     "enabled" (eq (toString .Values.nodeFeedback.enabled) "true")
     "condition" (eq (toString .Values.nodeFeedback.condition) "true"))
 }}
+{{- /* where the ClusterRole/Roles grant patch on workloads (clusterrole.yaml); with
+rbac.create=false the user binds the rules: nothing said, the operator tries everywhere */}}
+{{- if .Values.rbac.create }}
+{{- $_ := set $config "workloadPatch" (dict
+  "scope" .Values.rbac.workloadPatch
+  "namespaces" (.Values.rbac.workloadNamespaces | default list)) }}
+{{- end }}
 {{- /* per-rule actions (rules.certainty): only when some are set */}}
 {{- if $p.rules }}
 {{- $_ := set $config.defaultPolicy "rules" $p.rules }}

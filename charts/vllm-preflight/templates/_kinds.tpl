@@ -11,6 +11,7 @@ resources.
   kubeai: Model (kubeai.org)
   productionStack: VLLMRuntime (production-stack.vllm.ai)
   dynamo: DynamoGraphDeployment (nvidia.com)
+  jobset: JobSet (jobset.x-k8s.io)
 */}}
 {{- define "vllm-preflight.wrapperKinds" -}}
 {{- $all := list
@@ -20,6 +21,7 @@ resources.
   (dict "key" "kubeai" "family" "kubeai" "group" "kubeai.org" "resources" (list "models"))
   (dict "key" "productionStack" "family" "production-stack" "group" "production-stack.vllm.ai" "resources" (list "vllmruntimes"))
   (dict "key" "dynamo" "family" "dynamo" "group" "nvidia.com" "resources" (list "dynamographdeployments"))
+  (dict "key" "jobset" "family" "jobset" "group" "jobset.x-k8s.io" "resources" (list "jobsets"))
 -}}
 {{- $on := list -}}
 {{- range $all -}}

@@ -25,7 +25,7 @@ ALLREDUCE_STEPS = (STEP_INIT, STEP_ALL_REDUCE)
 PEER_STEPS = (STEP_PEER_COPY,)
 
 
-def _step_problem(outcome: ChildOutcome, steps: Sequence[str], timeout_s: float) -> Optional[str]:
+def _step_problem(outcome: ChildOutcome, steps: Sequence[str], bound: str) -> Optional[str]:
     """Why a worker did not complete ``steps`` (None when it did), naming rank and step."""
     records: Dict[str, CallRecord] = {r.call: r for r in outcome.calls}
     for step in steps:
@@ -39,14 +39,14 @@ def _step_problem(outcome: ChildOutcome, steps: Sequence[str], timeout_s: float)
                     f"rank {outcome.rank} died with {signal_name(outcome.signal)} after {reached}"
                 )
             if outcome.timed_out:
-                return f"rank {outcome.rank} did not reach {step} within {timeout_s:g} s"
+                return f"rank {outcome.rank} did not reach {step} {bound}"
             if outcome.fatal:
                 return f"rank {outcome.rank}: {outcome.fatal}"
             return None  # an earlier step failed; another check names it
         if not record.finished:
             if outcome.signal is not None:
                 return f"rank {outcome.rank} died with {signal_name(outcome.signal)} in {step}"
-            return f"rank {outcome.rank} hung in {step} (no answer within {timeout_s:g} s)"
+            return f"rank {outcome.rank} hung in {step} (no answer {bound})"
         if record.code not in (0, None):
             return f"rank {outcome.rank}: {step} failed: {record.name}"
     return None
@@ -67,7 +67,8 @@ def _deep_check(
         return skipped(check_id, f"deep tier not run: {facts.deep_skipped}")
     if not facts.deep:
         return skipped(check_id, "no deep worker ran")
-    problems = [p for o in facts.deep if (p := _step_problem(o, steps, options.deep_timeout_s))]
+    bound = facts.deep_bound or f"within {options.deep_timeout_s:g} s"
+    problems = [p for o in facts.deep if (p := _step_problem(o, steps, bound))]
     timings = {
         str(o.rank): {r.call: round(r.ms, 1) for r in o.calls if r.call in steps and r.finished}
         for o in facts.deep

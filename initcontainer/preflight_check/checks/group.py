@@ -75,6 +75,7 @@ def member_facts(
         "vllm": dist_version(("vllm",)),
         "torch": facts.runtime.torch_version or None,
         "args": dict(config.args) if config else {},
+        "args_from": (config.args_from if config else "") or None,
         "verdict": verdict,
         "failed": failed,
         "local_ms": round(local_ms, 1),

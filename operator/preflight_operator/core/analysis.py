@@ -36,8 +36,9 @@ class InjectionTarget:
     container: str | None
     plan: Plan | None
     reason: str = ""
-    # the command line as the rules read it, and its model, for the runtime model checks;
-    # empty when the check validates only the pod's share of a multi-node engine
+    # the command line as the rules read it, and its model, for the runtime model checks and
+    # the group phase; empty when the check validates a share of a multi-node engine that
+    # the command line does not state (Ray)
     argv: tuple[str, ...] = ()
     model: str | None = None
 
@@ -195,8 +196,13 @@ def injection_target(results: Sequence[rules.ContainerResult]) -> InjectionTarge
     plan = _plan(chosen)
     assert plan is not None
     pod_plan = check_plan(plan)
-    if pod_plan is not plan:
-        # a share of a multi-node engine: the checker would read the whole engine's plan
-        # from the command line and count GPUs this pod does not hold
+    if pod_plan is not plan and (
+        chosen.plan is None or chosen.plan.gpus_needed != plan.gpus_needed
+    ):
+        # a share of a multi-node engine the command line does not state (vLLM's Ray
+        # executor over pods): the checker would read the whole engine's plan from it and
+        # count GPUs this pod does not hold. A share vLLM's own --nnodes states is read by
+        # the checker as the rules read it (ParallelPlan.gpus_needed), so the command line
+        # goes along: the model checks and the group phase compare it.
         return InjectionTarget(chosen.container, pod_plan)
     return InjectionTarget(chosen.container, pod_plan, argv=chosen.argv, model=chosen.model)

@@ -60,6 +60,9 @@ class PolicySpec:
     # spec.rules: (rule id, action) pairs, sorted; a rule not named takes the policy's
     # action, except heuristic rules, which default to Warn (rules.certainty)
     rule_actions: tuple[tuple[str, str], ...] = ()
+    # spec.groups.socketFallback (core/policy.py parse_socket_fallback): what a multi-node
+    # group's fall-back to TCP sockets is worth in the check (PREFLIGHT_SOCKET_FALLBACK)
+    socket_fallback: str = "Warn"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,6 +98,36 @@ class NodeAccess:
 
 
 NODES_GRANTED = NodeAccess()  # outside the chart: assumed granted
+
+WORKLOAD_PATCH_SCOPES = ("cluster", "namespaces", "none")
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkloadPatch:
+    """Where the operator's RBAC lets it patch vLLM workloads (annotations, remediation):
+    the chart's ``rbac.workloadPatch`` and ``rbac.workloadNamespaces``, told to the operator
+    so that it never sends a patch the API server would refuse with a 403 (the status is
+    on the GPUValidation either way). Outside the chart: everywhere, as before."""
+
+    scope: str = "cluster"  # WORKLOAD_PATCH_SCOPES
+    namespaces: frozenset[str] = frozenset()
+
+    def allows(self, namespace: str) -> bool:
+        return self.scope == "cluster" or (
+            self.scope == "namespaces" and namespace in self.namespaces
+        )
+
+
+def parse_workload_patch(value: Any) -> WorkloadPatch:
+    """``workloadPatch: {scope, namespaces}``."""
+    if value is None:
+        return WorkloadPatch()
+    raw = _mapping(value, "workloadPatch")
+    scope = _enum(raw.get("scope", "cluster"), WORKLOAD_PATCH_SCOPES, "workloadPatch.scope")
+    names = raw.get("namespaces") or []
+    if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+        raise ConfigError("workloadPatch.namespaces: expected a list of namespace names")
+    return WorkloadPatch(scope=scope, namespaces=frozenset(names))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,6 +181,7 @@ class OperatorConfig:
     pod_creators: tuple[str, ...] = ()
     webhook: WebhookConfig = WebhookConfig()
     node_access: NodeAccess = NODES_GRANTED
+    workload_patch: WorkloadPatch = WorkloadPatch()
 
     def with_release_namespace(self, namespace: str | None) -> OperatorConfig:
         """The release namespace is never touched either (the operator's own pods live there)."""
@@ -460,6 +494,7 @@ def parse_config(data: Any) -> OperatorConfig:
         pod_creators=_pod_creators(_mapping(raw.get("podTrust"), "podTrust").get("creators")),
         webhook=parse_webhook(raw.get("webhook")),
         node_access=parse_node_access(raw.get("nodeFeedback")),
+        workload_patch=parse_workload_patch(raw.get("workloadPatch")),
     )
 
 

@@ -26,11 +26,22 @@ from typing import Any
 
 from preflight_contract import envnames
 from preflight_contract.check_ids import CHECKS, DEEP
+from preflight_contract.modelsource import model_writers_value
 from preflight_contract.reuse import Offer, format_offers, plan_shape
 from preflight_operator.core import constants
 from preflight_operator.core.config import InjectionConfig, PolicySpec
+from preflight_operator.core.rules.groups import (
+    COMPLETION_INDEX,
+    JOBSET_COORDINATOR,
+    JOBSET_JOB_INDEX,
+    JOBSET_NAME,
+    JOBSET_RJOB,
+)
 from preflight_operator.core.rules.kubeenv import has_unknown, unknown_names
 from preflight_operator.core.rules.resources import nvidia_gpus
+from preflight_operator.core.rules.spread import HEAD as RAY_HEAD
+from preflight_operator.core.rules.spread import MEMBER as RAY_MEMBER
+from preflight_operator.core.rules.spread import ray_start
 from preflight_operator.core.static import Plan
 
 SHM_PATH = "/dev/shm"
@@ -201,6 +212,9 @@ def preflight_env(plan: Plan, policy: PolicySpec, deadline_s: int) -> list[dict[
         envnames.SHM_MIN: policy.thresholds.shm_min,
         # injection.timeoutSeconds: the check stops waiting then and reports what hung.
         envnames.DEADLINE: str(deadline_s),
+        # spec.groups.socketFallback, always written: the policy's word, never a value
+        # copied from the vLLM container (read only by a group member's group-transport)
+        envnames.SOCKET_FALLBACK: policy.socket_fallback.lower(),
     }
     skips = runtime_skips(policy.disabled_checks)
     if skips:
@@ -248,25 +262,13 @@ def runs_own_share(vllm: Mapping[str, Any]) -> bool:
     return any(option in tokens for option in _OWN_SHARE_OPTIONS)
 
 
-def _words(container: Mapping[str, Any]) -> list[str]:
-    return [str(w) for key in ("command", "args") for w in (container.get(key) or [])]
-
-
 def ray_role(container: Mapping[str, Any]) -> str | None:
     """ "head" or "worker" when the container starts a Ray node (the LeaderWorkerSet Ray
     pattern: the leader `ray start --head ... && vllm serve`, the workers `ray start
-    --address=$(LWS_LEADER_ADDRESS):6379 --block`), else None."""
-    text = " ".join(" ".join(_words(container)).split())
-    words = text.split()
-    # vLLM's examples/online_serving/multi-node-serving.sh (what the LWS example runs):
-    # `leader --ray_cluster_size=N` starts the head, `worker --ray_address=...` a worker
-    for i, word in enumerate(words[:-1]):
-        if word.rsplit("/", 1)[-1] == "multi-node-serving.sh":
-            role = words[i + 1]
-            return "head" if role == "leader" else "worker" if role == "worker" else None
-    if "ray start" not in text:
-        return None
-    return "head" if "--head" in words else "worker" if "--address" in text else None
+    --address=$(LWS_LEADER_ADDRESS):6379 --block`), else None. Read by the rules'
+    ``spread.ray_start`` (one reader); these are its names in the injector's words."""
+    role = ray_start(container)
+    return "head" if role == RAY_HEAD else "worker" if role == RAY_MEMBER else None
 
 
 def ray_group_ready(lws: Mapping[str, Any]) -> bool:
@@ -293,14 +295,26 @@ def _field(path: str) -> dict[str, Any]:
     return {"fieldRef": {"fieldPath": path}}
 
 
+def _member_env(vllm: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """What every member adds for the others to compare: its image; the engine arguments
+    are PREFLIGHT_VLLM_ARGS (the rules' reading, set by check_container), and a Ray worker,
+    which has none, is named so that their absence is expected."""
+    env: list[dict[str, Any]] = []
+    if ray_role(vllm) == "worker":
+        env.append({"name": envnames.GROUP_ROLE, "value": envnames.ROLE_RAY_WORKER})
+    if isinstance(vllm.get("image"), str) and vllm["image"]:  # issue 26: members compare it
+        env.append({"name": envnames.GROUP_IMAGE, "value": vllm["image"][:512]})
+    return env
+
+
 def group_env(pod: Mapping[str, Any], vllm: Mapping[str, Any], port: int) -> list[dict[str, Any]]:
     """What the check of a LeaderWorkerSet pod needs for the group phase (docs/CHECKS.md,
     "Group phase"). LeaderWorkerSet itself gives every container, init containers too,
     LWS_LEADER_ADDRESS and LWS_GROUP_SIZE; the worker and group index and the node come
-    from the downward API (the labels exist by the time the kubelet starts the container),
-    and the vLLM command line as written (the kubelet expands its $(VAR) references as it
-    does for the vLLM container) gives the arguments the group compares."""
-    words = [str(w) for key in ("command", "args") for w in (vllm.get(key) or [])]
+    from the downward API (the labels exist by the time the kubelet starts the container).
+    The arguments the group compares are PREFLIGHT_VLLM_ARGS (the rules' reading, set by
+    check_container); a Ray worker, which has none, is named so that their absence is
+    expected."""
     meta = pod.get("metadata") or {}
     lws = str((meta.get("labels") or {}).get(LWS_NAME_LABEL, ""))
     env: list[dict[str, Any]] = [
@@ -324,11 +338,264 @@ def group_env(pod: Mapping[str, Any], vllm: Mapping[str, Any], port: int) -> lis
         },
         {"name": envnames.NODE_NAME, "valueFrom": _field("spec.nodeName")},
     ]
-    if words:
-        env.append({"name": envnames.GROUP_ARGS, "value": shlex.join(words)})
-    if isinstance(vllm.get("image"), str) and vllm["image"]:  # issue 26: members compare it
-        env.append({"name": envnames.GROUP_IMAGE, "value": vllm["image"][:512]})
-    return env
+    return env + _member_env(vllm)
+
+
+# -- JobSet (issue 26) ----------------------------------------------------------------------
+#
+# What JobSet and the Job controller write on a pod, read from their source
+# (kubernetes-sigs/jobset at 08dfbdfd682714a9ab929633eca8dc95315187e7; rules/groups.py has
+# the keys): JobSet's controller labels and annotates each Job's pod template with the
+# JobSet's name and uid, the replicated Job's name, the Job's index in it (job-index, 0 to
+# replicas-1), the restart attempt and, with spec.coordinator, the coordinator's stable
+# address <jobset>-<replicatedJob>-<jobIndex>-<podIndex>.<subdomain>
+# (pkg/controllers/jobset_controller.go constructJob, labelAndAnnotateObject,
+# CoordinatorEndpoint); the Job controller adds the completion index (annotation and label
+# batch.kubernetes.io/job-completion-index, 0 to completions-1; KEP-2214 "Pod detail") as
+# it creates the pod. All of it is in the pod the webhook sees at CREATE. What no pod
+# carries is the Jobs' parallelism (global-replicas counts Jobs, not pods): the size and
+# this pod's place among all pods come from the JobSet's own spec, read by the webhook.
+JOBSET_UID = "jobset.sigs.k8s.io/jobset-uid"
+JOBSET_RESTARTS = "jobset.sigs.k8s.io/restart-attempt"  # pkg/constants RestartsKey
+# The checker's largest group (preflight_check.group.MAX_GROUP_SIZE; the operator may not
+# import the checker, tests/unit/test_inject_jobset.py holds them equal).
+MAX_GROUP_MEMBERS = 1024
+_MAX_REPLICATED_JOBS = 64
+
+
+@dataclasses.dataclass(frozen=True)
+class JobSetPlace:
+    """A JobSet pod's place in the group its JobSet declares."""
+
+    group_id: str  # <namespace>/<jobset>#<restart attempt>
+    address: str  # the coordinator's stable address: the member 0 listens there
+    size: int  # every pod of the JobSet: sum of replicas x parallelism
+    index: int  # this pod's place; the coordinator's is 0
+
+
+def jobset_name(pod: Mapping[str, Any]) -> str:
+    """The JobSet that made the pod ("" when none says so)."""
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    name = labels.get(JOBSET_NAME) if isinstance(labels, Mapping) else None
+    return name if isinstance(name, str) and 0 < len(name) <= 253 else ""
+
+
+def _whole(value: Any, default: int | None = None) -> int | None:
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if 0 <= value <= 1_000_000 else None
+    if isinstance(value, str) and value.isdigit() and len(value) <= 7:
+        return int(value)
+    return None
+
+
+def _meets(template: Any) -> bool:
+    """Will a pod of this template get the check and meet? One of its containers runs its
+    own share of a multi-node vLLM (runs_own_share) and asks for GPUs, and the template is
+    not opted out: the injector would give it the check, as it gives this pod."""
+    if not isinstance(template, Mapping):
+        return False
+    spec = template.get("spec")
+    containers = spec.get("containers") if isinstance(spec, Mapping) else None
+    if not isinstance(containers, list):
+        return False
+    return any(
+        isinstance(c, Mapping) and runs_own_share(c) and bool(gpu_resources(c) or dra_claims(c))
+        for c in containers
+    )
+
+
+def _opted_out_template(template: Any) -> bool:
+    meta = template.get("metadata") if isinstance(template, Mapping) else None
+    labels = meta.get("labels") if isinstance(meta, Mapping) else None
+    return isinstance(labels, Mapping) and opted_out(labels)
+
+
+def _rjob_sizes(spec: Mapping[str, Any]) -> dict[str, tuple[int, int, int]] | str:
+    """name -> (first member, replicas, parallelism) in spec order, or why not a group."""
+    rjobs = spec.get("replicatedJobs")
+    if not isinstance(rjobs, list) or not 0 < len(rjobs) <= _MAX_REPLICATED_JOBS:
+        return f"spec.replicatedJobs: 1 to {_MAX_REPLICATED_JOBS} replicated Jobs expected"
+    out: dict[str, tuple[int, int, int]] = {}
+    first = 0
+    for i, rjob in enumerate(rjobs):
+        where = f"spec.replicatedJobs[{i}]"
+        name = rjob.get("name") if isinstance(rjob, Mapping) else None
+        job = rjob.get("template") if isinstance(rjob, Mapping) else None
+        job_spec = job.get("spec") if isinstance(job, Mapping) else None
+        if not isinstance(name, str) or not isinstance(job_spec, Mapping) or name in out:
+            return f"{where}: no name or no Job template"
+        where = f"{where} ({name[:63]})"
+        if rjob.get("dependsOn"):
+            return (
+                f"{where}.dependsOn: its Jobs start only once another's are Ready or done, "
+                "and the first ones' pods wait in their checks for them"
+            )
+        replicas = _whole(rjob.get("replicas"), 1)
+        parallelism = _whole(job_spec.get("parallelism"), 1)
+        completions = _whole(job_spec.get("completions"), parallelism)
+        if replicas is None or parallelism is None or completions is None:
+            return f"{where}: replicas, parallelism or completions is not a whole number"
+        if replicas and parallelism and completions != parallelism:
+            return (
+                f"{where}.template.spec: completions {completions} is not parallelism "
+                f"{parallelism}: not every pod of the Job runs at once"
+            )
+        if replicas and parallelism:
+            mode = job_spec.get("completionMode", "Indexed")
+            if mode != "Indexed":
+                return f"{where}: completionMode {str(mode)[:20]}: its pods have no index"
+            template = job_spec.get("template")
+            if _opted_out_template(template):
+                return f"{where}: its pods are opted out of the check: they would not meet"
+            if not _meets(template):
+                return (
+                    f"{where} ({replicas} x {parallelism} pods): no container runs a share of a "
+                    "multi-node vLLM (--nnodes, --node-rank, --headless, multi-node DP) with "
+                    "GPUs, so its pods get no check to meet"
+                )
+        out[name] = (first, replicas, parallelism)
+        first += replicas * parallelism
+    return out
+
+
+def _place_of(
+    sizes: Mapping[str, tuple[int, int, int]], rjob: Any, job_index: Any, pod_index: Any
+) -> int | None:
+    found = sizes.get(rjob) if isinstance(rjob, str) else None
+    job, pod = _whole(job_index, 0), _whole(pod_index, 0)
+    if found is None or job is None or pod is None:
+        return None
+    first, replicas, parallelism = found
+    if not (job < replicas and pod < parallelism):
+        return None
+    return first + job * parallelism + pod
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _owned_by_job(meta: Mapping[str, Any], job_name: str) -> bool:
+    owners = meta.get("ownerReferences")
+    return isinstance(owners, list) and any(
+        isinstance(o, Mapping)
+        and o.get("controller") is True
+        and o.get("kind") == "Job"
+        and o.get("name") == job_name
+        for o in owners
+    )
+
+
+def jobset_place(pod: Mapping[str, Any], jobset: Mapping[str, Any]) -> JobSetPlace | str:
+    """This pod's place in the group its JobSet declares, or why it has none.
+
+    The group is every pod of the JobSet (``rules.groups.jobset_group`` counts the same),
+    led by the coordinator JobSet names (``spec.coordinator``): without one JobSet names
+    no leader, and none is guessed. Every member must come: each replicated Job's pods run
+    a share of a multi-node vLLM with GPUs (so they get the check), all Jobs start together
+    (no ``startupPolicy`` InOrder, no ``dependsOn``: a later Job waits for the first ones'
+    pods to be Ready, which wait in their checks for it), all of a Job's pods at once
+    (``completions`` = ``parallelism``), and the coordinator's name resolves before it is
+    Ready (``network.enableDNSHostnames``, not ``publishNotReadyAddresses: false``).
+
+    The index is the pod's place in the JobSet (replicated Jobs in spec order, then job
+    index, then completion index) with the coordinator's place and 0 exchanged, so that
+    the coordinator is the member that listens. The pod must be the JobSet's: its uid, its
+    coordinator address and its Job's name agree with the JobSet read."""
+    meta = _mapping(pod.get("metadata"))
+    labels, notes = _mapping(meta.get("labels")), _mapping(meta.get("annotations"))
+
+    def either(key: str) -> Any:
+        return labels.get(key, notes.get(key))
+
+    js_meta, spec = _mapping(jobset.get("metadata")), _mapping(jobset.get("spec"))
+    name = str(js_meta.get("name", ""))
+    if not name or name != jobset_name(pod) or js_meta.get("namespace") != meta.get("namespace"):
+        return "the pod is not of this JobSet"
+    uid = either(JOBSET_UID)
+    if uid and js_meta.get("uid") and uid != js_meta.get("uid"):
+        return "the pod's jobset-uid is not the JobSet's: made by an earlier JobSet of that name"
+    coordinator = spec.get("coordinator")
+    if not isinstance(coordinator, Mapping):
+        return (
+            "the JobSet names no leader: set spec.coordinator (the pod whose address JobSet "
+            f"writes to {JOBSET_COORDINATOR}) for its checks to meet"
+        )
+    network = _mapping(spec.get("network"))
+    if network.get("enableDNSHostnames") is not True:
+        return "spec.network.enableDNSHostnames is not true: the coordinator has no DNS name"
+    if network.get("publishNotReadyAddresses") is False:
+        return (
+            "spec.network.publishNotReadyAddresses is false: the coordinator's name resolves "
+            "only once it is Ready, after its check"
+        )
+    startup = spec.get("startupPolicy")
+    order = startup.get("startupPolicyOrder") if isinstance(startup, Mapping) else None
+    sizes = _rjob_sizes(spec)
+    if isinstance(sizes, str):
+        return sizes
+    if order == "InOrder" and len(sizes) > 1:
+        return (
+            "spec.startupPolicy InOrder: later Jobs start once the first ones' pods are "
+            "Ready, and those wait in their checks for them"
+        )
+    size = sum(replicas * parallelism for _, replicas, parallelism in sizes.values())
+    if not 2 <= size <= MAX_GROUP_MEMBERS:
+        return f"{size} pods: a group is 2 to {MAX_GROUP_MEMBERS}"
+    leader = _place_of(
+        sizes, coordinator.get("replicatedJob"), coordinator.get("jobIndex"),
+        coordinator.get("podIndex"),
+    )  # fmt: skip
+    if leader is None:
+        return "spec.coordinator names no pod of the JobSet"
+    rjob, job_index = either(JOBSET_RJOB), either(JOBSET_JOB_INDEX)
+    place = _place_of(sizes, rjob, job_index, either(COMPLETION_INDEX))
+    if place is None:
+        return (
+            f"the pod's replicated Job, job index or completion index ({COMPLETION_INDEX}) "
+            "is not one of the JobSet's"
+        )
+    if not _owned_by_job(meta, f"{name}-{rjob}-{job_index}"):
+        return f"the pod's controller is not the JobSet's Job {name}-{rjob}-{job_index}"
+    subdomain = network.get("subdomain") or name
+    address = (
+        f"{name}-{coordinator.get('replicatedJob')}-{coordinator.get('jobIndex') or 0}-"
+        f"{coordinator.get('podIndex') or 0}.{subdomain}"
+    )
+    if either(JOBSET_COORDINATOR) != address:
+        return f"the pod's {JOBSET_COORDINATOR} is not the JobSet's spec.coordinator"
+    index = 0 if place == leader else leader if place == 0 else place
+    restarts = _whole(either(JOBSET_RESTARTS), 0) or 0
+    group_id = f"{meta.get('namespace', '')}/{name}#{restarts}"
+    return JobSetPlace(group_id, address, size, index)
+
+
+def jobset_group_env(
+    place: JobSetPlace, vllm: Mapping[str, Any], port: int
+) -> list[dict[str, Any]]:
+    """The group phase's env of a JobSet pod. Literal values, unlike a LeaderWorkerSet's
+    downward-API references: the index is arithmetic over the JobSet's spec (which the
+    downward API cannot do), and every value it comes from is in the pod at CREATE."""
+    return [
+        {"name": envnames.GROUP_PORT, "value": str(port)},
+        {"name": envnames.GROUP_ADDRESS, "value": place.address},
+        {"name": envnames.GROUP_SIZE, "value": str(place.size)},
+        {"name": envnames.GROUP_INDEX, "value": str(place.index)},
+        {"name": envnames.GROUP_ID, "value": place.group_id},
+        {"name": envnames.NODE_NAME, "valueFrom": _field("spec.nodeName")},
+        *_member_env(vllm),
+    ]
+
+
+def _with_env(env: list[dict[str, Any]], added: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``env`` then ``added``, without an earlier entry of a name ``added`` sets (one copied
+    from the vLLM container): each name once, the injector's value."""
+    names = {e["name"] for e in added}
+    return [e for e in env if e.get("name") not in names] + added
 
 
 # PREFLIGHT_VLLM_ARGS: a command line longer than this is left out (the model checks then
@@ -424,6 +691,96 @@ def model_mounts(vllm: Mapping[str, Any], model: str | None) -> list[dict[str, A
             copied["readOnly"] = True
             out.append(copied)
     return out
+
+
+# Volumes the pod cannot write: their content at the check is final.
+_READ_ONLY_SOURCES = ("configMap", "secret", "downwardAPI", "projected")
+
+
+def _subpath(mount: Mapping[str, Any]) -> str | None:
+    """The part of its volume a mount shows, as a path inside the volume ("" the whole
+    volume); None when not known here (a subPathExpr, filled by the kubelet)."""
+    if mount.get("subPathExpr"):
+        return None
+    sub = mount.get("subPath")
+    if not isinstance(sub, str) or not sub.strip("/"):
+        return ""
+    return posixpath.normpath(sub.strip("/"))
+
+
+def _overlap(a: str | None, b: str | None) -> bool:
+    if a is None or b is None or not a or not b:
+        return True
+    return a == b or a.startswith(b + "/") or b.startswith(a + "/")
+
+
+def _model_parts(vllm: Mapping[str, Any], model: str | None) -> dict[str, list[str | None]]:
+    """Volume name -> the parts of it (paths inside the volume) the check reads the model
+    from: a directory --model only (its own volume), else the Hugging Face cache's mounts
+    (model_mounts)."""
+    directory = bool(model and model.startswith("/") and not has_unknown(model))
+    parts: dict[str, list[str | None]] = {}
+    for mount in model_mounts(vllm, model):
+        name, path, sub = mount.get("name"), posixpath.normpath(mount["mountPath"]), _subpath(mount)
+        if not isinstance(name, str):
+            continue
+        if directory and model is not None:
+            if not _related(path, model):
+                continue
+            inside = posixpath.relpath(posixpath.normpath(model), path)
+            if sub is not None and inside != "." and not inside.startswith(".."):
+                sub = posixpath.join(sub, inside) if sub else inside
+        parts.setdefault(name, []).append(sub)
+    return parts
+
+
+def model_writers(spec: Mapping[str, Any], vllm: Mapping[str, Any], model: str | None) -> list[str]:
+    """The pod's init containers (native sidecars too) that can write where the check reads
+    the model: they run after the check (OPERATOR_CONTRACT.md), so a partial copy it sees
+    may still be finished (an `aws s3 sync`, `gsutil rsync`, `huggingface-cli download`
+    into the volume). One counts when it mounts the same volume, not readOnly, over the
+    model's part of it: compared inside the volume (subPath), since each container mounts
+    it where it likes; a subPathExpr may be any part, so it counts. A volume nobody can
+    write (a ConfigMap, a read-only claim) has no writer. In the pod's order, bounded and
+    name-checked by model_writers_value."""
+    parts = _model_parts(vllm, model)
+    for volume in spec.get("volumes") or []:
+        name = volume.get("name") if isinstance(volume, Mapping) else None
+        if not isinstance(volume, Mapping) or not isinstance(name, str) or name not in parts:
+            continue
+        sources = [v for k, v in volume.items() if k != "name"]
+        if any(k in volume for k in _READ_ONLY_SOURCES) or any(
+            isinstance(v, Mapping) and v.get("readOnly") is True for v in sources
+        ):
+            del parts[name]
+    out: list[object] = []
+    for container in spec.get("initContainers") or []:
+        if not isinstance(container, Mapping):
+            continue
+        for mount in container.get("volumeMounts") or []:
+            if not isinstance(mount, Mapping) or mount.get("readOnly") is True:
+                continue
+            volume_name = mount.get("name")
+            wanted = parts.get(volume_name) if isinstance(volume_name, str) else None
+            if wanted and any(_overlap(_subpath(mount), part) for part in wanted):
+                out.append(container.get("name"))
+                break
+    value = model_writers_value(out)
+    return value.split(",") if value else []
+
+
+def model_writers_env(
+    env: list[dict[str, Any]], spec: Mapping[str, Any], vllm: Mapping[str, Any], model: str | None
+) -> list[dict[str, Any]]:
+    """PREFLIGHT_MODEL_WRITERS when the pod has such writers, in place of a value copied
+    from the vLLM container's env, before PREFLIGHT_VLLM_ARGS (which stays last)."""
+    writers = model_writers(spec, vllm, model)
+    if not writers:
+        return env
+    kept = [e for e in env if e.get("name") != envnames.MODEL_WRITERS]
+    at = next((i for i, e in enumerate(kept) if e.get("name") == envnames.VLLM_ARGS), len(kept))
+    kept[at:at] = [{"name": envnames.MODEL_WRITERS, "value": ",".join(writers)}]
+    return kept
 
 
 def _merged_resources(
@@ -548,10 +905,13 @@ def plan_injection(
     model: str | None = None,
     ray_group: bool = False,
     reuse: Callable[[str, str], Sequence[Offer]] | None = None,
+    jobset: Mapping[str, Any] | None = None,
 ) -> Injection | Skip:
     """The init containers, volumes and labels of ``pod`` after injection, or a Skip.
     ``ray_group``: the pod belongs to a Ray-pattern LeaderWorkerSet whose every pod gets
-    the check (ray_group_ready), so its check meets the others in the group phase."""
+    the check (ray_group_ready), so its check meets the others in the group phase.
+    ``jobset``: the JobSet that made the pod, as read by the webhook (None: not one, or
+    unreadable): its pods meet as one group where jobset_place finds this pod's place."""
     spec = pod.get("spec") or {}
     if already_injected(pod):
         return Skip("already-injected")
@@ -570,7 +930,12 @@ def plan_injection(
     mode = policy.injection_mode or config.mode
     check = check_container(vllm, plan, policy, config, mode, argv=argv, model=model)
     if in_lws_group(pod) and (runs_own_share(vllm) or (ray_group and ray_role(vllm))):
-        check["env"] += group_env(pod, vllm, config.group_port)
+        check["env"] = _with_env(check["env"], group_env(pod, vllm, config.group_port))
+    elif jobset is not None and runs_own_share(vllm):
+        place = jobset_place(pod, jobset)
+        if isinstance(place, JobSetPlace):
+            check["env"] = _with_env(check["env"], jobset_group_env(place, vllm, config.group_port))
+    check["env"] = model_writers_env(check["env"], spec, vllm, model)
     # Always: under the fast tier too, so that no copied value reaches the check.
     check["env"] = reuse_env(
         check["env"], check.get("image"), plan, reuse if policy.tier == DEEP else None

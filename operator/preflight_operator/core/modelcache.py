@@ -274,9 +274,10 @@ class ModelCache:
     def wait_idle(self, timeout: float = 10.0) -> bool:
         """For tests: True once no fetch is pending."""
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        while True:  # looks at least once (timeout 0: is it idle now?)
             with self._lock:
                 if not self._pending:
                     return True
+            if time.monotonic() >= deadline:
+                return False
             time.sleep(0.02)
-        return False

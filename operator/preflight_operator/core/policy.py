@@ -108,6 +108,41 @@ def parse_reuse_ttl(spec: Any, problems: list[FieldProblem]) -> int:
     return ttl
 
 
+# spec.groups.socketFallback: the action on a multi-node group whose NCCL fell back to TCP
+# sockets while its nodes have RDMA devices (the check's group-transport, issue 26).
+SOCKET_FALLBACK_ACTIONS = ("Warn", "Fail")
+SOCKET_FALLBACK_DEFAULT = "Warn"
+
+
+def parse_socket_fallback(spec: Any, problems: list[FieldProblem]) -> str:
+    """``spec.groups.socketFallback``: ``Warn`` (the default) or ``Fail``, as the CRD's enum
+    says. A bad value is named in ``problems`` and gives ``Warn``: an unknown setting never
+    turns a healthy-but-slow group into a failure (unknown is a warning)."""
+    raw = spec.get("groups") if isinstance(spec, Mapping) else None
+    if raw is None:
+        return SOCKET_FALLBACK_DEFAULT
+    if not isinstance(raw, Mapping):
+        problems.append(
+            FieldProblem(
+                "spec.groups",
+                "spec.groups: expected a mapping such as {socketFallback: Fail}; using "
+                f"socketFallback {SOCKET_FALLBACK_DEFAULT} (one of Warn, Fail)",
+            )
+        )
+        return SOCKET_FALLBACK_DEFAULT
+    value = raw.get("socketFallback", SOCKET_FALLBACK_DEFAULT)
+    if not isinstance(value, str) or value not in SOCKET_FALLBACK_ACTIONS:
+        problems.append(
+            FieldProblem(
+                "spec.groups.socketFallback",
+                f"spec.groups.socketFallback: {value!r:.40} is not one of Warn, Fail (written "
+                f"exactly so); using {SOCKET_FALLBACK_DEFAULT}",
+            )
+        )
+        return SOCKET_FALLBACK_DEFAULT
+    return value
+
+
 SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 NEEDS_VALUES = ("In", "NotIn")
 # spec.priority is an int32 in the CRD's schema (format: int32).
@@ -231,6 +266,7 @@ def parse_policy(body: Mapping[str, Any]) -> Policy:
         selector = Selector(requirements=(Requirement("", "Invalid"),))
     parsed = parse_policy_spec(spec, "spec", PolicySpec(), problems)
     reuse_ttl_s = parse_reuse_ttl(spec, problems)
+    parsed = dataclasses.replace(parsed, socket_fallback=parse_socket_fallback(spec, problems))
     return Policy(
         namespace=str(meta.get("namespace", "")),
         name=str(meta.get("name", "")),

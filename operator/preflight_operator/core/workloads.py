@@ -271,6 +271,11 @@ STACK_CHILDREN: dict[str, frozenset[str]] = {
     # deploy/operator/internal/controller/dgd_component_workloads_reconciler.go;
     # 003d1ee5de27986d5265b7a4bedb1e9241974034): no judged kind itself.
     "DynamoGraphDeployment": frozenset(),
+    # JobSet makes one Job per replicated Job replica, with itself as controller
+    # (kubernetes-sigs/jobset pkg/controllers/jobset_controller.go constructJob,
+    # createJobs SetControllerReference; 08dfbdfd682714a9ab929633eca8dc95315187e7), and
+    # the headless Service of its subdomain; the Job controller makes the pods.
+    "JobSet": frozenset({"Job"}),
 }
 
 

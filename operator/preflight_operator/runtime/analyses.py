@@ -111,6 +111,13 @@ def _crashed(display: str, exc: BaseException) -> StaticResult:
 
 
 def _guarded(display: str, run: Callable[[], StaticResult]) -> StaticResult:
+    """``run()``, or the crashed result of its exception (``_crashed``: one decision for
+    both paths). A pair remains, this and ``_guarded_async``, because their callers differ
+    in kind, not in what they decide: ``analyse_now`` runs inside the controller's
+    synchronous observation (the in-process analyser: nothing there can be awaited), and
+    ``_run`` awaits the rules pool. One function serving both would have to return a value
+    or an awaitable and make every caller test which; the three lines that differ are the
+    ``await``."""
     try:
         return run()
     except Exception as exc:  # the rules must never stop the operator
@@ -118,6 +125,7 @@ def _guarded(display: str, run: Callable[[], StaticResult]) -> StaticResult:
 
 
 async def _guarded_async(display: str, run: Callable[[], Awaitable[StaticResult]]) -> StaticResult:
+    """``_guarded`` for an awaited analysis (why a pair: ``_guarded``)."""
     try:
         return await run()
     except Exception as exc:  # the rules must never stop the operator

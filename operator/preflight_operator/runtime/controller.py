@@ -109,6 +109,7 @@ class Controller:
             self.store, api, self.events, load_workload=self.listing.load_workload,
             history_limit=config.history_pods_per_workload, now=now, clock=clock,
             uninjected=self.listing.uninjected_pods,
+            may_patch=config.workload_patch.allows,
         )  # fmt: skip
         # GPUValidations as the cluster has them (validations.py)
         self.validations = ValidationWatch(api, self.store, self.enqueue)

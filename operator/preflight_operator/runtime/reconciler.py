@@ -57,7 +57,11 @@ class Reconciler:
         now: Callable[[], str],
         clock: Callable[[], float] = time.monotonic,
         uninjected: Uninjected | None = None,
+        may_patch: Callable[[str], bool] = lambda namespace: True,
     ) -> None:
+        """``may_patch(namespace)``: whether the RBAC grants patch on that namespace's
+        workloads (config.WorkloadPatch); where it does not, no patch is sent."""
+        self._may_patch = may_patch
         self._store = store
         self._uninjected = uninjected
         self._refused: set[tuple[Key, str]] = set()
@@ -166,6 +170,9 @@ class Reconciler:
 
     async def _remediated(self, workload: WorkloadState, patch: dict[str, Any]) -> bool:
         """Patch the workload as the plan says; False when this namespace forbids it."""
+        if not self._may_patch(workload.ref.namespace):
+            self._forbidden(workload, "remediation", None)
+            return False
         try:
             await self._remediate(workload, patch)
         except Forbidden as exc:
@@ -195,6 +202,9 @@ class Reconciler:
     async def _write_annotations(self, workload: WorkloadState, patch: dict[str, Any]) -> bool:
         """True when the patch moved the workload's generation and nothing the rules read
         (the workload state now has the new generation)."""
+        if not self._may_patch(workload.ref.namespace):
+            self._forbidden(workload, "annotations", None)
+            return False
         try:
             written = await self._api.patch_workload(workload.ref, patch)
         except Forbidden as exc:  # the GPUValidation is the record; annotations a copy
@@ -203,14 +213,18 @@ class Reconciler:
         workload.annotations = _ours({**workload.annotations, **patch["metadata"]["annotations"]})
         return _adopt_generation(workload, written)
 
-    def _forbidden(self, workload: WorkloadState, what: str, exc: Exception) -> None:
-        metrics.RECONCILE_ERRORS.labels(stage="forbidden").inc()
+    def _forbidden(self, workload: WorkloadState, what: str, exc: Exception | None) -> None:
+        """A patch the RBAC refused (``exc``, counted as an error) or that the configuration
+        says it would refuse (None: not sent); said once per workload and kind of write."""
+        if exc is not None:
+            metrics.RECONCILE_ERRORS.labels(stage="forbidden").inc()
         first = (workload.ref.key, what) not in self._refused
         self._refused.add((workload.ref.key, what))
-        (logger.warning if first else logger.debug)(
-            "%s: %s not written, the operator may not patch workloads in %s (%s); grant it"
+        why = f" ({exc})" if exc is not None else " (not granted by the chart: not sent)"
+        (logger.warning if first and exc is not None else logger.info if first else logger.debug)(
+            "%s: %s not written, the operator may not patch workloads in %s%s; grant it"
             " with the chart's rbac.workloadNamespaces or rbac.workloadPatch=cluster",
-            workload.ref.display, what, workload.ref.namespace, exc,
+            workload.ref.display, what, workload.ref.namespace, why,
         )  # fmt: skip
 
     async def _remediate(self, workload: WorkloadState, patch: dict[str, Any]) -> None:

@@ -34,13 +34,16 @@ from preflight_operator.core.analysis import (
 from preflight_operator.core.config import OperatorConfig
 from preflight_operator.core.events import denied_event
 from preflight_operator.core.injection import (
+    JOBSET_UID,
     Injection,
     Skip,
     in_lws_group,
+    jobset_name,
     opted_out,
     plan_injection,
     ray_group_ready,
     ray_role,
+    runs_own_share,
 )
 from preflight_operator.core.policy import PolicyBook, ResolvedPolicy
 from preflight_operator.core.static import StaticResult
@@ -48,6 +51,7 @@ from preflight_operator.core.verdictreuse import DeepPass, offers
 from preflight_operator.core.workloads import (
     ADMITTED_KINDS,
     POD,
+    VALIDATED_KINDS,
     WorkloadRef,
     is_bare_pod,
     owner_uid,
@@ -330,6 +334,9 @@ class AdmissionService:
         ref = workload_of_pod(pod)
         if ref.kind == POD.kind or self._owner_body is None:
             return own
+        jobset = await self._jobset(pod) if ref.kind == "Job" else None
+        if jobset is not None and _uid(jobset) == str(own.get(JOBSET_UID, "")):
+            return _labels(jobset)  # chose its policy at admission; its Jobs have none of them
         try:
             body = await self._owner(ref)
         except Exception as exc:
@@ -339,11 +346,7 @@ class AdmissionService:
                 exc,
             )
             return own
-        if body is None:
-            return own
-        meta = body.get("metadata")
-        labels = meta.get("labels") if isinstance(meta, Mapping) else None
-        return dict(labels) if isinstance(labels, Mapping) else {}
+        return own if body is None else _labels(body)
 
     async def _ray_group(self, pod: Mapping[str, Any]) -> bool:
         """Does every pod of this pod's Ray-pattern LeaderWorkerSet get the check, so that
@@ -359,6 +362,20 @@ class AdmissionService:
             logger.warning("group phase for %s: unreadable (%s); not used", ref.display, exc)
             return False
         return body is not None and ray_group_ready(body)
+
+    async def _jobset(self, pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        """The JobSet that made this pod, for its group (injection.jobset_place) and its
+        policy, cached like a workload. Unreadable: None, remembered for a burst (a chart
+        with workloadKinds.jobset off grants no read: one line, not one per pod)."""
+        ref = _jobset_ref(pod)
+        if ref is None or self._owner_body is None:
+            return None
+        try:
+            return await self._owner(ref)
+        except Exception as exc:
+            self._owners.put(ref.key, self._clock(), (None,))
+            logger.warning("%s unreadable (%s): no group phase for its pods", ref.display, exc)
+            return None
 
     @property
     def pod_creators(self) -> tuple[str, ...]:
@@ -385,11 +402,7 @@ class AdmissionService:
         if in_lws_group(pod):
             if target.container is None and target.reason == "no-vllm-container":
                 target = ray_worker_target(pod) or target  # a Ray worker: its own GPUs
-            container = next(
-                (c for c in (pod.get("spec") or {}).get("containers") or []
-                 if isinstance(c, Mapping) and c.get("name") == target.container),
-                None,
-            )  # fmt: skip
+            container = _container(pod, target.container)
             if container is not None and target.plan is not None and ray_role(container):
                 ray_group = await self._ray_group(pod)
         if target.container is None or target.plan is None:
@@ -405,6 +418,7 @@ class AdmissionService:
             model=target.model,
             ray_group=ray_group,
             reuse=self._reuse(namespace, policy.reuse_ttl_s),
+            jobset=await self._jobset(pod) if _jobset_member(pod, target.container) else None,
         )
 
     def _reuse(self, namespace: str, ttl_s: int) -> Callable[[str, str], list[Offer]] | None:
@@ -417,6 +431,32 @@ class AdmissionService:
         return lambda image, plan: offers(
             passes, namespace=namespace, image=image, plan=plan, ttl_s=ttl_s, now=now
         )
+
+
+def _labels(body: Mapping[str, Any]) -> dict[str, str]:
+    meta = body.get("metadata")
+    labels = meta.get("labels") if isinstance(meta, Mapping) else None
+    return dict(labels) if isinstance(labels, Mapping) else {}
+
+
+def _container(pod: Mapping[str, Any], name: str | None) -> Mapping[str, Any] | None:
+    containers = (pod.get("spec") or {}).get("containers") or []
+    return next((c for c in containers if isinstance(c, Mapping) and c.get("name") == name), None)
+
+
+def _jobset_member(pod: Mapping[str, Any], container: str) -> bool:
+    """Might this pod meet its JobSet's group: not a LeaderWorkerSet's, and its vLLM runs
+    its own share of a multi-node engine (only then is the JobSet read)?"""
+    return not in_lws_group(pod) and runs_own_share(_container(pod, container) or {})
+
+
+def _jobset_ref(pod: Mapping[str, Any]) -> WorkloadRef | None:
+    """The JobSet a pod's label names (None: none, or the kind is not registered)."""
+    name, kind = jobset_name(pod), VALIDATED_KINDS.get("JobSet")
+    if not name or kind is None:
+        return None
+    namespace = str((pod.get("metadata") or {}).get("namespace", ""))
+    return WorkloadRef(namespace, kind.kind, name, kind.api_version)
 
 
 def _uid(body: Mapping[str, Any] | None) -> str:

@@ -1,5 +1,7 @@
 """Multi-node groups declared outside LeaderWorkerSet and Ray (issue 26): JobSet, Kueue pod
-groups, Volcano PodGroups. Pure: objects in, templates and group facts out.
+groups, Volcano PodGroups, RoleBasedGroup pods. Pure: objects in, templates and group facts
+out. Objects that declare a group of their own (Kueue Workload, Volcano Job and PodGroup,
+RoleBasedGroup) are read by ``rules.crdgroups`` into the same ``DeclaredGroup``.
 
 What each system really provides, with its source:
 
@@ -39,6 +41,7 @@ from preflight_operator.core.rules.template import Group, GroupMember, PodTempla
 JOBSET = "jobset"
 KUEUE = "kueue"
 VOLCANO = "volcano"
+RBG = "rbg"
 
 _JS = "jobset.sigs.k8s.io/"
 JOBSET_NAME = _JS + "jobset-name"
@@ -52,6 +55,15 @@ KUEUE_GROUP = "kueue.x-k8s.io/pod-group-name"
 KUEUE_TOTAL = "kueue.x-k8s.io/pod-group-total-count"
 KUEUE_INDEX = "kueue.x-k8s.io/pod-group-pod-index"
 VOLCANO_GROUP = "scheduling.k8s.io/group-name"
+# RoleBasedGroup (sgl-project/rbg api/workloads/constants/{label,env}.go at 993491fb)
+_RBG = "rbg.workloads.x-k8s.io/"
+RBG_GROUP = _RBG + "group-name"
+RBG_ROLE = _RBG + "role-name"
+RBG_COMPONENT_SIZE = _RBG + "component-size"
+RBG_COMPONENT_INDEX = _RBG + "component-index"
+RBG_LEADER_ENV = "RBG_LWP_LEADER_ADDRESS"
+RBG_INDEX_ENV = "RBG_LWP_WORKER_INDEX"
+RBG_SIZE_ENV = "RBG_LWP_GROUP_SIZE"
 
 MAX_SIZE = 100_000  # a count above this is not a real group (report.GROUP_MAX_MEMBERS)
 
@@ -67,6 +79,9 @@ class DeclaredGroup:
     leader: str | None  # the leader's address (None: not provided)
     source: str  # the labels/annotations read
     unknown: tuple[str, ...] = ()  # what the system does not tell here: each a warning
+    rank_source: str = ""  # where a member learns its rank ("": nowhere the system says)
+    leader_source: str = ""  # where a member learns the leader's address ("": nowhere)
+    gang: int | None = None  # pods placed all or none (Volcano minAvailable); None: not said
 
     @property
     def complete(self) -> bool:
@@ -103,6 +118,9 @@ def pod_group(pod: Mapping[str, Any]) -> DeclaredGroup | None:
     jobset = _text(either(JOBSET_NAME))
     if jobset:
         return _jobset_pod(jobset, either)
+    rbg = _text(labels.get(RBG_GROUP))
+    if rbg:
+        return _rbg_pod(rbg, labels, pod.get("spec"))
     kueue = _text(labels.get(KUEUE_GROUP))
     if kueue:
         size = _count(notes.get(KUEUE_TOTAL))
@@ -115,8 +133,9 @@ def pod_group(pod: Mapping[str, Any]) -> DeclaredGroup | None:
                 f"this pod's index ({KUEUE_INDEX} is set only by topology-aware scheduling)"
             )
         return DeclaredGroup(
-            KUEUE, kueue, size, index, None, f"{KUEUE_GROUP}, {KUEUE_TOTAL}", tuple(unknown)
-        )
+            KUEUE, kueue, size, index, None, f"{KUEUE_GROUP}, {KUEUE_TOTAL}", tuple(unknown),
+            rank_source=KUEUE_INDEX if index is not None else "",
+        )  # fmt: skip
     volcano = _text(notes.get(VOLCANO_GROUP))
     if volcano:
         return DeclaredGroup(
@@ -132,6 +151,49 @@ def pod_group(pod: Mapping[str, Any]) -> DeclaredGroup | None:
             ),
         )
     return None
+
+
+def _env_value(spec: Any, name: str) -> str | None:
+    """The literal value of env ``name`` in the pod's first container that sets it."""
+    containers = spec.get("containers") if isinstance(spec, Mapping) else None
+    for container in containers[:64] if isinstance(containers, list) else []:
+        env = container.get("env") if isinstance(container, Mapping) else None
+        for item in env[:256] if isinstance(env, list) else []:
+            if isinstance(item, Mapping) and item.get("name") == name:
+                value = item.get("value")
+                return _text(value) or None
+    return None
+
+
+def _rbg_pod(name: str, labels: Mapping[str, Any], spec: Any) -> DeclaredGroup:
+    """A pod of a RoleBasedGroup. A leader-worker role's pods (RoleInstanceSet, the default
+    workload) carry ``component-size`` and ``component-index`` labels, which RBG's
+    controller turns into ``RBG_LWP_GROUP_SIZE`` and ``RBG_LWP_WORKER_INDEX`` (downward
+    API), and ``RBG_LWP_LEADER_ADDRESS`` = ``$(RBG_ROLE_INSTANCE_NAME)-0.<service>.<ns>``
+    (sgl-project/rbg pkg/discovery/env_builder.go ``BuildLwsEnv`` at 993491fb). A
+    standalone role's pods are one engine each: neither label."""
+    role = _text(labels.get(RBG_ROLE))
+    size = _count(labels.get(RBG_COMPONENT_SIZE))
+    index = _count(labels.get(RBG_COMPONENT_INDEX))
+    leader = _env_value(spec, RBG_LEADER_ENV)
+    unknown: list[str] = []
+    if size is None:
+        unknown.append(f"the size ({RBG_COMPONENT_SIZE} missing: not a leader-worker role)")
+    if index is None:
+        unknown.append(f"this pod's index ({RBG_COMPONENT_INDEX} missing)")
+    if leader is None:
+        unknown.append(f"the leader's address ({RBG_LEADER_ENV} not in the pod's env)")
+    return DeclaredGroup(
+        RBG,
+        f"{name}/{role}" if role else name,
+        size,
+        index,
+        leader,
+        f"{RBG_GROUP}, {RBG_COMPONENT_SIZE}, {RBG_COMPONENT_INDEX}, env {RBG_LEADER_ENV}",
+        tuple(unknown),
+        rank_source=f"{RBG_INDEX_ENV} (label {RBG_COMPONENT_INDEX})",
+        leader_source=RBG_LEADER_ENV,
+    )
 
 
 def _jobset_pod(name: str, either: Any) -> DeclaredGroup:
@@ -168,6 +230,8 @@ def _jobset_pod(name: str, either: Any) -> DeclaredGroup:
         leader,
         f"{JOBSET_NAME}, {JOBSET_GLOBAL_REPLICAS}, {COMPLETION_INDEX}, {JOBSET_COORDINATOR}",
         tuple(unknown),
+        rank_source=COMPLETION_INDEX if index is not None else "",
+        leader_source=JOBSET_COORDINATOR if leader is not None else "",
     )
 
 

@@ -17,6 +17,7 @@ upstream example in the corpus (docs/ARCHITECTURE.md, "Where to add things").
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -24,6 +25,11 @@ from typing import Any
 import yaml
 
 from preflight_operator.core.rules import boundedyaml
+from preflight_operator.core.rules.crdgroups import (  # issue 26
+    kueue_workload,
+    rolebasedgroup,
+    volcano_job,
+)
 from preflight_operator.core.rules.embedded import embedded_pod_specs, runs_vllm
 from preflight_operator.core.rules.groups import JOBSET, jobset  # issue 26
 from preflight_operator.core.rules.spread import generic_group
@@ -121,11 +127,47 @@ _LWS_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
 _LWS_SIZE = "leaderworkerset.sigs.k8s.io/size"
 
 
+_OWN_FIELD = re.compile(r"metadata\.(labels|annotations)\['([^']{1,317})'\]")
+
+
+def _own_fields(spec: Mapping[str, Any], meta: Any) -> Mapping[str, Any]:
+    """The pod's spec with each env entry that the downward API fills from the pod's own
+    labels or annotations made literal ($ doubled: a value is not expanded again). The pod
+    in hand carries them: an Indexed Job's pods get JOB_COMPLETION_INDEX from their
+    annotation batch.kubernetes.io/job-completion-index (the Job controller writes both as
+    it creates the pod; KEP-2214 "Pod detail"), which sets vLLM's --node-rank in a JobSet
+    or Indexed Job (issue 26): unknown, it left the plan unresolved and the pod unchecked."""
+    containers = spec.get("containers")
+    if not isinstance(meta, Mapping) or not isinstance(containers, list):
+        return spec
+    sources = {k: meta.get(k) for k in ("labels", "annotations")}
+
+    def literal(entry: Any) -> Any:
+        source = entry.get("valueFrom") if isinstance(entry, Mapping) else None
+        ref = source.get("fieldRef") if isinstance(source, Mapping) else None
+        path = ref.get("fieldPath") if isinstance(ref, Mapping) else None
+        match = _OWN_FIELD.fullmatch(path) if isinstance(path, str) else None
+        values = sources.get(match.group(1)) if match else None
+        value = values.get(match.group(2)) if match and isinstance(values, Mapping) else None
+        if not isinstance(value, str) or "value" in entry:
+            return entry
+        return {"name": entry.get("name"), "value": value.replace("$", "$$")}
+
+    changed = [
+        {**c, "env": [literal(e) for e in c["env"]]}
+        if isinstance(c, Mapping) and isinstance(c.get("env"), list)
+        else c
+        for c in containers
+    ]
+    return {**spec, "containers": changed}
+
+
 def _pod(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[PodTemplate]:
     spec = obj.get("spec")
     if not isinstance(spec, Mapping):
         return []
     found = obj.get("metadata")
+    spec = _own_fields(spec, found)
     labels = found.get("labels") if isinstance(found, Mapping) else None
     annotations = found.get("annotations") if isinstance(found, Mapping) else None
     lws = labels.get(_LWS_NAME) if isinstance(labels, Mapping) else None
@@ -374,6 +416,28 @@ def _storm_service(obj: Mapping[str, Any], name: str, namespace: str | None) -> 
 
 # -- the registry ---------------------------------------------------------------------------
 
+
+def _jobset(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[PodTemplate]:
+    """A JobSet's templates (rules.groups.jobset), each judged as its Job's pod 0: the Job
+    controller gives an Indexed Job's pods JOB_COMPLETION_INDEX (KEP-2214 "Pod detail";
+    JobSet defaults completionMode to Indexed, pkg/webhooks/jobset_webhook.go Default), and
+    `--node-rank $(JOB_COMPLETION_INDEX)` is how such pods tell vLLM their place: unknown,
+    it left every such JobSet's plan unresolved. The rank does not change what a pod
+    needs, as a LeaderWorkerSet worker's index does not; 0 stands for any."""
+    jobs = dig(obj, ("spec", "replicatedJobs"))
+    indexed = {
+        str(r.get("name")): dig(r, ("template", "spec", "completionMode")) in (None, "Indexed")
+        for r in (jobs if isinstance(jobs, list) else [])
+        if isinstance(r, Mapping)
+    }
+    return [
+        replace(t, injected_env={"JOB_COMPLETION_INDEX": "0", **t.injected_env})
+        if indexed.get(str(t.role))
+        else t
+        for t in jobset(obj, name, namespace)
+    ]
+
+
 KINDS: tuple[KindSpec, ...] = (
     KindSpec(
         "",
@@ -543,8 +607,46 @@ KINDS: tuple[KindSpec, ...] = (
         "jobset.x-k8s.io",
         "JobSet",
         JOBSET,
-        jobset,
-        "spec.replicatedJobs[*].template.spec.template.spec; replicas x parallelism pods",
+        _jobset,
+        "spec.replicatedJobs[*].template.spec.template.spec (as its Job's pod 0); "
+        "replicas x parallelism pods",
+        # v1alpha2: the only version the upstream CRD serves (tests/data/crds/jobset).
+        # Neither scalable nor pausable: a JobSet has no spec.replicas or spec.paused
+        # (api/jobset/v1alpha2/jobset_types.go), and spec.suspend deletes its running pods,
+        # so remediation only says that it does not apply (remediation.py).
+        version="v1alpha2",
+        role=VALIDATED,
+    ),
+    # issue 26 (rules/crdgroups.py): LINT only. A Workload is Kueue's own record of another
+    # object's pods (denying it stalls Kueue; the pods are admitted through their owner);
+    # a Volcano Job's and a RoleBasedGroup's pods are admitted as Pods, and the operator
+    # cannot yet make validation runs of them (and a Volcano "Job" would collide by kind
+    # name with batch/v1 Job in workloads.WorkloadKind).
+    KindSpec(
+        "kueue.x-k8s.io",
+        "Workload",
+        "kueue",
+        kueue_workload,
+        "spec.podSets[*].template.spec; count pods each (a quota record, judged pod by pod)",
+        version="v1beta2",
+    ),
+    KindSpec(
+        "batch.volcano.sh",
+        "Job",
+        "volcano",
+        volcano_job,
+        "spec.tasks[*].template.spec; replicas pods each; a Ray head task and the tasks "
+        "that join it are one group",
+        version="v1alpha1",
+    ),
+    KindSpec(
+        "workloads.x-k8s.io",
+        "RoleBasedGroup",
+        "rbg",
+        rolebasedgroup,
+        "spec.roles[*] standalonePattern / leaderWorkerPattern (template or templateRef + "
+        "patches; size), v1alpha1 template / leaderWorkerSet.size",
+        version="v1alpha2",
     ),
 )
 _BY_KIND: dict[tuple[str, str], KindSpec] = {(k.group, k.kind): k for k in KINDS}

@@ -44,7 +44,10 @@ RAY = "ray"  # the Group family of a Ray cluster (rules.kinds)
 HEAD = "head"
 MEMBER = "member"  # joins a Ray cluster some other pod heads
 
-_SCRIPT = "multi-node-serving.sh"
+# vLLM's script, and LeaderWorkerSet's ray_init.sh of the same interface (kubernetes-sigs/lws
+# docs/examples/vllm/build/ray_init.sh at 0102370e: `leader` runs `ray start --head`,
+# `worker` `ray start --address=...`), which RoleBasedGroup's vLLM examples call
+_SCRIPTS = ("multi-node-serving.sh", "ray_init.sh")
 # What makes the driver's ray.init() join an existing cluster (Ray's documented variable)
 RAY_ADDRESS = "RAY_ADDRESS"
 
@@ -58,15 +61,17 @@ def _words(container: Mapping[str, Any]) -> list[str]:
     return " ".join(out).split()
 
 
-def ray_node(container: Mapping[str, Any]) -> str | None:
-    """``HEAD`` when the container starts a Ray head other pods may join (``ray start
-    --head``, ``multi-node-serving.sh leader``), ``MEMBER`` when it joins a cluster
-    (``ray start --address``, ``multi-node-serving.sh worker``, a ``RAY_ADDRESS`` env),
-    else None. Read from the words as written: a false match only makes the rules less
-    strict (the pod is judged as part of a group it may not have), never more."""
+def ray_start(container: Mapping[str, Any]) -> str | None:
+    """``HEAD`` when the container's command starts a Ray head other pods may join (``ray
+    start --head``, ``multi-node-serving.sh leader``), ``MEMBER`` when it starts a Ray
+    node that joins one (``ray start --address``, ``multi-node-serving.sh worker``), else
+    None. The one reader of "this pod runs a Ray node", for the rules (``ray_node``) and
+    the injector (``injection.ray_role``: which pods of a group get the check). Read from
+    the words as written: a false match only makes the rules less strict (the pod is judged
+    as part of a group it may not have), never more."""
     words = _words(container)
     for i, word in enumerate(words[:-1]):
-        if word.rsplit("/", 1)[-1] == _SCRIPT:
+        if word.rsplit("/", 1)[-1] in _SCRIPTS:
             role = words[i + 1]
             if role == "leader":
                 return HEAD
@@ -79,6 +84,17 @@ def ray_node(container: Mapping[str, Any]) -> str | None:
                 return HEAD
             if any(w == "--address" or w.startswith("--address=") for w in rest):
                 return MEMBER
+    return None
+
+
+def ray_node(container: Mapping[str, Any]) -> str | None:
+    """``ray_start``, or ``MEMBER`` for a container whose driver joins a cluster through a
+    ``RAY_ADDRESS`` env (vLLM's ``ray.init()`` then uses that cluster's GPUs: the rules
+    judge it as part of the group). The injector does not count this one: such a pod
+    starts no Ray node, so no group member waits for its check."""
+    role = ray_start(container)
+    if role is not None:
+        return role
     env = container.get("env")
     for item in env if isinstance(env, list) else []:
         if isinstance(item, Mapping) and item.get("name") == RAY_ADDRESS:

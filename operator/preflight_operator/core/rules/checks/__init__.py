@@ -1,18 +1,20 @@
 """The rules, one small pure function each, registered by importing these modules.
 
-Order matters only for presentation: findings are listed in this order within a severity.
+Every module of this package is imported here, found by name (``pkgutil``): a new module
+of rules needs no line anywhere else. Before, each was listed by hand, and a module left
+off the list registered nothing with no test failing (tried: a throwaway rule in a new
+module was simply never run). Order matters only for presentation: findings are listed in
+module-name order within a severity (the hand-written list was that order already).
 """
 
-from preflight_operator.core.rules.checks import (
-    args,
-    consistency,
-    env,
-    gpus,
-    group,
-    modelfit,
-    probes,
-    service,
-    shm,
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+MODULES: tuple[str, ...] = tuple(
+    sorted(info.name for info in pkgutil.iter_modules(__path__) if not info.name.startswith("_"))
 )
 
-__all__ = ["args", "consistency", "env", "gpus", "group", "modelfit", "probes", "service", "shm"]
+for _name in MODULES:
+    importlib.import_module(f"{__name__}.{_name}")

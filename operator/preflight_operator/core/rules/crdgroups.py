@@ -1,0 +1,493 @@
+"""Groups declared by objects of their own (issue 26): Kueue Workloads, Volcano Jobs with
+their PodGroups, and RoleBasedGroups. Pure: objects in, pod templates and ``DeclaredGroup``s
+out (``rules.groups`` reads the same systems from a pod's labels).
+
+What each system really provides, read from its source:
+
+* **Kueue Workload** (kubernetes-sigs/kueue at ff69552e79ad21652c36caa97038382e55625cf7,
+  ``apis/kueue/v1beta2/workload_types.go`` ``PodSet``; v1beta2 is the storage version of
+  ``config/components/crd/bases/kueue.x-k8s.io_workloads.yaml``): ``spec.podSets[*]`` has a
+  ``name``, a ``template`` (a PodTemplateSpec) and a ``count`` (default 1; "the number of
+  pods for the spec"); ``minCount`` is partial admission (alpha). Kueue makes a Workload
+  for each Job, JobSet, LeaderWorkerSet or pod group it manages (docs
+  ``site/content/en/docs/concepts/workload.md``) to account quota: the size is the sum of
+  the counts, and nothing gives a pod a rank or a leader's address (the owning workload
+  does, if it does).
+* **Volcano Job** (volcano-sh/volcano at ed72c7c815a9fd547a787134676f73d42e9d049c;
+  the types are ``staging/src/volcano.sh/apis/pkg/apis/batch/v1alpha1/job.go``):
+  ``spec.tasks[*]`` each ``replicas`` pods of ``template``; ``spec.minAvailable`` is the
+  gang (the admission webhook defaults it to the sum of each task's ``minAvailable``, else
+  its ``replicas``: ``pkg/webhooks/admission/jobs/mutate/mutate_job.go``). A pod is named
+  ``<job>-<task>-<i>`` with hostname/subdomain ``<job>`` under the ``svc`` plugin. The rank
+  and the leader come only from the plugins in ``spec.plugins``
+  (``pkg/controllers/job/plugins``): ``env`` sets ``VC_TASK_INDEX`` (and the older
+  ``VK_TASK_INDEX``), the pod's index *within its task*; ``svc`` sets ``VC_<TASK>_HOSTS``
+  and ``VC_<TASK>_NUM`` for every task but names no leader; ``pytorch`` sets
+  ``MASTER_ADDR`` (``<job>-<master task>-0.<job>``), ``MASTER_PORT``, ``WORLD_SIZE`` (all
+  tasks' replicas) and ``RANK`` (master 0, worker i+1). Without ``pytorch`` no leader is
+  named.
+* **Volcano PodGroup** (same commit, ``.../scheduling/v1beta1/types.go``): ``spec.minMember``
+  pods are placed all or none; a pod names its PodGroup in the annotation
+  ``scheduling.k8s.io/group-name`` (``rules.groups``).
+* **RoleBasedGroup** (sgl-project/rbg at 993491fba9bfdf377d3cd18c8833da20ce0ec87b,
+  ``api/workloads/v1alpha2/rolebasedgroup_types.go``): ``spec.roles[*]`` each ``replicas``
+  instances of a ``standalonePattern`` (one pod) or a ``leaderWorkerPattern`` (``size``
+  pods, default 1: one leader and ``size - 1`` workers from one ``template`` with
+  ``leaderTemplatePatch`` / ``workerTemplatePatch``), either pattern with an inline
+  ``template`` or a ``templateRef`` (a ``spec.roleTemplates`` entry plus ``patch``). Its
+  controller injects (``pkg/discovery/env_builder.go``): ``RBG_GROUP_NAME``,
+  ``RBG_ROLE_NAME`` into every pod; for a leader-worker role ``RBG_LWP_LEADER_ADDRESS`` =
+  ``$(RBG_ROLE_INSTANCE_NAME)-0.<service>.<namespace>``, ``RBG_LWP_WORKER_INDEX`` (label
+  ``rbg.workloads.x-k8s.io/component-index``: leader 0) and ``RBG_LWP_GROUP_SIZE`` (label
+  ``component-size``). The deprecated ``v1alpha1`` (still served) writes
+  ``roles[*].template`` and, for a LeaderWorkerSet workload, ``leaderWorkerSet.size`` with
+  ``patchLeaderTemplate`` / ``patchWorkerTemplate``; LeaderWorkerSet then injects its own
+  ``LWS_*`` variables. Roles are separate engines (prefill, decode, router) unless their
+  containers form one Ray cluster (``rules.spread.ray_node``).
+
+What a system does not provide is said (``DeclaredGroup.unknown``), never guessed: an
+unknown or partial shape is a warning, never a group failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from preflight_operator.core.rules.groups import (
+    KUEUE,
+    RBG,
+    RBG_INDEX_ENV,
+    RBG_LEADER_ENV,
+    RBG_SIZE_ENV,
+    VOLCANO,
+    DeclaredGroup,
+    _count,
+    _text,
+)
+from preflight_operator.core.rules.spread import HEAD, MEMBER, RAY, ray_node
+from preflight_operator.core.rules.template import (
+    LWS,
+    Group,
+    GroupMember,
+    PodTemplate,
+    dig,
+)
+
+_MAX_ITEMS = 64  # podSets, tasks, roles, roleTemplates read (Kueue caps podSets at 8)
+
+
+def _items(obj: Mapping[str, Any], *keys: str) -> list[tuple[int, Mapping[str, Any]]]:
+    found = dig(obj, keys)
+    if not isinstance(found, list):
+        return []
+    return [(i, item) for i, item in enumerate(found[:_MAX_ITEMS]) if isinstance(item, Mapping)]
+
+
+def _replicas(value: Any, default: int = 1) -> int:
+    counted = _count(default if value is None else value)
+    return default if counted is None else counted
+
+
+def _ray_cluster(members: list[tuple[str, GroupMember]], where: str) -> Group | None:
+    """One Ray cluster over sibling templates: the one whose container starts a Ray head
+    (exactly one pod of it) and those whose containers join one. None otherwise."""
+
+    def role_of(spec: Mapping[str, Any]) -> str | None:
+        containers = spec.get("containers")
+        roles = {
+            ray_node(c) for c in containers[:_MAX_ITEMS] if isinstance(c, Mapping)
+        } if isinstance(containers, list) else set()  # fmt: skip
+        return HEAD if HEAD in roles else MEMBER if MEMBER in roles else None
+
+    heads = [m for _, m in members if role_of(m.spec) == HEAD]
+    joining = [m for _, m in members if role_of(m.spec) == MEMBER]
+    if len(heads) != 1 or heads[0].replicas != 1 or not joining:
+        return None
+    return Group(where, RAY, (heads[0], *joining))
+
+
+# -- Kueue Workload ----------------------------------------------------------------------------
+
+
+def _podsets(obj: Mapping[str, Any]) -> list[tuple[str, GroupMember]]:
+    out = []
+    for i, podset in _items(obj, "spec", "podSets"):
+        spec = dig(podset, ("template", "spec"))
+        if isinstance(spec, Mapping):
+            base = f"spec.podSets[{i}]"
+            name = _text(podset.get("name")) or f"podSets[{i}]"
+            count = _replicas(podset.get("count"))
+            out.append((name, GroupMember(spec, f"{base}.template.spec", count, f"{base}.count")))
+    return out
+
+
+def kueue_workload(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[PodTemplate]:
+    """A Workload's pod sets, one template each (role: the pod set's name). No group is
+    attached: a Workload is Kueue's quota record of another object's pods (a Job's
+    ``parallelism`` pods are as often independent engines), so its pods are judged one
+    by one, as that object's are."""
+    kind = str(obj.get("kind", "Workload"))
+    return [
+        PodTemplate(kind, name, namespace, m.spec, m.path, role, None, family=KUEUE)
+        for role, m in _podsets(obj)
+    ]
+
+
+def kueue_workload_group(obj: Mapping[str, Any]) -> DeclaredGroup | None:
+    """The group a Workload declares: the sum of its pod sets' counts. Kueue names neither
+    a rank nor a leader (warnings). None without a pod set."""
+    podsets = _podsets(obj)
+    if not podsets:
+        return None
+    return DeclaredGroup(
+        KUEUE,
+        _text(dig(obj, ("metadata", "name"))) or "<unnamed>",
+        sum(m.replicas for _, m in podsets),
+        None,
+        None,
+        "spec.podSets[*].count",
+        (
+            "each pod's rank (a Workload names none: the workload that owns it may)",
+            "the leader's address (a Workload names none)",
+        ),
+    )
+
+
+# -- Volcano Job and PodGroup ------------------------------------------------------------------
+
+
+def _tasks(obj: Mapping[str, Any]) -> list[tuple[str, GroupMember]]:
+    out = []
+    for i, task in _items(obj, "spec", "tasks"):
+        spec = dig(task, ("template", "spec"))
+        if isinstance(spec, Mapping):
+            base = f"spec.tasks[{i}]"
+            # Volcano's webhook names an unnamed task default<i> (mutate_job.go mutateSpec)
+            name = _text(task.get("name")) or f"default{i}"
+            replicas = _replicas(task.get("replicas"), 0)
+            member = GroupMember(spec, f"{base}.template.spec", replicas, f"{base}.replicas")
+            out.append((name, member))
+    return out
+
+
+def volcano_job(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[PodTemplate]:
+    """A Volcano Job's tasks, one template each (role: the task's name). Tasks whose
+    containers form one Ray cluster (a head task of one pod, tasks that join it) are one
+    Ray group, counted by ``replicas`` (what Volcano creates); otherwise each task's pods
+    are judged one by one (a task of N replicas is as often N engines)."""
+    kind = str(obj.get("kind", "Job"))
+    tasks = _tasks(obj)
+    group = _ray_cluster(tasks, "spec.tasks[*].replicas")
+    in_group = {id(m) for m in group.members} if group else set()
+    return [
+        PodTemplate(
+            kind, name, namespace, m.spec, m.path, role,
+            group if id(m) in in_group else None, family=VOLCANO,
+        )
+        for role, m in tasks
+    ]  # fmt: skip
+
+
+def _plugins(obj: Mapping[str, Any]) -> dict[str, list[str]]:
+    found = dig(obj, ("spec", "plugins"))
+    if not isinstance(found, Mapping):
+        return {}
+    return {
+        str(k): [str(a) for a in v[:32]] if isinstance(v, list) else []
+        for k, v in list(found.items())[:32]
+    }
+
+
+def _flag(args: list[str], name: str, default: str) -> str:
+    for arg in args:
+        if arg.startswith(f"--{name}="):
+            return _text(arg.split("=", 1)[1]) or default
+    return default
+
+
+def volcano_job_group(obj: Mapping[str, Any]) -> DeclaredGroup | None:
+    """The group a Volcano Job declares: every task's replicas, the gang its
+    ``minAvailable`` (or Volcano's default, the tasks' sum), the rank and the leader from
+    the plugins it enables. None without a task."""
+    tasks = _tasks(obj)
+    if not tasks:
+        return None
+    job = _text(dig(obj, ("metadata", "name"))) or "<unnamed>"
+    size = sum(m.replicas for _, m in tasks)
+    minimum = _count(dig(obj, ("spec", "minAvailable")))
+    if not minimum:  # 0 or absent: the webhook writes the sum of the tasks' minAvailable
+        minimum = 0
+        for _, task in _items(obj, "spec", "tasks"):
+            own = _count(task.get("minAvailable"))
+            minimum += own if own is not None else _replicas(task.get("replicas"), 0)
+    plugins = _plugins(obj)
+    unknown: list[str] = []
+    rank = leader = ""
+    leader_address: str | None = None
+    if "pytorch" in plugins:
+        master = _flag(plugins["pytorch"], "master", "master")
+        rank = "RANK (pytorch plugin: master 0, worker i+1), WORLD_SIZE"
+        leader = "MASTER_ADDR (pytorch plugin)"
+        leader_address = f"{job}-{master}-0.{job}"
+        if master not in {n for n, _ in tasks}:
+            leader_address = None
+            unknown.append(f"the leader's address (the pytorch plugin's master task {master!r} "
+                           "is not a task: Volcano sets no MASTER_ADDR)")  # fmt: skip
+    elif "env" in plugins:
+        rank = "VC_TASK_INDEX (env plugin: the index within the pod's task)"
+        if len(tasks) > 1:
+            unknown.append("a rank across tasks (VC_TASK_INDEX counts within each task)")
+    else:
+        unknown.append("each pod's rank (no env or pytorch plugin in spec.plugins)")
+    if not leader:
+        svc = " (the svc plugin lists every task's hosts in VC_<TASK>_HOSTS, none as leader)"
+        unknown.append("the leader's address" + (svc if "svc" in plugins else ""))
+    return DeclaredGroup(
+        VOLCANO,
+        job,
+        size,
+        None,
+        leader_address,
+        "spec.tasks[*].replicas, spec.minAvailable, spec.plugins",
+        tuple(unknown),
+        rank_source=rank,
+        leader_source=leader,
+        gang=minimum,
+    )
+
+
+def volcano_podgroup(obj: Mapping[str, Any]) -> DeclaredGroup | None:
+    """A PodGroup's gang: ``spec.minMember`` pods (None when not a count). A PodGroup
+    names no pod's rank nor a leader."""
+    minimum = _count(dig(obj, ("spec", "minMember")))
+    if minimum is None:
+        return None
+    return DeclaredGroup(
+        VOLCANO,
+        _text(dig(obj, ("metadata", "name"))) or "<unnamed>",
+        minimum,
+        None,
+        None,
+        "spec.minMember",
+        ("each pod's rank and the leader's address (a PodGroup names neither)",),
+        gang=minimum,
+    )
+
+
+def with_podgroup(pod: DeclaredGroup, podgroup: Mapping[str, Any]) -> DeclaredGroup:
+    """A Volcano pod's group completed by its PodGroup (``minMember`` is the size the pod
+    does not carry); unchanged when the PodGroup is not the pod's or says no count."""
+    group = volcano_podgroup(podgroup)
+    if pod.system != VOLCANO or group is None or group.name != pod.name:
+        return pod
+    unknown = tuple(u for u in pod.unknown if not u.startswith("the size"))
+    return DeclaredGroup(
+        pod.system, pod.name, group.size, pod.index, pod.leader,
+        f"{pod.source}, PodGroup spec.minMember", unknown,
+        pod.rank_source, pod.leader_source, group.gang,
+    )  # fmt: skip
+
+
+# -- RoleBasedGroup ----------------------------------------------------------------------------
+
+
+def merge_patch(base: Any, patch: Any, depth: int = 0) -> Any:
+    """``patch`` over ``base`` the way a strategic merge patch treats pod templates: maps
+    merge key by key, lists of maps that all have a ``name`` (containers, env, volumes,
+    volumeMounts, ports) merge item by item by name, anything else is replaced. The
+    ``$patch``/``$retainKeys`` directives are not read (none in RBG's examples); a patch
+    using them is read as plain values."""
+    if depth > 16:
+        return base
+    if isinstance(base, Mapping) and isinstance(patch, Mapping):
+        out = dict(base)
+        for key, value in list(patch.items())[:256]:
+            out[key] = merge_patch(base.get(key), value, depth + 1) if key in base else value
+        return out
+    if (
+        isinstance(base, list)
+        and isinstance(patch, list)
+        and all(isinstance(x, Mapping) and "name" in x for x in [*base, *patch])
+    ):
+        merged = [dict(x) for x in base[:256]]
+        index = {x["name"]: i for i, x in enumerate(merged)}
+        for item in patch[:256]:
+            if item["name"] in index:
+                i = index[item["name"]]
+                merged[i] = merge_patch(merged[i], item, depth + 1)
+            else:
+                index[item["name"]] = len(merged)
+                merged.append(dict(item))
+        return merged
+    return patch
+
+
+def _role_templates(obj: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    out: dict[str, Mapping[str, Any]] = {}
+    for _, entry in _items(obj, "spec", "roleTemplates"):
+        template = entry.get("template")
+        if isinstance(entry.get("name"), str) and isinstance(template, Mapping):
+            out.setdefault(entry["name"], template)
+    return out
+
+
+def _source(
+    holder: Mapping[str, Any], base: str, shared: Mapping[str, Mapping[str, Any]]
+) -> tuple[Mapping[str, Any] | None, str, str]:
+    """(pod template, its path, why unknown) of a pattern's ``template`` or ``templateRef``."""
+    template = holder.get("template")
+    if isinstance(template, Mapping):
+        return template, f"{base}.template", ""
+    ref = holder.get("templateRef")
+    if isinstance(ref, Mapping):
+        name = ref.get("name")
+        found = shared.get(name) if isinstance(name, str) else None
+        if found is None:
+            return None, "", f"{base}.templateRef names no spec.roleTemplates entry"
+        patch = ref.get("patch")
+        merged = merge_patch(found, patch) if isinstance(patch, Mapping) else found
+        return merged, f"{base}.templateRef", ""
+    return None, "", ""
+
+
+def _spec_of(template: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    spec = template.get("spec") if isinstance(template, Mapping) else None
+    return spec if isinstance(spec, Mapping) else None
+
+
+_LeaderWorker = tuple[Mapping[str, Any], Mapping[str, Any], str, int, str, dict[str, str], str]
+
+
+def _leader_worker(
+    role: Mapping[str, Any], base: str, env: dict[str, str], *, name: str, label: str,
+    shared: Mapping[str, Mapping[str, Any]],
+) -> _LeaderWorker | None:  # fmt: skip
+    """(leader spec, worker spec, template path, size, size path, env, index variable) of a
+    leader-worker role (v1alpha2 ``leaderWorkerPattern``, v1alpha1 ``leaderWorkerSet``);
+    None for another role or one without a template."""
+    lwp, lws = role.get("leaderWorkerPattern"), role.get("leaderWorkerSet")
+    if isinstance(lwp, Mapping):
+        holder: Mapping[str, Any] = lwp
+        template, path, _ = _source(lwp, f"{base}.leaderWorkerPattern", shared)
+        patches = ("leaderTemplatePatch", "workerTemplatePatch")
+        size_path = f"{base}.leaderWorkerPattern.size"
+        size = _replicas(lwp.get("size"))
+        env = {**env, RBG_SIZE_ENV: str(size)}
+        index_env = RBG_INDEX_ENV
+    elif isinstance(lws, Mapping):
+        holder = lws
+        template, path, _ = _source(role, base, shared)
+        patches = ("patchLeaderTemplate", "patchWorkerTemplate")
+        size_path = f"{base}.leaderWorkerSet.size"
+        size = _replicas(lws.get("size"))
+        # LeaderWorkerSet injects its own variables (rules.kinds: LWS >= 0.6)
+        env = {**env, "LWS_GROUP_SIZE": str(size), "LWS_NAME": f"{name}-{label}"}
+        index_env = "LWS_WORKER_INDEX"
+    else:
+        return None
+    if template is None:
+        return None
+    leader = _spec_of(merge_patch(template, holder.get(patches[0]) or {}))
+    worker = _spec_of(merge_patch(template, holder.get(patches[1]) or {}))
+    if leader is None or worker is None:
+        return None
+    return leader, worker, f"{path}.spec", size, size_path, env, index_env
+
+
+def rolebasedgroup(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[PodTemplate]:
+    """A RoleBasedGroup's pod templates, per role: a standalone role's template; a
+    leader-worker role's leader (template + leader patch) and worker (template + worker
+    patch), one group of ``size`` pods with the env RBG injects (leader index 0; 1 stands
+    for any worker); roles that form one Ray cluster are one Ray group. Either
+    apiVersion (v1alpha2, the deprecated v1alpha1) is read."""
+    kind = str(obj.get("kind", "RoleBasedGroup"))
+    shared = _role_templates(obj)
+    templates: list[PodTemplate] = []
+    plain: list[tuple[str, GroupMember]] = []
+    for i, role in _items(obj, "spec", "roles"):
+        base = f"spec.roles[{i}]"
+        label = _text(role.get("name")) or f"roles[{i}]"
+        common = {"RBG_GROUP_NAME": name, "RBG_ROLE_NAME": label}
+        found = _leader_worker(role, base, common, name=name, label=label, shared=shared)
+        if found is None:
+            standalone = role.get("standalonePattern")
+            holder = standalone if isinstance(standalone, Mapping) else role
+            prefix = f"{base}.standalonePattern" if holder is standalone else base
+            template, path, _ = _source(holder, prefix, shared)
+            spec = _spec_of(template)
+            if spec is not None:
+                replicas = _replicas(role.get("replicas"))
+                member = GroupMember(spec, f"{path}.spec", replicas, f"{base}.replicas")
+                plain.append((label, member))
+                templates.append(
+                    PodTemplate(kind, name, namespace, spec, member.path, label, None,
+                                common, family=RBG)
+                )  # fmt: skip
+            continue
+        leader, worker, path, size, size_path, env, index_env = found
+        group = Group(
+            size_path,
+            LWS,
+            (
+                GroupMember(leader, path, 1, size_path),
+                GroupMember(worker, path, size - 1, size_path),
+            ),
+        )
+        templates.append(
+            PodTemplate(kind, name, namespace, leader, path, f"{label}-leader", group,
+                        {**env, index_env: "0"}, family=RBG)
+        )  # fmt: skip
+        if size > 1:
+            templates.append(
+                PodTemplate(kind, name, namespace, worker, path, f"{label}-worker", group,
+                            {**env, index_env: "1"}, family=RBG)
+            )  # fmt: skip
+    ray = _ray_cluster(plain, "spec.roles[*].replicas")
+    if ray is not None:
+        in_group = {id(m.spec) for m in ray.members}
+        templates = [
+            PodTemplate(t.kind, t.name, t.namespace, t.spec, t.path, t.role, ray,
+                        t.injected_env, family=RBG)
+            if t.group is None and id(t.spec) in in_group else t
+            for t in templates
+        ]  # fmt: skip
+    return templates
+
+
+def rolebasedgroup_groups(obj: Mapping[str, Any]) -> list[DeclaredGroup]:
+    """The group each role of a RoleBasedGroup declares: a leader-worker role's instance
+    (``size`` pods, rank and leader from the env RBG or LeaderWorkerSet injects); a
+    standalone role's pods are engines of their own (size 1 each)."""
+    name = _text(dig(obj, ("metadata", "name"))) or "<unnamed>"
+    out = []
+    for i, role in _items(obj, "spec", "roles"):
+        label = _text(role.get("name")) or f"roles[{i}]"
+        lwp, lws = role.get("leaderWorkerPattern"), role.get("leaderWorkerSet")
+        if isinstance(lwp, Mapping):
+            out.append(
+                DeclaredGroup(
+                    RBG, f"{name}/{label}", _replicas(lwp.get("size")), None, None,
+                    f"spec.roles[{i}].leaderWorkerPattern.size",
+                    rank_source=f"{RBG_INDEX_ENV} (leader 0)",
+                    leader_source=RBG_LEADER_ENV,
+                )
+            )  # fmt: skip
+        elif isinstance(lws, Mapping):
+            out.append(
+                DeclaredGroup(
+                    RBG, f"{name}/{label}", _replicas(lws.get("size")), None, None,
+                    f"spec.roles[{i}].leaderWorkerSet.size (a LeaderWorkerSet workload)",
+                    rank_source="LWS_WORKER_INDEX (LeaderWorkerSet; leader 0)",
+                    leader_source="LWS_LEADER_ADDRESS (LeaderWorkerSet)",
+                )
+            )  # fmt: skip
+        else:
+            out.append(
+                DeclaredGroup(
+                    RBG, f"{name}/{label}", 1, 0, None, f"spec.roles[{i}] (standalone)",
+                    ("the leader's address (a standalone role's pod is its own engine)",),
+                    rank_source="one pod: rank 0",
+                )
+            )  # fmt: skip
+    return out

@@ -1,0 +1,176 @@
+"""The release script's pure parts (hack/release/artifacts.py, docs/RELEASE.md): the image
+digest written into the packaged chart's default values, and the SBOM check.
+
+The digest is written into a staged copy of the chart, never the source tree; the chart
+rendered from that copy runs the image as `repository@digest` and still passes its strict
+schema. The SBOM check must refuse a document that lacks what a consumer of the SBOM needs
+(tests/e2e/test_release_oci.py runs the signing and the registry; the real generator runs
+in `make release-artifacts`)."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+CHART = REPO / "charts" / "vllm-preflight"
+sys.path.insert(0, str(REPO / "hack" / "release"))
+import artifacts  # noqa: E402
+
+DIGEST = "sha256:" + "0123456789abcdef" * 4
+CHECK_DIGEST = "sha256:" + "fedcba9876543210" * 4
+PYPROJECT = (REPO / "pyproject.toml").read_text()
+
+
+class TestSetDigests:
+    def test_sets_both_digests_and_keeps_every_other_line(self) -> None:
+        before = (CHART / "values.yaml").read_text()
+        after = artifacts.set_digests(before, {"image": DIGEST, "checkImage": CHECK_DIGEST})
+        values = yaml.safe_load(after)
+        assert values["image"]["digest"] == DIGEST
+        assert values["checkImage"]["digest"] == CHECK_DIGEST
+        changed = [(a, b) for a, b in zip(before.splitlines(), after.splitlines()) if a != b]
+        assert len(changed) == 2, changed
+        assert len(before.splitlines()) == len(after.splitlines())
+        original = yaml.safe_load(before)
+        original["image"]["digest"], original["checkImage"]["digest"] = DIGEST, CHECK_DIGEST
+        assert values == original
+
+    @pytest.mark.parametrize(
+        "digest",
+        ["sha256:abc", "sha512:" + "0" * 64, "sha256:" + "A" * 64, DIGEST + "\nx: 1", ""],
+    )
+    def test_a_malformed_digest_is_refused_naming_the_value(self, digest: str) -> None:
+        with pytest.raises(artifacts.ReleaseError, match=r"^image\.digest: .*sha256:<64"):
+            artifacts.set_digests((CHART / "values.yaml").read_text(), {"image": digest})
+
+    def test_a_block_without_a_digest_line_is_refused(self) -> None:
+        text = 'image:\n  repository: r\n  nested:\n    digest: ""\nother:\n  digest: ""\n'
+        with pytest.raises(artifacts.ReleaseError, match=r"no `digest:` line under `image:`"):
+            artifacts.set_digests(text, {"image": DIGEST})
+
+    def test_an_unknown_block_is_refused(self) -> None:
+        with pytest.raises(artifacts.ReleaseError, match="unknown"):
+            artifacts.set_digests('tests:\n  digest: ""\n', {"tests": DIGEST})
+
+    def test_the_staged_chart_renders_repo_at_digest(self, tmp_path: Path) -> None:
+        from preflight_dev.testing.binaries import BinariesNotFound, find_bin_dir
+
+        try:
+            helm = find_bin_dir() / "helm"
+        except BinariesNotFound as err:  # pragma: no cover - CI builds it
+            pytest.skip(f"no helm binary: {err}")
+        staged = artifacts.stage_chart(tmp_path, {"image": DIGEST, "checkImage": CHECK_DIGEST})
+        assert (CHART / "values.yaml").read_text() != (staged / "values.yaml").read_text()
+        out = subprocess.run(
+            [str(helm), "template", "r", str(staged), "--namespace", "ns",
+             "--set", "injection.mode=DedicatedImage"],
+            capture_output=True, text=True, check=False, timeout=120,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        docs = [d for d in yaml.safe_load_all(out.stdout) if d]
+        deployment = next(d for d in docs if d["kind"] == "Deployment")
+        images = {c["image"] for c in deployment["spec"]["template"]["spec"]["containers"]}
+        assert images == {f"ghcr.io/vllm-preflight/operator@{DIGEST}"}
+        assert f"ghcr.io/vllm-preflight/check@{CHECK_DIGEST}" in out.stdout
+
+
+def good_sbom() -> dict[str, Any]:
+    """The shape `cyclonedx-py environment --pyproject` writes (trimmed to what is checked)."""
+    deps = artifacts.runtime_requirements(PYPROJECT)
+    return {
+        "bomFormat": "CycloneDX",
+        "specVersion": artifacts.SPEC_VERSION,
+        "metadata": {
+            "component": {
+                "bom-ref": "root-component",
+                "type": "application",
+                "name": "vllm-preflight",
+                "version": "0.1.0",
+                "hashes": [{"alg": "SHA-256", "content": "ab" * 32}],
+            }
+        },
+        "components": [
+            {
+                "bom-ref": f"{d}==1.0",
+                "type": "library",
+                "name": d,
+                "version": "1.0",
+                "purl": f"pkg:pypi/{d}@1.0",
+            }
+            for d in deps
+        ],
+        "dependencies": [
+            {"ref": "root-component", "dependsOn": [f"{d}==1.0" for d in deps]},
+            *({"ref": f"{d}==1.0"} for d in deps),
+        ],
+    }
+
+
+class TestCheckSbom:
+    def test_runtime_requirements_are_pyprojects(self) -> None:
+        assert artifacts.runtime_requirements(PYPROJECT) == [
+            "kopf", "nvidia-ml-py", "pyyaml", "prometheus-client", "aiohttp",
+        ]  # fmt: skip
+
+    def test_a_complete_sbom_passes(self) -> None:
+        assert artifacts.check_sbom(good_sbom(), PYPROJECT, "ab" * 32) == []
+
+    def test_names_are_compared_normalized(self) -> None:
+        doc = good_sbom()
+        for comp in doc["components"]:
+            if comp["name"] == "pyyaml":
+                comp["name"], comp["purl"] = "PyYAML", "pkg:pypi/PyYAML@6.0.2"
+        assert artifacts.check_sbom(doc, PYPROJECT) == []
+
+    @pytest.mark.parametrize(
+        ("break_it", "problem"),
+        [
+            (lambda d: d.update(bomFormat="SPDX"), "bomFormat"),
+            (lambda d: d.update(specVersion="1.2"), "specVersion"),
+            (lambda d: d.pop("metadata"), "metadata.component"),
+            (lambda d: d["metadata"]["component"].update(name="other"), "component.name"),
+            (lambda d: d["metadata"]["component"].update(version="9"), "component.version"),
+            (lambda d: d["metadata"]["component"].pop("hashes"), "SHA-256"),
+            (lambda d: d["components"].pop(), "'aiohttp'"),
+            (lambda d: d["components"][0].pop("version"), "has no version"),
+            (lambda d: d["components"][0].update(purl="pkg:npm/kopf@1"), "pkg:pypi purl"),
+            (lambda d: d.update(components="nope"), "no component for"),
+            (lambda d: d["dependencies"][0]["dependsOn"].pop(0), "does not depend on 'kopf'"),
+            (lambda d: d.pop("dependencies"), "does not depend on"),
+        ],
+    )
+    def test_what_is_missing_is_named(self, break_it: Any, problem: str) -> None:
+        doc = copy.deepcopy(good_sbom())
+        break_it(doc)
+        problems = artifacts.check_sbom(doc, PYPROJECT, "ab" * 32)
+        assert any(problem in p for p in problems), problems
+
+    @pytest.mark.parametrize("doc", [[], "x", None, 3])
+    def test_not_an_object(self, doc: Any) -> None:
+        assert artifacts.check_sbom(doc, PYPROJECT) == ["the SBOM is not a JSON object"]
+
+
+def test_make_release_artifacts_passes_its_variables() -> None:
+    """`make release-artifacts` hands IMAGE_DIGEST, CHECK_IMAGE_DIGEST, KEY, KEYRING and
+    PUBRING to the script (printed by `make -n`, nothing run)."""
+    out = subprocess.run(
+        ["make", "-n", "release-artifacts", "IMAGE_DIGEST=" + DIGEST,
+         "CHECK_IMAGE_DIGEST=" + CHECK_DIGEST, "KEY=Release Key", "KEYRING=/k/sec.gpg",
+         "PUBRING=/k/pub.gpg"],
+        cwd=REPO, capture_output=True, text=True, check=True, timeout=60,
+    ).stdout  # fmt: skip
+    command = " ".join(out[out.index("hack/release/artifacts.py") :].split("\\\n"))
+    for part in (
+        f"--image-digest '{DIGEST}'",
+        f"--check-image-digest '{CHECK_DIGEST}'",
+        "--key 'Release Key' --keyring '/k/sec.gpg'",
+        "--pubring '/k/pub.gpg'",
+    ):
+        assert part in command, command
