@@ -79,6 +79,7 @@ def test_135_gang_gives_the_minimum_never_the_size_rank_or_leader() -> None:
     d = found.declared
     assert (d.system, d.name) == ("workload-api", "vllm/engine")
     assert (d.size, d.index, d.leader) == (None, None, None)
+    assert d.gang == 4  # all or none: the shared field for Volcano's minAvailable too
     assert d.source == "spec.workloadRef -> Workload vllm spec.podGroups[engine].policy"
     assert any("minCount 4 is the least pods" in u for u in d.unknown)
     assert "minCount 4" in groups.declared_warning(d)  # a warning, and it says why

@@ -20,7 +20,8 @@ the same time for the scheduler to admit the entire group" (the types' own words
 scheduler's GangScheduling plugin waits until that many pods exist: v1.36.3
 pkg/scheduler/framework/plugins/gangscheduling/gangscheduling.go). It is a lower bound, not
 the group's size: a group may have more pods than its minCount. So ``DeclaredGroup.size``
-stays None and the count is given as ``WorkloadGroup.min_count``. Neither version gives a
+stays None; the count is ``DeclaredGroup.gang`` (all or none, as Volcano's minAvailable) and
+``WorkloadGroup.min_count``. Neither version gives a
 pod a rank or names a leader. Everything not provided is said in ``DeclaredGroup.unknown``
 (each a warning), never guessed; an object of an apiVersion not listed here is unknown too
 (the alpha shapes changed in each release).
@@ -224,5 +225,5 @@ def workload_group(
     elif policy == "basic":
         unknown.append("the size (basic policy: no gang, so the API counts no pods)")
     unknown.append(_NO_RANK)
-    declared = DeclaredGroup(SYSTEM, name, None, None, None, source, tuple(unknown))
+    declared = DeclaredGroup(SYSTEM, name, None, None, None, source, tuple(unknown), gang=min_count)
     return WorkloadGroup(declared, ref, policy, min_count)
