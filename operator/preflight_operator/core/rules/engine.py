@@ -41,7 +41,7 @@ from preflight_operator.core.rules.model import (
 from preflight_operator.core.rules.registry import REGISTRY, declare
 from preflight_operator.core.rules.resources import gpu_resources
 from preflight_operator.core.rules.spread import with_ray_workers
-from preflight_operator.core.rules.template import meta
+from preflight_operator.core.rules.template import meta, running_containers
 
 COMMAND_UNPARSED = declare(
     "vllm-command-unparsed",
@@ -122,18 +122,13 @@ def _check_object(
         if template.unread is not None:
             results.append(_unread(template, *template.unread))
             continue
-        containers = template.spec.get("containers")
-        if not isinstance(containers, list):
-            continue
-        for i, container in enumerate(containers):
-            if not isinstance(container, Mapping):
-                continue
-            label = _label(template, container, i)
+        for key, i, container in running_containers(template.spec):
+            label = _label(template, container, f"{key}[{i}]")
             try:
                 result = _check_container(
                     template,
                     container=container,
-                    index=i,
+                    field=f"{key}[{i}]",
                     label=label,
                     manifests=manifests,
                     lookup=lookup,
@@ -191,9 +186,9 @@ def meta_name(obj: Mapping[str, Any]) -> str:
     return str(meta.get("name")) if isinstance(meta, Mapping) else ""
 
 
-def _label(template: PodTemplate, container: Mapping[str, Any], index: int) -> str:
+def _label(template: PodTemplate, container: Mapping[str, Any], field: str) -> str:
     name = container.get("name")
-    label = str(name) if isinstance(name, str) and name else f"containers[{index}]"
+    label = str(name) if isinstance(name, str) and name else field
     return f"{template.role}/{label}" if template.role else label
 
 
@@ -245,13 +240,13 @@ def _check_container(
     template: PodTemplate,
     *,
     container: Mapping[str, Any],
-    index: int,
+    field: str,
     label: str,
     manifests: ManifestSet,
     lookup: ClusterLookup,
     policy: Policy,
 ) -> ContainerResult | None:
-    path = f"{template.path}.containers[{index}]"
+    path = f"{template.path}.{field}"  # containers[i], or initContainers[i] (a native sidecar)
     config_map, referenced, services = _getters(template.namespace, manifests, lookup)
     env = build_env(
         container,

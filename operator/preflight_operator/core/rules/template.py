@@ -143,3 +143,22 @@ def num(value: object, default: int) -> int:
     if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) < 10:
         return int(value.strip())
     return default
+
+
+def running_containers(spec: Mapping[str, Any]) -> list[tuple[str, int, Mapping[str, Any]]]:
+    """(field, index, container) of each container of a pod spec that runs beside the
+    others for the pod's life: every entry of ``containers``, then each native sidecar, an
+    ``initContainers`` entry with ``restartPolicy: Always`` (KEP-753, on by default since
+    Kubernetes 1.29; the kubelet starts it before the next init container and keeps it
+    running). An ordinary init container runs to completion before the main containers
+    start: it never serves, so it is left out. ``field`` is the real key, so paths built
+    from it name the real place (``initContainers[1]``)."""
+    found: list[tuple[str, int, Mapping[str, Any]]] = []
+    for key in ("containers", "initContainers"):
+        items = spec.get(key)
+        for i, container in enumerate(items if isinstance(items, list) else []):
+            if not isinstance(container, Mapping):
+                continue
+            if key == "containers" or container.get("restartPolicy") == "Always":
+                found.append((key, i, container))
+    return found
