@@ -24,7 +24,7 @@ from preflight_operator.core.rules.accelerators import (
 from preflight_operator.core.rules.discovery import MIG_PREFIX
 from preflight_operator.core.rules.dra import ClaimDevices, container_claims
 from preflight_operator.core.rules.quantity import parse_quantity
-from preflight_operator.core.rules.template import Resolve, resolve_nothing
+from preflight_operator.core.rules.template import Resolve, resolve_nothing, running_containers
 
 _MISSING = object()
 
@@ -263,18 +263,15 @@ def nvidia_gpus(container: Mapping[str, Any], path: str = "") -> int:
 
 
 def pod_gpus(spec: Mapping[str, Any], path: str, resolve: Resolve = resolve_nothing) -> int | None:
-    """Accelerator devices of all app containers of a pod (what the pod takes from its
-    node); None when a count is unknown (a DRA claim that cannot be counted here)."""
-    containers = spec.get("containers")
-    if not isinstance(containers, list):
-        return 0
+    """Accelerator devices of all app containers and native sidecars of a pod (what the
+    pod holds while it serves: Kubernetes sums them; ordinary init containers have ended);
+    None when a count is unknown (a DRA claim that cannot be counted here)."""
     total = 0
-    for i, container in enumerate(containers):
-        if isinstance(container, Mapping):
-            found = gpu_resources(container, f"{path}.containers[{i}]", spec, resolve)
-            if found.unknown:
-                return None
-            total += found.requested or 0
+    for key, i, container in running_containers(spec):
+        found = gpu_resources(container, f"{path}.{key}[{i}]", spec, resolve)
+        if found.unknown:
+            return None
+        total += found.requested or 0
     return total
 
 
