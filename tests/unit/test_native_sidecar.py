@@ -9,6 +9,7 @@ keeps its verdict and rule ids; the field paths name the sidecar's real place.""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from preflight_operator.core.injection import Skip
 from preflight_operator.core.rules.engine import check_objects
 
 MANIFESTS = Path(__file__).parents[1] / "data" / "manifests"
@@ -86,3 +88,35 @@ def test_sidecar_gpu_is_its_own() -> None:
     (result,) = check_objects(objs)
     assert result.verdict == "fail"
     assert result.gpus_requested == 1
+
+
+def _sidecar_pod() -> dict[str, Any]:
+    from test_inject import vllm_pod
+
+    pod = vllm_pod()
+    spec = pod["spec"]
+    vllm = spec["containers"].pop(0)
+    vllm["restartPolicy"] = "Always"
+    spec["initContainers"].append(vllm)
+    spec["containers"].append({"name": "client", "image": "busybox", "command": ["sleep"]})
+    return pod
+
+
+def test_injector_skips_a_vllm_sidecar_with_its_reason() -> None:
+    """The check must run before vLLM starts; a native sidecar starts in initContainers
+    order, so the injector does not place the check there (yet): a clean Skip, never a
+    crash nor another container."""
+    from test_inject import inject
+
+    result = inject(_sidecar_pod())
+    assert isinstance(result, Skip)
+    assert result.reason == "vllm-in-sidecar"
+
+
+def test_webhook_admits_a_vllm_sidecar_pod_unchanged() -> None:
+    from test_inject import mutate, service
+
+    svc = service()
+    assert mutate(_sidecar_pod(), svc) == []
+    skip = asyncio.run(svc.mutate_pod(_sidecar_pod()))
+    assert isinstance(skip, Skip) and skip.reason == "vllm-in-sidecar", skip

@@ -893,6 +893,16 @@ def _find_container(pod: Mapping[str, Any], name: str) -> Mapping[str, Any] | No
     return None
 
 
+def _is_sidecar(pod: Mapping[str, Any], name: str) -> bool:
+    """``name`` is an init container with restartPolicy Always (a native sidecar)."""
+    spec = pod.get("spec")
+    found = spec.get("initContainers") if isinstance(spec, Mapping) else None
+    for container in found if isinstance(found, list) else []:
+        if isinstance(container, Mapping) and container.get("name") == name:
+            return container.get("restartPolicy") == "Always"
+    return False
+
+
 def plan_injection(
     pod: Mapping[str, Any],
     *,
@@ -918,6 +928,10 @@ def plan_injection(
     if not policy.injection_enabled:
         return Skip("disabled-by-policy")
     vllm = _find_container(pod, container)
+    if vllm is None and _is_sidecar(pod, container):
+        # vLLM as a native sidecar starts in initContainers order, beside the others: the
+        # check is not placed before it (not supported yet); the rules still judge it
+        return Skip("vllm-in-sidecar", f"container {container!r} is a native sidecar")
     if vllm is None:
         return Skip("no-vllm-container", f"container {container!r} is not in the pod")
     if plan is None:
