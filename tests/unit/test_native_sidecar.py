@@ -119,4 +119,5 @@ def test_webhook_admits_a_vllm_sidecar_pod_unchanged() -> None:
     svc = service()
     assert mutate(_sidecar_pod(), svc) == []
     skip = asyncio.run(svc.mutate_pod(_sidecar_pod()))
-    assert isinstance(skip, Skip) and skip.reason == "vllm-in-sidecar", skip
+    assert isinstance(skip, Skip), skip
+    assert skip.reason == "vllm-in-sidecar", skip

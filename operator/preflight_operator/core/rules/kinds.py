@@ -137,8 +137,7 @@ def _own_fields(spec: Mapping[str, Any], meta: Any) -> Mapping[str, Any]:
     annotation batch.kubernetes.io/job-completion-index (the Job controller writes both as
     it creates the pod; KEP-2214 "Pod detail"), which sets vLLM's --node-rank in a JobSet
     or Indexed Job (issue 26): unknown, it left the plan unresolved and the pod unchecked."""
-    containers = spec.get("containers")
-    if not isinstance(meta, Mapping) or not isinstance(containers, list):
+    if not isinstance(meta, Mapping):
         return spec
     sources = {k: meta.get(k) for k in ("labels", "annotations")}
 
@@ -153,13 +152,17 @@ def _own_fields(spec: Mapping[str, Any], meta: Any) -> Mapping[str, Any]:
             return entry
         return {"name": entry.get("name"), "value": value.replace("$", "$$")}
 
-    changed = [
-        {**c, "env": [literal(e) for e in c["env"]]}
-        if isinstance(c, Mapping) and isinstance(c.get("env"), list)
-        else c
-        for c in containers
-    ]
-    return {**spec, "containers": changed}
+    changed = dict(spec)
+    for key in ("containers", "initContainers"):  # initContainers: native sidecars
+        containers = spec.get(key)
+        if isinstance(containers, list):
+            changed[key] = [
+                {**c, "env": [literal(e) for e in c["env"]]}
+                if isinstance(c, Mapping) and isinstance(c.get("env"), list)
+                else c
+                for c in containers
+            ]
+    return changed
 
 
 def _pod(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[PodTemplate]:

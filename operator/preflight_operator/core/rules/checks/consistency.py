@@ -41,6 +41,7 @@ from preflight_operator.core.rules.model import Finding, Policy
 from preflight_operator.core.rules.registry import RULE_INFO, declare, register
 from preflight_operator.core.rules.resources import gpu_resources
 from preflight_operator.core.rules.shrun import literal_references
+from preflight_operator.core.rules.template import running_containers
 
 ARG_DEFAULT = declare(
     "lws-args-default",
@@ -133,12 +134,7 @@ class WorkerView:
 def _worker_container(spec: Mapping[str, Any], path: str) -> tuple[Mapping[str, Any], str] | None:
     """The container that runs vLLM, else the one with the GPUs (a Ray worker), else the
     first one."""
-    containers = spec.get("containers")
-    if not isinstance(containers, list):
-        return None
-    found = [
-        (c, f"{path}.containers[{i}]") for i, c in enumerate(containers) if isinstance(c, Mapping)
-    ]
+    found = [(c, f"{path}.{key}[{i}]") for key, i, c in running_containers(spec)]
     for container, cpath in found:
         if gpu_resources(container, cpath, spec).requested:
             return container, cpath
@@ -151,19 +147,15 @@ def read_worker(ctx: ContainerContext, index: int) -> WorkerView | None:
     if group is None:
         return None
     chosen = None
-    containers = group.worker_spec.get("containers")
     config_map = ctx.config_map
-    if isinstance(containers, list):
-        for i, container in enumerate(containers):
-            if not isinstance(container, Mapping):
-                continue
-            cpath = f"{group.worker_path}.containers[{i}]"
-            env = _worker_env(ctx, container, cpath, index, config_map)
-            found = find_invocation(container, cpath, env)
-            if isinstance(found, Invocation):
-                resolver = ConfigResolver(container, group.worker_spec, config_map)
-                parsed = parse_vllm_args(list(found.argv), resolver)
-                return WorkerView(container, cpath, env, found, parsed)
+    for key, i, container in running_containers(group.worker_spec):
+        cpath = f"{group.worker_path}.{key}[{i}]"
+        env = _worker_env(ctx, container, cpath, index, config_map)
+        found = find_invocation(container, cpath, env)
+        if isinstance(found, Invocation):
+            resolver = ConfigResolver(container, group.worker_spec, config_map)
+            parsed = parse_vllm_args(list(found.argv), resolver)
+            return WorkerView(container, cpath, env, found, parsed)
     chosen = _worker_container(group.worker_spec, group.worker_path)
     if chosen is None:
         return None

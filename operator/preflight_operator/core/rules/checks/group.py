@@ -37,7 +37,7 @@ from preflight_operator.core.rules.model import Finding, Policy
 from preflight_operator.core.rules.registry import RULE_INFO, declare, register
 from preflight_operator.core.rules.resources import gpu_resources, pod_gpus
 from preflight_operator.core.rules.spread import HEAD, RAY
-from preflight_operator.core.rules.template import Group
+from preflight_operator.core.rules.template import Group, running_containers
 
 GROUP_EXTRA = declare(
     "lws-gpu-extra",
@@ -156,12 +156,9 @@ def nnodes_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
 
 
 def _gpu_container(spec: Mapping[str, Any], path: str) -> tuple[Mapping[str, Any], str] | None:
-    containers = spec.get("containers")
-    if not isinstance(containers, list):
-        return None
-    for i, container in enumerate(containers):
-        cpath = f"{path}.containers[{i}]"
-        if isinstance(container, Mapping) and gpu_resources(container, cpath, spec).requested:
+    for key, i, container in running_containers(spec):
+        cpath = f"{path}.{key}[{i}]"
+        if gpu_resources(container, cpath, spec).requested:
             return container, cpath
     return None
 
