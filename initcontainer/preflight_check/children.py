@@ -72,6 +72,7 @@ class Child:
         self._done = threading.Event()
         self._noted = threading.Event()
         self._started = time.perf_counter()
+        self._stopped = False
         try:
             self._process: Optional[subprocess.Popen[bytes]] = subprocess.Popen(
                 [*command, *(f"{key}={value}" for key, value in request.items())],
@@ -158,6 +159,20 @@ class Child:
         except (BrokenPipeError, OSError, ValueError):
             pass
 
+    def stop(self) -> None:
+        """End a child held before its gate that must not go on (the deep tier skipped or
+        reused), without waiting for it to reach the gate. Before its gate a child has made
+        no CUDA context (a deep worker is still importing torch), so ending it leaves
+        nothing behind; waiting for it would cost the whole import: on an H200 a reused
+        deep tier took 3.0-4.0 s against the fast tier's 0.4-0.6 s (docs/GPU_RUNS.md, run
+        19), nearly all of it torch's import in a worker that was then told to stop."""
+        self.release("stop")
+        if self._process is None or self._done.is_set():
+            return
+        self._stopped = True
+        with contextlib.suppress(OSError):
+            self._process.send_signal(signal.SIGTERM)
+
     def wait_note(self, name: str, timeout: float) -> bool:
         """Wait until the child has reported ``name`` or ended (True if reported)."""
         deadline = time.monotonic() + timeout
@@ -197,6 +212,10 @@ class Child:
         if self.outcome.timed_out and self.outcome.signal == signal.SIGKILL:
             # We killed it: the signal is ours, the timeout is the finding.
             self.outcome.signal = None
+        if self._stopped and self.outcome.signal == signal.SIGTERM:
+            # We stopped it before its gate: nothing of it ran, nothing failed.
+            self.outcome.signal = None
+            self.outcome.notes.setdefault("stopped", "the checker stopped this child")
         return self.outcome
 
 

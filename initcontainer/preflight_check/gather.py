@@ -195,10 +195,13 @@ def _cuda_view(
         if offer is not None:
             facts.deep_reused = describe(offer)
             facts.deep_skipped = facts.deep_reused
-            enough = False  # the workers stop at their gate: nothing of the deep tier runs
+            enough = False  # the workers are stopped: nothing of the deep tier runs
             clock.mark("deep_reused")
     for worker in workers:
-        worker.release("go" if enough else "stop")
+        if enough:
+            worker.release("go")
+        else:
+            worker.stop()  # ended now: not waited for through torch's import
     return driver
 
 

@@ -2,9 +2,10 @@
 decides what): read the offers the injector wrote, and take the one of this node and these
 GPUs and driver, once the fast tier's view of CUDA says which GPUs this pod has.
 
-Taking an offer stops the deep workers at their gate (they were started at t0 to hide
-torch's import; docs/PERFORMANCE.md): no NCCL group, no all-reduce, no peer copy. The deep
-checks then say where their verdict came from (checks/deep.py, ``deep-reuse``).
+Taking an offer ends the deep workers (started at t0 to hide torch's import;
+docs/PERFORMANCE.md) before their gate, without waiting for that import
+(``children.Child.stop``): no NCCL group, no all-reduce, no peer copy. The deep checks then
+say where their verdict came from (checks/deep.py, ``deep-reuse``).
 """
 
 from __future__ import annotations

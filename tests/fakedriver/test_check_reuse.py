@@ -116,3 +116,37 @@ def test_without_offers_a_deep_run_reports_nothing_about_reuse(tmp_path: Path) -
     (tmp_path / "failed").mkdir()
     failed = run_check(fake_host(h200_machine(2), deep_plan=HANG), DEEP, tmp_path / "failed")
     assert DEEP_PASS_KEY not in failed.report.plan  # only a pass is worth reusing
+
+
+# The workers' "torch import" never ends and the deep timeout is an hour: a checker that
+# waits for a stopped worker to reach its gate never returns, and the module's timeout
+# fails the test; one that ends the workers returns as soon as the fast tier is done.
+IMPORT_FOREVER = {"import_forever": True}
+AN_HOUR = ["--deep-timeout", "3600"]
+
+
+def test_a_reuse_ends_the_deep_workers_without_waiting_for_their_torch_import(
+    tmp_path: Path,
+) -> None:
+    """On an H200 a reuse cost 3.0-4.0 s against the fast tier's 0.4-0.6 s: the checker told
+    the workers to stop at their gate and then waited for each to finish importing torch
+    before it could read that (docs/GPU_RUNS.md, run 19)."""
+    offer = offer_of(first_pass(tmp_path / "a"))
+    env = {envnames.DEEP_REUSE: format_offers([offer]), envnames.NODE_NAME: NODE}
+    host = fake_host(h200_machine(2), env, deep_plan=IMPORT_FOREVER)
+    (tmp_path / "b").mkdir()
+    run = run_check(host, ["--tp", "2", "--deep", *AN_HOUR], tmp_path / "b")
+    assert run.code == 0, run.stdout
+    assert run.check("deep-reuse").status == PASS
+    for check_id in ("deep-workers", "deep-allreduce", "deep-peer-copy"):
+        assert run.check(check_id).status == SKIP
+        assert "did not reach" not in run.check(check_id).message
+
+
+def test_too_few_gpus_ends_the_deep_workers_too(tmp_path: Path) -> None:
+    """The other reason the deep tier does not run (CUDA shows fewer GPUs than the plan
+    needs) ends the workers the same way."""
+    host = fake_host(h200_machine(1), deep_plan=IMPORT_FOREVER)
+    run = run_check(host, ["--tp", "2", "--deep", *AN_HOUR], tmp_path)
+    assert run.check("deep-workers").status == SKIP
+    assert "deep tier not run: CUDA sees 1 GPUs" in run.check("deep-workers").message

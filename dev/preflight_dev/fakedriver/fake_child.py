@@ -4,7 +4,9 @@ Usage: python fake_child.py rank_probe|deep_worker '<request JSON>'
 The machine comes from PREFLIGHT_FAKE_MACHINE (FakeMachine JSON). The rank probe runs the
 real preflight_check.rank_probe code; the deep worker is simulated (no torch) from
 PREFLIGHT_FAKE_DEEP, e.g. {"hang": [1, "all_reduce(tp group)"]}, to exercise the
-parent's handling of crashes and hangs.
+parent's handling of crashes and hangs. {"import_forever": true} holds every worker in its
+"torch import", before its gate, where a real worker spends seconds (docs/GPU_RUNS.md, run
+19): only a signal ends it.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ def fake_deep(request: Dict[str, str], log: rank_probe.JsonLinesLog) -> int:
     ]
     if int(request["tp"]) > 1:
         steps.append(deep_worker.STEP_PEER_COPY)
+    if plan.get("import_forever"):
+        time.sleep(3600)  # the import never ends: only a signal ends this worker
     log.emit({"note": "torch", "v": "fake"})
     for step in steps:
         if step == deep_worker.STEP_SET_DEVICE and not rank_probe.gate_from_stdin():
