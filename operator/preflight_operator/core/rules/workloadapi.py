@@ -282,7 +282,8 @@ def admission_note(found: WorkloadGroup, nodes: int | None, *, has_group: bool) 
     if not has_group:
         parts.append(declared_warning(found.declared))
     if nodes is not None and nodes > 1:
-        where = f"({found.declared.source})"
+        # the source, unless declared_warning said it already
+        where = f"({found.declared.source})" if has_group else "(read above)"
         if found.policy == "basic":
             parts.append(
                 f"its pod group has the basic policy {where}: the scheduler places the "
