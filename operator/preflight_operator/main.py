@@ -137,6 +137,7 @@ def build(options: RunOptions) -> tuple[kopf.OperatorRegistry, kopf.Memo, Contro
         controller.policy_watch.book,
         events=controller.events,
         owner_body=api.get_workload,
+        api_get=api.get_or_none,
         opted_in=controller.opted_in.__contains__,
         deep_passes=controller.node_feedback.deep_passes,
     )

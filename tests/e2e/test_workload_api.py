@@ -5,6 +5,10 @@ a PodGroup and pods that name it are stored, read back as the API server keeps t
 judged by ``rules.workloadapi``. Skips, saying why, where the next control plane is not
 built (`hack/k8s/build.sh next`; .ci/run builds it).
 
+With the operator's webhooks registered on that control plane, a multi-node vLLM pod that
+names a gang is injected as any other (its own check, no group env from the gang) and its
+admission carries a warning built from the PodGroup the webhook read there (webhooks.py).
+
 The objects are those of Kubernetes 1.36+ (scheduling.k8s.io/v1alpha2 and later: a pod
 names a PodGroup in ``spec.schedulingGroup``); the 1.35 shape (``spec.workloadRef`` and a
 v1alpha1 Workload) is covered by tests/unit/test_workloadapi.py only, since no 1.35 control
@@ -19,8 +23,11 @@ from typing import Any
 
 import pytest
 
+from preflight_dev import localoperator, localsetup
+from preflight_dev.localoperator import OperatorProcess
 from preflight_dev.testing import BinariesNotFound, Cluster, KubectlError, LocalCluster
 from preflight_dev.testing.nextplane import workload_api_cluster
+from preflight_operator.core import constants
 from preflight_operator.core.rules import groups, workloadapi
 
 
@@ -180,3 +187,70 @@ def test_without_the_api_a_pod_keeps_no_reference(k8s: Cluster, k8s_namespace: s
     served = json.loads(out)
     assert "schedulingGroup" not in served["spec"]
     assert workloadapi.workload_group(served, None) is None
+
+
+@pytest.fixture(scope="module")
+def webhooks_on_next(
+    next_plane: tuple[LocalCluster, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[OperatorProcess]:
+    cluster, _ = next_plane
+    localsetup.install_crds(cluster)
+    op = localoperator.start_with_webhooks(cluster, tmp_path_factory.mktemp("workload-api"))
+    yield op
+    localoperator.remove_webhooks(cluster)
+    op.stop()
+
+
+def multi_node_pod(name: str, group: str) -> dict[str, Any]:
+    """A pod of a two-node vLLM engine (vLLM's own --nnodes, no Ray) naming a PodGroup."""
+    script = "vllm serve m -tp 8 -pp 2 --nnodes 2 --node-rank 0 --master-addr vllm-0.vllm"
+    pod = gang_pod(name, group)
+    pod["spec"]["containers"][0].update(
+        command=["sh", "-c", script],
+        resources={"limits": {"nvidia.com/gpu": 8}},
+        volumeMounts=[{"name": "dshm", "mountPath": "/dev/shm"}],
+    )
+    pod["spec"]["volumes"] = [
+        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}}
+    ]
+    return pod
+
+
+def test_the_webhook_reads_the_gang_and_warns_without_giving_a_group(
+    next_plane: tuple[LocalCluster, str], webhooks_on_next: OperatorProcess
+) -> None:
+    cluster, api_version = next_plane
+    namespace = cluster.create_namespace("wl-inject", labels={constants.LABEL_INJECT: "enabled"})
+    try:
+        stored(
+            cluster,
+            namespace,
+            {
+                "apiVersion": api_version,
+                "kind": "PodGroup",
+                "metadata": {"name": "vllm-0"},
+                "spec": {"schedulingPolicy": {"gang": {"minCount": 1}}},
+            },
+        )
+        for name, group, said in (
+            ("vllm-0", "vllm-0", "its gang's minCount 1"),
+            ("lost-0", "not-there", "the PodGroup 'not-there' (not found)"),
+        ):
+            pod = {**multi_node_pod(name, group)}
+            pod["metadata"] = {"name": name, "namespace": namespace}
+            made = cluster.kubectl(
+                "create", "--dry-run=server", "-o", "json", "-f", "-", input=json.dumps(pod)
+            )
+            injected = json.loads(made.stdout)
+            assert injected["spec"]["schedulingGroup"] == {"podGroupName": group}
+            check = next(
+                c for c in injected["spec"]["initContainers"] if c["name"] == "preflight-check"
+            )
+            names = {e["name"] for e in check["env"]}
+            assert not {n for n in names if n.startswith("PREFLIGHT_GROUP_")}  # none guessed
+            warnings = [line for line in made.stderr.splitlines() if "vllm-preflight:" in line]
+            assert len(warnings) == 1, made.stderr
+            assert "this pod's index and the leader's address" in warnings[0]
+            assert said in warnings[0]
+    finally:
+        cluster.delete_namespace(namespace)

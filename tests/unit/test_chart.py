@@ -673,6 +673,17 @@ class TestRBAC:
         assert not find(none, "Role", f"{FULLNAME}-workloads")
         assert "workloadPatch" in render_error(sets=["rbac.workloadPatch=everywhere"])
 
+    def test_the_workload_api_is_read_only_where_granted(self) -> None:
+        """rbac.workloadApiRead (off by default) grants get, and only get, on the
+        Workload API's objects a pod names (webhooks.py reads them at its admission)."""
+        api = {("scheduling.k8s.io", r, v) for r in ("workloads", "podgroups") for v in ["get"]}
+        default = rule_set(one(render(), "ClusterRole", FULLNAME)["rules"])
+        assert not {r for r in default if r[0] == "scheduling.k8s.io"}
+        on = render(sets=["rbac.workloadApiRead=true"])
+        granted = rule_set(one(on, "ClusterRole", FULLNAME)["rules"])
+        assert {r for r in granted if r[0] == "scheduling.k8s.io"} == api
+        assert "workloadApiRead" in render_error(sets=["rbac.workloadApiRead=yes"])
+
     def test_nothing_sensitive_or_wildcard(self) -> None:
         objs = render()
         for role in find(objs, "ClusterRole") + find(objs, "Role"):

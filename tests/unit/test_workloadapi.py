@@ -1,8 +1,9 @@
 """Groups declared through the Kubernetes Workload API (issue 26): a pod and the object it
 names, shaped exactly as each Kubernetes version defines them (1.35: spec.workloadRef and a
-scheduling.k8s.io/v1alpha1 Workload; 1.36/1.37: spec.schedulingGroup and a v1alpha2/v1alpha3
-PodGroup; sources in workloadapi's docstring). The group's minimum is read, its size, rank
-and leader are said to be unknown (never guessed), and hostile objects are unknown too."""
+scheduling.k8s.io/v1alpha1 Workload; 1.36/1.37: spec.schedulingGroup and a v1alpha2,
+v1alpha3 or v1beta1 PodGroup; sources in workloadapi's docstring). The group's minimum is
+read, its size, rank and leader are said to be unknown (never guessed), and hostile objects
+are unknown too."""
 
 from __future__ import annotations
 
@@ -102,7 +103,7 @@ def test_135_basic_policy_is_a_group_without_a_minimum() -> None:
     assert any("basic policy" in u for u in found.declared.unknown)
 
 
-@pytest.mark.parametrize("version", ["v1alpha2", "v1alpha3"])
+@pytest.mark.parametrize("version", ["v1alpha2", "v1alpha3", "v1beta1"])
 def test_136_and_137_podgroup_gang(version: str) -> None:
     ref = workloadapi.reference(pod_136("vllm-0"))
     assert ref == workloadapi.GroupReference("PodGroup", "vllm-0")

@@ -87,6 +87,9 @@ class Injection:
     volumes: list[dict[str, Any]]
     labels: dict[str, str]
     container: str
+    # admission warnings the mutating webhook returns with the patch (what it read and
+    # could not use, e.g. a Workload API gang: webhooks.py)
+    warnings: tuple[str, ...] = ()
 
 
 def json_patch(pod: Mapping[str, Any], injection: Injection) -> list[dict[str, Any]]:

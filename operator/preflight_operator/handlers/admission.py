@@ -113,6 +113,8 @@ async def review_mutation_async(
             ops = []
         if isinstance(outcome, Injection):
             ops = json_patch(pod, outcome) + ops  # none when the pod carries it already
+            if outcome.warnings:
+                response["warnings"] = list(outcome.warnings)
             metrics.INJECTIONS.labels(result="injected", reason="").inc()
             result = "injected"
         else:

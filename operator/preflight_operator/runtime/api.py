@@ -373,6 +373,13 @@ class KubeApi:
     async def get(self, path: str) -> dict[str, Any]:
         return await self.request("GET", path)
 
+    async def get_or_none(self, path: str) -> dict[str, Any] | None:
+        """``get``, None for 404 (the webhook's Workload API reads)."""
+        try:
+            return await self.get(path)
+        except NotFound:
+            return None
+
     async def list_pages(
         self, path: str, params: Mapping[str, str] | None = None, page: int = 500
     ) -> AsyncIterator[tuple[list[dict[str, Any]], str]]:

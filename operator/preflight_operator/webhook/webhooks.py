@@ -35,6 +35,7 @@ from preflight_operator.core.config import OperatorConfig
 from preflight_operator.core.events import denied_event
 from preflight_operator.core.injection import (
     JOBSET_UID,
+    LWS_SIZE_ANNOTATION,
     Injection,
     Skip,
     in_lws_group,
@@ -46,6 +47,7 @@ from preflight_operator.core.injection import (
     runs_own_share,
 )
 from preflight_operator.core.policy import PolicyBook, ResolvedPolicy
+from preflight_operator.core.rules import groups, workloadapi
 from preflight_operator.core.static import StaticResult
 from preflight_operator.core.verdictreuse import DeepPass, offers
 from preflight_operator.core.workloads import (
@@ -71,6 +73,10 @@ logger = logging.getLogger(__name__)
 # the pod's policy; a Ray-pattern LeaderWorkerSet's other template says whether the group
 # may meet. One read serves both.
 OwnerBody = Callable[[WorkloadRef], Awaitable[Mapping[str, Any] | None]]
+# A GET of an API path: the body, None for 404; raises otherwise (an ``ApiError`` with its
+# ``status``). The Workload API's objects and discovery are read through it.
+ApiGet = Callable[[str], Awaitable[Mapping[str, Any] | None]]
+SCHEDULING_DISCOVERY = f"/apis/{workloadapi.GROUP}"
 OWNER_CACHE_SECONDS = 30.0
 OWNER_LOOKUP_TIMEOUT = 2.0
 OWNER_CACHE_ENTRIES = 10_000
@@ -141,6 +147,7 @@ class AdmissionService:
         *,
         events: Poster | None,
         owner_body: OwnerBody | None = None,
+        api_get: ApiGet | None = None,
         clock: Callable[[], float] = time.monotonic,
         opted_in: Callable[[str], bool] | None = None,
         deep_passes: Callable[[str], Mapping[str, Sequence[DeepPass]]] | None = None,
@@ -160,6 +167,10 @@ class AdmissionService:
         self._utc_now = utc_now
         # (the workload's body or None,): a read that found nothing is remembered too
         self._owners: _RecentReads[tuple[Mapping[str, Any] | None]] = _RecentReads()
+        # the Workload API (workloadapi.py): its served versions and the objects pods name,
+        # each (body or None, why there is none), cached like a workload
+        self._api_get = api_get
+        self._scheduling: _RecentReads[tuple[Mapping[str, Any] | None, str]] = _RecentReads()
 
     def use_analyser(self, analyser: Analyser) -> None:
         """Swaps the rules (the operator's start puts them in their budgeted worker)."""
@@ -377,6 +388,64 @@ class AdmissionService:
             logger.warning("%s unreadable (%s): no group phase for its pods", ref.display, exc)
             return None
 
+    async def _scheduling_read(self, key: tuple[str, str, str], path: str) -> tuple[Any, str]:
+        """(body or None, why none) of one Workload API path, cached OWNER_CACHE_SECONDS,
+        failures included (a chart that grants no read: one line per burst, not per pod)."""
+        now = self._clock()
+        cached = self._scheduling.get(key, now)
+        if cached is not None:
+            return cached
+        assert self._api_get is not None
+        try:
+            body = await asyncio.wait_for(self._api_get(path), OWNER_LOOKUP_TIMEOUT)
+            found: tuple[Any, str] = (body, "" if body is not None else "not found")
+        except Exception as exc:
+            if getattr(exc, "status", None) == 403:
+                why = "forbidden: the chart value rbac.workloadApiRead grants the read"
+            else:
+                why = f"unreadable: {str(exc)[:80]}"
+            logger.warning("%s %s", path, why)
+            found = (None, why)
+        self._scheduling.put(key, now, found)
+        return found
+
+    async def _workload_api_note(
+        self, pod: Mapping[str, Any], container: Mapping[str, Any], argv: Sequence[str]
+    ) -> str:
+        """What to say of the Workload API gang a multi-node vLLM pod names ("" when it
+        names none, or its engine runs on one pod). The object is read (cached, bounded,
+        judged by workloadapi.workload_group as hostile input) only for such a pod; the
+        check is never given a group from it: the API names no rank and no leader, and a
+        gang's minCount is a minimum, not the group's size."""
+        ref = workloadapi.reference(pod)
+        lws = in_lws_group(pod)
+        if ref is None or self._api_get is None or not (lws or runs_own_share(container)):
+            return ""
+        namespace = str((pod.get("metadata") or {}).get("namespace", ""))
+        obj: Mapping[str, Any] | None = None
+        missing = ""
+        if not ref.problem:
+            served, why = await self._scheduling_read(
+                ("", "discovery", workloadapi.GROUP), SCHEDULING_DISCOVERY
+            )
+            versions = _served_versions(served)
+            version = workloadapi.version_to_read(ref, versions)
+            if version is None:
+                served_here = ", ".join(v.rpartition("/")[2] for v in versions[:4]) or "none"
+                missing = why or f"no version known here is served (served: {served_here})"
+
+            else:
+                key = (namespace, f"{version}/{ref.kind}", ref.name)
+                found, missing = await self._scheduling_read(
+                    key, workloadapi.object_path(ref, version, namespace)
+                )
+                obj = found if isinstance(found, Mapping) else None
+        group = workloadapi.workload_group(pod, obj, missing=missing or "not read")
+        if group is None:
+            return ""
+        nodes = _lws_size(pod) if lws else workloadapi.engine_nodes(argv)
+        return workloadapi.admission_note(group, nodes, has_group=lws or _coordinated(pod))
+
     @property
     def pod_creators(self) -> tuple[str, ...]:
         """Identities besides kube-system's whose pods are trusted (provenance.py)."""
@@ -407,7 +476,11 @@ class AdmissionService:
                 ray_group = await self._ray_group(pod)
         if target.container is None or target.plan is None:
             return Skip(target.reason or "undecided")
-        return plan_injection(
+        container = _container(pod, target.container)
+        note = await self._workload_api_note(pod, container or {}, target.argv)
+        if note:
+            logger.info("pod %s: %s", _pod_display(pod), note)
+        outcome = plan_injection(
             pod,
             container=target.container,
             plan=target.plan,
@@ -420,6 +493,9 @@ class AdmissionService:
             reuse=self._reuse(namespace, policy.reuse_ttl_s),
             jobset=await self._jobset(pod) if _jobset_member(pod, target.container) else None,
         )
+        if note and isinstance(outcome, Injection):
+            outcome = dataclasses.replace(outcome, warnings=(f"vllm-preflight: {note}",))
+        return outcome
 
     def _reuse(self, namespace: str, ttl_s: int) -> Callable[[str, str], list[Offer]] | None:
         """The injector's lookup of deep passes to offer (core/verdictreuse.py), or None
@@ -442,6 +518,41 @@ def _labels(body: Mapping[str, Any]) -> dict[str, str]:
 def _container(pod: Mapping[str, Any], name: str | None) -> Mapping[str, Any] | None:
     containers = (pod.get("spec") or {}).get("containers") or []
     return next((c for c in containers if isinstance(c, Mapping) and c.get("name") == name), None)
+
+
+def _pod_display(pod: Mapping[str, Any]) -> str:
+    meta = pod.get("metadata") or {}
+    return f"{meta.get('namespace')}/{meta.get('name') or meta.get('generateName')}"
+
+
+def _served_versions(discovery: Any) -> list[str]:
+    """The group versions an APIGroup discovery document lists (hostile: bounded, strings
+    only)."""
+    versions = discovery.get("versions") if isinstance(discovery, Mapping) else None
+    items = versions[:32] if isinstance(versions, list) else []
+    found = [v.get("groupVersion") for v in items if isinstance(v, Mapping)]
+    return [v[:100] for v in found if isinstance(v, str)]
+
+
+def _lws_size(pod: Mapping[str, Any]) -> int | None:
+    """A LeaderWorkerSet pod's group size (its ``leaderworkerset.sigs.k8s.io/size``
+    annotation), or None when it is not a count."""
+    notes = (pod.get("metadata") or {}).get("annotations") or {}
+    value = notes.get(LWS_SIZE_ANNOTATION) if isinstance(notes, Mapping) else None
+    if isinstance(value, str) and value.isdigit() and len(value) <= 6:
+        return int(value)
+    return None
+
+
+def _coordinated(pod: Mapping[str, Any]) -> bool:
+    """A JobSet pod whose JobSet names a coordinator: JobSet gives it a group (the
+    injector's jobset_place), the Workload API need not."""
+    notes = (pod.get("metadata") or {}).get("annotations") or {}
+    return (
+        bool(jobset_name(pod))
+        and isinstance(notes, Mapping)
+        and bool(notes.get(groups.JOBSET_COORDINATOR))
+    )
 
 
 def _jobset_member(pod: Mapping[str, Any], container: str) -> bool:

@@ -14,6 +14,10 @@ tags named, staging/src/k8s.io/api/...):
   a pod names a runtime ``PodGroup`` object in ``spec.schedulingGroup.podGroupName``, whose
   ``spec.schedulingPolicy`` has the same ``basic``/``gang: {minCount}`` shape (copied by the
   workload's controller from the Workload's ``spec.podGroupTemplates``).
+* **1.37 beta** (kubernetes/kubernetes at 01d0b7277d400d6aa9fc676abb4826700ec869fe,
+  scheduling/v1beta1/types.go, ``introduced=1.37``): ``PodGroup`` at
+  ``scheduling.k8s.io/v1beta1``, the same ``spec.schedulingPolicy`` union; ``minCount``
+  is now mutable ("to support workload scaling"): all the more a minimum, never a size.
 
 ``gang.minCount`` is "the minimum number of pods that must be schedulable or scheduled at
 the same time for the scheduler to admit the entire group" (the types' own words; the
@@ -30,19 +34,20 @@ pod a rank or names a leader. Everything not provided is said in ``DeclaredGroup
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from preflight_operator.core.rules.groups import MAX_SIZE, DeclaredGroup
+from preflight_operator.core.rules.groups import MAX_SIZE, DeclaredGroup, declared_warning
 
 SYSTEM = "workload-api"
 GROUP = "scheduling.k8s.io"
 #: Kubernetes 1.35: Workload with spec.podGroups[*].policy; pods name it in spec.workloadRef.
 WORKLOAD_VERSIONS = (f"{GROUP}/v1alpha1",)
-#: Kubernetes 1.36 (v1alpha2) and 1.37 (v1alpha3): PodGroup with spec.schedulingPolicy;
-#: pods name it in spec.schedulingGroup.podGroupName.
-PODGROUP_VERSIONS = (f"{GROUP}/v1alpha2", f"{GROUP}/v1alpha3")
+#: Kubernetes 1.36 (v1alpha2), 1.37 (v1alpha3, v1beta1): PodGroup with
+#: spec.schedulingPolicy; pods name it in spec.schedulingGroup.podGroupName. Oldest first.
+PODGROUP_VERSIONS = (f"{GROUP}/v1alpha2", f"{GROUP}/v1alpha3", f"{GROUP}/v1beta1")
+PLURALS = {"Workload": "workloads", "PodGroup": "podgroups"}
 WORKLOAD_REF = "spec.workloadRef"
 SCHEDULING_GROUP = "spec.schedulingGroup.podGroupName"
 MAX_POD_GROUPS = 64  # the API allows 8 per Workload; more is not read
@@ -227,3 +232,67 @@ def workload_group(
     unknown.append(_NO_RANK)
     declared = DeclaredGroup(SYSTEM, name, None, None, None, source, tuple(unknown), gang=min_count)
     return WorkloadGroup(declared, ref, policy, min_count)
+
+
+# -- what the admission webhook does with it -------------------------------------------------
+
+
+def version_to_read(ref: GroupReference, served: Sequence[str]) -> str | None:
+    """The group version to GET ``ref``'s object at: the newest this reader knows for its
+    kind among those the API server serves (``served``: its discovery of scheduling.k8s.io,
+    e.g. ``["scheduling.k8s.io/v1alpha2"]``). None: none of them is served (the feature gate
+    is off, or a version this reader does not know): nothing is read, nothing guessed."""
+    known = WORKLOAD_VERSIONS if ref.kind == "Workload" else PODGROUP_VERSIONS
+    offered = set(served)
+    return next((v for v in reversed(known) if v in offered), None)
+
+
+def object_path(ref: GroupReference, version: str, namespace: str) -> str:
+    """The API path of ``ref``'s object at ``version`` in ``namespace`` (names already
+    checked as DNS names by ``reference``: nothing to escape)."""
+    return f"/apis/{version}/namespaces/{namespace}/{PLURALS[ref.kind]}/{ref.name}"
+
+
+_NODES_OPTIONS = ("--nnodes", "-n")
+
+
+def engine_nodes(argv: Sequence[str]) -> int | None:
+    """The engine's node count a vLLM command line states (``--nnodes N``, ``-n N``,
+    ``--nnodes=N``), or None when it states none that is a literal count."""
+    words = [str(w) for w in argv[:4096]]
+    found: str | None = None
+    for i, word in enumerate(words):
+        name, eq, value = word.partition("=")
+        if name in _NODES_OPTIONS:
+            found = value if eq else (words[i + 1] if i + 1 < len(words) else None)
+    if found is None or not found.isdigit() or len(found) > 6:
+        return None
+    count = int(found)
+    return count if 1 <= count <= MAX_SIZE else None
+
+
+def admission_note(found: WorkloadGroup, nodes: int | None, *, has_group: bool) -> str:
+    """What the webhook says of a multi-node vLLM pod's Workload API group ("" when
+    nothing): without a group of its own system (``has_group`` False: not a
+    LeaderWorkerSet's, not a JobSet's with a coordinator) what the API does not give, so the
+    check gets no group from it (``declared_warning``); and where ``nodes`` (the pods the
+    engine needs at once: ``--nnodes``, a LeaderWorkerSet's size) is known, a gang that does
+    not hold them together. Never a failure: the scheduler may still place them all."""
+    parts: list[str] = []
+    if not has_group:
+        parts.append(declared_warning(found.declared))
+    if nodes is not None and nodes > 1:
+        # the source, unless declared_warning said it already
+        where = f"({found.declared.source})" if has_group else "(read above)"
+        if found.policy == "basic":
+            parts.append(
+                f"its pod group has the basic policy {where}: the scheduler places the "
+                f"{nodes} pods the engine needs one by one, so some may start while others "
+                "wait for room"
+            )
+        elif found.policy == "gang" and found.min_count is not None and found.min_count < nodes:
+            parts.append(
+                f"its gang's minCount {found.min_count} {where} is less than the {nodes} pods "
+                "the engine needs at once: the scheduler may admit the gang with fewer"
+            )
+    return "; ".join(p for p in parts if p)
