@@ -47,6 +47,9 @@ from typing import Any
 
 import tomllib  # Python >= 3.11: the release runs in the dev venv
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import image  # hack/release/image.py
+
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 CHART = REPO / "charts" / "vllm-preflight"
@@ -66,9 +69,9 @@ class ReleaseError(RuntimeError):
 
 
 def _run(argv: Sequence[str], *, what: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(
-        list(argv), capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL, **kwargs
-    )
+    if "input" not in kwargs:
+        kwargs["stdin"] = subprocess.DEVNULL
+    result = subprocess.run(list(argv), capture_output=True, text=True, check=False, **kwargs)
     if result.returncode != 0:
         raise ReleaseError(
             f"{what} failed (exit {result.returncode}): {' '.join(map(str, argv))}\n"
@@ -325,6 +328,15 @@ def _check_dependency(dep: str, comp: dict[str, Any] | None) -> list[str]:
     return problems
 
 
+def _check_format(doc: dict[str, Any]) -> list[str]:
+    problems = []
+    if doc.get("bomFormat") != "CycloneDX":
+        problems.append(f"bomFormat is {doc.get('bomFormat')!r}, not 'CycloneDX'")
+    if doc.get("specVersion") != SPEC_VERSION:
+        problems.append(f"specVersion is {doc.get('specVersion')!r}, not {SPEC_VERSION!r}")
+    return problems
+
+
 def check_sbom(doc: Any, pyproject_text: str, wheel_sha256: str | None = None) -> list[str]:
     """What the SBOM lacks, one sentence each; [] when it is a CycloneDX document that names
     the wheel's own component (name and version from pyproject.toml; the wheel's SHA-256
@@ -332,11 +344,7 @@ def check_sbom(doc: Any, pyproject_text: str, wheel_sha256: str | None = None) -
     version and a pkg:pypi purl that the root component depends on (`dependencies`)."""
     if not isinstance(doc, dict):
         return ["the SBOM is not a JSON object"]
-    problems: list[str] = []
-    if doc.get("bomFormat") != "CycloneDX":
-        problems.append(f"bomFormat is {doc.get('bomFormat')!r}, not 'CycloneDX'")
-    if doc.get("specVersion") != SPEC_VERSION:
-        problems.append(f"specVersion is {doc.get('specVersion')!r}, not {SPEC_VERSION!r}")
+    problems = _check_format(doc)
     metadata = doc.get("metadata")
     root = metadata.get("component") if isinstance(metadata, dict) else None
     problems += _check_root(root, tomllib.loads(pyproject_text)["project"], wheel_sha256)
@@ -363,6 +371,107 @@ def check_sbom(doc: Any, pyproject_text: str, wheel_sha256: str | None = None) -
         problems += _check_dependency(dep, comp)
         if comp is not None and comp.get("bom-ref") not in direct_refs:
             problems.append(f"dependencies: the root component does not depend on {dep!r}")
+    return problems
+
+
+_VALIDATE = """
+import sys
+from cyclonedx.schema import SchemaVersion
+from cyclonedx.validation.json import JsonStrictValidator
+error = JsonStrictValidator(SchemaVersion.V1_6).validate_str(sys.stdin.read())
+print("" if error is None else error)
+"""
+
+
+def validate_cyclonedx(text: str) -> str:
+    """'' when `text` is valid against the CycloneDX 1.6 JSON schema, else the first error,
+    as the generator's own library (cyclonedx-python-lib, in the sbom_tool() virtualenv)
+    says it."""
+    python = _venv_python(sbom_tool().parent.parent)
+    return _run(
+        [str(python), "-c", _VALIDATE], what="CycloneDX schema validation", input=text
+    ).stdout.strip()
+
+
+# Installed into the image's venv besides what constraints.txt pins: the project itself and
+# what `python -m venv` seeds (pip; setuptools before Python 3.12).
+IMAGE_UNPINNED = frozenset({"pip", "setuptools", "wheel"})
+
+
+def _check_image_root(root: Any, repository: str, digest: str) -> list[str]:
+    if not isinstance(root, dict):
+        return ["metadata.component (the image) is missing"]
+    problems = []
+    for key, want in (("type", "container"), ("name", repository), ("version", digest)):
+        if root.get(key) != want:
+            problems.append(f"metadata.component.{key} is {root.get(key)!r}, not {want!r}")
+    hashes = root.get("hashes") if isinstance(root.get("hashes"), list) else []
+    if {"alg": "SHA-256", "content": digest.removeprefix("sha256:")} not in hashes:
+        problems.append("metadata.component.hashes lacks the image's manifest digest")
+    purl = root.get("purl")
+    if (
+        not isinstance(purl, str)
+        or not purl.startswith("pkg:oci/")
+        or ("@sha256%3A" + digest.removeprefix("sha256:") not in purl)
+    ):
+        problems.append(f"metadata.component.purl {purl!r} is not pkg:oci/...@<the digest>")
+    return problems
+
+
+def check_image_sbom(
+    doc: Any, pyproject_text: str, constraints_text: str, repository: str, digest: str
+) -> list[str]:
+    """What the image's SBOM lacks, one sentence each; [] when it is a CycloneDX document
+    whose root component is the image (type container, named `repository`, its manifest
+    `digest` as version, hash and pkg:oci purl) and which lists: the project at
+    pyproject.toml's version; every runtime dependency with a version and a pkg:pypi purl;
+    every Python package at the version constraints.txt pins (none unpinned but the
+    project, pip and setuptools); the image's Debian packages as pkg:deb components."""
+    if not isinstance(doc, dict):
+        return ["the SBOM is not a JSON object"]
+    problems = _check_format(doc)
+    metadata = doc.get("metadata")
+    root = metadata.get("component") if isinstance(metadata, dict) else None
+    problems += _check_image_root(root, repository, digest)
+    components = [c for c in doc.get("components") or [] if isinstance(c, dict)]
+    # The Python packages: everything but the Debian ones. The project itself has no purl
+    # (cyclonedx-py gives none to a package installed from a local directory).
+    python = {
+        normalize(str(c.get("name", ""))): c
+        for c in components
+        if not str(c.get("purl", "")).startswith("pkg:deb/")
+    }
+    project = tomllib.loads(pyproject_text)["project"]
+    own = python.get(normalize(project["name"]))
+    if own is None or own.get("version") != project["version"]:
+        problems.append(
+            f"no component {project['name']!r} at version {project['version']!r} (the project)"
+        )
+    for dep in runtime_requirements(pyproject_text):
+        problems += _check_dependency(dep, python.get(dep))
+    pinned = image.pins(constraints_text)
+    for name, comp in sorted(python.items()):
+        if name in pinned and comp.get("version") != pinned[name]:
+            problems.append(
+                f"{name} is {comp.get('version')!r} in the image; constraints.txt pins "
+                f"{pinned[name]!r}"
+            )
+        elif name not in pinned and name not in IMAGE_UNPINNED | {normalize(project["name"])}:
+            problems.append(f"{name} {comp.get('version')!r} is in the image, unpinned")
+    debs = [c for c in components if str(c.get("purl", "")).startswith("pkg:deb/")]
+    if not debs:
+        problems.append("no pkg:deb component: the image's Debian packages are missing")
+    problems += [
+        f"Debian package {c.get('name')!r} has no version" for c in debs if not c.get("version")
+    ]
+    root_ref = root.get("bom-ref") if isinstance(root, dict) else None
+    direct = next(
+        (e.get("dependsOn") for e in doc.get("dependencies") or []
+         if isinstance(e, dict) and e.get("ref") == root_ref),
+        None,
+    )  # fmt: skip
+    if own is not None and own.get("bom-ref") not in (direct or []):
+        problems.append(f"dependencies: the image does not depend on {project['name']!r}")
     return problems
 
 
