@@ -23,9 +23,10 @@ format, which Helm reads). Without them a throwaway RSA key is generated into
 "test key" everywhere: it proves the signing and verifying steps, and must never sign
 something published.
 
-The image is not built here: the Dockerfile needs Docker Hub's base images, which this
-machine cannot reach (tests/unit/test_chart_images.py builds a stand-in). A release
-pipeline that builds it passes its digest with --image-digest.
+The image: with `--image-registry HOST:PORT` the operator image is built on a stand-in
+base (Docker Hub is out of reach here: hack/release/image.py), pushed signed, verified, and
+described in `operator-image.cdx.json`; its digest goes into the chart. Not a releasable
+image; a pipeline that builds the real one passes its digest with --image-digest.
 """
 
 from __future__ import annotations
@@ -488,8 +489,66 @@ def sha256_file(path: Path) -> str:
 
 def write_sums(out: Path, files: Iterable[Path]) -> Path:
     sums = out / "SHA256SUMS"
-    sums.write_text("".join(f"{sha256_file(f)}  {f.name}\n" for f in sorted(files)))
+    sums.write_text("".join(f"{sha256_file(f)}  {f.relative_to(out)}\n" for f in sorted(files)))
     return sums
+
+
+def _gnupg_home_with(key: SigningKey, home: Path) -> Path:
+    """A GnuPG home holding `key`'s secret key (what `buildah push --sign-by` signs with):
+    the test key's own, or a fresh one that imports the release keyring."""
+    own = key.secring.parent / "gnupg"
+    if key.name == TEST_KEY_NAME and own.is_dir():
+        return own
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir(parents=True)
+    os.chmod(home, 0o700)
+    _run(
+        ["gpg", "--batch", "--homedir", str(home), "--import", str(key.secring)],
+        what="gpg --import of the signing key (for the image signature)",
+    )  # fmt: skip
+    return home
+
+
+def release_image(registry: str, out: Path, key: SigningKey) -> tuple[str, list[Path]]:
+    """The operator image (on the stand-in base: hack/release/image.py) built, pushed to
+    `registry` over plain HTTP and signed by `key` (simple signing; the signatures in
+    <out>/image/lookaside, the registries.d naming them in <out>/image/registries.d),
+    verified by a pull under <out>/image/policy.json, and described by
+    <out>/operator-image.cdx.json. Returns the digest and the files made."""
+    version = tomllib.loads(PYPROJECT.read_text())["project"]["version"]
+    work = out / "image"
+    tag = "localhost/vllm-preflight-operator:release"
+    repository = f"{registry}/{image.REPOSITORY}"
+    with tempfile.TemporaryDirectory(prefix="image-build-") as tmp:
+        image.build_operator(tag, Path(tmp))
+    gnupg = _gnupg_home_with(key, work / "gnupg")
+    try:
+        trust = image.lookaside_config(work, registry)
+        digest = image.push(
+            tag, f"{repository}:{version}", work, trust=trust,
+            sign_by=image.fingerprint(gnupg, key.name), gnupg_home=gnupg,
+        )  # fmt: skip
+    finally:
+        subprocess.run(["gpgconf", "--homedir", str(gnupg), "--kill", "gpg-agent"],
+                       capture_output=True, check=False, timeout=30)  # fmt: skip
+    policy = image.signed_by_policy(work / "policy.json", repository, key.pubring)
+    store = Path(tempfile.mkdtemp(prefix="image-verify-"))
+    try:
+        pulled = image.pull_verified(f"{repository}@{digest}", policy, trust, store)
+    finally:
+        image.drop_store(store)
+    if pulled != digest:
+        raise ReleaseError(f"the verified pull gave {pulled}, not the pushed {digest}")
+    doc = image.image_sbom(tag, repository, digest)
+    problems = check_image_sbom(
+        doc, PYPROJECT.read_text(), CONSTRAINTS.read_text(), repository, digest
+    ) or [p for p in [validate_cyclonedx(json.dumps(doc))] if p]
+    if problems:
+        raise ReleaseError("the image's SBOM is incomplete: " + "; ".join(problems))
+    sbom = out / "operator-image.cdx.json"
+    sbom.write_text(json.dumps(doc, indent=2) + "\n")
+    print(f"image {repository}@{digest} signed and verified", file=sys.stderr)
+    return digest, [sbom, policy]
 
 
 def main(argv: list[str]) -> int:
@@ -501,6 +560,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--keyring", type=Path, help="secret keyring holding --key")
     parser.add_argument("--pubring", type=Path, help="public keyring to verify with")
     parser.add_argument("--no-sbom", action="store_true", help="skip the wheel and its SBOM")
+    parser.add_argument(
+        "--image-registry",
+        default="",
+        help="build the operator image (stand-in base), push it signed to HOST:PORT over "
+        "plain HTTP, verify it, write its SBOM and use its digest as --image-digest",
+    )
     args = parser.parse_args(argv)
     out: Path = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -521,8 +586,16 @@ def main(argv: list[str]) -> int:
         else:
             key = make_test_key(out / "test-key")
             print(f"signing with a throwaway test key: {key.pubring}", file=sys.stderr)
-        helm = helm_bin()
         made: list[Path] = []
+        if args.image_registry:
+            if args.image_digest:
+                raise ReleaseError("--image-registry makes the image digest: drop --image-digest")
+            reason = image.missing_tools()
+            if reason:
+                raise ReleaseError(f"--image-registry: building the image {reason}")
+            digests["image"], image_files = release_image(args.image_registry, out, key)
+            made += image_files
+        helm = helm_bin()
         with tempfile.TemporaryDirectory(prefix="chart-stage-") as stage:
             staged = stage_chart(Path(stage), digests)
             tgz = package_chart(helm, staged, out, key)
@@ -538,7 +611,7 @@ def main(argv: list[str]) -> int:
                 raise ReleaseError("the SBOM is incomplete: " + "; ".join(problems))
             made += [wheel, sbom]
         sums = write_sums(out, made)
-    except ReleaseError as err:
+    except (ReleaseError, image.ImageError) as err:
         print(f"release-artifacts: {err}", file=sys.stderr)
         return 1
     for path in [*made, sums]:

@@ -159,12 +159,12 @@ class TestCheckSbom:
 
 
 def test_make_release_artifacts_passes_its_variables() -> None:
-    """`make release-artifacts` hands IMAGE_DIGEST, CHECK_IMAGE_DIGEST, KEY, KEYRING and
-    PUBRING to the script (printed by `make -n`, nothing run)."""
+    """`make release-artifacts` hands IMAGE_DIGEST, CHECK_IMAGE_DIGEST, KEY, KEYRING,
+    PUBRING and IMAGE_REGISTRY to the script (printed by `make -n`, nothing run)."""
     out = subprocess.run(
         ["make", "-n", "release-artifacts", "IMAGE_DIGEST=" + DIGEST,
          "CHECK_IMAGE_DIGEST=" + CHECK_DIGEST, "KEY=Release Key", "KEYRING=/k/sec.gpg",
-         "PUBRING=/k/pub.gpg"],
+         "PUBRING=/k/pub.gpg", "IMAGE_REGISTRY=127.0.0.1:5000"],
         cwd=REPO, capture_output=True, text=True, check=True, timeout=60,
     ).stdout  # fmt: skip
     command = " ".join(out[out.index("hack/release/artifacts.py") :].split("\\\n"))
@@ -173,6 +173,7 @@ def test_make_release_artifacts_passes_its_variables() -> None:
         f"--check-image-digest '{CHECK_DIGEST}'",
         "--key 'Release Key' --keyring '/k/sec.gpg'",
         "--pubring '/k/pub.gpg'",
+        "--image-registry '127.0.0.1:5000'",
     ):
         assert part in command, command
 
