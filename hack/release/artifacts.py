@@ -406,8 +406,10 @@ def _check_image_root(root: Any, repository: str, digest: str) -> list[str]:
     for key, want in (("type", "container"), ("name", repository), ("version", digest)):
         if root.get(key) != want:
             problems.append(f"metadata.component.{key} is {root.get(key)!r}, not {want!r}")
-    hashes = root.get("hashes") if isinstance(root.get("hashes"), list) else []
-    if {"alg": "SHA-256", "content": digest.removeprefix("sha256:")} not in hashes:
+    hashes = root.get("hashes")
+    if {"alg": "SHA-256", "content": digest.removeprefix("sha256:")} not in (
+        hashes if isinstance(hashes, list) else []
+    ):
         problems.append("metadata.component.hashes lacks the image's manifest digest")
     purl = root.get("purl")
     if (

@@ -58,7 +58,7 @@ def run(argv: Sequence[str], *, what: str, timeout: float = 900, **kwargs: Any) 
             f"{what} failed (exit {result.returncode}): {' '.join(argv)}\n"
             f"{result.stdout[-3000:]}{result.stderr[-3000:]}"
         )
-    return result.stdout
+    return str(result.stdout)
 
 
 def missing_tools() -> str | None:
