@@ -85,10 +85,14 @@ clean:
 # SHA256SUMS. Without KEY/KEYRING it signs with a throwaway test key (dist/test-key/).
 #   make release-artifacts IMAGE_DIGEST=sha256:... CHECK_IMAGE_DIGEST=sha256:... \
 #        KEY="Release Key" KEYRING=~/.gnupg/secring.gpg PUBRING=~/.gnupg/pubring.gpg
+# IMAGE_REGISTRY=127.0.0.1:5000 also builds the operator image on a stand-in base (root,
+# buildah, debootstrap), pushes it signed over plain HTTP, verifies it, writes its SBOM
+# and records its digest (docs/RELEASE.md, "The image").
 .PHONY: release-artifacts
 release-artifacts: venv controlplane
 	$(PY) hack/release/artifacts.py --out dist \
 	  $(if $(IMAGE_DIGEST),--image-digest '$(IMAGE_DIGEST)') \
 	  $(if $(CHECK_IMAGE_DIGEST),--check-image-digest '$(CHECK_IMAGE_DIGEST)') \
 	  $(if $(KEY),--key '$(KEY)' --keyring '$(KEYRING)') \
-	  $(if $(PUBRING),--pubring '$(PUBRING)')
+	  $(if $(PUBRING),--pubring '$(PUBRING)') \
+	  $(if $(IMAGE_REGISTRY),--image-registry '$(IMAGE_REGISTRY)')

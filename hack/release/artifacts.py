@@ -23,9 +23,10 @@ format, which Helm reads). Without them a throwaway RSA key is generated into
 "test key" everywhere: it proves the signing and verifying steps, and must never sign
 something published.
 
-The image is not built here: the Dockerfile needs Docker Hub's base images, which this
-machine cannot reach (tests/unit/test_chart_images.py builds a stand-in). A release
-pipeline that builds it passes its digest with --image-digest.
+The image: with `--image-registry HOST:PORT` the operator image is built on a stand-in
+base (Docker Hub is out of reach here: hack/release/image.py), pushed signed, verified, and
+described in `operator-image.cdx.json`; its digest goes into the chart. Not a releasable
+image; a pipeline that builds the real one passes its digest with --image-digest.
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ from typing import Any
 
 import tomllib  # Python >= 3.11: the release runs in the dev venv
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import image  # hack/release/image.py
+
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 CHART = REPO / "charts" / "vllm-preflight"
@@ -66,9 +70,9 @@ class ReleaseError(RuntimeError):
 
 
 def _run(argv: Sequence[str], *, what: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(
-        list(argv), capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL, **kwargs
-    )
+    if "input" not in kwargs:
+        kwargs["stdin"] = subprocess.DEVNULL
+    result = subprocess.run(list(argv), capture_output=True, text=True, check=False, **kwargs)
     if result.returncode != 0:
         raise ReleaseError(
             f"{what} failed (exit {result.returncode}): {' '.join(map(str, argv))}\n"
@@ -325,6 +329,15 @@ def _check_dependency(dep: str, comp: dict[str, Any] | None) -> list[str]:
     return problems
 
 
+def _check_format(doc: dict[str, Any]) -> list[str]:
+    problems = []
+    if doc.get("bomFormat") != "CycloneDX":
+        problems.append(f"bomFormat is {doc.get('bomFormat')!r}, not 'CycloneDX'")
+    if doc.get("specVersion") != SPEC_VERSION:
+        problems.append(f"specVersion is {doc.get('specVersion')!r}, not {SPEC_VERSION!r}")
+    return problems
+
+
 def check_sbom(doc: Any, pyproject_text: str, wheel_sha256: str | None = None) -> list[str]:
     """What the SBOM lacks, one sentence each; [] when it is a CycloneDX document that names
     the wheel's own component (name and version from pyproject.toml; the wheel's SHA-256
@@ -332,11 +345,7 @@ def check_sbom(doc: Any, pyproject_text: str, wheel_sha256: str | None = None) -
     version and a pkg:pypi purl that the root component depends on (`dependencies`)."""
     if not isinstance(doc, dict):
         return ["the SBOM is not a JSON object"]
-    problems: list[str] = []
-    if doc.get("bomFormat") != "CycloneDX":
-        problems.append(f"bomFormat is {doc.get('bomFormat')!r}, not 'CycloneDX'")
-    if doc.get("specVersion") != SPEC_VERSION:
-        problems.append(f"specVersion is {doc.get('specVersion')!r}, not {SPEC_VERSION!r}")
+    problems = _check_format(doc)
     metadata = doc.get("metadata")
     root = metadata.get("component") if isinstance(metadata, dict) else None
     problems += _check_root(root, tomllib.loads(pyproject_text)["project"], wheel_sha256)
@@ -366,6 +375,109 @@ def check_sbom(doc: Any, pyproject_text: str, wheel_sha256: str | None = None) -
     return problems
 
 
+_VALIDATE = """
+import sys
+from cyclonedx.schema import SchemaVersion
+from cyclonedx.validation.json import JsonStrictValidator
+error = JsonStrictValidator(SchemaVersion.V1_6).validate_str(sys.stdin.read())
+print("" if error is None else error)
+"""
+
+
+def validate_cyclonedx(text: str) -> str:
+    """'' when `text` is valid against the CycloneDX 1.6 JSON schema, else the first error,
+    as the generator's own library (cyclonedx-python-lib, in the sbom_tool() virtualenv)
+    says it."""
+    python = _venv_python(sbom_tool().parent.parent)
+    return _run(
+        [str(python), "-c", _VALIDATE], what="CycloneDX schema validation", input=text
+    ).stdout.strip()
+
+
+# Installed into the image's venv besides what constraints.txt pins: the project itself and
+# what `python -m venv` seeds (pip; setuptools before Python 3.12).
+IMAGE_UNPINNED = frozenset({"pip", "setuptools", "wheel"})
+
+
+def _check_image_root(root: Any, repository: str, digest: str) -> list[str]:
+    if not isinstance(root, dict):
+        return ["metadata.component (the image) is missing"]
+    problems = []
+    for key, want in (("type", "container"), ("name", repository), ("version", digest)):
+        if root.get(key) != want:
+            problems.append(f"metadata.component.{key} is {root.get(key)!r}, not {want!r}")
+    hashes = root.get("hashes")
+    if {"alg": "SHA-256", "content": digest.removeprefix("sha256:")} not in (
+        hashes if isinstance(hashes, list) else []
+    ):
+        problems.append("metadata.component.hashes lacks the image's manifest digest")
+    purl = root.get("purl")
+    if (
+        not isinstance(purl, str)
+        or not purl.startswith("pkg:oci/")
+        or ("@sha256%3A" + digest.removeprefix("sha256:") not in purl)
+    ):
+        problems.append(f"metadata.component.purl {purl!r} is not pkg:oci/...@<the digest>")
+    return problems
+
+
+def check_image_sbom(
+    doc: Any, pyproject_text: str, constraints_text: str, repository: str, digest: str
+) -> list[str]:
+    """What the image's SBOM lacks, one sentence each; [] when it is a CycloneDX document
+    whose root component is the image (type container, named `repository`, its manifest
+    `digest` as version, hash and pkg:oci purl) and which lists: the project at
+    pyproject.toml's version; every runtime dependency with a version and a pkg:pypi purl;
+    every Python package at the version constraints.txt pins (none unpinned but the
+    project, pip and setuptools); the image's Debian packages as pkg:deb components."""
+    if not isinstance(doc, dict):
+        return ["the SBOM is not a JSON object"]
+    problems = _check_format(doc)
+    metadata = doc.get("metadata")
+    root = metadata.get("component") if isinstance(metadata, dict) else None
+    problems += _check_image_root(root, repository, digest)
+    components = [c for c in doc.get("components") or [] if isinstance(c, dict)]
+    # The Python packages: everything but the Debian ones. The project itself has no purl
+    # (cyclonedx-py gives none to a package installed from a local directory).
+    python = {
+        normalize(str(c.get("name", ""))): c
+        for c in components
+        if not str(c.get("purl", "")).startswith("pkg:deb/")
+    }
+    project = tomllib.loads(pyproject_text)["project"]
+    own = python.get(normalize(project["name"]))
+    if own is None or own.get("version") != project["version"]:
+        problems.append(
+            f"no component {project['name']!r} at version {project['version']!r} (the project)"
+        )
+    for dep in runtime_requirements(pyproject_text):
+        problems += _check_dependency(dep, python.get(dep))
+    pinned = image.pins(constraints_text)
+    for name, comp in sorted(python.items()):
+        if name in pinned and comp.get("version") != pinned[name]:
+            problems.append(
+                f"{name} is {comp.get('version')!r} in the image; constraints.txt pins "
+                f"{pinned[name]!r}"
+            )
+        elif name not in pinned and name not in IMAGE_UNPINNED | {normalize(project["name"])}:
+            problems.append(f"{name} {comp.get('version')!r} is in the image, unpinned")
+    debs = [c for c in components if str(c.get("purl", "")).startswith("pkg:deb/")]
+    if not debs:
+        problems.append("no pkg:deb component: the image's Debian packages are missing")
+    problems += [
+        f"Debian package {c.get('name')!r} has no version" for c in debs if not c.get("version")
+    ]
+    root_ref = root.get("bom-ref") if isinstance(root, dict) else None
+    direct = next(
+        (e.get("dependsOn") for e in doc.get("dependencies") or []
+         if isinstance(e, dict) and e.get("ref") == root_ref),
+        None,
+    )  # fmt: skip
+    if own is not None and own.get("bom-ref") not in (direct or []):
+        problems.append(f"dependencies: the image does not depend on {project['name']!r}")
+    return problems
+
+
 # ---- the whole release --------------------------------------------------------------------
 
 
@@ -379,8 +491,66 @@ def sha256_file(path: Path) -> str:
 
 def write_sums(out: Path, files: Iterable[Path]) -> Path:
     sums = out / "SHA256SUMS"
-    sums.write_text("".join(f"{sha256_file(f)}  {f.name}\n" for f in sorted(files)))
+    sums.write_text("".join(f"{sha256_file(f)}  {f.relative_to(out)}\n" for f in sorted(files)))
     return sums
+
+
+def _gnupg_home_with(key: SigningKey, home: Path) -> Path:
+    """A GnuPG home holding `key`'s secret key (what `buildah push --sign-by` signs with):
+    the test key's own, or a fresh one that imports the release keyring."""
+    own = key.secring.parent / "gnupg"
+    if key.name == TEST_KEY_NAME and own.is_dir():
+        return own
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir(parents=True)
+    os.chmod(home, 0o700)
+    _run(
+        ["gpg", "--batch", "--homedir", str(home), "--import", str(key.secring)],
+        what="gpg --import of the signing key (for the image signature)",
+    )  # fmt: skip
+    return home
+
+
+def release_image(registry: str, out: Path, key: SigningKey) -> tuple[str, list[Path]]:
+    """The operator image (on the stand-in base: hack/release/image.py) built, pushed to
+    `registry` over plain HTTP and signed by `key` (simple signing; the signatures in
+    <out>/image/lookaside, the registries.d naming them in <out>/image/registries.d),
+    verified by a pull under <out>/image/policy.json, and described by
+    <out>/operator-image.cdx.json. Returns the digest and the files made."""
+    version = tomllib.loads(PYPROJECT.read_text())["project"]["version"]
+    work = out / "image"
+    tag = "localhost/vllm-preflight-operator:release"
+    repository = f"{registry}/{image.REPOSITORY}"
+    with tempfile.TemporaryDirectory(prefix="image-build-") as tmp:
+        image.build_operator(tag, Path(tmp))
+    gnupg = _gnupg_home_with(key, work / "gnupg")
+    try:
+        trust = image.lookaside_config(work, registry)
+        digest = image.push(
+            tag, f"{repository}:{version}", work, trust=trust,
+            sign_by=image.fingerprint(gnupg, key.name), gnupg_home=gnupg,
+        )  # fmt: skip
+    finally:
+        subprocess.run(["gpgconf", "--homedir", str(gnupg), "--kill", "gpg-agent"],
+                       capture_output=True, check=False, timeout=30)  # fmt: skip
+    policy = image.signed_by_policy(work / "policy.json", repository, key.pubring)
+    store = Path(tempfile.mkdtemp(prefix="image-verify-"))
+    try:
+        pulled = image.pull_verified(f"{repository}@{digest}", policy, trust, store)
+    finally:
+        image.drop_store(store)
+    if pulled != digest:
+        raise ReleaseError(f"the verified pull gave {pulled}, not the pushed {digest}")
+    doc = image.image_sbom(tag, repository, digest)
+    problems = check_image_sbom(
+        doc, PYPROJECT.read_text(), CONSTRAINTS.read_text(), repository, digest
+    ) or [p for p in [validate_cyclonedx(json.dumps(doc))] if p]
+    if problems:
+        raise ReleaseError("the image's SBOM is incomplete: " + "; ".join(problems))
+    sbom = out / "operator-image.cdx.json"
+    sbom.write_text(json.dumps(doc, indent=2) + "\n")
+    print(f"image {repository}@{digest} signed and verified", file=sys.stderr)
+    return digest, [sbom, policy]
 
 
 def main(argv: list[str]) -> int:
@@ -392,6 +562,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--keyring", type=Path, help="secret keyring holding --key")
     parser.add_argument("--pubring", type=Path, help="public keyring to verify with")
     parser.add_argument("--no-sbom", action="store_true", help="skip the wheel and its SBOM")
+    parser.add_argument(
+        "--image-registry",
+        default="",
+        help="build the operator image (stand-in base), push it signed to HOST:PORT over "
+        "plain HTTP, verify it, write its SBOM and use its digest as --image-digest",
+    )
     args = parser.parse_args(argv)
     out: Path = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -412,8 +588,16 @@ def main(argv: list[str]) -> int:
         else:
             key = make_test_key(out / "test-key")
             print(f"signing with a throwaway test key: {key.pubring}", file=sys.stderr)
-        helm = helm_bin()
         made: list[Path] = []
+        if args.image_registry:
+            if args.image_digest:
+                raise ReleaseError("--image-registry makes the image digest: drop --image-digest")
+            reason = image.missing_tools()
+            if reason:
+                raise ReleaseError(f"--image-registry: building the image {reason}")
+            digests["image"], image_files = release_image(args.image_registry, out, key)
+            made += image_files
+        helm = helm_bin()
         with tempfile.TemporaryDirectory(prefix="chart-stage-") as stage:
             staged = stage_chart(Path(stage), digests)
             tgz = package_chart(helm, staged, out, key)
@@ -429,7 +613,7 @@ def main(argv: list[str]) -> int:
                 raise ReleaseError("the SBOM is incomplete: " + "; ".join(problems))
             made += [wheel, sbom]
         sums = write_sums(out, made)
-    except ReleaseError as err:
+    except (ReleaseError, image.ImageError) as err:
         print(f"release-artifacts: {err}", file=sys.stderr)
         return 1
     for path in [*made, sums]:

@@ -10,9 +10,7 @@ docs/INSTALL.md ("Images") says what that does and does not prove.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -134,63 +132,27 @@ class TestCheckImage:
 
 
 # -- a real build (needs root, buildah and debootstrap; skipped elsewhere) ------------------
-def _have_builder() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root (buildah with chroot isolation and vfs storage)"
-    missing = [tool for tool in ("buildah", "debootstrap") if shutil.which(tool) is None]
-    return f"needs {', '.join(missing)} (apt-get install buildah debootstrap)" if missing else None
+# The stand-in base and the build itself: hack/release/image.py, shared with the release
+# test (tests/e2e/test_release_image.py), which reuses the image when the sources match.
+sys.path.insert(0, str(REPO / "hack" / "release"))
+import image  # noqa: E402
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-@pytest.mark.skipif(_have_builder() is not None, reason=str(_have_builder()))
+@pytest.mark.skipif(image.missing_tools() is not None, reason=str(image.missing_tools()))
 def test_operator_target_builds_and_its_entry_point_runs(tmp_path: Path) -> None:
-    buildah = ["buildah", "--storage-driver", "vfs"]
-    base = re.search(r"^ARG PYTHON_IMAGE=(\S+)$", DOCKERFILE.read_text(), re.MULTILINE)
-    assert base is not None
-    base_ref = base.group(1)
-    inspect = subprocess.run([*buildah, "inspect", base_ref], capture_output=True, check=False)
-    if inspect.returncode != 0:
-        rootfs = tmp_path / "rootfs"
-        subprocess.run(
-            ["debootstrap", "--variant=minbase", "--include=python3,python3-venv,python-is-python3",
-             "bookworm", str(rootfs), "http://deb.debian.org/debian"],
-            check=True, capture_output=True, timeout=600,
-        )  # fmt: skip
-        # This machine reaches PyPI through its own CA: let the stand-in trust it too.
-        shutil.copy("/etc/ssl/certs/ca-certificates.crt", rootfs / "etc/ssl/certs/")
-        ctr = subprocess.run(
-            [*buildah, "from", "scratch"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-        subprocess.run([*buildah, "copy", ctr, str(rootfs), "/"], check=True, capture_output=True)
-        subprocess.run([*buildah, "commit", "-q", ctr, f"docker.io/library/{base_ref}"], check=True)
-        subprocess.run([*buildah, "rm", ctr], check=True, capture_output=True)
-    context = tmp_path / "context"
-    context.mkdir()
-    for name in ("Dockerfile", ".dockerignore", "constraints.txt", "pyproject.toml", "README.md"):
-        shutil.copy(REPO / name, context / name)
-    for tree in ("initcontainer", "operator"):
-        shutil.copytree(REPO / tree, context / tree, ignore=shutil.ignore_patterns("__pycache__"))
-    (context / "hack").mkdir()
-    shutil.copy(REPO / "hack/build_zipapp.py", context / "hack/build_zipapp.py")
     tag = "localhost/vllm-preflight-operator:test"
-    build = subprocess.run(
-        [*buildah, "bud", "--isolation", "chroot", "--pull-never", "--target", "operator",
-         "-t", tag, str(context)],
-        capture_output=True, text=True, timeout=840, check=False,
-    )  # fmt: skip
-    assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
-    ctr = subprocess.run(
-        [*buildah, "from", "-q", tag], capture_output=True, text=True, check=True
-    ).stdout.strip()
     try:
+        image.build_operator(tag, tmp_path)
+    except image.ImageError as err:
+        pytest.fail(str(err))
+    with image.working_container(tag) as ctr:
         run = subprocess.run(
-            [*buildah, "run", "--isolation", "chroot", ctr, "--", "sh", "-c",
+            [*image.BUILDAH, "run", "--isolation", "chroot", ctr, "--", "sh", "-c",
              f"id -u; vllm-preflight --version; test -r {ZIPAPP} && python3 {ZIPAPP} --help"],
             capture_output=True, text=True, timeout=120, check=False,
         )  # fmt: skip
-    finally:
-        subprocess.run([*buildah, "rm", ctr], capture_output=True, check=False)
     assert run.returncode == 0, run.stdout + run.stderr
     lines = run.stdout.splitlines()
     assert lines[0] == "65532"

@@ -10,6 +10,7 @@ in `make release-artifacts`)."""
 from __future__ import annotations
 
 import copy
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -158,12 +159,12 @@ class TestCheckSbom:
 
 
 def test_make_release_artifacts_passes_its_variables() -> None:
-    """`make release-artifacts` hands IMAGE_DIGEST, CHECK_IMAGE_DIGEST, KEY, KEYRING and
-    PUBRING to the script (printed by `make -n`, nothing run)."""
+    """`make release-artifacts` hands IMAGE_DIGEST, CHECK_IMAGE_DIGEST, KEY, KEYRING,
+    PUBRING and IMAGE_REGISTRY to the script (printed by `make -n`, nothing run)."""
     out = subprocess.run(
         ["make", "-n", "release-artifacts", "IMAGE_DIGEST=" + DIGEST,
          "CHECK_IMAGE_DIGEST=" + CHECK_DIGEST, "KEY=Release Key", "KEYRING=/k/sec.gpg",
-         "PUBRING=/k/pub.gpg"],
+         "PUBRING=/k/pub.gpg", "IMAGE_REGISTRY=127.0.0.1:5000"],
         cwd=REPO, capture_output=True, text=True, check=True, timeout=60,
     ).stdout  # fmt: skip
     command = " ".join(out[out.index("hack/release/artifacts.py") :].split("\\\n"))
@@ -172,5 +173,163 @@ def test_make_release_artifacts_passes_its_variables() -> None:
         f"--check-image-digest '{CHECK_DIGEST}'",
         "--key 'Release Key' --keyring '/k/sec.gpg'",
         "--pubring '/k/pub.gpg'",
+        "--image-registry '127.0.0.1:5000'",
     ):
         assert part in command, command
+
+
+# ---- the image's SBOM (hack/release/image.py builds it, check_image_sbom() judges it) ----
+import image  # noqa: E402  (hack/release/image.py; on sys.path above)
+
+IMAGE_REPO = "127.0.0.1:5000/vllm-preflight/operator"
+CONSTRAINTS = (REPO / "constraints.txt").read_text()
+DPKG_STATUS = """\
+Package: libc6
+Status: install ok installed
+Priority: optional
+Architecture: amd64
+Multi-Arch: same
+Version: 2.36-9+deb12u9
+Description: GNU C Library: Shared libraries
+ Contains the standard libraries that are used by nearly all programs on
+ the system. Version: 9.9 (a continuation line, not a field)
+
+Package: removed-one
+Status: deinstall ok config-files
+Architecture: amd64
+Version: 1.0
+
+Package: tzdata
+Status: install ok installed
+Architecture: all
+Version: 2024a-0+deb12u1
+"""
+OS_RELEASE = 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nID=debian\nVERSION_ID="12"\n'
+
+
+def good_image_sbom() -> dict[str, Any]:
+    pins = image.pins(CONSTRAINTS)
+    project = {"name": "vllm-preflight", "version": "0.1.0"}
+    python = [project] + [
+        {"name": name, "version": pins[name]}
+        for name in ("kopf", "nvidia-ml-py", "pyyaml", "prometheus-client", "aiohttp")
+    ]
+    comps = [
+        {
+            "type": "library",
+            "bom-ref": f"{c['name']}=={c['version']}",
+            "name": c["name"],
+            "version": c["version"],
+            "purl": f"pkg:pypi/{c['name']}@{c['version']}",
+        }
+        for c in python
+    ] + [{"type": "library", "bom-ref": "pip==24.3.1", "name": "pip", "version": "24.3.1",
+          "purl": "pkg:pypi/pip@24.3.1"}]  # fmt: skip
+    comps[0].pop("purl")  # the project, installed from the build context: no purl
+    debs = image.deb_components(DPKG_STATUS, image.os_release(OS_RELEASE))
+    root = image.image_purl(IMAGE_REPO, DIGEST)
+    return {
+        "bomFormat": "CycloneDX",
+        "specVersion": "1.6",
+        "version": 1,
+        "metadata": {
+            "component": {
+                "type": "container",
+                "bom-ref": root,
+                "name": IMAGE_REPO,
+                "version": DIGEST,
+                "purl": root,
+                "hashes": [{"alg": "SHA-256", "content": DIGEST.removeprefix("sha256:")}],
+            }
+        },
+        "components": comps + debs,
+        "dependencies": [{"ref": root, "dependsOn": ["vllm-preflight==0.1.0", "pip==24.3.1"]}],
+    }
+
+
+class TestImageSbom:
+    def test_dpkg_status_gives_the_installed_packages_only(self) -> None:
+        got = image.parse_dpkg_status(DPKG_STATUS)
+        assert [(p["Package"], p["Version"]) for p in got] == [
+            ("libc6", "2.36-9+deb12u9"),
+            ("tzdata", "2024a-0+deb12u1"),
+        ]
+
+    def test_deb_purls_are_percent_encoded_with_arch_and_distro(self) -> None:
+        debs = image.deb_components(DPKG_STATUS, image.os_release(OS_RELEASE))
+        assert [d["purl"] for d in debs] == [
+            "pkg:deb/debian/libc6@2.36-9%2Bdeb12u9?arch=amd64&distro=debian-12",
+            "pkg:deb/debian/tzdata@2024a-0%2Bdeb12u1?arch=all&distro=debian-12",
+        ]
+
+    def test_the_image_purl_carries_the_digest_and_the_repository(self) -> None:
+        assert image.image_purl(IMAGE_REPO, DIGEST) == (
+            f"pkg:oci/operator@sha256%3A{DIGEST[7:]}"
+            f"?repository_url=127.0.0.1:5000/vllm-preflight/operator"
+        )
+
+    def test_a_complete_image_sbom_passes(self) -> None:
+        doc = good_image_sbom()
+        assert artifacts.check_image_sbom(doc, PYPROJECT, CONSTRAINTS, IMAGE_REPO, DIGEST) == []
+
+    @pytest.mark.parametrize(
+        ("break_it", "problem"),
+        [
+            (lambda d: d.update(specVersion="1.5"), "specVersion"),
+            (lambda d: d["metadata"].pop("component"), "the image) is missing"),
+            (lambda d: d["metadata"]["component"].update(type="library"), "component.type"),
+            (
+                lambda d: d["metadata"]["component"].update(version=CHECK_DIGEST),
+                "component.version",
+            ),
+            (lambda d: d["metadata"]["component"].update(hashes=[]), "manifest digest"),
+            (lambda d: d["metadata"]["component"].update(purl="pkg:oci/x"), "purl"),
+            (lambda d: d["components"].pop(0), "'vllm-preflight' at version"),
+            (lambda d: d["components"].pop(1), "no component for the runtime dependency 'kopf'"),
+            (lambda d: d["components"][2].update(version="0.0.1"), "constraints.txt pins"),
+            (
+                lambda d: d["components"].append(
+                    {"name": "evil", "version": "1", "purl": "pkg:pypi/evil@1"}
+                ),
+                "evil '1' is in the image, unpinned",
+            ),
+            (lambda d: d.update(components=d["components"][:7]), "no pkg:deb component"),
+            (lambda d: d["dependencies"][0].update(dependsOn=[]), "does not depend on"),
+        ],
+    )
+    def test_what_is_missing_is_named(self, break_it: Any, problem: str) -> None:
+        doc = copy.deepcopy(good_image_sbom())
+        break_it(doc)
+        problems = artifacts.check_image_sbom(doc, PYPROJECT, CONSTRAINTS, IMAGE_REPO, DIGEST)
+        assert any(problem in p for p in problems), problems
+
+    def test_pins_reads_constraints(self) -> None:
+        pins = image.pins("# c\nPyYAML==6.0.4\nprometheus_client==0.26.0 ; python_version>'3'\n")
+        assert pins == {"pyyaml": "6.0.4", "prometheus-client": "0.26.0"}
+
+
+class TestImageTrust:
+    def test_the_policy_accepts_only_the_key_for_the_repository(self, tmp_path: Path) -> None:
+        path = image.signed_by_policy(tmp_path / "p.json", IMAGE_REPO, tmp_path / "pub.gpg")
+        policy = json.loads(path.read_text())
+        assert policy["default"] == [{"type": "reject"}]
+        assert policy["transports"] == {
+            "docker": {
+                IMAGE_REPO: [
+                    {
+                        "type": "signedBy",
+                        "keyType": "GPGKeys",
+                        "keyPath": str(tmp_path / "pub.gpg"),
+                        "signedIdentity": {"type": "matchRepoDigestOrExact"},
+                    }
+                ]
+            }
+        }
+
+    def test_signatures_go_to_a_lookaside_for_the_registry_only(self, tmp_path: Path) -> None:
+        trust = image.lookaside_config(tmp_path, "127.0.0.1:5000")
+        config = yaml.safe_load((trust.registries_d / "local.yaml").read_text())
+        url = trust.lookaside.as_uri()
+        assert config == {
+            "docker": {"127.0.0.1:5000": {"lookaside": url, "lookaside-staging": url}}
+        }
