@@ -8,12 +8,11 @@ its workload (one cached read, because policies select workloads, not pods).
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Generic, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from preflight_contract import actions
 from preflight_contract.reuse import Offer
@@ -35,7 +34,6 @@ from preflight_operator.core.config import OperatorConfig
 from preflight_operator.core.events import denied_event
 from preflight_operator.core.injection import (
     JOBSET_UID,
-    LWS_SIZE_ANNOTATION,
     Injection,
     Skip,
     in_lws_group,
@@ -47,7 +45,6 @@ from preflight_operator.core.injection import (
     runs_own_share,
 )
 from preflight_operator.core.policy import PolicyBook, ResolvedPolicy
-from preflight_operator.core.rules import groups, workloadapi
 from preflight_operator.core.static import StaticResult
 from preflight_operator.core.verdictreuse import DeepPass, offers
 from preflight_operator.core.workloads import (
@@ -65,43 +62,10 @@ from preflight_operator.core.workloads import (
 )
 from preflight_operator.runtime.eventsink import DenialEvents, Poster
 from preflight_operator.runtime.rulesworker import BudgetExceeded
+from preflight_operator.webhook.reads import ApiGet, OwnerBody, OwnerReads, WorkloadApiGangs
 from preflight_operator.webhook.webhookserver import still_awaited
 
 logger = logging.getLogger(__name__)
-
-# A pod's workload as the API server has it (None: it does not exist). Its labels choose
-# the pod's policy; a Ray-pattern LeaderWorkerSet's other template says whether the group
-# may meet. One read serves both.
-OwnerBody = Callable[[WorkloadRef], Awaitable[Mapping[str, Any] | None]]
-# A GET of an API path: the body, None for 404; raises otherwise (an ``ApiError`` with its
-# ``status``). The Workload API's objects and discovery are read through it.
-ApiGet = Callable[[str], Awaitable[Mapping[str, Any] | None]]
-SCHEDULING_DISCOVERY = f"/apis/{workloadapi.GROUP}"
-OWNER_CACHE_SECONDS = 30.0
-OWNER_LOOKUP_TIMEOUT = 2.0
-OWNER_CACHE_ENTRIES = 10_000
-
-V = TypeVar("V")
-
-
-class _RecentReads(Generic[V]):
-    """What was read of a workload for its pods' admission, kept OWNER_CACHE_SECONDS so a
-    burst of one workload's pods reads it once. Bounded: past OWNER_CACHE_ENTRIES it
-    forgets everything and refills on demand."""
-
-    def __init__(self) -> None:
-        self._entries: dict[tuple[str, str, str], tuple[float, V]] = {}
-
-    def get(self, key: tuple[str, str, str], now: float) -> V | None:
-        cached = self._entries.get(key)
-        if cached is not None and now - cached[0] < OWNER_CACHE_SECONDS:
-            return cached[1]
-        return None
-
-    def put(self, key: tuple[str, str, str], now: float, value: V) -> None:
-        if len(self._entries) > OWNER_CACHE_ENTRIES:
-            self._entries.clear()
-        self._entries[key] = (now, value)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,16 +125,12 @@ class AdmissionService:
         self._policies = policies
         self._denials = DenialEvents(events, config.webhook, opted_in, clock)
         self._clock = clock
-        self._owner_body = owner_body
         # verdict reuse: the deep passes of a namespace, by node (nodehealth.py)
         self._deep_passes = deep_passes
         self._utc_now = utc_now
         # (the workload's body or None,): a read that found nothing is remembered too
-        self._owners: _RecentReads[tuple[Mapping[str, Any] | None]] = _RecentReads()
-        # the Workload API (workloadapi.py): its served versions and the objects pods name,
-        # each (body or None, why there is none), cached like a workload
-        self._api_get = api_get
-        self._scheduling: _RecentReads[tuple[Mapping[str, Any] | None, str]] = _RecentReads()
+        self._owners = OwnerReads(owner_body, clock)
+        self._gangs = WorkloadApiGangs(api_get, clock)  # the Workload API's gangs (gangs.py)
 
     def use_analyser(self, analyser: Analyser) -> None:
         """Swaps the rules (the operator's start puts them in their budgeted worker)."""
@@ -314,42 +274,29 @@ class AdmissionService:
         unless the cached owner has that uid: at most one GET per such admission."""
         ref = wrapper_owner(body)
         uid = owner_uid(body)
-        if ref is None or not uid or self._owner_body is None:
+        if ref is None or not uid or not self._owners.enabled:
             return False
-        cached = self._owners.get(ref.key, self._clock())
+        cached = self._owners.cached(ref)
         if cached is not None and _uid(cached[0]) == uid:
             return True
         try:
-            owner = await asyncio.wait_for(self._owner_body(ref), OWNER_LOOKUP_TIMEOUT)
+            owner = await self._owners.fresh(ref)
         except Exception as exc:
             logger.info("owner %s not confirmed (%s): the rules judge its child", ref.display, exc)
             return False
-        self._owners.put(ref.key, self._clock(), (owner,))
         return owner is not None and _uid(owner) == uid
-
-    async def _owner(self, ref: WorkloadRef) -> Mapping[str, Any] | None:
-        """The pod's workload, read once for a burst of its pods (OWNER_CACHE_SECONDS);
-        None when it does not exist. Raises when it cannot be read (nothing cached)."""
-        assert self._owner_body is not None
-        now = self._clock()
-        cached = self._owners.get(ref.key, now)
-        if cached is not None:
-            return cached[0]
-        body = await asyncio.wait_for(self._owner_body(ref), OWNER_LOOKUP_TIMEOUT)
-        self._owners.put(ref.key, now, (body,))
-        return body
 
     async def _labels_for_policy(self, pod: Mapping[str, Any]) -> Mapping[str, str]:
         """The labels a policy selects the pod by: its workload's (cached), else its own."""
         own = (pod.get("metadata") or {}).get("labels") or {}
         ref = workload_of_pod(pod)
-        if ref.kind == POD.kind or self._owner_body is None:
+        if ref.kind == POD.kind or not self._owners.enabled:
             return own
         jobset = await self._jobset(pod) if ref.kind == "Job" else None
         if jobset is not None and _uid(jobset) == str(own.get(JOBSET_UID, "")):
             return _labels(jobset)  # chose its policy at admission; its Jobs have none of them
         try:
-            body = await self._owner(ref)
+            body = await self._owners.get(ref)
         except Exception as exc:
             logger.warning(
                 "policy for a pod of %s: workload unreadable (%s); using the pod's labels",
@@ -365,10 +312,10 @@ class AdmissionService:
         cached like the owner's labels; unreadable: no group phase (never a wait for
         members that may not come)."""
         ref = workload_of_pod(pod)
-        if self._owner_body is None or ref.kind != "LeaderWorkerSet":
+        if not self._owners.enabled or ref.kind != "LeaderWorkerSet":
             return False
         try:
-            body = await self._owner(ref)
+            body = await self._owners.get(ref)
         except Exception as exc:
             logger.warning("group phase for %s: unreadable (%s); not used", ref.display, exc)
             return False
@@ -379,72 +326,14 @@ class AdmissionService:
         policy, cached like a workload. Unreadable: None, remembered for a burst (a chart
         with workloadKinds.jobset off grants no read: one line, not one per pod)."""
         ref = _jobset_ref(pod)
-        if ref is None or self._owner_body is None:
+        if ref is None or not self._owners.enabled:
             return None
         try:
-            return await self._owner(ref)
+            return await self._owners.get(ref)
         except Exception as exc:
-            self._owners.put(ref.key, self._clock(), (None,))
+            self._owners.remember(ref, None)
             logger.warning("%s unreadable (%s): no group phase for its pods", ref.display, exc)
             return None
-
-    async def _scheduling_read(self, key: tuple[str, str, str], path: str) -> tuple[Any, str]:
-        """(body or None, why none) of one Workload API path, cached OWNER_CACHE_SECONDS,
-        failures included (a chart that grants no read: one line per burst, not per pod)."""
-        now = self._clock()
-        cached = self._scheduling.get(key, now)
-        if cached is not None:
-            return cached
-        assert self._api_get is not None
-        try:
-            body = await asyncio.wait_for(self._api_get(path), OWNER_LOOKUP_TIMEOUT)
-            found: tuple[Any, str] = (body, "" if body is not None else "not found")
-        except Exception as exc:
-            if getattr(exc, "status", None) == 403:
-                why = "forbidden: the chart value rbac.workloadApiRead grants the read"
-            else:
-                why = f"unreadable: {str(exc)[:80]}"
-            logger.warning("%s %s", path, why)
-            found = (None, why)
-        self._scheduling.put(key, now, found)
-        return found
-
-    async def _workload_api_note(
-        self, pod: Mapping[str, Any], container: Mapping[str, Any], argv: Sequence[str]
-    ) -> str:
-        """What to say of the Workload API gang a multi-node vLLM pod names ("" when it
-        names none, or its engine runs on one pod). The object is read (cached, bounded,
-        judged by workloadapi.workload_group as hostile input) only for such a pod; the
-        check is never given a group from it: the API names no rank and no leader, and a
-        gang's minCount is a minimum, not the group's size."""
-        ref = workloadapi.reference(pod)
-        lws = in_lws_group(pod)
-        if ref is None or self._api_get is None or not (lws or runs_own_share(container)):
-            return ""
-        namespace = str((pod.get("metadata") or {}).get("namespace", ""))
-        obj: Mapping[str, Any] | None = None
-        missing = ""
-        if not ref.problem:
-            served, why = await self._scheduling_read(
-                ("", "discovery", workloadapi.GROUP), SCHEDULING_DISCOVERY
-            )
-            versions = _served_versions(served)
-            version = workloadapi.version_to_read(ref, versions)
-            if version is None:
-                served_here = ", ".join(v.rpartition("/")[2] for v in versions[:4]) or "none"
-                missing = why or f"no version known here is served (served: {served_here})"
-
-            else:
-                key = (namespace, f"{version}/{ref.kind}", ref.name)
-                found, missing = await self._scheduling_read(
-                    key, workloadapi.object_path(ref, version, namespace)
-                )
-                obj = found if isinstance(found, Mapping) else None
-        group = workloadapi.workload_group(pod, obj, missing=missing or "not read")
-        if group is None:
-            return ""
-        nodes = _lws_size(pod) if lws else workloadapi.engine_nodes(argv)
-        return workloadapi.admission_note(group, nodes, has_group=lws or _coordinated(pod))
 
     @property
     def pod_creators(self) -> tuple[str, ...]:
@@ -476,10 +365,6 @@ class AdmissionService:
                 ray_group = await self._ray_group(pod)
         if target.container is None or target.plan is None:
             return Skip(target.reason or "undecided")
-        container = _container(pod, target.container)
-        note = await self._workload_api_note(pod, container or {}, target.argv)
-        if note:
-            logger.info("pod %s: %s", _pod_display(pod), note)
         outcome = plan_injection(
             pod,
             container=target.container,
@@ -493,9 +378,8 @@ class AdmissionService:
             reuse=self._reuse(namespace, policy.reuse_ttl_s),
             jobset=await self._jobset(pod) if _jobset_member(pod, target.container) else None,
         )
-        if note and isinstance(outcome, Injection):
-            outcome = dataclasses.replace(outcome, warnings=(f"vllm-preflight: {note}",))
-        return outcome
+        container = _container(pod, target.container) or {}
+        return await self._gangs.warn(pod, container, target.argv, outcome)
 
     def _reuse(self, namespace: str, ttl_s: int) -> Callable[[str, str], list[Offer]] | None:
         """The injector's lookup of deep passes to offer (core/verdictreuse.py), or None
@@ -518,41 +402,6 @@ def _labels(body: Mapping[str, Any]) -> dict[str, str]:
 def _container(pod: Mapping[str, Any], name: str | None) -> Mapping[str, Any] | None:
     containers = (pod.get("spec") or {}).get("containers") or []
     return next((c for c in containers if isinstance(c, Mapping) and c.get("name") == name), None)
-
-
-def _pod_display(pod: Mapping[str, Any]) -> str:
-    meta = pod.get("metadata") or {}
-    return f"{meta.get('namespace')}/{meta.get('name') or meta.get('generateName')}"
-
-
-def _served_versions(discovery: Any) -> list[str]:
-    """The group versions an APIGroup discovery document lists (hostile: bounded, strings
-    only)."""
-    versions = discovery.get("versions") if isinstance(discovery, Mapping) else None
-    items = versions[:32] if isinstance(versions, list) else []
-    found = [v.get("groupVersion") for v in items if isinstance(v, Mapping)]
-    return [v[:100] for v in found if isinstance(v, str)]
-
-
-def _lws_size(pod: Mapping[str, Any]) -> int | None:
-    """A LeaderWorkerSet pod's group size (its ``leaderworkerset.sigs.k8s.io/size``
-    annotation), or None when it is not a count."""
-    notes = (pod.get("metadata") or {}).get("annotations") or {}
-    value = notes.get(LWS_SIZE_ANNOTATION) if isinstance(notes, Mapping) else None
-    if isinstance(value, str) and value.isdigit() and len(value) <= 6:
-        return int(value)
-    return None
-
-
-def _coordinated(pod: Mapping[str, Any]) -> bool:
-    """A JobSet pod whose JobSet names a coordinator: JobSet gives it a group (the
-    injector's jobset_place), the Workload API need not."""
-    notes = (pod.get("metadata") or {}).get("annotations") or {}
-    return (
-        bool(jobset_name(pod))
-        and isinstance(notes, Mapping)
-        and bool(notes.get(groups.JOBSET_COORDINATOR))
-    )
 
 
 def _jobset_member(pod: Mapping[str, Any], container: str) -> bool:
