@@ -110,16 +110,25 @@ def _ray_cluster(members: list[tuple[str, GroupMember]], where: str) -> Group | 
 # -- Kueue Workload ----------------------------------------------------------------------------
 
 
-def _podsets(obj: Mapping[str, Any]) -> list[tuple[str, GroupMember]]:
+def _members(
+    obj: Mapping[str, Any], field: str, count_field: str, unnamed: str, default_count: int
+) -> list[tuple[str, GroupMember]]:
+    """Each ``spec.<field>[i]`` with a pod template, by name (``unnamed.format(i)`` when it
+    has none), counted by its ``count_field`` (``default_count`` when absent)."""
     out = []
-    for i, podset in _items(obj, "spec", "podSets"):
-        spec = dig(podset, ("template", "spec"))
+    for i, item in _items(obj, "spec", field):
+        spec = dig(item, ("template", "spec"))
         if isinstance(spec, Mapping):
-            base = f"spec.podSets[{i}]"
-            name = _text(podset.get("name")) or f"podSets[{i}]"
-            count = _replicas(podset.get("count"))
-            out.append((name, GroupMember(spec, f"{base}.template.spec", count, f"{base}.count")))
+            base = f"spec.{field}[{i}]"
+            name = _text(item.get("name")) or unnamed.format(i)
+            count = _replicas(item.get(count_field), default_count)
+            member = GroupMember(spec, f"{base}.template.spec", count, f"{base}.{count_field}")
+            out.append((name, member))
     return out
+
+
+def _podsets(obj: Mapping[str, Any]) -> list[tuple[str, GroupMember]]:
+    return _members(obj, "podSets", "count", "podSets[{}]", 1)
 
 
 def kueue_workload(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[PodTemplate]:
@@ -158,17 +167,8 @@ def kueue_workload_group(obj: Mapping[str, Any]) -> DeclaredGroup | None:
 
 
 def _tasks(obj: Mapping[str, Any]) -> list[tuple[str, GroupMember]]:
-    out = []
-    for i, task in _items(obj, "spec", "tasks"):
-        spec = dig(task, ("template", "spec"))
-        if isinstance(spec, Mapping):
-            base = f"spec.tasks[{i}]"
-            # Volcano's webhook names an unnamed task default<i> (mutate_job.go mutateSpec)
-            name = _text(task.get("name")) or f"default{i}"
-            replicas = _replicas(task.get("replicas"), 0)
-            member = GroupMember(spec, f"{base}.template.spec", replicas, f"{base}.replicas")
-            out.append((name, member))
-    return out
+    # Volcano's webhook names an unnamed task default<i> (mutate_job.go mutateSpec)
+    return _members(obj, "tasks", "replicas", "default{}", 0)
 
 
 def volcano_job(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[PodTemplate]:
