@@ -580,9 +580,9 @@ def test_pods_that_ran_without_injection_get_not_injected_an_event_and_a_count()
     assert counted._value.get() - before == 2
 
 
-def test_without_patch_rights_the_status_is_still_written_and_nothing_claimed_done() -> None:
-    """The chart grants patch on workloads only in rbac.workloadNamespaces by default."""
-    config = OperatorConfig(default_policy=PolicySpec(on_runtime_failure="ScaleToZero"))
+def _failing_pod_where_patch_is_forbidden(config: OperatorConfig) -> tuple[FakeApi, dict[str, Any]]:
+    """A Deployment's injected pod fails in NS, where the API server refuses workload
+    patches: the API as left and the GPUValidation's status."""
     api = FakeApi()
     api.forbidden_namespaces = {NS}
 
@@ -594,7 +594,13 @@ def test_without_patch_rights_the_status_is_still_written_and_nothing_claimed_do
         await ctl.stop()
 
     run(scenario())
-    status = api.gpuvals[NS, "deployment-vllm-good"]["status"]
+    return api, api.gpuvals[NS, "deployment-vllm-good"]["status"]
+
+
+def test_without_patch_rights_the_status_is_still_written_and_nothing_claimed_done() -> None:
+    """The chart grants patch on workloads only in rbac.workloadNamespaces by default."""
+    config = OperatorConfig(default_policy=PolicySpec(on_runtime_failure="ScaleToZero"))
+    api, status = _failing_pod_where_patch_is_forbidden(config)
     assert status["runtimeVerdict"] == "fail"
     assert "remediation" not in status  # not applied, so not recorded as applied
     assert NS not in {k[0] for k in api.workloads}
@@ -610,18 +616,7 @@ def test_where_the_chart_grants_no_patch_none_is_sent() -> None:
         default_policy=PolicySpec(on_runtime_failure="ScaleToZero"),
         workload_patch=WorkloadPatch(scope="namespaces", namespaces=frozenset({"elsewhere"})),
     )
-    api = FakeApi()
-    api.forbidden_namespaces = {NS}
-
-    async def scenario() -> None:
-        ctl = controller(api, config)
-        ctl.observe_workload(DEPLOYMENT, deployment(), deleted=False)
-        ctl.observe_pod(injected_pod("p1", "u1", message=FAIL_REPORT, exit_code=1), deleted=False)
-        await settle(ctl)
-        await ctl.stop()
-
-    run(scenario())
-    status = api.gpuvals[NS, "deployment-vllm-good"]["status"]
+    api, status = _failing_pod_where_patch_is_forbidden(config)
     assert status["runtimeVerdict"] == "fail"
     assert "remediation" not in status
     assert ("forbidden", "vllm-good") not in api.writes  # never sent, so never refused
