@@ -19,6 +19,7 @@ from preflight_operator.core.podresults import PodResult
 from preflight_operator.core.policy import ResolvedPolicy
 from preflight_operator.core.rules.model import Finding
 from preflight_operator.core.static import Plan, StaticResult
+from preflight_operator.core.store import StoredValidation
 from preflight_operator.core.workloads import WorkloadRef
 
 REF = WorkloadRef("ns", "Deployment", "vllm", "apps/v1")
@@ -141,6 +142,25 @@ def test_rebuilding_from_the_stored_status_is_stable() -> None:
     first = build_status(inputs(live_results=[result("a")]))
     again = build_status(inputs(live_results=[result("a")], previous=first, now="later"))
     assert again == first
+
+
+def test_a_status_kept_packed_reads_back_equal_so_an_unchanged_plan_writes_nothing() -> None:
+    """The store keeps statuses packed (StoredValidation): what it reads back must equal
+    what was built, or every reconcile would write the status again."""
+    results = [result("a"), result("b", "fail", restarts=2)]
+    for static in (PASSING, FAILING):
+        built = build_status(inputs(live_results=results, static=static, pending_pods=1))
+        stored = StoredValidation("gv", "uid", built, 7)
+        assert stored.status == built
+        again = build_status(inputs(live_results=results, static=static, pending_pods=1,
+                                    previous=stored.status, now="later"))  # fmt: skip
+        assert again == built
+        assert replacing_merge_patch(stored.status, again) == built  # nothing to remove
+        copy = stored.status
+        copy["runtimeVerdict"] = "changed"
+        assert stored.status == built  # a read is a copy
+        assert stored.same_status(StoredValidation("gv", "uid", json.loads(json.dumps(built))))
+        assert not stored.same_status(StoredValidation("gv", "uid", copy))
 
 
 def test_the_merge_patch_leaves_exactly_the_desired_status() -> None:

@@ -187,11 +187,10 @@ class Reconciler:
     ) -> None:
         if plan.status_write is None:
             return
-        logger.debug(
-            "%s: status write (%s)",
-            workload.ref.display,
-            ", ".join(sorted(k for k, v in plan.status.items() if stored.status.get(k) != v)),
-        )
+        if logger.isEnabledFor(logging.DEBUG):  # reading the stored status back costs
+            before = stored.status
+            changed = sorted(k for k, v in plan.status.items() if before.get(k) != v)
+            logger.debug("%s: status write (%s)", workload.ref.display, ", ".join(changed))
         written = await self._api.patch_gpuvalidation_status(
             workload.ref.namespace, stored.name, plan.status_write
         )

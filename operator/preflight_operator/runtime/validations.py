@@ -51,7 +51,7 @@ class ValidationWatch:
         fresh = StoredValidation(
             str(meta.get("name", "")), str(ref.get("uid", "")), status, version
         )
-        if stored is not None and stored.status == status and stored.owner_uid == fresh.owner_uid:
+        if stored is not None and stored.owner_uid == fresh.owner_uid and stored.same_status(fresh):
             stored.resource_version = version
             return
         self._store.put_validation(key, fresh)
