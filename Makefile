@@ -34,6 +34,7 @@ lint: venv
 	$(PY) -m ruff format --check .
 	$(VENV)/bin/lint-imports
 	$(PY) hack/gen_chart_kinds.py --check
+	$(PY) hack/gen_rule_docs.py --check
 
 typecheck: venv
 	$(PY) -m mypy

@@ -1,12 +1,13 @@
 """What a static rule takes, checked in one place (docs/ARCHITECTURE.md, "A static rule").
 
-A rule lives in three places: its module under ``core/rules/checks/`` (the function and its
-metadata, ``@register``; the package imports every module itself), its examples directory
-``tests/data/rules/<id>/`` (``allowed.yaml``, ``disallowed.yaml``), and its docs (a row and
-a section in docs/RULES.md, a row in README.md). For every registered id this test names
-each place that is missing, with the step that adds it, in one message; the tests beside
-it (test_rule_examples, test_rules, test_docs, test_lint_sarif) then check what each place
-says.
+A rule is written in three files: its module under ``core/rules/checks/`` (the function,
+its metadata with the fix, ``@register``, and its docs section in the module's docstring;
+the package imports every module itself) and its two examples in ``tests/data/rules/<id>/``
+(``allowed.yaml``, ``disallowed.yaml``). docs/RULES.md (its row and section) and README.md
+(its row) are rendered from the module by hack/gen_rule_docs.py. For every registered id
+this test names each place that is missing, with the step that adds it, in one message; the
+tests beside it (test_rule_examples, test_rule_docs, test_rules, test_docs, test_lint_sarif)
+then check what each place says.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from tests.unit.test_docs import _table_rows
 from tests.unit.test_lint_sarif import _github_anchors
+from tests.unit.test_rule_docs import generator
 from tests.unit.test_rule_examples import EXAMPLES, EXEMPT
 
 from preflight_operator.cli.lint_sarif import help_anchor
@@ -27,13 +29,15 @@ README = REPO / "README.md"
 STEPS = "docs/ARCHITECTURE.md, 'A static rule'"
 
 
-def _docs() -> tuple[set[str], set[str], set[str]]:
-    """(ids with a RULES.md table row, RULES.md heading anchors, ids with a README row)."""
+def _docs() -> tuple[set[str], set[str], set[str], set[str]]:
+    """(ids with a section in a rule module's docstring, RULES.md heading anchors, ids with
+    a RULES.md table row, ids with a README row)."""
+    gen = generator()
+    sectioned = {r for heading in gen.module_sections() for r in gen.ids_of(heading, RULE_INFO)}
     rules_md = RULES_MD.read_text(encoding="utf-8")
     table = set(_table_rows(rules_md, "\n## Rules\n"))
-    headings = _github_anchors(rules_md)
     readme = set(_table_rows(README.read_text(encoding="utf-8"), "### What the static rules say"))
-    return table, headings, readme
+    return sectioned, _github_anchors(rules_md), table, readme
 
 
 def missing_places(rule_id: str, docs: tuple[set[str], set[str], set[str]]) -> list[str]:
@@ -49,13 +53,17 @@ def missing_places(rule_id: str, docs: tuple[set[str], set[str], set[str]]) -> l
         for kind in ("allowed", "disallowed"):
             if not any(directory.glob(f"{kind}*.yaml")):
                 out.append(f"2. its examples: tests/data/rules/{rule_id}/{kind}.yaml")
-    table, headings, readme = docs
-    if rule_id not in table:
-        out.append("3. its docs: a row in docs/RULES.md's Rules table")
-    if help_anchor(rule_id) not in headings:  # where lint's SARIF help link points
-        out.append("3. its docs: a '### `id`' section in docs/RULES.md")
-    if rule_id not in readme:
-        out.append("3. its docs: a row in README.md's 'What the static rules say, and the fix'")
+    sectioned, headings, table, readme = docs
+    info = RULE_INFO.get(rule_id)
+    if info is not None and not info.fix:
+        out.append("1. its module: a fix= in its @register (README's row)")
+    model_rule = help_anchor(rule_id) != rule_id and rule_id.startswith("model-")
+    if rule_id not in sectioned and not model_rule:
+        out.append("1. its module: a '### `id`' section in the module's docstring")
+    if rule_id not in table or rule_id not in readme:
+        out.append("3. its docs: run python3 hack/gen_rule_docs.py (RULES.md and README rows)")
+    elif help_anchor(rule_id) not in headings:  # where lint's SARIF help link points
+        out.append("3. its docs: run python3 hack/gen_rule_docs.py (its RULES.md section)")
     return out
 
 
@@ -73,8 +81,7 @@ def test_the_check_names_every_place_a_new_rule_lacks() -> None:
         "1. its module",
         "2. its examples",
         "2. its examples",
-        "3. its docs",
-        "3. its docs",
+        "1. its module",
         "3. its docs",
     ]
 

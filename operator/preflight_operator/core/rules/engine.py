@@ -1,4 +1,37 @@
-"""Runs the rules over workloads: discovery -> command -> plan -> findings."""
+"""Runs the rules over workloads: discovery -> command -> plan -> findings.
+
+The docs of its rules (hack/gen_rule_docs.py renders them into docs/RULES.md):
+
+### `vllm-command-unparsed`
+The vLLM command line cannot be read with certainty, so it was not checked (a warning,
+never a denial): a shell script that mentions vLLM does not parse (unbalanced quotes); its
+vLLM command depends on a branch taken at run time and differs between the arms; vLLM runs
+behind something not modelled (a launcher option not in its table, `env -i`/`-S`, a program
+in an unknown variable, `eval` of an unknown value; see "Shell scripts"); a container
+sets only `args` on an image not known to run `vllm serve` while its image name or options
+look like vLLM's; or a RayService's `spec.serveConfigV2`, from which Ray Serve LLM builds
+the `vllm serve` command lines, is over a limit of `rules/boundedyaml.py` (YAML aliases,
+more than 100 levels deep, more than 100,000 values, over 1 MiB) and was not read: the
+finding names `spec.serveConfigV2` and the reason (`too-deep`, `alias`, ...).
+*Symptom:* `sh: syntax error: unterminated quoted string`, or a command that is not what
+was meant.
+*Fix:* write the command as a list (`command: [vllm, serve, ...]`), fix the quoting, or
+choose the branch in the manifest (a literal instead of a runtime test).
+
+### `manifest-invalid`
+A field the rules read is malformed (`resources` or `limits` not a mapping).
+*Symptom:* the API server rejects the object.
+*Fix:* correct the field.
+
+### `kind-generic`
+An object of a kind the registry does not know embeds a pod spec that runs vLLM: it was
+judged as a plain pod. Information only.
+
+### `rules-internal-error`
+A rule crashed on this object. The webhook admits the object (it never blocks the cluster
+because of its own bug) and records the error.
+*Fix:* report it, with the manifest.
+"""
 
 from __future__ import annotations
 
@@ -48,18 +81,21 @@ COMMAND_UNPARSED = declare(
     WARN,
     "a shell script that mentions vLLM could not be read",
     Basis(MEASUREMENT, "the shell oracle: scripts run under real bash and dash"),
+    fix="simplify the shell wrapper, or pass the flags as `args`",
 )
 MANIFEST_INVALID = declare(
     "manifest-invalid",
     FAIL,
     "a manifest field the rules need is malformed",
     Basis(VENDOR_DOC, "Kubernetes API validation of the pod spec"),
+    fix="fix the field the API server would reject",
 )
 INTERNAL_ERROR = declare(
     "rules-internal-error",
     WARN,
     "a rule crashed (a bug in vllm-preflight)",
     Basis(HEURISTIC, "a crash of vllm-preflight's own rules"),
+    fix="a bug in vllm-preflight: the object is admitted; please report it",
 )
 log = logging.getLogger(__name__)
 
@@ -68,6 +104,7 @@ KIND_GENERIC = declare(
     INFO,
     "a kind vllm-preflight does not know, judged by its embedded pod spec",
     Basis(HEURISTIC, "an unknown kind read as a plain pod"),
+    fix="nothing: information that an unknown kind was judged by its embedded pod spec",
 )
 
 

@@ -200,6 +200,8 @@ class RuleInfo:
     # where the rule's knowledge comes from (rules.certainty.Basis); a heuristic rule's
     # failures default to Warn
     basis: Basis | None = None
+    # the fix in a few words (README's rule table; the section says more)
+    fix: str = ""
 
     def finding(self, message: str, field: str, fix: str, inputs: Iterable[Input] = ()) -> Finding:
         return Finding(self.id, self.severity, message, field, fix, tuple(inputs))

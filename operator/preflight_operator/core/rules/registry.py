@@ -18,14 +18,20 @@ REGISTRY: list[tuple[RuleInfo, Rule]] = []
 RULE_INFO: dict[str, RuleInfo] = {}
 
 
-def register(rule_id: str, severity: str, summary: str, basis: Basis) -> Callable[[Rule], Rule]:
+def register(
+    rule_id: str, severity: str, summary: str, basis: Basis, *, fix: str
+) -> Callable[[Rule], Rule]:
     """Declare a rule; the function gets the container context and the policy and yields
-    findings (use ``RULE_INFO[rule_id].finding(...)`` or the ``info`` it is given)."""
+    findings (use ``RULE_INFO[rule_id].finding(...)`` or the ``info`` it is given).
+
+    ``summary`` (what it detects) and ``fix`` (in a few words) are the rule's rows in
+    docs/RULES.md and README.md; its section there is the ``### `rule-id``` part of the
+    module's docstring (hack/gen_rule_docs.py renders all three)."""
 
     def wrap(fn: Rule) -> Rule:
         if rule_id in RULE_INFO:
             raise ValueError(f"rule {rule_id} registered twice")
-        info = RuleInfo(rule_id, severity, summary, basis)
+        info = RuleInfo(rule_id, severity, summary, basis, fix)
         RULE_INFO[rule_id] = info
         REGISTRY.append((info, fn))
         return fn
@@ -33,9 +39,12 @@ def register(rule_id: str, severity: str, summary: str, basis: Basis) -> Callabl
     return wrap
 
 
-def declare(rule_id: str, severity: str, summary: str, basis: Basis) -> RuleInfo:
-    """A rule id emitted by the engine itself rather than by a registered function."""
-    info = RuleInfo(rule_id, severity, summary, basis)
+def declare(rule_id: str, severity: str, summary: str, basis: Basis, *, fix: str) -> RuleInfo:
+    """A rule id emitted by a registered function besides its own, or by the engine itself
+    (its docs as ``register`` says)."""
+    if rule_id in RULE_INFO:
+        raise ValueError(f"rule {rule_id} declared twice")
+    info = RuleInfo(rule_id, severity, summary, basis, fix)
     RULE_INFO[rule_id] = info
     return info
 

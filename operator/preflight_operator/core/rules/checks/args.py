@@ -1,4 +1,78 @@
-"""Rules about the vLLM command line itself."""
+"""Rules about the vLLM command line itself.
+
+The docs of its rules (hack/gen_rule_docs.py renders them into docs/RULES.md):
+
+### `vllm-args-invalid`
+The command line is one vLLM refuses before serving: a parallel size that is not an
+integer (`-tp four`, `-tp $(TP)` with `TP` undefined, which Kubernetes passes literally), 0,
+negative or implausibly large (> 1024); `-tp2` (argparse has no `-t`); `--tp 4` (not an
+option); an ambiguous abbreviation; a flag without its value; DCP not dividing TP;
+`--data-parallel-size-local` above `--data-parallel-size`; `--data-parallel-rank` outside
+`[0, DP)` or with DP 1; hybrid and external load balancing together; `--nnodes` not
+dividing the world; `--node-rank >= --nnodes`; `--gpu-memory-utilization` outside (0, 1];
+`--served-model-name` before the positional model; a positional argument beyond the
+model (`vllm serve serve MODEL`: `args: [serve, MODEL]` on the vLLM image, whose
+ENTRYPOINT already is `vllm serve`); `--config` given twice, not YAML, not
+a mapping, or missing a model.
+*Symptom:* `vllm serve: error: argument --tensor-parallel-size/-tp: invalid int value:
+'four'`, `pydantic ... Input should be greater than or equal to 1`, `ValueError:
+tp_size=6 must be divisible by dcp_size=4`, `ValueError: data_parallel_size_local (4) must
+be <= data_parallel_size (2)`; the pod crash-loops.
+*Fix:* correct the argument named in the finding (the field points at the token).
+
+### `vllm-args-ignored`
+`--config=FILE`: vLLM only loads a config file given as the two tokens `--config FILE`;
+the `=` form is accepted by argparse and the file is never read.
+*Symptom:* vLLM starts with the defaults (TP=1, ...) instead of the file's settings.
+*Fix:* `--config FILE`.
+
+One positional word given to `python -m vllm.entrypoints.openai.api_server` (often a
+flag and its value quoted as one list item, `"--quantization bitsandbytes"`): vLLM up to
+0.11 exits with "unrecognized arguments"; newer vLLM takes it as that module's optional
+`model_tag` (vLLM 0.33.0 `vllm/entrypoints/common/cli_args.py` `make_arg_parser`) and
+ignores it, so the option it meant does not apply. Which one happens depends on the image's
+vLLM: when the image is vLLM's own with a version tag (`vllm/vllm-openai:v0.11.0`) up to
+0.11, it is `vllm-args-invalid` (fail); otherwise (a later tag, `latest`, a digest, another
+image) it is this warning, saying the version is not known here. A second positional word
+fails on every version (`vllm-args-invalid`).
+
+### `vllm-config-unresolved`
+The `--config` file is not in a ConfigMap mounted into the container and present in the
+manifest set (or, for the webhook, the cluster): baked into the image, on a PVC, relative
+to an unknown working directory; or it is over a limit of the operator's one YAML reader
+(`rules/boundedyaml.py`: YAML aliases, more than 100 levels deep, more than 100,000
+values, over 1 MiB; the message ends with the reason, e.g. `(too-deep)`). Those limits
+are checked on the parser's events before anything is built: a billion-laughs value would
+explode in the tokens, and 1,200 nested `[` cost PyYAML's pure parser 1.4 s and then a
+`RecursionError`. vLLM itself reads such a file, so it is unknown, not invalid. The GPU
+plan is not checked.
+*Fix:* mount it from a ConfigMap that is part of the checked set (without aliases), or pass
+the parallel sizes on the command line.
+
+### `plan-unresolved`
+Unknown is never fail. A parallel size comes from `$(VAR)`/`$VAR` whose value is unknown
+here (a Secret, the downward API, the image's ENV, a ConfigMap not provided, shell
+arithmetic over such values or a command substitution), or the number of devices the
+container gets cannot be counted (a DRA claim with `allocationMode: All`, an unknown
+device class, a claim or template that is not in the manifests or the cluster;
+`aws.amazon.com/neuron` devices of several cores). The rules that need the unknown value
+are not applied; this warning names what and where. Under `Enforce` it admits. At run
+time the injected check sees the real values. `vllm-env-unresolved`, the former id, is
+still accepted by `--disable` and a PreflightPolicy's checks list.
+It also says when **the topology of a spread engine is unknown**: the container starts a
+Ray head (`ray start --head`, `multi-node-serving.sh leader`) or joins a Ray cluster (`ray
+start --address`, `multi-node-serving.sh worker`, `RAY_ADDRESS`), runs vLLM on Ray (no
+`--nnodes`, no per-pod DP ranks, no other executor written) and holds fewer devices than
+the engine's TP x PP (x DP with the Ray DP backend). Ray places the other ranks on pods
+this object does not describe (another Deployment, workers started by hand, a CRD whose
+worker count is not written), so how many pods there are and which ranks each runs is
+unknown: the pod is judged on its own devices (its share is what it holds; /dev/shm for
+those ranks), `gpu-count-too-low` does not apply, and the group's total is not checked
+(see "Plans spread over pods"; the finding comes from the `ray-gpu-total` rule's code).
+Run the group as a LeaderWorkerSet or a KubeRay RayCluster to have the total checked.
+*Fix:* put the value in the manifest, or in a ConfigMap (ResourceClaimTemplate) included
+in the check.
+"""
 
 from __future__ import annotations
 
@@ -92,6 +166,7 @@ def _literal_reference(problem: ArgProblem) -> str:
     FAIL,
     "vLLM refuses this command line",
     Basis(VLLM_CODE, "vLLM's argument parser and config validation (preflight_contract.vllm_args)"),
+    fix="correct the vLLM command line (the message names the flag and value)",
 )
 def args_invalid(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     info = RULE_INFO["vllm-args-invalid"]
@@ -144,6 +219,7 @@ def args_invalid(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     WARN,
     "vLLM accepts an argument and then ignores it",
     Basis(VLLM_CODE, "vLLM's FlexibleArgumentParser reads only `--config FILE`"),
+    fix="use the two-token form vLLM reads (e.g. `--config FILE`, not `--config=FILE`)",
 )
 def args_ignored(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     info = RULE_INFO["vllm-args-ignored"]
@@ -174,6 +250,7 @@ def args_ignored(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     WARN,
     "the --config file could not be read here",
     Basis(VLLM_CODE, "vLLM's --config loading"),
+    fix="ship the `--config` ConfigMap in the same manifest set, or lint in the cluster",
 )
 def config_unresolved(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     parsed = ctx.parsed
@@ -198,6 +275,10 @@ def config_unresolved(ctx: ContainerContext, policy: Policy) -> Iterator[Finding
     WARN,
     "the plan or a device count depends on values unknown here",
     Basis(VENDOR_DOC, "Kubernetes $(VAR) expansion: an undefined reference stays literal"),
+    fix=(
+        "a warning, never a denial: set the parallel sizes literally or from a ConfigMap the "
+        "rules can read; include the DRA ResourceClaimTemplate"
+    ),
 )
 def plan_unresolved(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     """Unknown is never fail: say what could not be resolved, where, and that the rules

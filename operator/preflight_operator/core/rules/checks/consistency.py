@@ -20,6 +20,56 @@ with the engine's own parser and compare it with the leader's, for the three sha
 
 The leader's container reports every finding (the worker template is not a vLLM container
 in the Ray shape), with the leader's path as the field and the worker's in the message.
+
+The docs of its rules (hack/gen_rule_docs.py renders them into docs/RULES.md):
+
+### LeaderWorkerSet consistency (`lws-args-mismatch`, `lws-args-default`, `lws-rank-mismatch`, `lws-worker-not-headless`, `lws-master-addr-mismatch`, `lws-image-mismatch`, `lws-nccl-env-mismatch`)
+One engine over several pods starts only when every node builds the same engine, and vLLM
+never compares its nodes: each computes its own world size (`world_size` "is TPxPP, it
+affects the number of workers we create"), loads its own model and plans its own memory,
+then meets the others in `torch.distributed` rendezvous and NCCL. A node that disagrees
+waits there until the timeout, "PyTorch's default timeout is used (600s for NCCL)" and
+1800 s for gloo (`ParallelConfig.distributed_timeout_seconds` and
+`cpu_distributed_timeout_seconds`, vllm-project/vllm `vllm/config/parallel.py` at
+00193b82b0e2d4faea5d3b4ea4f6c4c2bd9d057a; the same file gives `master_addr` its default
+`127.0.0.1` and `master_port` 29501, `data_parallel_master_port` 29500 and
+`data_parallel_rpc_port` 29550). The rules read the worker template's container with the
+engine's own parser (`find_invocation` after `build_env` with `LWS_WORKER_INDEX` set to 1,
+2 and `size - 1`, then `parse_vllm_args`) and compare it with the leader's
+(`operator/preflight_operator/core/rules/checks/consistency.py`). The leader's container reports
+each finding; its field is the leader's path and the message gives the worker's.
+
+| shape | compared |
+|---|---|
+| Ray: workers run `ray start --address` (or a script around it); vLLM runs on the leader only and hands the workers its arguments | image, NCCL env |
+| vLLM multiprocessing: `--nnodes N --node-rank R --master-addr A`, workers `--headless` | engine arguments, image, NCCL env; worker i is `--node-rank i`, has the leader's `--master-addr`, is `--headless` |
+| multi-node DP: `-dp N -dpl M --data-parallel-address A`, workers `--headless --data-parallel-start-rank S` | engine arguments, image, NCCL env; worker i starts at rank i x M |
+
+*Fail* where vLLM cannot start: TP, PP, DP, DCP, PCP and `--nnodes` (compared with vLLM's
+default when one side leaves them out: the world sizes differ and rendezvous never
+completes); two different explicit values of the model, `--revision`, `--tokenizer`,
+`--tokenizer-revision`, `--max-model-len`, `--dtype`, `--quantization`, `--kv-cache-dtype`,
+`--block-size`, `--max-num-seqs`, `--max-num-batched-tokens`, `--enable-expert-parallel`,
+`--distributed-executor-backend`, `--data-parallel-backend` (different weights, shapes or
+memory plans: the first collective between the nodes carries tensors of different sizes or
+dtypes, and hangs or fails); a worker whose node rank or DP start rank is not its index
+(two nodes claim one rank, one rank never comes); a worker without `--master-addr` where the
+leader passes one (it dials its own 127.0.0.1). *Warn* where the outcome depends on what
+the manifest does not say: an option written on one side only that defaults to "auto"
+(`--dtype`, `--max-model-len`, ... resolve from the model's config and may agree); a
+worker without `--headless` (it starts its own front-end instead of joining); two
+different `--master-addr` values (both may name the leader); a different image (vLLM does
+not compare versions across nodes; a different vLLM, torch or NCCL may still interoperate,
+Ray refuses other Ray/Python versions on its own); a different `NCCL_*`,
+`GLOO_SOCKET_IFNAME`, `TP_SOCKET_IFNAME`, `UCX_NET_DEVICES`, `UCX_TLS`, `NVSHMEM_*`,
+`VLLM_ALL2ALL_BACKEND` (NCCL on each node picks interfaces and transports from its own
+env: mismatches hang when the chosen paths cannot reach each other, but many mismatches,
+such as `NCCL_DEBUG`, are harmless). Not compared: values unknown here (Secrets, an
+unreadable `envFrom`, shell arithmetic over unknowns), options the shared parser does not
+track when one side spells them as an abbreviation, a `--config` file's options beyond
+those the parser reads, and `NCCL_DEBUG_FILE`, `NCCL_COMM_ID`, `NCCL_HOSTID` (per node by
+design). At run time the injected check compares what it measures across the group
+(docs/CHECKS.md, "Group phase").
 """
 
 from __future__ import annotations
@@ -48,18 +98,21 @@ ARG_DEFAULT = declare(
     WARN,
     "a vLLM option set on the leader is left to vLLM's default on the workers (or back)",
     Basis(HEURISTIC, "an 'auto' default may or may not equal the other side's value"),
+    fix="write the option in both templates instead of leaving one to vLLM's default",
 )
 MASTER_ADDR = declare(
     "lws-master-addr-mismatch",
     WARN,
     "the leader and the workers name different --master-addr values",
     Basis(HEURISTIC, "two addresses may both name the leader"),
+    fix="`--master-addr $(LWS_LEADER_ADDRESS)` in both templates",
 )
 NOT_HEADLESS = declare(
     "lws-worker-not-headless",
     WARN,
     "a LeaderWorkerSet worker runs vLLM without --headless",
     Basis(VLLM_CODE, "vLLM without --headless starts its own API server"),
+    fix="add `--headless` to the worker template's vLLM command",
 )
 
 # vLLM options every node of one engine must agree on. ``int`` options have a known default
@@ -257,6 +310,10 @@ def _known(text: str | None) -> bool:
     FAIL,
     "the LeaderWorkerSet's leader and workers give vLLM different engine arguments",
     Basis(VLLM_CODE, "each vLLM node computes its own world size (vllm/config/parallel.py)"),
+    fix=(
+        "give the option (TP/PP/DP sizes, model, revision, dtype, quantization, max-model-len, "
+        "...) the same value in the leader and worker templates"
+    ),
 )
 def args_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     """vLLM multiprocessing and multi-node DP: every node must build the same engine."""
@@ -348,6 +405,10 @@ def _compare_text(
     FAIL,
     "a worker's --node-rank / --data-parallel-start-rank is not its place in the group",
     Basis(VLLM_CODE, "torch.distributed ranks: two nodes claim one rank"),
+    fix=(
+        "workers: `--node-rank $(LWS_WORKER_INDEX)`, `--master-addr $(LWS_LEADER_ADDRESS)`, "
+        "`--data-parallel-start-rank $((LWS_WORKER_INDEX*DPL))`"
+    ),
 )
 def rank_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     """``--nnodes``: worker i must be ``--node-rank i``, ``--headless`` and pointed at the
@@ -500,6 +561,7 @@ def _start_rank(parsed: ParsedArgs, argv: tuple[str, ...]) -> int | None:
     WARN,
     "the LeaderWorkerSet's leader and workers run different images",
     Basis(HEURISTIC, "another image may run another vLLM, torch or NCCL"),
+    fix="the same image (tag, ideally digest) in both templates",
 )
 def image_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     """All three shapes: a worker on another image may run another vLLM, torch or NCCL."""
@@ -527,6 +589,7 @@ def image_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     WARN,
     "the LeaderWorkerSet's leader and workers set the env NCCL/gloo read differently",
     Basis(HEURISTIC, "NCCL env read per node; many mismatches are harmless"),
+    fix="set `NCCL_*` / `GLOO_SOCKET_IFNAME` the same way in both templates",
 )
 def nccl_env_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     group = ctx.template.group

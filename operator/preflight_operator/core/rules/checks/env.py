@@ -4,6 +4,41 @@ CUDA_VISIBLE_DEVICES, as CUDA reads it (see docs/GPU_FACTS.md): entries are trim
 invalid entry (not a device, "-1", "abc") hides itself and every entry after it; a
 duplicate makes cuInit fail; UUIDs work for CUDA but vLLM calls int() on each entry it
 uses and crashes on them.
+
+The docs of its rules (hack/gen_rule_docs.py renders them into docs/RULES.md):
+
+### `cvd-set`
+`CUDA_VISIBLE_DEVICES` is set in the spec (env or a shell prefix/export before vLLM). The
+device plugin already gives the container exactly its GPUs as devices 0..N-1; a fixed
+value can hide or reorder them.
+*Fix:* remove it and let the GPU request select devices.
+
+### `cvd-uuid`
+`CUDA_VISIBLE_DEVICES` names GPUs by UUID (`GPU-...`) or MIG id (`MIG-...`). CUDA accepts
+it, but vLLM converts each entry it uses with `int()`.
+*Symptom:* `ValueError: invalid literal for int() with base 10: 'GPU-7b01fc6f-...'`.
+*Fix:* remove it, or use ordinals.
+
+### `cvd-too-few`
+`CUDA_VISIBLE_DEVICES` leaves CUDA fewer GPUs than the plan needs. CUDA trims spaces, stops
+at the first entry that is not a GPU of the pod (`5` in a 2-GPU pod, `abc`, `-1`) and
+hides everything after it, fails completely on a duplicate (`0,0`) and sees nothing for an
+empty value.
+*Symptom:* `World size (2) is larger than the number of available GPUs (1)`, `CUDA error:
+invalid device ordinal`, `RuntimeError: No CUDA GPUs are available`,
+`CUDA_ERROR_INVALID_DEVICE`.
+*Fix:* remove the variable.
+
+### `nvidia-visible-devices-set`
+`NVIDIA_VISIBLE_DEVICES` in the spec. With a GPU request the device plugin's value
+replaces it; without one the NVIDIA runtime may expose the named GPUs (even `all`) behind
+the scheduler's back.
+*Fix:* remove it; request GPUs with `resources.limits`.
+
+### `vllm-port-invalid`
+`VLLM_PORT` set explicitly to something that is not an integer.
+*Symptom:* `ValueError: VLLM_PORT '...' must be a valid integer`.
+*Fix:* a port number, or remove it.
 """
 
 from __future__ import annotations
@@ -30,12 +65,14 @@ CVD_UUID = declare(
     FAIL,
     "CUDA_VISIBLE_DEVICES names GPUs by UUID (vLLM parses int)",
     Basis(VLLM_CODE, "vLLM calls int() on each CUDA_VISIBLE_DEVICES entry it uses"),
+    fix="use indices, or remove the variable",
 )
 CVD_TOO_FEW = declare(
     "cvd-too-few",
     FAIL,
     "CUDA_VISIBLE_DEVICES leaves fewer GPUs than needed",
     Basis(MEASUREMENT, "docs/GPU_FACTS.md: CUDA_VISIBLE_DEVICES as the driver reads it"),
+    fix="list as many GPUs as the plan needs, or remove the variable",
 )
 
 
@@ -77,6 +114,7 @@ def visible_count(value: str, devices: int | None) -> tuple[int, str]:
     WARN,
     "CUDA_VISIBLE_DEVICES is set in the pod spec",
     Basis(HEURISTIC, "the device plugin already numbers the container's GPUs 0..N-1"),
+    fix="remove `CUDA_VISIBLE_DEVICES`; the device plugin chooses the GPUs",
 )
 def cvd(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     value, path = ctx.process_env(CVD)
@@ -122,6 +160,7 @@ def cvd(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     WARN,
     "NVIDIA_VISIBLE_DEVICES is set in the pod spec",
     Basis(VENDOR_DOC, "NVIDIA container toolkit: NVIDIA_VISIBLE_DEVICES"),
+    fix="remove it; the device plugin sets it",
 )
 def nvidia_visible_devices(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     value, path = ctx.process_env("NVIDIA_VISIBLE_DEVICES")
@@ -146,6 +185,7 @@ def nvidia_visible_devices(ctx: ContainerContext, policy: Policy) -> Iterator[Fi
     FAIL,
     "VLLM_PORT is set to something that is not a port",
     Basis(VLLM_CODE, "vllm/envs.py: VLLM_PORT must be a valid integer"),
+    fix="`VLLM_PORT` must be a port number",
 )
 def vllm_port_invalid(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     value, path = ctx.process_env("VLLM_PORT")

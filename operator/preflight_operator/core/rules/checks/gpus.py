@@ -1,4 +1,57 @@
-"""Rules about the GPUs a container requests versus what vLLM will use."""
+"""Rules about the GPUs a container requests versus what vLLM will use.
+
+The docs of its rules (hack/gen_rule_docs.py renders them into docs/RULES.md):
+
+### `gpu-count-too-low`
+The container requests fewer GPUs (`resources.limits["nvidia.com/gpu"]`, MIG slices
+counted as devices) than the plan needs in one pod: its own share when the engine is
+spread over pods (`--nnodes`, per-pod DP ranks, Dynamo multinode). A pod whose ranks Ray
+places over a group (a LeaderWorkerSet or Ray cluster, or a Ray head/worker whose other
+pods are elsewhere) is not judged by this rule: `lws-gpu-total` / `ray-gpu-total` judge
+the group, `plan-unresolved` says when the group is unknown ("Plans spread over pods").
+*Symptom:* `ValueError: World size (4) is larger than the number of available GPUs (2) in
+this node`; with Ray, `Waiting for creating a placement group of specs` until a timeout;
+older releases: `RuntimeError: CUDA error: invalid device ordinal`. On a TPU the message
+quotes the TPU backend (`Insufficient devices for 2D mesh: found 4, expected 8`) and counts
+chips times JAX devices per chip (see Accelerators).
+*Fix:* request the GPUs the plan needs, or lower TP/PP/DP-local.
+
+### `gpu-count-extra`
+More GPUs requested than vLLM uses (beyond the policy's extra-GPUs allowance, default 0).
+*Symptom:* none at start-up: the extra GPUs sit allocated and idle.
+*Fix:* request what the plan uses, or raise TP/DP to use them.
+
+### `gpu-request-missing`
+The plan needs more than one GPU and the container requests none.
+*Symptom:* `RuntimeError: No CUDA GPUs are available`, `Failed to infer device type`, or
+the world-size error above; with the NVIDIA runtime as default, sometimes every GPU of
+the node, shared with other pods.
+*Fix:* `resources: {limits: {nvidia.com/gpu: N}}`.
+
+### `gpu-request-none`
+A one-GPU plan with no GPU request: fine only for a CPU build of vLLM.
+*Fix:* request one GPU.
+
+### `gpu-request-limit-mismatch`
+`requests["nvidia.com/gpu"]` without a limit, or different from it. Extended resources
+cannot be overcommitted.
+*Symptom:* the API server rejects the object: `Limit must be set for non overcommitable
+resources` / `must be equal to nvidia.com/gpu limit`.
+*Fix:* set the limit; requests may be omitted or must equal it.
+
+### `gpu-quantity-invalid`
+A GPU quantity that is not a whole non-negative number (`2.5`, `500m`, `two`).
+*Symptom:* the API server rejects the object (`must be an integer`).
+*Fix:* an integer.
+
+### `mig-multi-gpu`
+MIG resources (`nvidia.com/mig-*`) with TP x PP > 1, or more than one MIG slice in a
+container. CUDA exposes one MIG instance per process and NCCL does not join MIG
+instances.
+*Symptom:* vLLM sees one device (`World size (2) is larger than the number of available
+GPUs (1)`) or NCCL fails to initialise.
+*Fix:* whole GPUs for tensor/pipeline parallelism, or one slice with TP=PP=1.
+"""
 
 from __future__ import annotations
 
@@ -73,6 +126,7 @@ def _countable(ctx: ContainerContext) -> bool:
     FAIL,
     "a GPU quantity is not a whole number",
     Basis(VENDOR_DOC, "Kubernetes: extended resources take whole numbers"),
+    fix="a whole number of GPUs",
 )
 def quantity_invalid(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     info = RULE_INFO["gpu-quantity-invalid"]
@@ -96,6 +150,7 @@ def quantity_invalid(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]
     FAIL,
     "GPU requests and limits disagree",
     Basis(VENDOR_DOC, "Kubernetes: extended resources cannot be overcommitted"),
+    fix="set the GPU limit, and make requests equal to it",
 )
 def request_limit_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     info = RULE_INFO["gpu-request-limit-mismatch"]
@@ -127,6 +182,10 @@ def request_limit_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Fi
     FAIL,
     "vLLM needs several GPUs and the container requests none",
     Basis(VLLM_CODE, "vLLM's world size check against the visible devices"),
+    fix=(
+        "add `nvidia.com/gpu` (the platform's resource: the message names it) to "
+        "`resources.limits`, or a DRA claim"
+    ),
 )
 def request_missing(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     need = ctx.gpus_needed
@@ -151,6 +210,7 @@ def request_missing(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     WARN,
     "vLLM needs a GPU and the container requests none",
     Basis(HEURISTIC, "a one-device plan without a request is probably a mistake"),
+    fix="add `nvidia.com/gpu: 1` to `resources.limits`",
 )
 def request_none(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     if ctx.gpus_needed != 1 or ctx.gpus.requested or ctx.spread or not _countable(ctx):
@@ -173,6 +233,11 @@ def request_none(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     FAIL,
     "fewer GPUs requested than vLLM's plan needs",
     Basis(VLLM_CODE, "vLLM's 'World size (N) is larger than the number of available GPUs'"),
+    fix=(
+        '`resources.limits["nvidia.com/gpu"]` (or the pod\'s accelerator: `google.com/tpu`, '
+        "`amd.com/gpu`, ...; or the DRA claim's `count`) = TP x PP x DP-local, or lower the "
+        "sizes"
+    ),
 )
 def count_too_low(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     need, have = ctx.gpus_needed, ctx.gpus_have
@@ -196,6 +261,7 @@ def count_too_low(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     WARN,
     "more GPUs requested than vLLM will use",
     Basis(HEURISTIC, "requested devices vLLM does not use stay idle"),
+    fix="request only what the plan uses (or raise `extraGPUsAllowed`)",
 )
 def count_extra(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     need, have = ctx.gpus_needed, ctx.gpus_have
@@ -218,6 +284,7 @@ def count_extra(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     FAIL,
     "MIG slices with a plan that needs more than one device",
     Basis(VENDOR_DOC, "NVIDIA MIG user guide: one MIG instance per CUDA process"),
+    fix="whole GPUs for TP x PP > 1, or TP = 1 per MIG slice",
 )
 def mig_multi(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     mig = ctx.gpus.mig_entries

@@ -11,6 +11,56 @@ Two shapes exist:
   ``-dpl M`` DP ranks of ``-dp N`` (``--data-parallel-address`` the leader, workers
   ``--headless --data-parallel-start-rank``); a pod needs TP x PP x M GPUs and the group's
   pods must together start all N ranks, or the engines wait for ranks that never come.
+
+The docs of its rules (hack/gen_rule_docs.py renders them into docs/RULES.md):
+
+### `lws-gpu-total`
+A LeaderWorkerSet group running one engine through Ray (no `--nnodes`): the leader's GPUs
+plus `(size - 1)` x the worker's GPUs are fewer than TP x PP x PCP x DP-local. The same
+finding reports a worker template without `/dev/shm` (`shm-missing` on the worker path).
+*Symptom:* "Waiting for creating a placement group of specs for N seconds ... Check
+'ray status' ... to see if you have enough resources", then a timeout.
+*Fix:* give each pod its share of GPUs, or change the group size / parallel sizes.
+
+### `lws-dp-mismatch`
+vLLM's multi-node data parallelism over a LeaderWorkerSet (each pod `-dp N -dpl M`,
+`--data-parallel-address` the leader, workers `--headless --data-parallel-start-rank`):
+the group's `size` pods x M ranks each start fewer than N ranks. Every pod's own count is
+`gpu-count-too-low`'s business (TP x PP x M); this is the group's. The leader's `-dpl` is
+assumed for every pod: when the worker template gives another (or none that can be read),
+the failure rests on an estimate and is a warning ("Certainty and actions").
+*Symptom:* the engines wait for DP ranks that never start; start-up hangs.
+*Fix:* `--data-parallel-size` = `size` x `--data-parallel-size-local`, e.g.
+`$((LWS_GROUP_SIZE*8))` inside `sh -c`.
+
+### `lws-dp-extra`
+The same group starts more ranks than `-dp`: ranks past `N - 1` are refused.
+*Fix:* `--data-parallel-size` = `size` x `--data-parallel-size-local`.
+
+### `lws-gpu-extra`
+The group requests more GPUs than the engine uses.
+*Fix:* request only what the engine uses.
+
+### `lws-nnodes-mismatch`
+`--nnodes` differs from `spec.leaderWorkerTemplate.size`.
+*Symptom:* start-up hangs in `torch.distributed` initialisation waiting for nodes that never
+come (or a node rank out of range).
+*Fix:* `--nnodes $(LWS_GROUP_SIZE)`.
+
+### `ray-gpu-total`
+A Ray cluster (RayCluster, RayService, RayJob, AIBrix RayClusterFleet) whose GPUs at the
+largest it can grow (head + every worker group at `maxReplicas`/`replicas` x `numOfHosts`,
+as `rayStartParams.num-gpus` advertises them, else the GPU limits) are fewer than TP x PP
+(x DP with the Ray DP backend, x the Ray Serve LLM replicas) of one vLLM engine. More
+GPUs than one engine is normal for a Ray cluster and is not reported. In a CRD judged
+generically whose vLLM template starts a Ray head and whose sibling templates join it, the
+pods are counted from a sibling field (`workerReplicas` beside `workerTemplate`); for a
+plain workload whose pod starts a Ray head, `lint` counts the Ray worker workloads of its
+namespace in the checked files. Both are estimated inputs, so a shortfall there is a
+warning.
+*Symptom:* `Waiting for creating a placement group of specs for N seconds ... Check 'ray
+status'`, then a timeout.
+*Fix:* more GPUs per worker group or more replicas, or lower the parallel sizes.
 """
 
 from __future__ import annotations
@@ -44,12 +94,14 @@ GROUP_EXTRA = declare(
     WARN,
     "the LeaderWorkerSet group requests more GPUs than vLLM uses",
     Basis(HEURISTIC, "group GPUs vLLM does not use stay idle"),
+    fix="shrink the group or the per-pod GPU request",
 )
 DP_EXTRA = declare(
     "lws-dp-extra",
     WARN,
     "the LeaderWorkerSet group starts more DP ranks than --data-parallel-size",
     Basis(VLLM_CODE, "vLLM refuses start ranks beyond -dp"),
+    fix="`--data-parallel-size` = `size` x `--data-parallel-size-local`",
 )
 
 
@@ -58,6 +110,7 @@ DP_EXTRA = declare(
     FAIL,
     "the LeaderWorkerSet group starts fewer DP ranks than -dp",
     Basis(VLLM_CODE, "vLLM's DP coordinator waits for every rank of -dp"),
+    fix="`--data-parallel-size` = `size` x `--data-parallel-size-local`",
 )
 def dp_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     """Multi-node DP: size pods x -dpl ranks each must start all -dp ranks."""
@@ -133,6 +186,7 @@ def _workers_dp_local(ctx: ContainerContext) -> Input:
     FAIL,
     "--nnodes differs from the LeaderWorkerSet size",
     Basis(VLLM_CODE, "torch.distributed rendezvous waits for --nnodes nodes"),
+    fix="`--nnodes` = the LeaderWorkerSet's `size`",
 )
 def nnodes_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     group = ctx.template.group
@@ -168,6 +222,7 @@ def _gpu_container(spec: Mapping[str, Any], path: str) -> tuple[Mapping[str, Any
     FAIL,
     "the LeaderWorkerSet group has fewer GPUs than the engine",
     Basis(VLLM_CODE, "vLLM's Ray executor: a placement group of TP x PP GPU bundles"),
+    fix="give the group `size` x GPUs per pod >= the engine's world size",
 )
 def group_total(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     group = ctx.template.group
@@ -221,6 +276,10 @@ def group_total(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     FAIL,
     "the Ray cluster can never hold the GPUs one engine needs",
     Basis(VLLM_CODE, "vLLM's Ray executor: a placement group of TP x PP GPU bundles"),
+    fix=(
+        "give the Ray worker groups the GPUs of one engine (limits and "
+        "`rayStartParams.num-gpus`, replicas), or lower TP/PP"
+    ),
 )
 def ray_total(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     """A Ray cluster (RayCluster, RayService, RayJob, RayClusterFleet): vLLM's Ray

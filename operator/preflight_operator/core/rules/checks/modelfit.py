@@ -75,14 +75,42 @@ BASES = {
     ),
     mf.UNREADABLE: Basis(HEURISTIC, "the model's files could not be read here"),
 }
+# The fix in a few words, per rule (README's rule table; "## Model rules" in RULES.md says more).
+FIXES = {
+    mf.TP_HEADS: "a `--tensor-parallel-size` that divides the model's attention heads; add"
+    " `--pipeline-parallel-size` for more GPUs",
+    mf.TP_KV_HEADS: "a TP that divides the model's KV heads or is a multiple of them",
+    mf.EP_EXPERTS: "drop `--enable-expert-parallel` on a dense model; an EP size (TP x DP)"
+    " that divides the experts",
+    mf.PP_LAYERS: "at most as many pipeline stages as the model has layers",
+    mf.MAX_LEN: "`--max-model-len` at most the model's length (config.json, RoPE scaling included)",
+    mf.WEIGHTS_FIT: "more GPUs (TP x PP), a quantized variant, a shorter `--max-model-len` or"
+    " a higher `--gpu-memory-utilization`",
+    mf.DTYPE_CAPABILITY: "`--dtype half` on GPUs below compute capability 8.0",
+    mf.QUANT_CAPABILITY: "GPUs with the compute capability the quantization method needs, or"
+    " another variant of the model",
+    mf.MAMBA_GROUPS: "a `--tensor-parallel-size` dividing the model's Mamba-2 `n_groups` and"
+    " heads; `--pipeline-parallel-size` for more GPUs",
+    mf.ARCH_UNREGISTERED: "a vLLM image (or plugin) that registers the architecture, or"
+    " `--model-impl transformers`",
+    mf.UNREADABLE: "give the model's config: `lint --model-config DIR`, the operator's model"
+    " fetch or `modelConfigs` ConfigMap",
+}
 # Their worst severity (some also warn); model-tp-heads is the registered function below.
 # An unregistered architecture only ever warns (vLLM may still run it with its
 # Transformers backend).
 _WARN_ONLY = frozenset((mf.ARCH_UNREGISTERED,))
 for _rule in mf.RULE_IDS[1:]:
-    declare(_rule, WARN if _rule in _WARN_ONLY else FAIL, mf.RULE_SUMMARIES[_rule], BASES[_rule])
+    severity = WARN if _rule in _WARN_ONLY else FAIL
+    declare(_rule, severity, mf.RULE_SUMMARIES[_rule], BASES[_rule], fix=FIXES[_rule])
 # info, not warn: an unknown model is said once per result and never changes the verdict
-declare(mf.UNREADABLE, INFO, mf.RULE_SUMMARIES[mf.UNREADABLE], BASES[mf.UNREADABLE])
+declare(
+    mf.UNREADABLE,
+    INFO,
+    mf.RULE_SUMMARIES[mf.UNREADABLE],
+    BASES[mf.UNREADABLE],
+    fix=FIXES[mf.UNREADABLE],
+)
 
 
 def _selector_terms(spec: Mapping[str, Any]) -> list[dict[str, list[str]]]:
@@ -165,7 +193,9 @@ def _flag_text(ctx: ContainerContext, dest: str) -> str:
     return origin.spelling if origin is not None else "--" + dest.replace("_", "-")
 
 
-@register(mf.TP_HEADS, FAIL, mf.RULE_SUMMARIES[mf.TP_HEADS], BASES[mf.TP_HEADS])
+@register(
+    mf.TP_HEADS, FAIL, mf.RULE_SUMMARIES[mf.TP_HEADS], BASES[mf.TP_HEADS], fix=FIXES[mf.TP_HEADS]
+)
 def model_rules(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     """Every model rule at once: the model's files are looked up a single time."""
     lookup = ctx.lookup.model

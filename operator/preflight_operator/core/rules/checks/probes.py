@@ -32,6 +32,91 @@ estimate, saying so ("measured"). The lower bound's FAIL still rests on the weig
 Also WARNed: a livenessProbe with no startupProbe on weights over a few GB (the window is
 then a guess that a slow volume or a cold cache breaks), and a probe on a port nothing in
 the pod serves, or on a path vLLM's server answers 404 on (it then fails forever).
+
+The docs of its rules (hack/gen_rule_docs.py renders them into docs/RULES.md):
+
+### `probe-window`
+It fails only on a lower bound resting on exact inputs; every estimate is a warning.
+vLLM answers nothing on its port until the weights are loaded and the engine is up, so a
+probe that reaches it (httpGet, tcpSocket or grpc on vLLM's `--port`, 8000 by default) fails
+for the whole start-up. The kubelet restarts the container after `failureThreshold`
+consecutive failures: the window is `initialDelaySeconds + failureThreshold x
+periodSeconds` of the startupProbe, or, without one, of the livenessProbe (Kubernetes'
+defaults 0, 3 and 10; kubernetes.io, "Configure Liveness, Readiness and Startup Probes").
+An exec probe, a probe on another container's declared port, and a container whose
+command is not `vllm serve` / the OpenAI API server are not judged.
+
+The start time is estimated as the weights' size (the model rules' weight bytes: exact from
+`model.safetensors.index.json`'s `total_size`, else estimated from config.json) over the
+bandwidth of where they come from, plus the engine's start-up:
+
+| where the weights come from | how it is read from the manifest | figure | source |
+|---|---|---|---|
+| a Hub download (first start) | a Hub repo id, no `HF_HUB_OFFLINE` | 0.5 GB/s | modelplaneai/modelplane#204: Hub to EFS, ~960 GB in ~31 min |
+| a PersistentVolumeClaim, a network volume (nfs, csi, cephfs, azureFile, ...) | `--model` path (or the HF cache under `HF_HUB_OFFLINE`) on that volume | 0.3 GB/s | modelplaneai/modelplane#204: EFS, 894 GiB read in ~43 min (~0.35 GB/s); vllm-project/vllm#5405: JuiceFS at 0.1 GB/s |
+| a local disk (hostPath, an emptyDir on the node's disk, an image volume, the image) | same | 2 GB/s | vllm-project/vllm#15862: NVMe ~7 GB/s, SATA 0.5 GB/s; 2 GB/s between |
+| memory (an emptyDir with `medium: Memory`) | same | 5 GB/s | vllm-project/vllm-omni#4896: 158 GB page-cache resident, loaded in 25 s (~6 GB/s) |
+| engine start-up, default | no `--enforce-eager` | 60 s | vllm-project/vllm#20264: torch.compile 7.5 s (warm cache), CUDA graph capture 17 s, engine init 34 s, first answer 59 s after start for a 3.4 GiB model; kubernetes-sigs/gateway-api-inference-extension#550: torch.compile 28.8 s cold |
+| engine start-up, `--enforce-eager` | `--enforce-eager` | 20 s | neither torch.compile nor CUDA graphs (docs.vllm.ai, "How to debug the vLLM-torch.compile integration"); process start, model init and memory profile remain |
+
+These are planning figures, not measurements of this cluster: they make a warning, never a
+failure. To measure one on a real GPU (docs/GPU_RUNS.md), time a pod from container start to
+Ready (`kubectl get pod -o jsonpath='{.status.containerStatuses[0].state.running.startedAt}
+{.status.conditions[?(@.type=="Ready")].lastTransitionTime}'`), or run
+`vllm serve MODEL` and read its `Loading weights took`, `torch.compile takes` and
+`Graph capturing finished` lines.
+
+*Measured, once the workload has run (the operator only).* The operator records how long
+each of the workload's pods took from its containers' `state.running.startedAt` to its
+`Ready` condition's `lastTransitionTime` on the GPUValidation (`status.runtime.loadTime`:
+`lastSeconds`, `p50Seconds`, `maxSeconds` over the newest 20 starts, one per pod). At
+admission the rule then judges the window against the slowest measured start instead of
+the estimate, and says so: "this workload's pods took up to 900 s to become Ready (measured
+4 start(s) of this workload's pods: last 700 s, median 650 s, slowest 900 s)"; the fix
+proposes twice that. A measured start within the window replaces a pessimistic estimate:
+no warning. Only pods the workload's controller made count (a pod anyone else made in the
+namespace cannot claim a one-second start to silence the warning); a figure outside
+(0 s, 24 h], a Ready before the start (a container restarted after Ready) or a timestamp
+that is not RFC 3339 is dropped, and the record read back from the status is checked the
+same way (core/loadtime.py). The FAIL's lower bound still rests on the weights alone.
+`lint` has no cluster, so it always estimates.
+
+*Verdicts:*
+* **fail**: the weights' exact size over the fastest host-to-GPU link there is
+  (NVLink-C2C on GH200/GB200, 450 GB/s each way, per GPU of the plan), with no engine
+  start-up at all, exceeds the window. This lower bound holds on any hardware; only a window
+  of a second or two against hundreds of GB reaches it. With weights only estimated the
+  engine downgrades it to a warning (rules.certainty).
+* **warn**: the estimate (or the slowest measured start, above) exceeds the window; the
+  message gives both figures and how each was made, the fix a startupProbe (or a larger
+  `failureThreshold`) of twice the estimate.
+  Without the model's files (no `--model-config`, no model fetch) only the engine start-up
+  is compared, and the message says the weights were not counted.
+* **warn**: a livenessProbe with no startupProbe on weights over 5 GB, even when its window
+  covers the estimate: the window is then a guess that a slower volume or a cold cache
+  breaks, and every restart starts the load again.
+* **warn**: a probe on a port no container of the pod declares and that is not vLLM's
+  (`--port`), a named port the container does not have, or an httpGet path vLLM's server
+  answers 404 on (it serves `/health`, `/ping`, `/load`, `/version`, `/v1/models`,
+  `/metrics`, ...; vllm/entrypoints/openai/api_server.py): the probe fails for ever.
+
+*Symptom:* the pod restarts with `Liveness probe failed` / `Startup probe failed: ...
+connection refused` in its events, the last log lines show weights still loading or
+`Capturing CUDA graphs`, and `RESTARTS` grows (CrashLoopBackOff) without vLLM ever serving.
+*Fix:* a startupProbe on `httpGet /health` of vLLM's port with `failureThreshold x
+periodSeconds` above the start time (the message proposes numbers); the livenessProbe then
+starts only once vLLM is up.
+
+On the real-world corpus (`tests/data/realworld`, 168 workloads, counted 2026-12-02) `lint`
+gives no `probe-window` finding without model configs (the weights are unknown); with
+`--model-config tests/data/models` it warns four workloads and fails none, each a
+livenessProbe alone guarding the start (read one by one): `vllm/k8s-doc-nvidia-gpu.yaml`
+(Mistral-7B, a 90 s window for an estimated 89 s load), `oracle/arbm-nemotron-a10.yaml`
+(62 GB, 270 s against 184 s), `tutorials/gemma3-tpu-v5e-gcsfuse.yaml` (8 GB from gcsfuse,
+390 s) and `gaie/cpu-deployment.yaml` (66 GB on CPU, 1205 s): the first two are within a
+slow disk of a restart loop, and all four keep killing the pod during any later slow
+reload, which a startupProbe would not. Command:
+`vllm-preflight lint --format json --model-config tests/data/models tests/data/realworld`.
 """
 
 from __future__ import annotations
@@ -400,6 +485,11 @@ def _reaches_vllm(ctx: ContainerContext, target: Target) -> bool:
         "Kubernetes probe semantics (kubelet restarts after failureThreshold failures); "
         "NVLink-C2C 450 GB/s as the fastest host-to-GPU link; load and start-up figures in "
         "docs/RULES.md",
+    ),
+    fix=(
+        "add a startupProbe on `/health` of vLLM's port with failureThreshold x periodSeconds "
+        "above the start time (the message gives both figures); probe vLLM's port and a path it "
+        "serves"
     ),
 )
 def probe_window(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:

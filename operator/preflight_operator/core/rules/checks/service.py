@@ -6,6 +6,18 @@ namespace that has a cluster IP (not headless, not ExternalName), unless the pod
 named ``vllm`` that is ``VLLM_PORT=tcp://10.0.0.1:8000``, which vLLM reads as its own port
 setting and rejects: "VLLM_PORT 'tcp://...' appears to be a URI. This may be caused by a
 Kubernetes service discovery issue".
+
+The docs of its rules (hack/gen_rule_docs.py renders them into docs/RULES.md):
+
+### `vllm-port-service`
+A Service named `vllm` with a cluster IP exists in the namespace (in the manifest set or
+the cluster). The kubelet then sets `VLLM_PORT=tcp://<cluster-ip>:<port>` in every
+container of the namespace (unless the pod sets `enableServiceLinks: false` or the
+container sets `VLLM_PORT` itself); headless and ExternalName Services inject nothing.
+*Symptom:* `ValueError: VLLM_PORT 'tcp://10.96.0.12:8000' appears to be a URI. This may be
+caused by a Kubernetes service discovery issue, check the warning in:
+https://docs.vllm.ai/en/stable/serving/env_vars.html`.
+*Fix:* rename the Service, set `enableServiceLinks: false`, or make it headless.
 """
 
 from __future__ import annotations
@@ -39,6 +51,9 @@ def link_prefix(service: Mapping[str, Any]) -> str:
     FAIL,
     "a Service named vllm injects VLLM_PORT=tcp://...",
     Basis(VLLM_CODE, "vllm/envs.py: a VLLM_PORT that is a URI is refused"),
+    fix=(
+        "rename the Service (e.g. `vllm-api`), make it headless, or set `enableServiceLinks: false`"
+    ),
 )
 def vllm_port_service(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     if ctx.spec.get("enableServiceLinks") is False:

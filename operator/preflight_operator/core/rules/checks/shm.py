@@ -4,6 +4,29 @@ A container's /dev/shm is 64 MiB unless the pod mounts a memory-backed emptyDir 
 shares the host's IPC namespace). With more than one GPU process in a pod that is not
 enough: NCCL fails with "Error while creating shared memory segment" / "unhandled system
 error", and vLLM's shared-memory broadcast fails or hangs.
+
+The docs of its rules (hack/gen_rule_docs.py renders them into docs/RULES.md):
+
+### `shm-missing`
+More than one GPU process of the engine in this pod (its share: TP x PP x DP-local > 1
+for a pod that holds the whole engine; see "Plans spread over pods") and nothing mounted at
+`/dev/shm` (and no `hostIPC: true`): the container gets Docker's 64 MiB default.
+*Symptom:* `NCCL WARN Error while creating shared memory segment /dev/shm/nccl-... (size
+...)`, `ncclSystemError` / `unhandled system error`, `Bus error (core dumped)`, or a hang
+in vLLM's shared-memory broadcast.
+*Fix:* a memory-backed emptyDir at `/dev/shm`:
+`volumes: [{name: dshm, emptyDir: {medium: Memory, sizeLimit: 1Gi}}]`,
+`volumeMounts: [{name: dshm, mountPath: /dev/shm}]`.
+
+### `shm-too-small`
+The `/dev/shm` emptyDir has a `sizeLimit` under the policy minimum (default 1Gi).
+*Symptom:* the NCCL shared-memory errors above under load.
+*Fix:* raise or remove the `sizeLimit`.
+
+### `shm-not-memory`
+`/dev/shm` comes from a disk-backed emptyDir or another volume.
+*Symptom:* slow intra-pod communication; some NCCL operations fail on non-tmpfs files.
+*Fix:* `emptyDir: {medium: Memory}`.
 """
 
 from __future__ import annotations
@@ -32,12 +55,14 @@ SHM_TOO_SMALL = declare(
     FAIL,
     "/dev/shm sizeLimit under the policy minimum",
     Basis(HEURISTIC, "the policy's shmMin threshold (default 1Gi)"),
+    fix="raise the emptyDir's `sizeLimit` to at least the minimum (1Gi by default)",
 )
 SHM_NOT_MEMORY = declare(
     "shm-not-memory",
     WARN,
     "/dev/shm is mounted from a volume that is not in memory",
     Basis(HEURISTIC, "shared memory on disk is slow"),
+    fix="`medium: Memory` on the `/dev/shm` emptyDir",
 )
 
 
@@ -128,6 +153,7 @@ def shm_findings(
     Basis(
         VENDOR_DOC, "NCCL troubleshooting and vLLM's container docs: 64 MiB /dev/shm is too small"
     ),
+    fix="mount `emptyDir: {medium: Memory}` at `/dev/shm`",
 )
 def shm(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     if not ctx.gpus.uses_shm or ctx.template.shm_provided:
