@@ -4,12 +4,11 @@ hack/gen_chart_kinds.py writes templates/_kinds.tpl, and `make lint` runs it wit
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from tests.unit import hackscripts
 
 from preflight_operator.core.rules import kinds
 from preflight_operator.core.workloads import FAMILIES, VALIDATED_KINDS, WRAPPER_KINDS
@@ -18,15 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "gen_chart_kinds", ROOT / "hack/gen_chart_kinds.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gen_chart_kinds"] = module
-    spec.loader.exec_module(module)
-    return module
+    return hackscripts.load("gen_chart_kinds")
 
 
 def test_the_chart_list_is_what_the_registry_says() -> None:

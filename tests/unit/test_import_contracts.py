@@ -11,13 +11,13 @@ where it belongs.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from tests.unit import hackscripts
 from tests.unit.test_packaging import _imports
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -117,13 +117,7 @@ def test_the_contract_package_stands_on_the_standard_library_alone() -> None:
 
 
 def _graph_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("imports_graph", ROOT / "hack/imports_graph.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["imports_graph"] = module
-    spec.loader.exec_module(module)
-    return module
+    return hackscripts.load("imports_graph")
 
 
 def test_the_picture_shows_no_product_import_of_the_harness() -> None:

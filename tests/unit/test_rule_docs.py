@@ -5,28 +5,17 @@ registry and the modules' docstrings, and `make lint` runs it with --check."""
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from tests.unit import hackscripts
 
 from preflight_operator.core.rules.registry import RULE_INFO
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def generator() -> ModuleType:
-    if "gen_rule_docs" in sys.modules:
-        return sys.modules["gen_rule_docs"]
-    spec = importlib.util.spec_from_file_location("gen_rule_docs", ROOT / "hack/gen_rule_docs.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gen_rule_docs"] = module
-    spec.loader.exec_module(module)
-    return module
+    return hackscripts.load("gen_rule_docs")
 
 
 def test_the_docs_are_what_the_rule_modules_say() -> None:
