@@ -12,7 +12,8 @@ script renders them into the two places users read:
 - README.md, between the same markers under "What the static rules say, and the fix": one
   row per rule with its fix.
 
-The order is the registry's (the rule modules' import order). A heading naming several ids
+The order is READING_ORDER's, modules first, then each module's sections as its docstring
+has them. A heading naming several ids
 (`### Some topic (`id-a`, `id-b`)`) is one section for all of them, with a certainty line
 each. `--check` (in `make lint`) fails when either file differs from what the code says.
 
@@ -50,9 +51,24 @@ class DocError(Exception):
     """A rule module's docs that cannot be rendered: the message names the module and id."""
 
 
+# The order the docs present the rule modules in (the rest follow, the engine's own ids last;
+# a module missing here is still rendered): the command line, then the pod's GPUs, memory and
+# env, then probes, groups and the model.
+READING_ORDER = ("args", "gpus", "shm", "env", "service", "probes", "group", "consistency")
+ENGINE = "engine"
+
+
+def _rank(module: str) -> int:
+    short = module.rsplit(".", 1)[-1]
+    if short == ENGINE:
+        return len(READING_ORDER) + 1
+    return READING_ORDER.index(short) if short in READING_ORDER else len(READING_ORDER)
+
+
 def module_sections() -> dict[str, tuple[str, str]]:
     """Section heading -> (module, text) for every `### ` section in a docstring of a
-    module of the rules package."""
+    module of the rules package, in reading order (modules by READING_ORDER, each
+    module's sections as its docstring has them)."""
     found: dict[str, tuple[str, str]] = {}
     for info in pkgutil.walk_packages(rules.__path__, rules.__name__ + "."):
         module = importlib.import_module(info.name)
@@ -65,7 +81,27 @@ def module_sections() -> dict[str, tuple[str, str]]:
             if heading in found:
                 raise DocError(f"section {heading!r} in {info.name} and {found[heading][0]}")
             found[heading] = (info.name, body.strip("\n") + "\n")
-    return found
+    return dict(sorted(found.items(), key=lambda item: _rank(item[1][0])))
+
+
+def reading_order(
+    registry: Mapping[str, RuleInfo], sections: Mapping[str, tuple[str, str]]
+) -> list[str]:
+    """Every id once: those with a section in the sections' order, those without (the model
+    rules, documented under "## Model rules") before the engine's own."""
+    placed: dict[str, str] = {}
+    ranked: list[tuple[int, str]] = []
+    for heading, (module, _) in sections.items():
+        named = ids_of(heading, registry)
+        if not named:
+            raise DocError(f"section {heading!r} ({module}) names no registered id")
+        for rule_id in named:
+            if rule_id in placed:
+                raise DocError(f"{rule_id} has two sections: {placed[rule_id]!r}, {heading!r}")
+            placed[rule_id] = heading
+            ranked.append((_rank(module), rule_id))
+    ranked += [(len(READING_ORDER), r) for r in registry if r not in placed]
+    return [rule_id for _, rule_id in sorted(ranked, key=lambda item: item[0])]
 
 
 def ids_of(heading: str, registry: Mapping[str, RuleInfo]) -> list[str]:
@@ -84,35 +120,24 @@ def render_rules(registry: Mapping[str, RuleInfo], sections: Mapping[str, tuple[
         "| id | severity | detects | certainty source | default action |",
         "|---|---|---|---|---|",
     ]
-    for info in registry.values():
+    for rule_id in reading_order(registry, sections):
+        info = registry[rule_id]
         kind = info.basis.kind if info.basis else ""
-        action = action_for(info.id, "Enforce")
-        lines.append(f"| `{info.id}` | {info.severity} | {info.summary} | {kind} | {action} |")
-    order = {rule_id: n for n, rule_id in enumerate(registry)}
-    placed: dict[str, str] = {}
-    ordered: list[tuple[int, str]] = []
-    for heading in sections:
-        named = ids_of(heading, registry)
-        if not named:
-            raise DocError(f"section {heading!r} ({sections[heading][0]}) names no registered id")
-        for rule_id in named:
-            if rule_id in placed:
-                raise DocError(f"{rule_id} has two sections: {placed[rule_id]!r}, {heading!r}")
-            placed[rule_id] = heading
-        ordered.append((min(order[r] for r in named), heading))
+        action = action_for(rule_id, "Enforce")
+        lines.append(f"| `{rule_id}` | {info.severity} | {info.summary} | {kind} | {action} |")
     out = "\n".join(lines) + "\n"
-    for _, heading in sorted(ordered):
+    for heading, (_, body) in sections.items():
         named = ids_of(heading, registry)
         if len(named) == 1:
             head = certainty_line(registry[named[0]]) + "\n"
         else:
             head = "".join(f"- `{r}`: {certainty_line(registry[r])}\n" for r in named) + "\n"
-        out += f"\n### {heading}\n{head}{sections[heading][1]}"
+        out += f"\n### {heading}\n{head}{body}"
     return out
 
 
-def render_readme(registry: Mapping[str, RuleInfo]) -> str:
-    rows = [f"| `{info.id}` | {info.fix} |" for info in registry.values()]
+def render_readme(registry: Mapping[str, RuleInfo], sections: Mapping[str, tuple[str, str]]) -> str:
+    rows = [f"| `{r}` | {registry[r].fix} |" for r in reading_order(registry, sections)]
     return "\n".join(["| rule | fix |", "| --- | --- |", *rows]) + "\n"
 
 
@@ -129,7 +154,9 @@ def wanted() -> dict[Path, str]:
         RULES_MD: replaced(
             RULES_MD.read_text(encoding="utf-8"), render_rules(RULE_INFO, sections), RULES_MD
         ),
-        README: replaced(README.read_text(encoding="utf-8"), render_readme(RULE_INFO), README),
+        README: replaced(
+            README.read_text(encoding="utf-8"), render_readme(RULE_INFO, sections), README
+        ),
     }
 
 
