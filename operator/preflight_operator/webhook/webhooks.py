@@ -130,7 +130,7 @@ class AdmissionService:
         self._utc_now = utc_now
         # (the workload's body or None,): a read that found nothing is remembered too
         self._owners = OwnerReads(owner_body, clock)
-        self._gangs = WorkloadApiGangs(api_get, clock)  # the Workload API's gangs (gangs.py)
+        self._gangs = WorkloadApiGangs(api_get, clock)  # the Workload API's gangs (reads.py)
 
     def use_analyser(self, analyser: Analyser) -> None:
         """Swaps the rules (the operator's start puts them in their budgeted worker)."""
