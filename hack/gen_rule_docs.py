@@ -148,16 +148,18 @@ def replaced(text: str, block: str, where: Path) -> str:
     return text[: start + len(BEGIN)] + block + text[end:]
 
 
-def wanted() -> dict[Path, str]:
+def wanted() -> dict[Path, tuple[str, str]]:
+    """Each file: (what it holds, what the code says it should)."""
     sections = module_sections()
-    return {
-        RULES_MD: replaced(
-            RULES_MD.read_text(encoding="utf-8"), render_rules(RULE_INFO, sections), RULES_MD
-        ),
-        README: replaced(
-            README.read_text(encoding="utf-8"), render_readme(RULE_INFO, sections), README
-        ),
+    blocks = {
+        RULES_MD: render_rules(RULE_INFO, sections),
+        README: render_readme(RULE_INFO, sections),
     }
+    out = {}
+    for path, block in blocks.items():
+        have = path.read_text(encoding="utf-8")
+        out[path] = (have, replaced(have, block, path))
+    return out
 
 
 def _shown(path: Path) -> str:
@@ -174,8 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gen_rule_docs: {exc}", file=sys.stderr)
         return 1
     stale = 0
-    for path, text in targets.items():
-        have = path.read_text(encoding="utf-8")
+    for path, (have, text) in targets.items():
         if have == text:
             continue
         if not args.check:
