@@ -9,7 +9,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: all demo test cluster lint typecheck unit e2e gpu zipapp controlplane venv clean bench-webhook bench-operator reliability
+.PHONY: all demo test cluster lint typecheck unit e2e gpu zipapp controlplane prepare venv clean bench-webhook bench-operator reliability
 
 all: test
 
@@ -28,6 +28,13 @@ venv: $(STAMP)
 # kube-controller-manager, kubectl and helm from the pinned Go modules in hack/k8s.
 controlplane:
 	hack/k8s/build.sh >/dev/null
+
+# Everything the whole suite needs, before pytest and outside any test's timeout: every
+# binary set of hack/k8s (control plane, chart tools, kubelet, the next control plane, the
+# registry) and, as root, the Debian packages of the image and real-node tests
+# (hack/prepare_tests.sh says which and why). `make test` runs it; .ci/run adds nothing.
+prepare:
+	hack/prepare_tests.sh
 
 lint: venv
 	$(PY) -m ruff check .
@@ -48,7 +55,7 @@ e2e: venv controlplane
 gpu: venv
 	$(PY) -m pytest -m gpu tests/gpu --noconftest
 
-test: venv controlplane lint typecheck
+test: venv prepare lint typecheck
 	$(PY) -m pytest
 
 zipapp: venv

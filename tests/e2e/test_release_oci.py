@@ -25,6 +25,7 @@ import secrets
 import subprocess
 import sys
 import urllib.request
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +43,7 @@ sys.path.insert(0, str(REPO / "hack" / "release"))
 import artifacts  # noqa: E402
 
 # The first run may build the registry (`hack/k8s/build.sh registry`: 580 s measured cold on
-# a loaded 2-core machine; .ci/run builds it up front), past the suite's 300 s default.
+# a loaded 2-core machine; `make test` builds it up front), past the suite's 300 s default.
 pytestmark = pytest.mark.timeout(1200)
 
 CHART_NAME = "vllm-preflight"
@@ -300,3 +301,12 @@ class TestSbom:
         names = {artifacts.normalize(c["name"]) for c in doc["components"]}
         # only what installing the wheel brings: no seeded installer in the environment
         assert not names & {"pip", "setuptools", "wheel", "vllm-preflight"}, names
+
+    def test_the_wheel_carries_the_license(self, tmp_path: Path) -> None:
+        """Apache-2.0 asks that a copy of the License go with every redistribution (issue
+        40, item 3): the repository's LICENSE is in the wheel as its licence file."""
+        wheel = artifacts.build_wheel(tmp_path)
+        with zipfile.ZipFile(wheel) as archive:
+            licences = [n for n in archive.namelist() if n.endswith(".dist-info/licenses/LICENSE")]
+            assert licences, archive.namelist()
+            assert archive.read(licences[0]) == (REPO / "LICENSE").read_bytes()

@@ -3,7 +3,7 @@
 the API's feature gates and group version on (preflight_dev.testing.nextplane). A Workload,
 a PodGroup and pods that name it are stored, read back as the API server keeps them, and
 judged by ``rules.workloadapi``. Skips, saying why, where the next control plane is not
-built (`hack/k8s/build.sh next`; .ci/run builds it).
+built (`hack/k8s/build.sh next`; `make test` builds it first).
 
 With the operator's webhooks registered on that control plane, a multi-node vLLM pod that
 names a gang is injected as any other (its own check, no group env from the gang) and its

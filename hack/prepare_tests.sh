@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Everything the test suite needs that can be built or installed, prepared before pytest
+# starts and outside any test's timeout (issue 40, item 7): `make test` runs this, and
+# `.ci/run` adds nothing to `make test`. A newcomer's `make test` and CI's are the same run.
+#
+#   - the control plane (etcd, kube-apiserver, controller-manager, scheduler, kubectl, helm),
+#     the chart's tools (promtool, helm-docs), the real node's kubelet and pause, the next
+#     Kubernetes (the Workload API tests) and the OCI registry (the release tests), all
+#     built from the pinned Go modules in hack/k8s into ~/.cache/vllm-preflight (cached:
+#     a second run builds nothing);
+#   - as root, with apt-get: buildah, debootstrap and dash (the image build and the shell
+#     oracle), containerd, runc and the CNI plugins (the real node). Best effort: without
+#     them, or without root, those tests skip and pytest's summary says why (-ra).
+#
+# Before this script, `.ci/run` did these steps and `make test` did not: on a fresh clone
+# `make test` then built promtool inside a test, under its 300 s timeout, and failed two
+# chart tests, while every real-node test and the image build skipped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+t0=$SECONDS
+say() { echo "== prepare: $*" >&2; }
+
+apt_install() {  # packages... (best effort, root only)
+  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+    say "not root or no apt-get: not installing $*"
+    return 0
+  fi
+  timeout 600 bash -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+      apt-get install -y -qq --no-install-recommends $* >/dev/null" \
+    || say "could not install $* (the tests that need them skip, saying why)"
+}
+
+# The image build (tests/unit/test_chart_images.py) and the real shells of the oracle.
+if ! command -v buildah >/dev/null || ! command -v debootstrap >/dev/null ||
+   ! command -v dash >/dev/null; then
+  apt_install buildah debootstrap dash
+fi
+# The real node (tests/e2e/test_real_node.py, docs/CONTROL_PLANE.md "A real node").
+if ! command -v containerd >/dev/null || ! command -v runc >/dev/null ||
+   [ ! -x /usr/lib/cni/bridge ]; then
+  apt_install containerd runc containernetworking-plugins
+fi
+say "image tools: $(command -v buildah || echo none) $(command -v debootstrap || echo none)"
+say "real node: $(command -v containerd || echo no containerd) $(command -v runc || echo no runc)"
+
+for set in controlplane tools node next registry; do
+  t=$SECONDS
+  hack/k8s/build.sh "$set" >/dev/null
+  say "$set ready ($((SECONDS - t)) s)"
+done
+say "done in $((SECONDS - t0)) s"
