@@ -770,7 +770,7 @@ class TestOperatorConfig:
                 "mutating": {"failurePolicy": "Ignore", "timeoutSeconds": 10},
                 "admissionEvents": {"enabled": False, "perMinute": 60},
                 "server": {
-                    "maxConnections": 512, "maxConnectionsPerPeer": 256,
+                    "maxConnections": 512, "maxConnectionsPerPeer": 128,
                     "headerTimeoutSeconds": 10, "bodyTimeoutSeconds": 10,
                     "idleTimeoutSeconds": 60,
                 },
