@@ -191,6 +191,10 @@ def start_with_webhooks(
     """An operator serving a certificate from the cluster's test CA, and (``webhooks``)
     the webhook configurations pointing at it."""
     cert = cluster.issue_serving_cert()
+    if webhooks:  # the leader keeps the fail-closed entry in step, as under the chart
+        extra_args = [
+            "--webhook-configuration", localsetup.WEBHOOK_CONFIGURATION_NAME, *extra_args,
+        ]  # fmt: skip
     operator = OperatorProcess(
         kubeconfig=cluster.kubeconfig,
         cert_path=cert.cert_path,
