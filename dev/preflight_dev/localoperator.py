@@ -187,10 +187,16 @@ def start_with_webhooks(
     standalone: bool = True,
     extra_args: Sequence[str] = (),
     webhooks: bool = True,
+    failure_policy: str = "Fail",
 ) -> OperatorProcess:
     """An operator serving a certificate from the cluster's test CA, and (``webhooks``)
-    the webhook configurations pointing at it."""
+    the webhook configurations pointing at it (``failure_policy``: Fail, so that a test
+    notices a webhook that does not answer; Ignore is the chart's default)."""
     cert = cluster.issue_serving_cert()
+    if webhooks:  # the leader keeps the fail-closed entry in step, as under the chart
+        extra_args = [
+            "--webhook-configuration", localsetup.WEBHOOK_CONFIGURATION_NAME, *extra_args,
+        ]  # fmt: skip
     operator = OperatorProcess(
         kubeconfig=cluster.kubeconfig,
         cert_path=cert.cert_path,
@@ -203,7 +209,11 @@ def start_with_webhooks(
     )
     operator.start()
     if webhooks:
-        cluster.apply(*localsetup.webhook_configurations(operator.webhook_port, cert.ca_pem))
+        cluster.apply(
+            *localsetup.webhook_configurations(
+                operator.webhook_port, cert.ca_pem, failure_policy=failure_policy
+            )
+        )
     return operator
 
 

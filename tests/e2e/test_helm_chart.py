@@ -215,6 +215,21 @@ OPERATOR_MAY = [
     Access("get", "leases", LEASE_GROUP, name="vllm-preflight", ns="{ns}"),
     Access("update", "leases", LEASE_GROUP, name="vllm-preflight", ns="{ns}"),
     Access("list", "customresourcedefinitions", "apiextensions.k8s.io", ns=None),
+    # the fail-closed entry's namespace list, on its own configuration only
+    Access(
+        "get",
+        "validatingwebhookconfigurations",
+        "admissionregistration.k8s.io",
+        name="{fullname}",
+        ns=None,
+    ),
+    Access(
+        "patch",
+        "validatingwebhookconfigurations",
+        "admissionregistration.k8s.io",
+        name="{fullname}",
+        ns=None,
+    ),
 ]
 OPERATOR_MAY_NOT = [
     Access("get", "secrets", ns="{ns}"),
@@ -252,6 +267,14 @@ OPERATOR_MAY_NOT = [
     Access("delete", "leases", LEASE_GROUP, name="vllm-preflight", ns="{ns}"),
     Access("patch", "mutatingwebhookconfigurations", "admissionregistration.k8s.io", ns=None),
     Access("create", "validatingwebhookconfigurations", "admissionregistration.k8s.io", ns=None),
+    Access(
+        "patch",
+        "validatingwebhookconfigurations",
+        "admissionregistration.k8s.io",
+        name="other",
+        ns=None,
+    ),
+    Access("patch", "validatingwebhookconfigurations", "admissionregistration.k8s.io", ns=None),
     Access("delete", "namespaces", ns=None),
     Access("get", "nodes", ns=None),
     Access("create", "serviceaccounts", subresource="token"),

@@ -115,16 +115,31 @@ def all_webhooks(objs: Iterable[Manifest]) -> list[Manifest]:
 PROVENANCE = "provenance.validate.vllm-preflight.io"
 
 
+ENFORCE_ENTRY = "enforce.validate.vllm-preflight.io"
+SENTINEL = "none.vllm-preflight.io"
+
+
 def scoped_webhooks(objs: Iterable[Manifest]) -> list[Manifest]:
-    """The opt-in scoped entries: every webhook but the provenance guard."""
-    return [hook for hook in all_webhooks(objs) if hook["name"] != PROVENANCE]
+    """The opt-in scoped entries: every webhook but the provenance guard and the
+    fail-closed entry (TestFailClosedUnderEnforce)."""
+    return [hook for hook in all_webhooks(objs) if hook["name"] not in (PROVENANCE, ENFORCE_ENTRY)]
 
 
 def expressions(selector: Manifest) -> dict[str, tuple[str, frozenset[str]]]:
+    """Key -> (operator, values); the fail-closed list the operator keeps (its first value
+    the sentinel) is left out: sentinel_list() reads it."""
     return {
         e["key"]: (e["operator"], frozenset(e.get("values", [])))
         for e in selector["matchExpressions"]
+        if (e.get("values") or [""])[0] != SENTINEL
     }
+
+
+def sentinel_list(selector: Manifest) -> tuple[str, list[str]] | None:
+    for e in selector["matchExpressions"]:
+        if (e.get("values") or [""])[0] == SENTINEL:
+            return e["operator"], e["values"]
+    return None
 
 
 def rule_set(rules: Iterable[Manifest]) -> set[tuple[str, str, str]]:
@@ -249,8 +264,9 @@ class TestLintAndSchema:
 class TestWebhookSelectors:
     def test_every_entry_excludes_system_and_release_namespaces(self) -> None:
         hooks = all_webhooks(render())
-        # (mutating, validating) x (namespace opt-in, pod opt-in), and the provenance guard
-        assert len(hooks) == 5
+        # (mutating, validating) x (namespace opt-in, pod opt-in), the provenance guard and
+        # the fail-closed entry
+        assert len(hooks) == 6
         for hook in hooks:
             op, names = expressions(hook["namespaceSelector"])["kubernetes.io/metadata.name"]
             assert op == "NotIn"
@@ -295,10 +311,56 @@ class TestWebhookSelectors:
             )
 
 
+class TestFailClosedUnderEnforce:
+    """Issue 34: a Fail entry for exactly the namespaces under Enforce (an operator-kept
+    list, empty at install), which the Ignore namespace entry leaves out."""
+
+    def test_the_fail_entry_starts_empty_and_the_ignore_entry_leaves_its_list_out(self) -> None:
+        hooks = {h["name"]: h for h in all_webhooks(render())}
+        enforce = hooks[ENFORCE_ENTRY]
+        assert enforce["failurePolicy"] == "Fail"
+        assert enforce["clientConfig"]["service"]["path"] == "/validate-enforce"
+        assert sentinel_list(enforce["namespaceSelector"]) == ("In", [SENTINEL])
+        exprs = expressions(enforce["namespaceSelector"])
+        assert exprs[OPT_IN] == ("In", {"enabled"})
+        assert exprs["kubernetes.io/metadata.name"][1] >= SYSTEM_NAMESPACES | {NAMESPACE}
+        assert expressions(enforce["objectSelector"])[OPT_IN] == ("NotIn", {"disabled"})
+        namespace = hooks["namespace.validate.vllm-preflight.io"]
+        assert sentinel_list(namespace["namespaceSelector"]) == ("NotIn", [SENTINEL])
+        assert enforce["rules"] == namespace["rules"]
+        # the mutating entries and the pod opt-in entry are not touched
+        for name, hook in hooks.items():
+            if name not in (ENFORCE_ENTRY, "namespace.validate.vllm-preflight.io"):
+                assert sentinel_list(hook["namespaceSelector"]) is None, name
+
+    def test_the_operator_may_patch_only_its_own_configuration(self) -> None:
+        objs = render()
+        assert f"--webhook-configuration={FULLNAME}" in operator_container(objs)["args"]
+        rules = one(objs, "ClusterRole")["rules"]
+        admission = [r for r in rules if "admissionregistration.k8s.io" in r["apiGroups"]]
+        assert admission == [
+            {
+                "apiGroups": ["admissionregistration.k8s.io"],
+                "resources": ["validatingwebhookconfigurations"],
+                "resourceNames": [FULLNAME],
+                "verbs": ["get", "patch"],
+            }
+        ]
+
+    def test_it_can_be_turned_off(self) -> None:
+        objs = render(sets=["webhook.validating.failClosedUnderEnforce=false"])
+        assert ENFORCE_ENTRY not in {h["name"] for h in all_webhooks(objs)}
+        assert not [a for a in operator_container(objs)["args"] if "webhook-configuration" in a]
+        for hook in all_webhooks(objs):
+            assert sentinel_list(hook["namespaceSelector"]) is None
+
+
 class TestWebhookBehaviour:
     def test_failure_policy_defaults_to_ignore_fail_open(self) -> None:
+        """Ignore everywhere but the fail-closed entry (TestFailClosedUnderEnforce)."""
         for hook in all_webhooks(render()):
-            assert hook["failurePolicy"] == "Ignore", hook["name"]
+            wanted = "Fail" if hook["name"] == ENFORCE_ENTRY else "Ignore"
+            assert hook["failurePolicy"] == wanted, hook["name"]
             assert hook["timeoutSeconds"] == 10
 
     def test_failure_policy_and_timeout_are_configurable_per_kind(self) -> None:
@@ -345,7 +407,8 @@ class TestWebhookBehaviour:
                 ("", "v1", "pods"),
                 *{(g, "*", r) for g, r in WRAPPERS},
             }
-            assert hook["clientConfig"]["service"]["path"] == "/validate"
+            path = "/validate-enforce" if hook["name"] == ENFORCE_ENTRY else "/validate"
+            assert hook["clientConfig"]["service"]["path"] == path
             # it records results, so it must skip side effects on dry runs
             assert hook["sideEffects"] == "NoneOnDryRun"
 
@@ -503,6 +566,7 @@ class TestOperatorDeployment:
             "--webhook-cert-dir=/etc/vllm-preflight/certs",
             "--metrics-port=8080",
             "--health-port=8081",
+            "--webhook-configuration=vllm-preflight",
             "--kind-families=kuberay,aibrix,kserve,kubeai,production-stack,dynamo,jobset",
             "--lease-name=vllm-preflight",
             "--lease-duration=15",
@@ -600,6 +664,9 @@ OPERATOR_CLUSTER_RULES = {
     ("vllm-preflight.io", "preflightpolicies/status", "patch"),
     ("apiextensions.k8s.io", "customresourcedefinitions", "list"),
     ("apiextensions.k8s.io", "customresourcedefinitions", "watch"),
+    # the fail-closed entry's namespace list (webhook.validating.failClosedUnderEnforce)
+    ("admissionregistration.k8s.io", "validatingwebhookconfigurations/vllm-preflight", "get"),
+    ("admissionregistration.k8s.io", "validatingwebhookconfigurations/vllm-preflight", "patch"),
 }  # fmt: skip
 LEASE_RULES = {
     ("coordination.k8s.io", "leases", "create"),  # create cannot be limited by name
@@ -689,6 +756,9 @@ class TestRBAC:
         for role in find(objs, "ClusterRole") + find(objs, "Role"):
             for group, resource, verb in rule_set(role["rules"]):
                 assert "*" not in (group, resource, verb)
+                if resource == f"validatingwebhookconfigurations/{FULLNAME}":
+                    assert verb in {"get", "patch"}  # its own, by name (fail-closed entry)
+                    continue
                 assert resource.split("/")[0] not in {
                     "secrets",
                     "mutatingwebhookconfigurations",
@@ -770,7 +840,7 @@ class TestOperatorConfig:
                 "mutating": {"failurePolicy": "Ignore", "timeoutSeconds": 10},
                 "admissionEvents": {"enabled": False, "perMinute": 60},
                 "server": {
-                    "maxConnections": 512, "maxConnectionsPerPeer": 256,
+                    "maxConnections": 512, "maxConnectionsPerPeer": 128,
                     "headerTimeoutSeconds": 10, "bodyTimeoutSeconds": 10,
                     "idleTimeoutSeconds": 60,
                 },

@@ -24,6 +24,7 @@ import asyncio
 import json
 import socket
 import ssl
+import threading
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -40,8 +41,15 @@ from preflight_operator.core.events import EventSpec
 from preflight_operator.core.policy import PolicyBook
 from preflight_operator.handlers import admission as handlers
 from preflight_operator.runtime import metrics
+from preflight_operator.webhook import webhookserver
 from preflight_operator.webhook.webhooks import AdmissionService
-from preflight_operator.webhook.webhookserver import FailureAnswer, WebhookServer
+from preflight_operator.webhook.webhookserver import (
+    INLINE_DECODE,
+    REVIEW_MAX_ITEMS,
+    FailureAnswer,
+    WebhookServer,
+    failure_answers,
+)
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "data" / "manifests"
 BAD = next(
@@ -144,11 +152,12 @@ def _echo_routes() -> dict[str, Any]:
 
 
 def test_a_deep_body_gets_400_never_500_and_is_counted(tmp_path: Path) -> None:
-    """A body nested 100,000 deep: a review whose object is that deep is judged with the
+    """A body nested 50,000 deep: a review whose object is that deep is judged with the
     deep part replaced by a marker (decoding.decode_review: a 400 would let the API server
-    fail open and admit it unjudged); a body that is no review at all gets a 400."""
+    fail open and admit it unjudged); a body that is no review at all gets a 400. (Past
+    REVIEW_MAX_ITEMS values a review is not decoded at all: the next test.)"""
     server, ca = _server(tmp_path, _echo_routes())
-    bomb = b"[" * 100_000 + b"]" * 100_000
+    bomb = b"[" * 50_000 + b"]" * 50_000
     review = b'{"request": {"uid": "d", "object": ' + bomb + b"}}"
     poisoned = _counter("vllm_preflight_webhook_rejections_total", reason="poisoned")
 
@@ -165,6 +174,65 @@ def test_a_deep_body_gets_400_never_500_and_is_counted(tmp_path: Path) -> None:
     status, reason = _run(server, lambda: scenario(bomb))
     assert status == 400, reason
     assert "not an object" in reason
+
+
+def _post_raw(server: WebhookServer, ca: CertificateAuthority, path: str, body: bytes) -> Any:
+    async def scenario() -> Any:
+        context = ssl.create_default_context(cadata=ca.cert_pem.decode())
+        timeout = aiohttp.ClientTimeout(total=NEVER)
+        async with aiohttp.ClientSession(timeout=timeout) as session:
+            url = f"https://127.0.0.1:{server.port}/{path}?timeout=10s"
+            async with session.post(url, data=body, ssl=context) as rsp:
+                assert rsp.status == 200, rsp.reason
+                return await rsp.json()
+
+    return _run(server, scenario)
+
+
+def test_a_review_with_more_values_than_any_workload_is_answered_undecoded(
+    tmp_path: Path,
+) -> None:
+    """Issue 34: json's C decoder holds the GIL for a whole body, 200 ms for 1 MiB of
+    ``[]``; such a review is answered as its entry's failurePolicy says, unread: the
+    fail-closed entry (namespaces under Enforce) refuses, the Ignore one admits, saying so."""
+    flat = b",".join([b"[]"] * (REVIEW_MAX_ITEMS + 10))
+    body = b'{"kind":"AdmissionReview","request":{"uid":"u-1","object":{"a":[' + flat + b"]}}}"
+    failure = failure_answers(OperatorConfig().webhook)
+    routes = {**_echo_routes(), "validate-enforce": _echo_routes()["validate"]}
+    server, ca = _server(tmp_path, routes, failure=failure)
+    before = _counter("vllm_preflight_webhook_rejections_total", reason="too-many-values")
+    enforced = _post_raw(server, ca, "validate-enforce", body)["response"]
+    ignored = _post_raw(server, ca, "validate", body)["response"]
+    assert enforced["uid"] == ignored["uid"] == "u-1"
+    assert enforced["allowed"] is False
+    assert "JSON values" in enforced["status"]["message"]
+    assert ignored["allowed"] is True
+    assert "JSON values" in ignored["warnings"][0]
+    after = _counter("vllm_preflight_webhook_rejections_total", reason="too-many-values")
+    assert after == before + 2
+
+
+def test_a_large_body_is_decoded_off_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 34: 400 reviews decoded in the loop held it 22.7 s. A body over INLINE_DECODE
+    is decoded in the decoding thread; a small one in the loop (cheaper than the hop)."""
+    threads: list[str] = []
+    real = webhookserver.decode_body
+
+    def spy(raw: bytes) -> dict[str, Any]:
+        threads.append(threading.current_thread().name)
+        return real(raw)
+
+    monkeypatch.setattr(webhookserver, "decode_body", spy)
+    server, ca = _server(tmp_path, _echo_routes())
+    pad = b"x" * (INLINE_DECODE + 1)
+    big = b'{"request":{"uid":"big","object":{"metadata":{"name":"' + pad + b'"}}}}'
+    small = b'{"request":{"uid":"small","object":{}}}'
+    assert _post_raw(server, ca, "validate", big)["response"]["uid"] == "big"
+    assert _post_raw(server, ca, "validate", small)["response"]["uid"] == "small"
+    assert threads[0].startswith("webhook-decode")
+    assert threads[1] == threading.main_thread().name
 
 
 # -- slow peers -----------------------------------------------------------------------
@@ -244,53 +312,103 @@ async def _opened(port: int, ca: CertificateAuthority, source: str) -> Any:
     return writer if line.startswith(b"HTTP/1.1 200") else None
 
 
-def test_one_peer_cannot_hold_more_than_its_share_of_connections(tmp_path: Path) -> None:
-    server, ca = _server(tmp_path, _echo_routes())
-    share = 256  # the default per-peer cap
-    before = _counter("vllm_preflight_webhook_rejections_total", reason="peer-connections")
+async def _idle(
+    port: int, ca: CertificateAuthority, source: str
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A TLS connection that sends nothing: idle, as a tenant holding the port open."""
+    return await _tls(port, ca, source)
 
-    async def scenario() -> tuple[int, Any]:
-        kept = []
-        for _ in range(share):
-            writer = await _opened(server.port, ca, "127.0.0.1")
-            assert writer is not None
-            kept.append(writer)
-        extra = await _opened(server.port, ca, "127.0.0.1")
-        for writer in [*kept, extra]:
-            if writer is not None:
-                writer.close()
-        return len(kept), extra
 
-    kept, extra = _run(server, scenario)
-    assert kept == share
-    assert extra is None, "a peer holding its share of connections got one more"
-    after = _counter("vllm_preflight_webhook_rejections_total", reason="peer-connections")
-    assert after == before + 1
+def test_at_its_share_a_peer_loses_its_oldest_idle_connection_not_the_new_one(
+    tmp_path: Path,
+) -> None:
+    """Issue 34: the new connection was reset; a peer that held its share of idle
+    connections locked out its own later requests (the API server's, when it is that peer)."""
+    server, ca = _server(tmp_path, _echo_routes(), max_connections=16, max_connections_per_peer=3)
+    before = _counter("vllm_preflight_webhook_rejections_total", reason="evicted")
+
+    async def scenario() -> tuple[bool, bool, int]:
+        idle = [await _idle(server.port, ca, "127.0.0.1") for _ in range(3)]
+        fresh = await _opened(server.port, ca, "127.0.0.1")
+        oldest_closed = await _closed_by_server(idle[0][0])
+        held = server.open_connections
+        for _, writer in idle:
+            writer.close()
+        if fresh is not None:
+            fresh.close()
+        return fresh is not None, oldest_closed, held
+
+    answered, oldest_closed, held = _run(server, scenario)
+    assert answered, "the new connection of a peer at its share was refused"
+    assert oldest_closed, "the peer's oldest idle connection was kept"
+    assert held <= 3
+    assert _counter("vllm_preflight_webhook_rejections_total", reason="evicted") >= before + 1
 
 
 @pytest.mark.skipif(not _loopback_aliases(), reason="needs 127.0.0.0/8 on lo (Linux)")
-def test_all_peers_together_cannot_hold_more_than_the_total(tmp_path: Path) -> None:
-    server, ca = _server(tmp_path, _echo_routes(), max_connections=5, max_connections_per_peer=3)
+def test_two_peers_filling_the_port_do_not_lock_out_a_third(tmp_path: Path) -> None:
+    """Issue 34: two pods holding 256 idle connections each filled the 512 cap and the API
+    server's calls were reset (3 of 5 broken Deployments admitted under Ignore). Scaled
+    down: a cap of 8, 4 per peer; the API server (a third peer) is answered every time."""
+    server, ca = _server(tmp_path, _echo_routes(), max_connections=8, max_connections_per_peer=4)
 
     async def scenario() -> list[bool]:
-        kept = []
-        opened = []
-        for source in ("127.0.0.1",) * 4 + ("127.0.0.2",) * 3:
-            writer = await _opened(server.port, ca, source)
-            opened.append(writer is not None)
+        held = [
+            await _idle(server.port, ca, source)
+            for source in ("127.0.0.2",) * 4 + ("127.0.0.3",) * 4
+        ]
+        answered = []
+        for _ in range(5):
+            writer = await _opened(server.port, ca, "127.0.0.4")
+            answered.append(writer is not None)
             if writer is not None:
-                kept.append(writer)
-        for writer in kept:
+                writer.close()
+            # the attackers take their room back between the API server's calls
+            held.append(await _idle(server.port, ca, "127.0.0.2"))
+        for _, writer in held:
             writer.close()
-        # once they are closed, a new peer gets in again
-        again = await _opened(server.port, ca, "127.0.0.3")
-        opened.append(again is not None)
-        if again is not None:
-            again.close()
-        return opened
+        return answered
 
-    # 3 from .1 (the 4th over its share), 2 from .2 (the 3rd over the total), then .3
-    assert _run(server, scenario) == [True, True, True, False, True, True, False, True]
+    assert _run(server, scenario) == [True] * 5
+
+
+def test_a_connection_being_answered_is_never_dropped_for_a_new_one(tmp_path: Path) -> None:
+    release = asyncio.Event()
+
+    async def stuck(data: Mapping[str, Any]) -> dict[str, Any]:
+        await release.wait()
+        return {"response": {"uid": data["request"]["uid"], "allowed": True}}
+
+    server, ca = _server(
+        tmp_path, {"validate": stuck}, max_connections=4, max_connections_per_peer=1
+    )
+
+    async def scenario() -> tuple[bytes, Any]:
+        reader, writer = await _tls(server.port, ca, "127.0.0.1")
+        body = b'{"request": {"uid": "held"}} '
+        writer.write(
+            b"POST /validate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: %d\r\n\r\n%s"
+            % (len(body), body)
+        )
+        await writer.drain()
+        await _wait_until(lambda: any(c.busy for c in server._connections))
+        refused = await _opened(server.port, ca, "127.0.0.1")
+        release.set()
+        line = await asyncio.wait_for(reader.readline(), NEVER)
+        writer.close()
+        return line, refused
+
+    line, refused = _run(server, scenario)
+    assert refused is None  # the peer's one connection is being answered: kept
+    assert line.startswith(b"HTTP/1.1 200")
+
+
+async def _wait_until(condition: Callable[[], bool]) -> None:
+    for _ in range(int(NEVER / 0.01)):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("condition never met")
 
 
 # -- Events from unauthenticated input ------------------------------------------------

@@ -77,7 +77,7 @@ port's limits (config.py parse_webhook). */}}
   "admissionEvents" (dict "enabled" (eq (toString $e.enabled) "true") "perMinute" (int ($e.perMinute | default 60)))
   "server" (dict
     "maxConnections" (int ($s.maxConnections | default 512))
-    "maxConnectionsPerPeer" (int ($s.maxConnectionsPerPeer | default 256))
+    "maxConnectionsPerPeer" (int ($s.maxConnectionsPerPeer | default 128))
     "headerTimeoutSeconds" ($s.headerTimeoutSeconds | default 10 | float64)
     "bodyTimeoutSeconds" ($s.bodyTimeoutSeconds | default 10 | float64)
     "idleTimeoutSeconds" ($s.idleTimeoutSeconds | default 60 | float64))) }}

@@ -152,7 +152,9 @@ class WebhookConfig:
     admission_events: bool = False
     events_per_minute: int = 60
     max_connections: int = 512
-    max_connections_per_peer: int = 256
+    # A quarter of the total (issue 34): two peers never fill the port, and at a cap an idle
+    # connection goes, not the new one (webhookserver.py).
+    max_connections_per_peer: int = 128
     # The webhooks' own 10 s: a request not in by then is of no use to the API server, which
     # has given up on it; shorter, and the operator's own slowness under load (TLS
     # handshakes wait for the event loop) would count against the API server's connections

@@ -151,6 +151,9 @@ def routes(service: AdmissionService) -> dict[str, ReviewFn]:
     """The webhook server's routes: webhook id (URL path) -> review function."""
     return {
         constants.VALIDATE_WEBHOOK_ID: functools.partial(review_validation_async, service),
+        # the same review behind the failurePolicy Fail entry (namespaces under Enforce,
+        # runtime/failclosed.py); only its answer when no decision is possible differs
+        constants.VALIDATE_ENFORCE_WEBHOOK_ID: functools.partial(review_validation_async, service),
         constants.MUTATE_PODS_WEBHOOK_ID: functools.partial(review_mutation_async, service),
         constants.PROVENANCE_WEBHOOK_ID: functools.partial(
             review_provenance_async, service.pod_creators
@@ -161,4 +164,8 @@ def routes(service: AdmissionService) -> dict[str, ReviewFn]:
 def fallbacks(service: AdmissionService) -> dict[str, FallbackFn]:
     """The answers by the deadline (webhookserver.py): /validate's follows the object's
     policy; /mutate-pods has none of its own (its failurePolicy: the pod unchanged)."""
-    return {constants.VALIDATE_WEBHOOK_ID: functools.partial(validation_fallback, service)}
+    fallback = functools.partial(validation_fallback, service)
+    return {
+        constants.VALIDATE_WEBHOOK_ID: fallback,
+        constants.VALIDATE_ENFORCE_WEBHOOK_ID: fallback,
+    }

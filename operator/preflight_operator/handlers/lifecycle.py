@@ -28,6 +28,7 @@ import kopf
 from preflight_operator.handlers import admission as handlers_admission
 from preflight_operator.runtime.controller import Controller
 from preflight_operator.runtime.elector import LeaderElector
+from preflight_operator.runtime.failclosed import FailClosedSync
 from preflight_operator.runtime.options import RunOptions
 from preflight_operator.runtime.rulesworker import RulesPool, isolate
 from preflight_operator.runtime.watches import Watches
@@ -91,6 +92,18 @@ def register(registry: kopf.OperatorRegistry, options: RunOptions) -> None:
         if health is not None:
             health.serving()
         memo.tasks = [asyncio.get_running_loop().create_task(server.watch_certificates())]
+        if options.webhook_configuration:
+            # the Fail entry's namespaces under Enforce (runtime/failclosed.py)
+            sync = FailClosedSync(
+                controller.api,
+                options.webhook_configuration,
+                leading=controller.gate.allows,
+                opted_in=lambda: sorted(controller.opted_in),
+                policies=controller.policy_watch.book.in_namespace,
+                default=controller.config.default_policy,
+                excluded=controller.excluded,
+            )
+            memo.tasks.append(asyncio.get_running_loop().create_task(sync.run()))
         if not options.standalone:
             memo.elector = LeaderElector(
                 controller.api,

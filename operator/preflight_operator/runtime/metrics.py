@@ -199,17 +199,20 @@ async def _probe_loop(interval: float) -> None:
 WEBHOOK_REJECTIONS = Counter(
     "vllm_preflight_webhook_rejections_total",
     "Requests and connections the webhook port refused, by reason: too-large, too-deep,"
-    " not-json, not-a-review (answered 413/400); header-timeout, body-timeout (closed"
-    " unfinished); connections, peer-connections (reset at accept: over the total or the"
-    " per-peer cap).",
+    " not-json, not-a-review (answered 413/400); too-many-values (not decoded: answered as"
+    " the failurePolicy says); header-timeout, body-timeout (closed unfinished);"
+    " connections, peer-connections (reset at accept: over the total or the per-peer cap"
+    " with every connection being answered); evicted (an idle connection closed to make"
+    " room for a new one).",
     ["reason"],
     registry=REGISTRY,
 )
 WEBHOOK_DEADLINE_ANSWERS = Counter(
     "vllm_preflight_webhook_deadline_answers_total",
     "Reviews answered with the webhook's failure answer (its failurePolicy) because no"
-    " answer was ready before the deadline (cause=deadline) or too many were still running"
-    " (cause=shed), by webhook.",
+    " answer was ready before the deadline (cause=deadline), too many were still running"
+    " (cause=shed), the body was not decoded in time (cause=decode) or had too many values"
+    " to decode (cause=too-many-values), by webhook.",
     ["webhook", "cause"],
     registry=REGISTRY,
 )
@@ -232,11 +235,14 @@ for _webhook in (constants.VALIDATE_WEBHOOK_ID, constants.MUTATE_PODS_WEBHOOK_ID
     ADMISSIONS.labels(webhook=_webhook, outcome="error")
 for _reason in (
     "too-large", "too-deep", "not-json", "not-a-review", "header-timeout", "body-timeout",
-    "connections", "peer-connections",
+    "connections", "peer-connections", "evicted", "too-many-values",
 ):  # fmt: skip
     WEBHOOK_REJECTIONS.labels(reason=_reason)
-for _webhook in (constants.VALIDATE_WEBHOOK_ID, constants.MUTATE_PODS_WEBHOOK_ID):
-    for _cause in ("deadline", "shed"):
+for _webhook in (
+    constants.VALIDATE_WEBHOOK_ID, constants.VALIDATE_ENFORCE_WEBHOOK_ID,
+    constants.MUTATE_PODS_WEBHOOK_ID,
+):  # fmt: skip
+    for _cause in ("deadline", "shed", "decode", "too-many-values"):
         WEBHOOK_DEADLINE_ANSWERS.labels(webhook=_webhook, cause=_cause)
 for _to in ("leader", "follower"):
     LEADER_TRANSITIONS.labels(to=_to)

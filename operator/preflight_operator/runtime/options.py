@@ -25,6 +25,9 @@ class RunOptions:
     webhook_port: int = 9443
     webhook_cert_dir: Path = Path("/etc/vllm-preflight/certs")
     webhook_host: str | None = None  # only shown in logs; the chart owns the configurations
+    # the ValidatingWebhookConfiguration whose fail-closed entry the leader keeps in step
+    # with the namespaces under Enforce (runtime/failclosed.py); "": none
+    webhook_configuration: str = ""
     metrics_addr: str = "0.0.0.0"
     metrics_port: int = 8080
     health_addr: str = "0.0.0.0"
@@ -79,6 +82,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         default=Path("/etc/vllm-preflight/certs"),
         help="directory with tls.crt and tls.key (re-read when they change)",
+    )
+    add(
+        "--webhook-configuration",
+        default="",
+        help="ValidatingWebhookConfiguration whose fail-closed entry lists the namespaces "
+        "under Enforce (kept in step by the Lease holder; the chart passes its own); "
+        "empty: none",
     )
     add("--metrics-addr", default="0.0.0.0", help="address of the /metrics endpoint")
     add("--metrics-port", type=int, default=8080, help="Prometheus /metrics port; 0 disables")
@@ -154,6 +164,7 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str] | None = None)
         webhook_addr=args.webhook_addr,
         webhook_port=args.webhook_port,
         webhook_cert_dir=args.webhook_cert_dir,
+        webhook_configuration=args.webhook_configuration,
         metrics_addr=args.metrics_addr,
         metrics_port=args.metrics_port,
         health_addr=args.health_addr,

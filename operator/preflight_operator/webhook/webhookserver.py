@@ -23,12 +23,24 @@ aiohttp's public API (issue 12), and kopf keeps what it is for: the watches.
   headers of a request within ``header_timeout`` of its accept (or of the request's first
   byte on a kept-alive connection), and the body within ``body_timeout`` after them;
   idle kept-alive connections close after ``idle_timeout``. One peer may hold
-  ``max_connections_per_peer`` connections and all peers together ``max_connections``;
-  a connection over either is reset at accept, before TLS allocates anything. Why: every
-  TLS connection costs asyncio's 256 KiB read buffer from its accept, and aiohttp closes
-  a connection that never finishes its headers only at its keep-alive timeout (an hour in
-  aiohttp 3.14): measured, 0.29 MiB a connection held for ever, and about 1,500
-  connections from one pod OOM-killed a 512Mi replica.
+  ``max_connections_per_peer`` connections and all peers together ``max_connections``.
+  Why: every TLS connection costs asyncio's 256 KiB read buffer from its accept, and
+  aiohttp closes a connection that never finishes its headers only at its keep-alive
+  timeout (an hour in aiohttp 3.14): measured, 0.29 MiB a connection held for ever, and
+  about 1,500 connections from one pod OOM-killed a 512Mi replica.
+- At a cap the new connection is kept and an old one that is not being answered goes
+  (issue 34): the peer's own oldest at its per-peer cap, else the oldest of the peer that
+  holds the most. Refusing the new one instead let two pods holding 256 idle
+  connections each fill the 512 and lock the API server out: its calls were reset, and
+  under failurePolicy Ignore 3 of 5 broken Deployments were admitted under Enforce. A
+  connection whose review is being judged is never dropped; only when every one is, the
+  new connection is reset at accept, before TLS allocates anything.
+- Bodies are decoded off the event loop (issue 34): over ``INLINE_DECODE`` bytes in one
+  decoding thread, and a body of more than ``REVIEW_MAX_ITEMS`` JSON values is not
+  decoded at all (answered as the webhook's failurePolicy says). json's C decoder holds
+  the GIL for a whole body (measured: 36 ms for 150,000 values, 185 ms for 450,000 on the
+  shared 2-core machine), so the thread alone bounds the loop's stall to one bounded
+  body, not the sum of a burst: 400 reviews decoded in the loop held it 22.7 s.
 - Answered in time: a review not answered by its deadline (70 % of the ``?timeout=`` the
   API server sends, else of the configured timeoutSeconds, counted from the request's
   first byte) is answered without the rules, counted in
@@ -49,6 +61,7 @@ aiohttp's public API (issue 12), and kopf keeps what it is for: the watches.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import contextvars
 import ctypes
@@ -76,7 +89,26 @@ ReviewFn = Callable[[Mapping[str, Any]], Awaitable[Mapping[str, Any]]]
 # seconds it had); without one, the webhook's failurePolicy answers (failure_answer).
 FallbackFn = Callable[[Mapping[str, Any], float], Mapping[str, Any]]
 MAX_BODY = 1024 * 1024  # what kopf's server allowed (aiohttp's default client_max_size)
-_KNOWN = frozenset({constants.MUTATE_PODS_WEBHOOK_ID, constants.VALIDATE_WEBHOOK_ID})
+_KNOWN = frozenset(
+    {
+        constants.MUTATE_PODS_WEBHOOK_ID,
+        constants.VALIDATE_WEBHOOK_ID,
+        constants.VALIDATE_ENFORCE_WEBHOOK_ID,
+    }
+)
+# Bodies up to this size are decoded in the loop: about a millisecond, less than the hop to
+# the decoding thread and back costs a burst of ordinary reviews (a vLLM Deployment is 2-20
+# KB; kubectl's last-applied annotation doubles it).
+INLINE_DECODE = 64 * 1024
+# A review with more JSON values than this is not decoded (answered as the failurePolicy
+# says): 150,000 values decode in about 36 ms, holding the GIL; the largest real workload
+# of tests/data/realworld has under 1,000 (decoding.OBJECT_MAX_ITEMS is 20,000 for an
+# object read from the API server). 1 MiB of ``[]`` would be 500,000 values, 200 ms.
+REVIEW_MAX_ITEMS = 100_000
+# request.uid of a review not decoded: the API server writes it first in the request
+_REVIEW_UID = re.compile(
+    rb'^\s*\{.{0,200}?"request"\s*:\s*\{\s*"uid"\s*:\s*"([0-9A-Za-z-]{1,64})"', re.S
+)
 # Answer by this share of the API server's timeout: the rest is for the answer's way back
 # and for the event loop's other work, which delays every timer. Measured
 # (hack/reliability/webhook_port.py, a loop busy 1.5 s of every 2 s): with 80 % of 10 s,
@@ -96,6 +128,12 @@ TRIM_AFTER = 64
 # worker) stays a short share of a loop iteration. Ordinary reviews take about a
 # millisecond each: 32 are never the limit for them.
 ACTIVE_REVIEWS = 32
+_CAUSES = {
+    "shed": "overloaded",
+    "deadline": "the rules too slow",
+    "decode": "not decoded in time",
+    "too-many-values": f"over {REVIEW_MAX_ITEMS:,} JSON values",
+}
 _GO_DURATION = re.compile(r"^([0-9]{1,4}(?:\.[0-9]{1,3})?)(ms|s|m)$")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0}
 
@@ -114,6 +152,10 @@ def failure_answers(config: WebhookConfig) -> dict[str, FailureAnswer]:
     return {
         constants.VALIDATE_WEBHOOK_ID: FailureAnswer(
             config.validating_failure_policy, config.validating_timeout_seconds
+        ),
+        # the entry for namespaces under Enforce (failclosed.py): always Fail
+        constants.VALIDATE_ENFORCE_WEBHOOK_ID: FailureAnswer(
+            "Fail", config.validating_timeout_seconds
         ),
         constants.MUTATE_PODS_WEBHOOK_ID: FailureAnswer(
             config.mutating_failure_policy, config.mutating_timeout_seconds
@@ -223,7 +265,8 @@ class _Connection(asyncio.Protocol):
 
     def start_request(self) -> float:
         """The server's handler has the request: its headers are in. Returns when the
-        request began (its first byte, or the accept)."""
+        request began (its first byte, or the accept). From now until its answer the
+        connection is never dropped to make room (``WebhookServer._evict``)."""
         self.disarm()
         self.busy = True
         return self.request_started or self.loop.time()
@@ -314,7 +357,10 @@ class WebhookServer:
         self._runner: aiohttp.web.AppRunner | None = None
         self._listener: asyncio.AbstractServer | None = None
         self._connections: set[_Connection] = set()
-        self._per_peer: dict[str, int] = {}
+        # peer -> its connections, oldest first (dicts keep insertion order)
+        self._per_peer: dict[str, dict[_Connection, None]] = {}
+        # bodies over INLINE_DECODE are decoded here, one at a time (module docstring)
+        self._decoder: concurrent.futures.ThreadPoolExecutor | None = None
         self._handshakes: set[asyncio.Task[None]] = set()
         self._peak = 0  # most connections open since the last trim_memory
         self._logged_at, self._unlogged = -1e9, 0  # answers by the deadline not yet logged
@@ -367,6 +413,9 @@ class WebhookServer:
         )  # fmt: skip
         await runner.setup()
         self.ssl_context()
+        self._decoder = concurrent.futures.ThreadPoolExecutor(
+            1, thread_name_prefix="webhook-decode"
+        )
         keep_memory_returnable()
         self._runner = runner  # before the first accept
         loop = asyncio.get_running_loop()
@@ -386,23 +435,46 @@ class WebhookServer:
     def _accepted(self, raw: asyncio.Transport) -> None:
         peername = raw.get_extra_info("peername")
         peer = str(peername[0]) if isinstance(peername, tuple) and peername else "?"
-        if len(self._connections) >= self.max_connections:
-            _reject("connections")
+        if len(self._per_peer.get(peer, ())) >= self.max_connections_per_peer and not (
+            self._evict(peer)
+        ):
+            _reject("peer-connections")
             raw.abort()
             return
-        if self._per_peer.get(peer, 0) >= self.max_connections_per_peer:
-            _reject("peer-connections")
+        if len(self._connections) >= self.max_connections and not self._evict(None):
+            _reject("connections")
             raw.abort()
             return
         raw.pause_reading()  # the ClientHello waits in the kernel for start_tls
         conn = _Connection(self, peer, raw)
         self._connections.add(conn)
         self._peak = max(self._peak, len(self._connections))
-        self._per_peer[peer] = self._per_peer.get(peer, 0) + 1
+        self._per_peer.setdefault(peer, {})[conn] = None
         conn.arm(self.header_timeout, "header-timeout")
         task = asyncio.get_running_loop().create_task(self._handshake(conn))
         self._handshakes.add(task)
         task.add_done_callback(self._handshakes.discard)
+
+    def _evict(self, peer: str | None) -> bool:
+        """Makes room for a new connection: closes the oldest connection not being
+        answered (idle between requests, or still in its handshake or headers) of ``peer``,
+        or with None of the peer that holds the most. False when every candidate is being
+        answered. Why the biggest holder: an attacker who fills the port holds the most,
+        so the API server's few connections are the last to go, however many peers the
+        attacker has; and why the oldest: a new connection is the one about to be used."""
+        if peer is None:
+            holders = sorted(self._per_peer.items(), key=lambda item: -len(item[1]))
+        else:
+            holders = [(peer, self._per_peer.get(peer, {}))]
+        for _, conns in holders:
+            victim = next((c for c in conns if not c.busy), None)
+            if victim is not None:
+                _reject("evicted")
+                victim.disarm()
+                victim.raw.abort()
+                self._release(victim)
+                return True
+        return False
 
     async def _handshake(self, conn: _Connection) -> None:
         loop = asyncio.get_running_loop()
@@ -429,11 +501,11 @@ class WebhookServer:
             return
         conn.released = True
         self._connections.discard(conn)
-        left = self._per_peer.get(conn.peer, 0) - 1
-        if left > 0:
-            self._per_peer[conn.peer] = left
-        else:
-            self._per_peer.pop(conn.peer, None)
+        mine = self._per_peer.get(conn.peer)
+        if mine is not None:
+            mine.pop(conn, None)
+            if not mine:
+                self._per_peer.pop(conn.peer, None)
         if self._peak >= TRIM_AFTER and len(self._connections) <= self._peak // 4:
             # a flood is over: give its memory back (a few ms, once per flood)
             self._peak = len(self._connections)
@@ -456,6 +528,9 @@ class WebhookServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self._decoder is not None:
+            self._decoder.shutdown(wait=False, cancel_futures=True)
+            self._decoder = None
 
     async def handle(self, request: aiohttp.web.Request) -> aiohttp.web.StreamResponse:
         transport = request.transport
@@ -503,14 +578,25 @@ class WebhookServer:
         seconds = DEADLINE_SHARE * timeout
         loop = asyncio.get_running_loop()
         deadline = started + seconds
+        if safejson.items(raw) > REVIEW_MAX_ITEMS:
+            # no real workload has that many values; decoding it would hold the GIL
+            _reject("too-many-values")
+            return self._undecoded(webhook, raw, failure, seconds, "too-many-values")
         if not await self._slot(started + SHED_SHARE * timeout - loop.time()):
             # as many reviews running as the loop can carry: this one waited its time
-            return self._failed(webhook, decode_body(raw), failure, seconds, "shed")
+            shed = await self._decode(raw, deadline)
+            if shed is None:
+                return self._undecoded(webhook, raw, failure, seconds, "shed")
+            return self._failed(webhook, shed, failure, seconds, "shed")
         try:
-            data = decode_body(raw)
+            decoded = await self._decode(raw, deadline)
         except aiohttp.web.HTTPException:
             self._active.release()
             raise
+        if decoded is None:
+            self._active.release()
+            return self._undecoded(webhook, raw, failure, seconds, "decode")
+        data = decoded
         pending = _Pending()
         token = _PENDING.set(pending)
         try:
@@ -523,6 +609,31 @@ class WebhookServer:
             return aiohttp.web.json_response(task.result())
         pending.abandoned = True
         return self._failed(webhook, data, failure, seconds, "deadline")
+
+    async def _decode(self, raw: bytes, deadline: float) -> dict[str, Any] | None:
+        """decode_body, in the loop for a small body and in the decoding thread for a
+        larger one; None when the thread could not get to it by ``deadline``."""
+        if len(raw) <= INLINE_DECODE or self._decoder is None:
+            return decode_body(raw)
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(self._decoder, decode_body, raw)
+        done, _ = await asyncio.wait({future}, timeout=max(0.0, deadline - loop.time()))
+        if not done:
+            future.cancel()  # not started yet: dropped from the queue
+            return None
+        return future.result()
+
+    def _undecoded(
+        self, webhook: str, raw: bytes, failure: FailureAnswer, seconds: float, cause: str
+    ) -> aiohttp.web.Response:
+        """The failurePolicy's answer to a review that was not decoded, to its uid (read
+        from the body's head, where the API server writes it); a body with none gets a 400,
+        which the API server answers as its failurePolicy says."""
+        match = _REVIEW_UID.match(raw[:4096])
+        if match is None:
+            raise aiohttp.web.HTTPBadRequest(reason="not decoded, and no request.uid at its head")
+        review = {"request": {"uid": match.group(1).decode("ascii")}}
+        return self._failed(webhook, review, failure, seconds, cause, use_fallback=False)
 
     def _review_done(self, task: asyncio.Task[Mapping[str, Any]]) -> None:
         self._active.release()
@@ -547,6 +658,8 @@ class WebhookServer:
         failure: FailureAnswer,
         seconds: float,
         cause: str,
+        *,
+        use_fallback: bool = True,
     ) -> aiohttp.web.Response:
         label = webhook if webhook in _KNOWN else "unknown"
         metrics.WEBHOOK_DEADLINE_ANSWERS.labels(webhook=label, cause=cause).inc()
@@ -555,18 +668,25 @@ class WebhookServer:
         if now - self._logged_at >= 10.0:  # one line per 10 s: an overload is no log flood
             logger.warning(
                 "webhook %s: %d review(s) answered without the rules since the last such"
-                " line (no answer within %.1f s: %s)",
-                webhook, self._unlogged, seconds,
-                "overloaded" if cause == "shed" else "the rules too slow",
+                " line (this one: %s, within %.1f s)",
+                webhook, self._unlogged, _CAUSES.get(cause, cause), seconds,
             )  # fmt: skip
             self._logged_at, self._unlogged = now, 0
-        fallback = self.fallbacks.get(webhook)
+        fallback = self.fallbacks.get(webhook) if use_fallback else None
         if fallback is not None:
             try:
                 return aiohttp.web.json_response(fallback(data, seconds))
             except Exception:
                 logger.exception("webhook %s: its answer by the deadline failed", webhook)
-        return aiohttp.web.json_response(failure_answer(webhook, data, failure.policy, seconds))
+        why = (
+            f"the object has more than {REVIEW_MAX_ITEMS:,} JSON values, more than any"
+            " workload needs; make it smaller"
+            if cause == "too-many-values"
+            else None
+        )
+        return aiohttp.web.json_response(
+            failure_answer(webhook, data, failure.policy, seconds, why=why)
+        )
 
 
 def decode_body(raw: bytes) -> dict[str, Any]:
@@ -592,13 +712,19 @@ def decode_body(raw: bytes) -> dict[str, Any]:
 
 
 def failure_answer(
-    webhook: str, review: Mapping[str, Any], policy: str, seconds: float
+    webhook: str,
+    review: Mapping[str, Any],
+    policy: str,
+    seconds: float,
+    *,
+    why: str | None = None,
 ) -> dict[str, Any]:
-    """The answer of a webhook that could not decide in time, as its failurePolicy says:
-    Ignore admits (unchanged, with a warning that says so), Fail refuses (503, to retry)."""
+    """The answer of a webhook that could not decide in time (or at all: ``why``), as its
+    failurePolicy says: Ignore admits (unchanged, with a warning that says so), Fail
+    refuses (503, to retry)."""
     answer = admit_unchanged(review)
     response = answer["response"]
-    why = f"the operator could not answer within {seconds:.1f} s (overloaded)"
+    why = why or f"the operator could not answer within {seconds:.1f} s (overloaded)"
     if policy == "Fail":
         response["allowed"] = False
         response["status"] = {
