@@ -425,7 +425,7 @@ def test_no_rights_on_nodes_keeps_a_deep_pass_in_memory_only() -> None:
     feedback = NodeFeedback(api, now=lambda: "t", access=NO_NODES)  # type: ignore[arg-type]
     passed = DeepPass(
         namespace="ns", key="k", digest="sha256:" + "a" * 64, plan="tp1", pod="ns/p",
-        at="2026-12-01T08:00:00Z",
+        at="2026-12-01T08:00:00Z", workload="deployment.vllm",
     )  # fmt: skip
     feedback.record_deep_pass("n1", passed)
     assert feedback._queue.empty()  # nothing to write: no GET the RBAC would refuse
