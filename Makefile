@@ -84,6 +84,10 @@ reliability: venv controlplane
 	$(PY) hack/reliability/webhook_port.py
 	$(PY) hack/reliability/loopstall.py
 	if [ -f hack/reliability/churn.py ]; then $(PY) hack/reliability/churn.py; fi
+	# issue 34, node feedback: a tenant's report changes a node only on the operator's probe;
+	# no tenant's reuse records evict another's (one and two replicas)
+	$(PY) -m pytest -q tests/e2e/test_node_feedback.py tests/e2e/test_node_probe_ha.py \
+		tests/e2e/test_deep_tier_reuse.py -k "probe or evict"
 
 clean:
 	rm -rf dist build .mypy_cache .ruff_cache .pytest_cache

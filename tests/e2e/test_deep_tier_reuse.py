@@ -12,6 +12,7 @@ image digest that ran.
 
 from __future__ import annotations
 
+import datetime
 import json
 import secrets
 from collections.abc import Iterator
@@ -21,8 +22,8 @@ from typing import Any
 import pytest
 
 from preflight_contract import envnames
-from preflight_contract.report import Report
-from preflight_contract.reuse import ANNOTATION, parse_offers
+from preflight_contract.report import CheckResult, GPUEntry, Report
+from preflight_contract.reuse import ANNOTATION, DEEP_PASS_KEY, parse_offers
 from preflight_contract.verdicts import PASS, SKIP
 from preflight_dev import fakekubelet
 from preflight_dev.fakedriver.fake import h200_machine
@@ -36,6 +37,7 @@ from preflight_dev.testing.workloads import (
     injected_pods,
 )
 from preflight_operator.core import constants
+from preflight_operator.core.verdictreuse import MAX_PER_NAMESPACE
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "data" / "manifests"
 DIGEST = "sha256:" + "5e" * 32
@@ -149,3 +151,67 @@ def test_a_restart_skips_the_deep_tier_and_says_whose_pass_it_reused(
         lambda: said in shown() and shown(), what="the reuse on the GPUValidation"
     )
     cluster.delete_namespace(namespace)
+
+
+def deep_pass_report(key: str) -> Report:
+    """A deep tier that ran and passed on hardware ``key`` (what the checker writes)."""
+    return Report(
+        checks=[CheckResult("deep-allreduce", "pass", "sum ok")],
+        tier="deep",
+        plan={"tp": 1, DEEP_PASS_KEY: key},
+        gpus=[GPUEntry(0, "GPU-ea300b2e-0352-789c-6847-ce5195328e81", "0000:06:00.0")],
+    )
+
+
+def records(cluster: Cluster, node: str) -> list[dict[str, Any]]:
+    annotations = get_json(cluster, "node", node)["metadata"].get("annotations") or {}
+    return list(json.loads(annotations.get(ANNOTATION) or "[]"))
+
+
+def reuse_tenant(cluster: Cluster, name: str, node: str) -> tuple[str, dict[str, Any]]:
+    namespace = cluster.create_namespace(name, labels={constants.LABEL_INJECT: "enabled"})
+    apply_policy(
+        cluster, namespace, "deep-once",
+        {
+            "selector": {"matchLabels": {"app": name}},
+            "action": "Warn",
+            "tier": "deep",
+            "verdictReuse": {"ttlSeconds": 3600},
+        },
+    )  # fmt: skip
+    cluster.apply(example_deployment(name, namespace, node=node, image=IMAGE))
+    pod = wait_for(lambda: injected_pods(cluster, namespace, name), what=f"{name}'s pod")[0]
+    return namespace, pod
+
+
+def test_one_tenants_passes_never_evict_anothers_record(
+    cluster: Cluster, operator: OperatorProcess, node: str
+) -> None:
+    """Issue 34 item 4: tenant B's 16 deep passes (16 hardware keys) on a node evicted
+    tenant A's record (one newest-16 list per node). Now each namespace keeps its own
+    newest few, and B's passes push out only B's."""
+    a_namespace, a_pod = reuse_tenant(cluster, "reuse-a", node)
+    b_namespace, b_pod = reuse_tenant(cluster, "reuse-b", node)
+    base = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+
+    def at(seconds: int) -> str:
+        return fakekubelet.rfc3339(base + datetime.timedelta(seconds=seconds))
+
+    kubelet(cluster, a_pod, deep_pass_report("a" * 32), at(0))
+    wait_for(
+        lambda: any(r["namespace"] == a_namespace for r in records(cluster, node)),
+        what="A's deep pass on the Node",
+    )
+    last = f"{15:032x}"
+    for i in range(16):
+        kubelet(cluster, b_pod, deep_pass_report(f"{i:032x}"), at(i + 1))
+    wait_for(
+        lambda: any(r["key"] == last for r in records(cluster, node)),
+        what="B's last deep pass on the Node",
+    )
+    held = records(cluster, node)
+    assert [r["key"] for r in held if r["namespace"] == a_namespace] == ["a" * 32]
+    assert len([r for r in held if r["namespace"] == b_namespace]) == MAX_PER_NAMESPACE
+    assert all(r["workload"] for r in held)  # offered to the workload that earned it only
+    cluster.delete_namespace(a_namespace)
+    cluster.delete_namespace(b_namespace)

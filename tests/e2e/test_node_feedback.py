@@ -3,6 +3,11 @@ the node's GPUs sets the Event, label, annotation and NoSchedule taint the pod's
 asks for; a manifest fault leaves the node alone; a pass of a pod nobody's controller made
 clears nothing (issue 23); a later pass of the controller's pod clears it all.
 
+Issue 34: a tenant's report is only a claim. It makes the operator start its own probe pod
+on the node (in the operator's namespace, "default" here: the operator runs outside a
+release), and the node changes only on the probe's verdict. So every step that changed the
+node before now plays the kubelet twice: for the tenant's pod, then for the probe.
+
 The local control plane has no kubelet and no scheduler: the test creates the Node object
 itself, binds the pod to it with spec.nodeName, and plays the kubelet (fakekubelet) by
 writing the check's termination message into the pod's status.
@@ -21,7 +26,7 @@ from typing import Any
 import pytest
 
 from preflight_contract.report import CheckResult, GPUEntry, Report
-from preflight_dev import fakekubelet
+from preflight_dev import fakekubelet, localoperator
 from preflight_dev.localoperator import OperatorProcess
 from preflight_dev.testing import Cluster, wait_for
 from preflight_dev.testing.workloads import (
@@ -32,6 +37,9 @@ from preflight_dev.testing.workloads import (
 )
 from preflight_operator.core import constants
 from preflight_operator.core.nodefeedback import CONDITION, KEY
+from preflight_operator.core.nodeprobe import probe_name
+
+PROBE_NAMESPACE = "default"  # the operator's own namespace: none given outside a release
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "data" / "manifests"
 GPU0 = "GPU-ea300b2e-0352-789c-6847-ce5195328e81"
@@ -60,6 +68,63 @@ PASSED = Report(
     checks=[CheckResult("row-remap", "pass", "no pending or failed row remapping on 2 GPUs")],
     gpus=GPUS,
 ).to_termination_message()
+
+
+@pytest.fixture(scope="module")
+def operator(
+    cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[OperatorProcess]:
+    """The operator with node rights and a probe interval of 1 s (the chart's is 300 s), so
+    that a step's probe need not wait for the one before it."""
+    workdir = tmp_path_factory.mktemp("operator")
+    config = workdir / "config.yaml"
+    config.write_text(
+        json.dumps(
+            {"nodeFeedback": {"enabled": True, "condition": True, "probe": {"intervalSeconds": 1}}}
+        )
+    )
+    op = localoperator.start_with_webhooks(cluster, workdir, extra_args=["--config", str(config)])
+    yield op
+    localoperator.remove_webhooks(cluster)
+    op.stop()
+
+
+def probe_pod(cluster: Cluster, node: str) -> dict[str, Any] | None:
+    found = cluster.kubectl(
+        "get", "pod", probe_name(node), "-n", PROBE_NAMESPACE, "-o", "json", "--ignore-not-found"
+    ).stdout
+    return json.loads(found) if found.strip() else None
+
+
+def play_probe(cluster: Cluster, node: str, message: str, finished: str) -> None:
+    """The kubelet of the operator's own probe on ``node``: waits for the probe pod (the
+    operator's answer to a tenant's claim), writes its check's verdict, then waits until
+    the operator has read it and deleted the pod."""
+    pod = wait_for(lambda: probe_pod(cluster, node), what=f"the operator's probe of {node}")
+    meta = pod["metadata"]
+    assert pod["spec"]["nodeName"] == node
+    terminated = {"exitCode": 0, "message": message, "startedAt": finished, "finishedAt": finished}
+    status = {
+        "phase": "Running",
+        "initContainerStatuses": [
+            {
+                "name": constants.CHECK_CONTAINER, "image": "", "imageID": "", "ready": True,
+                "restartCount": 0, "state": {"terminated": terminated},
+            }
+        ],
+    }  # fmt: skip
+    cluster.kubectl(
+        "patch", "pod", meta["name"], "-n", meta["namespace"], "--subresource=status",
+        "--type=merge", "-p", json.dumps({"status": status}),
+    )  # fmt: skip
+    wait_for(
+        lambda: (p := probe_pod(cluster, node)) is None or p["metadata"]["uid"] != meta["uid"],
+        what="the probe read and deleted",
+    )
+
+
+def probes(operator: OperatorProcess, outcome: str) -> float:
+    return operator.metric(f'vllm_preflight_node_probes_total{{outcome="{outcome}"}}')
 
 
 @pytest.fixture
@@ -143,8 +208,10 @@ def test_a_gpu_fault_taints_the_node_and_a_later_pass_clears_it(
     )
     assert ours(cluster, node) == {"label": None, "annotation": None, "taints": []}
 
-    # 2. A GPU fault: Event, label, annotation naming the GPU and check, taint, gauge.
+    # 2. A GPU fault, confirmed by the operator's probe: Event, label, annotation naming
+    # the GPU and check, taint, gauge.
     play_kubelet(cluster, pod, ROW_REMAP_FAILED, at(2))
+    play_probe(cluster, node, ROW_REMAP_FAILED, at(2))
     state = wait_for(lambda: (s := ours(cluster, node))["taints"] and s, what="our taint")
     assert state["label"] == "unhealthy"
     assert json.loads(state["annotation"])["gpus"] == {GPU1: ["row-remap"]}
@@ -179,8 +246,9 @@ def test_a_gpu_fault_taints_the_node_and_a_later_pass_clears_it(
     wait_for(shown, what="the bare pod's pass on its GPUValidation")
     assert ours(cluster, node)["taints"], "another tenant's pass cleared the node"
 
-    # 4. A later pass of the controller's pod clears it all.
+    # 4. A later pass of the controller's pod, confirmed by the probe, clears it all.
     play_kubelet(cluster, pod, PASSED, at(4))
+    play_probe(cluster, node, PASSED, at(4))
     wait_for(
         lambda: ours(cluster, node) == {"label": None, "annotation": None, "taints": []},
         what="the node to be cleared",
@@ -190,6 +258,7 @@ def test_a_gpu_fault_taints_the_node_and_a_later_pass_clears_it(
         what="the GPUHealthy Event",
     )
     assert f"cleared {GPU1}: row-remap" in events["GPUHealthy"]
+    assert f"pod {PROBE_NAMESPACE}/{probe_name(node)} passed" in events["GPUHealthy"]
     assert gauge(operator, node) == 0.0
     cluster.delete_namespace(namespace)
 
@@ -230,6 +299,7 @@ def test_the_node_condition_is_set_by_a_gpu_fault_and_cleared_by_a_later_pass(
     assert node_condition(cluster, node) is None  # nothing before a check said anything
 
     play_kubelet(cluster, pod, ROW_REMAP_FAILED, at(0))
+    play_probe(cluster, node, ROW_REMAP_FAILED, at(0))
     failed = wait_for(lambda: node_condition(cluster, node), what="GPUPreflightReady")
     assert (failed["status"], failed["reason"]) == ("False", "GPUCheckFailed")
     assert f"{GPU1}: row-remap" in failed["message"]
@@ -240,11 +310,98 @@ def test_the_node_condition_is_set_by_a_gpu_fault_and_cleared_by_a_later_pass(
     assert json.loads(state["annotation"])["gpus"] == {GPU1: ["row-remap"]}
 
     play_kubelet(cluster, pod, PASSED, at(2))
+    play_probe(cluster, node, PASSED, at(2))
     cleared = wait_for(
         lambda: (c := node_condition(cluster, node)) and c["status"] == "True" and c,
         what="GPUPreflightReady to turn True",
     )
     assert cleared["reason"] == "GPUCheckPassed"
-    assert f"pod {namespace}/{pod['metadata']['name']} passed" in cleared["message"]
+    assert f"pod {PROBE_NAMESPACE}/{probe_name(node)} passed" in cleared["message"]
     assert ours(cluster, node) == {"label": None, "annotation": None, "taints": []}
     cluster.delete_namespace(namespace)
+
+
+ECC_FAILED = Report(
+    checks=[
+        CheckResult(
+            "ecc", "fail",
+            "uncorrectable ECC errors on GPU 0 (GPU-ea300b2e, bus 0000:06:00.0)",
+            "drain the node and have the GPU serviced",
+        )
+    ],
+    gpus=GPUS,
+    action="Warn",
+).to_termination_message()  # fmt: skip
+
+
+def tenant(cluster: Cluster, name: str, node: str) -> tuple[str, dict[str, Any]]:
+    """A tenant's namespace, its policy asking for every level, and its Deployment's
+    injected pod on the shared ``node``."""
+    namespace = cluster.create_namespace(name, labels={constants.LABEL_INJECT: "enabled"})
+    apply_policy(
+        cluster, namespace, "all-levels",
+        {
+            "selector": {"matchLabels": {"app": name}},
+            "action": "Warn",
+            "nodeFeedback": {"event": True, "label": True, "taint": True, "condition": True},
+        },
+    )  # fmt: skip
+    cluster.apply(example_deployment(name, namespace, node=node))
+    pod = wait_for(lambda: injected_pods(cluster, namespace, name), what=f"{name}'s pod")[0]
+    return namespace, pod
+
+
+def test_a_tenants_report_changes_a_node_only_when_the_operators_probe_agrees(
+    cluster: Cluster, operator: OperatorProcess, node: str
+) -> None:
+    """Issue 34 item 4. Before: tenant A's image printing an ECC failure tainted the shared
+    node at once (no probe pod was ever made: the first play_probe timed out), and tenant
+    B's pass naming the quarantined GPU cleared it."""
+    a_namespace, a_pod = tenant(cluster, "tenant-a", node)
+    b_namespace, b_pod = tenant(cluster, "tenant-b", node)
+
+    # 1. A's image prints an ECC failure; the operator's probe passes: the node is as it was.
+    passes = probes(operator, "pass")
+    play_kubelet(cluster, a_pod, ECC_FAILED, at(0))
+    play_probe(cluster, node, PASSED, at(1))
+    wait_for(lambda: probes(operator, "pass") > passes, what="the probe's pass counted")
+    assert ours(cluster, node) == {"label": None, "annotation": None, "taints": []}
+    assert node_condition(cluster, node) is None
+    assert "GPUUnhealthy" not in dict(node_events(cluster, node))
+
+    # 2. A's next run fails again and this time the probe agrees: the node is quarantined.
+    play_kubelet(cluster, a_pod, ECC_FAILED, at(2))
+    play_probe(cluster, node, ECC_FAILED, at(3))
+    state = wait_for(lambda: (s := ours(cluster, node))["taints"] and s, what="the quarantine")
+    assert json.loads(state["annotation"])["gpus"] == {GPU0: ["ecc"]}
+    assert json.loads(state["annotation"])["pod"] == f"{PROBE_NAMESPACE}/{probe_name(node)}"
+    condition = wait_for(lambda: node_condition(cluster, node), what="GPUPreflightReady")
+    assert condition["status"] == "False"
+
+    # 3. B's pass naming both GPUs (the quarantined one too) is a claim: the probe still
+    # finds the ECC fault, and the quarantine stays.
+    unhealthy = len([r for r, _ in node_events(cluster, node) if r == "GPUUnhealthy"])
+    play_kubelet(cluster, b_pod, PASSED, at(4))
+    play_probe(cluster, node, ECC_FAILED, at(5))
+    wait_for(
+        lambda: len([r for r, _ in node_events(cluster, node) if r == "GPUUnhealthy"]) > unhealthy,
+        what="the probe's fault applied",
+    )
+    state = ours(cluster, node)
+    assert state["taints"], "a tenant's pass cleared a quarantine the probe still finds"
+    assert json.loads(state["annotation"])["gpus"] == {GPU0: ["ecc"]}
+    assert node_condition(cluster, node)["status"] == "False"  # type: ignore[index]
+
+    # 4. Only the probe's own pass clears it (B's next pass asks for it).
+    play_kubelet(cluster, b_pod, PASSED, at(6))
+    play_probe(cluster, node, PASSED, at(7))
+    wait_for(
+        lambda: ours(cluster, node) == {"label": None, "annotation": None, "taints": []},
+        what="the quarantine cleared by the probe's pass",
+    )
+    assert (
+        get_json(cluster, "pods", "-n", PROBE_NAMESPACE, "-l", "vllm-preflight.io/probe")["items"]
+        == []
+    )  # every probe pod deleted
+    cluster.delete_namespace(a_namespace)
+    cluster.delete_namespace(b_namespace)

@@ -845,7 +845,10 @@ class TestOperatorConfig:
                     "idleTimeoutSeconds": 60,
                 },
             },
-            "nodeFeedback": {"enabled": False, "condition": False},
+            "nodeFeedback": {
+                "enabled": False, "condition": False,
+                "probe": {"intervalSeconds": 300, "maxRunning": 4, "startSeconds": 300},
+            },
             "workloadPatch": {"scope": "namespaces", "namespaces": []},
         }  # fmt: skip
 

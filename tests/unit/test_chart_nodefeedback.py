@@ -66,3 +66,30 @@ def test_the_operator_is_told_where_the_chart_granted_patch_on_workloads() -> No
     assert patch(["rbac.workloadPatch=cluster"]).allows("c")
     assert not patch(["rbac.workloadPatch=none"]).allows("a")
     assert patch(["rbac.create=false"]) == WorkloadPatch()  # the user binds: not said
+
+
+def test_the_probe_may_make_pods_in_the_release_namespace_only() -> None:
+    """Issue 34: the operator's own probe is a pod in its own namespace; nowhere else may it
+    create one, and with node feedback off it may create none."""
+    assert not [
+        o for o in render() if o["kind"] == "Role" and "node-probe" in o["metadata"]["name"]
+    ]
+    objs = render(sets=["nodeFeedback.enabled=true"])
+    role = one(objs, "Role", f"{FULLNAME}-node-probe")
+    assert (
+        role["metadata"]["namespace"] == one(objs, "Deployment", FULLNAME)["metadata"]["namespace"]
+    )
+    assert rule_set(role["rules"]) == {("", "pods", v) for v in ("get", "list", "create", "delete")}
+    cluster = one(objs, "ClusterRole", FULLNAME)
+    assert not {
+        r for r in rule_set(cluster["rules"]) if r[2] in ("create", "delete") and r[1] == "pods"
+    }
+
+
+def test_the_probe_settings_reach_the_operator() -> None:
+    from preflight_operator.core.config import ProbeSettings, parse_config
+
+    sets = ["nodeFeedback.probe.intervalSeconds=60", "nodeFeedback.probe.maxRunning=2"]
+    cm = one(render(sets=sets), "ConfigMap", FULLNAME)
+    got = parse_config(yaml.safe_load(cm["data"]["config.yaml"])).node_probe
+    assert got == ProbeSettings(interval_seconds=60, max_running=2, start_seconds=300)

@@ -16,6 +16,7 @@ from preflight_operator.core.podresults import Failure, PodResult
 from preflight_operator.core.verdictreuse import DeepPass
 from preflight_operator.runtime.api import Conflict, NotFound
 from preflight_operator.runtime.nodehealth import NODE_FEEDBACK, NODE_UNHEALTHY_GPUS, NodeFeedback
+from preflight_operator.runtime.nodeprobe import ProbeImage
 
 GPU0 = "GPU-ea300b2e-0352-789c-6847-ce5195328e81"
 GPU1 = "GPU-7b01fc6f-1b00-4d5e-8f90-a1b2c3d4e5f6"
@@ -279,8 +280,11 @@ def test_a_pass_on_a_node_known_clean_costs_no_call(verdict: str) -> None:
     assert feedback._queue.empty()
 
 
+PROBE = ProbeImage("vllm-preflight", "check@sha256:" + "c" * 64, "IfNotPresent", 120)
+
+
 def test_passes_are_read_only_where_a_record_can_exist() -> None:
-    feedback = NodeFeedback(FakeApi(node()), now=lambda: "t")  # type: ignore[arg-type]
+    feedback = NodeFeedback(FakeApi(node()), now=lambda: "t", probe=PROBE)  # type: ignore[arg-type]
     passed = nf.finding(result("pass", node="elsewhere"), "ns")
     assert passed is not None
     feedback.observe(passed, nf.Levels())
@@ -425,7 +429,7 @@ def test_no_rights_on_nodes_keeps_a_deep_pass_in_memory_only() -> None:
     feedback = NodeFeedback(api, now=lambda: "t", access=NO_NODES)  # type: ignore[arg-type]
     passed = DeepPass(
         namespace="ns", key="k", digest="sha256:" + "a" * 64, plan="tp1", pod="ns/p",
-        at="2026-12-01T08:00:00Z",
+        at="2026-12-01T08:00:00Z", workload="deployment.vllm",
     )  # fmt: skip
     feedback.record_deep_pass("n1", passed)
     assert feedback._queue.empty()  # nothing to write: no GET the RBAC would refuse
@@ -445,3 +449,52 @@ def test_the_policy_names_a_level_the_rbac_does_not_grant() -> None:
     assert nf.policy_problems({}, NO_NODES) == []  # asks for nothing: nothing to say
     [typo] = nf.policy_problems({"nodeFeedback": {"taint": "yes"}}, NodeAccess())
     assert "is not true or false" in typo.message
+
+
+def test_a_tenants_fault_only_requests_a_probe_and_changes_nothing() -> None:
+    """Issue 34: a tenant's image printing an ECC failure tainted a shared node. Before the
+    fix apply() patched the node here; now the report requests the operator's probe."""
+    api = FakeApi(node())
+    feedback = NodeFeedback(api, now=lambda: "t", probe=PROBE)  # type: ignore[arg-type]
+    failed = nf.finding(result("fail", ROW_REMAP), "ns")
+    assert failed is not None
+    assert feedback.probes is not None
+    asyncio.run(feedback.apply(failed, ALL, confirmed=False))
+    assert api.patches == []
+    assert api.events == []
+    assert api.status_patches == []
+    assert feedback.probes.pending() == {"n1": ALL}
+    # the probe agrees: now the node changes
+    asyncio.run(feedback.apply(failed, ALL, confirmed=True))
+    assert any(t["key"] == nf.KEY for t in api.node["spec"]["taints"])  # type: ignore[index]
+
+
+def test_a_tenants_pass_naming_the_quarantined_gpus_clears_nothing() -> None:
+    """Issue 34: another tenant's pass naming the GPU UUIDs cleared a real quarantine."""
+    record = nf.Record(((GPU1, ("ecc",)),), "2026-12-01T07:00:00Z", "a/p")
+    api = FakeApi(node(annotations={nf.KEY: record.to_annotation()}))
+    feedback = NodeFeedback(api, now=lambda: "t", probe=PROBE)  # type: ignore[arg-type]
+    passed = nf.finding(result("pass"), "b")
+    assert passed is not None
+    assert feedback.probes is not None
+    asyncio.run(feedback.apply(passed, nf.Levels(taint=True), confirmed=False))
+    assert api.patches == []
+    assert feedback.probes.pending() == {"n1": nf.Levels(taint=True)}
+    # a claim that would change nothing (the fault is recorded already) costs no probe
+    known = nf.Record(((GPU1, ("row-remap",)),), "2026-12-01T07:00:00Z", "a/p")
+    api = FakeApi(node(annotations={nf.KEY: known.to_annotation()}))
+    again = NodeFeedback(api, now=lambda: "t", probe=PROBE)  # type: ignore[arg-type]
+    failed = nf.finding(result("fail", ROW_REMAP), "ns")
+    assert failed is not None
+    assert again.probes is not None
+    asyncio.run(again.apply(failed, nf.Levels(taint=True), confirmed=False))
+    assert again.probes.pending() == {}
+
+
+def test_without_a_probe_no_report_reaches_a_node() -> None:
+    feedback = NodeFeedback(FakeApi(node()), now=lambda: "t")  # type: ignore[arg-type]
+    failed = nf.finding(result("fail", ROW_REMAP), "ns")
+    assert failed is not None
+    feedback.observe(failed, ALL)
+    assert feedback._queue.empty()
+    assert feedback.probes is None

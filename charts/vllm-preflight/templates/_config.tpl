@@ -28,7 +28,11 @@
   "webhook" (include "vllm-preflight.webhookServerConfig" . | fromYaml)
   "nodeFeedback" (dict
     "enabled" (eq (toString .Values.nodeFeedback.enabled) "true")
-    "condition" (eq (toString .Values.nodeFeedback.condition) "true"))
+    "condition" (eq (toString .Values.nodeFeedback.condition) "true")
+    "probe" (dict
+      "intervalSeconds" (int ((.Values.nodeFeedback.probe | default dict).intervalSeconds | default 300))
+      "maxRunning" (int ((.Values.nodeFeedback.probe | default dict).maxRunning | default 4))
+      "startSeconds" (int ((.Values.nodeFeedback.probe | default dict).startSeconds | default 300))))
 }}
 {{- /* where the ClusterRole/Roles grant patch on workloads (clusterrole.yaml); with
 rbac.create=false the user binds the rules: nothing said, the operator tries everywhere */}}

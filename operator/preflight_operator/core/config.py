@@ -99,6 +99,43 @@ class NodeAccess:
 
 NODES_GRANTED = NodeAccess()  # outside the chart: assumed granted
 
+
+@dataclasses.dataclass(frozen=True)
+class ProbeSettings:
+    """``nodeFeedback.probe`` of the operator's configuration (the chart's values of the
+    same names). A probe is a pod on a GPU node: it is rate-limited per node and bounded in
+    number, so that no flood of reports becomes a flood of pods."""
+
+    interval_seconds: int = 300  # at most one probe of a node per interval
+    max_running: int = 4  # probes running at once, all nodes
+    max_pending: int = 1000  # nodes waiting for a probe; a request past it is dropped, counted
+    # from the create to a verdict: image pull and start, then the check's own deadline
+    start_seconds: int = 300
+
+
+DEFAULT_PROBE_SETTINGS = ProbeSettings()
+
+
+def parse_probe_settings(value: Any) -> ProbeSettings:
+    """``nodeFeedback.probe: {intervalSeconds, maxRunning, startSeconds}``."""
+    if value is None:
+        return ProbeSettings()
+    if not isinstance(value, Mapping):
+        raise ConfigError("nodeFeedback.probe: expected a mapping")
+    defaults = ProbeSettings()
+    out: dict[str, int] = {}
+    for field, key, low, high in (
+        ("interval_seconds", "intervalSeconds", 1, 86400),
+        ("max_running", "maxRunning", 1, 64),
+        ("start_seconds", "startSeconds", 10, 3600),
+    ):
+        raw = value.get(key, getattr(defaults, field))
+        if isinstance(raw, bool) or not isinstance(raw, int) or not low <= raw <= high:
+            raise ConfigError(f"nodeFeedback.probe.{key}: expected a whole number {low}..{high}")
+        out[field] = raw
+    return dataclasses.replace(defaults, **out)
+
+
 WORKLOAD_PATCH_SCOPES = ("cluster", "namespaces", "none")
 
 
@@ -184,12 +221,19 @@ class OperatorConfig:
     webhook: WebhookConfig = WebhookConfig()
     node_access: NodeAccess = NODES_GRANTED
     workload_patch: WorkloadPatch = WorkloadPatch()
+    node_probe: ProbeSettings = DEFAULT_PROBE_SETTINGS
+    # the release namespace: the operator's own probe pods run there (nodeprobe.py)
+    release_namespace: str = ""
 
     def with_release_namespace(self, namespace: str | None) -> OperatorConfig:
         """The release namespace is never touched either (the operator's own pods live there)."""
         if not namespace:
             return self
-        return dataclasses.replace(self, excluded_namespaces=self.excluded_namespaces | {namespace})
+        return dataclasses.replace(
+            self,
+            excluded_namespaces=self.excluded_namespaces | {namespace},
+            release_namespace=namespace,
+        )
 
 
 def _enum(value: Any, allowed: tuple[str, ...], where: str) -> str:
@@ -496,6 +540,9 @@ def parse_config(data: Any) -> OperatorConfig:
         pod_creators=_pod_creators(_mapping(raw.get("podTrust"), "podTrust").get("creators")),
         webhook=parse_webhook(raw.get("webhook")),
         node_access=parse_node_access(raw.get("nodeFeedback")),
+        node_probe=parse_probe_settings(
+            _mapping(raw.get("nodeFeedback"), "nodeFeedback").get("probe")
+        ),
         workload_patch=parse_workload_patch(raw.get("workloadPatch")),
     )
 

@@ -10,10 +10,19 @@ preflight_contract/reuse.py says who decides what. Here:
   the kubelet's ``imageID`` of the check container (what actually ran), the plan shape
   the PREFLIGHT_TP/PP/DP_LOCAL the injector wrote into the pod's spec.
 * The record lives on the Node, in the annotation ``vllm-preflight.io/deep-pass``
-  (:func:`read_passes`, :func:`annotation_patch`), at most :data:`MAX_PASSES`, newest kept.
-* :func:`offers`: at admission, the records of the pod's own namespace with the same image
-  digest (the check image pinned by digest: a tag may move) and plan shape, whose
-  ``at + ttl`` is still ahead. The checker then matches the node and the key itself.
+  (:func:`read_passes`, :func:`annotation_patch`), bounded *per namespace*
+  (:data:`MAX_PER_NAMESPACE`, that namespace's newest kept) and in all
+  (:data:`MAX_PASSES`): a namespace's record is only ever replaced by the same
+  namespace's newer one, and a record of a namespace new to a full node is refused, never
+  made room for (issue 34: one tenant's 16 passes evicted every other tenant's records on a
+  node). Records older than the longest TTL a policy may set are dropped at every merge.
+* :func:`offers`: at admission, the records of the pod's own namespace *and workload* with
+  the same image digest (the check image pinned by digest: a tag may move) and plan shape,
+  whose ``at + ttl`` is still ahead. The checker then matches the node and the key itself.
+  Why the workload too (issue 34): reuse offered to another workload is an action beyond
+  the reporting workload, which only the operator's own confirmation may take, and the
+  operator's probe (nodeprobe.py) cannot confirm a deep pass in a tenant's image; so a
+  pass is offered only to later pods of the workload that earned it.
 """
 
 from __future__ import annotations
@@ -31,13 +40,17 @@ from preflight_contract.reuse import ANNOTATION, DEEP_PASS_KEY, MAX_OFFERS, Offe
 from preflight_contract.verdicts import PASS, WARN
 from preflight_operator.core import constants
 from preflight_operator.core.podresults import PodResult
+from preflight_operator.core.policy import REUSE_TTL_MAX_S
 
-MAX_PASSES = 16  # per node: a few namespaces x images x plans
+MAX_PER_NAMESPACE = 4  # per node and namespace: a few workloads x images x plans
+MAX_PASSES = 64  # per node, all namespaces: about 20 KiB of annotation (300 B a record)
+MAX_AGE_S = REUSE_TTL_MAX_S  # no policy's TTL reaches past it: older records are dead
 _KEY = re.compile(r"[0-9a-f]{32}")
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 _ENDS_WITH_DIGEST = re.compile(r"(?:^|@)(sha256:[0-9a-f]{64})\Z")
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 _NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
+_WORKLOAD = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")  # a label value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,6 +61,12 @@ class DeepPass:
     plan: str  # preflight_contract.reuse.plan_shape
     pod: str  # namespace/name
     at: str  # the check's finishedAt (UTC, seconds, Z)
+    workload: str  # the pod's workload label value, <kind>.<name>: offered to it alone
+
+    @property
+    def same(self) -> tuple[str, str, str, str, str]:
+        """What one record stands for: a newer run of it replaces it."""
+        return (self.namespace, self.workload, self.key, self.digest, self.plan)
 
     def to_json(self) -> dict[str, str]:
         return dataclasses.asdict(self)
@@ -104,9 +123,13 @@ def deep_pass(pod: Mapping[str, Any], result: PodResult, namespace: str) -> Deep
         return None
     digest = image_digest(status.get("imageID"))
     plan = _spec_plan(pod)
-    if not digest or not plan:
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    workload = str(labels.get(constants.LABEL_WORKLOAD) or "")
+    if not digest or not plan or not _WORKLOAD.fullmatch(workload):
         return None
-    return DeepPass(namespace, key, digest, plan, f"{namespace}/{result.pod}", result.checked_at)
+    return DeepPass(
+        namespace, key, digest, plan, f"{namespace}/{result.pod}", result.checked_at, workload
+    )
 
 
 def read_passes(node: Mapping[str, Any]) -> list[DeepPass]:
@@ -118,7 +141,7 @@ def read_passes(node: Mapping[str, Any]) -> list[DeepPass]:
     except ValueError:
         return []
     out: list[DeepPass] = []
-    for item in data[:MAX_PASSES] if isinstance(data, list) else []:
+    for item in data[: MAX_PASSES * 2] if isinstance(data, list) else []:
         if not isinstance(item, Mapping):
             continue
         values = {f.name: item.get(f.name) for f in dataclasses.fields(DeepPass)}
@@ -129,22 +152,46 @@ def read_passes(node: Mapping[str, Any]) -> list[DeepPass]:
             _NAME.fullmatch(one.namespace) and _KEY.fullmatch(one.key)
             and _DIGEST.fullmatch(one.digest) and _TIME.fullmatch(one.at)
             and one.pod.startswith(f"{one.namespace}/") and len(one.pod) < 320
-            and len(one.plan) < 64
+            and len(one.plan) < 64 and _WORKLOAD.fullmatch(one.workload)
         ):  # fmt: skip
+            out.append(one)
+    return bounded(out)
+
+
+def bounded(passes: Iterable[DeepPass]) -> list[DeepPass]:
+    """Newest first, at most :data:`MAX_PER_NAMESPACE` of each namespace and
+    :data:`MAX_PASSES` in all (what a Node's annotation may hold, whoever wrote it)."""
+    out: list[DeepPass] = []
+    per_namespace: dict[str, int] = {}
+    for one in sorted(passes, key=lambda p: p.at, reverse=True):
+        if per_namespace.get(one.namespace, 0) < MAX_PER_NAMESPACE and len(out) < MAX_PASSES:
+            per_namespace[one.namespace] = per_namespace.get(one.namespace, 0) + 1
             out.append(one)
     return out
 
 
 def merged(passes: Iterable[DeepPass], new: DeepPass) -> list[DeepPass]:
-    """``new`` replacing the record of the same namespace, hardware, image and plan, the
-    newest :data:`MAX_PASSES` kept (an older run never replaces a newer one)."""
-    same = (new.namespace, new.key, new.digest, new.plan)
-    kept = list(passes)
-    for old in kept:
-        if (old.namespace, old.key, old.digest, old.plan) == same and old.at >= new.at:
-            return kept
-    kept = [p for p in kept if (p.namespace, p.key, p.digest, p.plan) != same] + [new]
-    return sorted(kept, key=lambda p: p.at, reverse=True)[:MAX_PASSES]
+    """``new`` replacing the record of the same namespace, workload, hardware, image and
+    plan (an older run never replaces a newer one), then bounded (module docstring).
+
+    ``new`` only ever pushes out records of its own namespace: a record of a namespace
+    whose records are at :data:`MAX_PER_NAMESPACE` goes for it, the oldest first; when the
+    node holds :data:`MAX_PASSES` of other namespaces' records, ``new`` is refused (returned
+    without it). Records older than :data:`MAX_AGE_S` before ``new`` are dropped first."""
+    oldest = _plus(new.at, -MAX_AGE_S) if _TIME.fullmatch(new.at) else ""
+    alive = [p for p in passes if p.at >= oldest]
+    for old in alive:
+        if old.same == new.same and old.at >= new.at:
+            return bounded(alive)
+    kept = [p for p in alive if p.same != new.same]
+    mine = sorted((p for p in kept if p.namespace == new.namespace), key=lambda p: p.at)
+    others = [p for p in kept if p.namespace != new.namespace]
+    others = bounded(others)
+    room = min(MAX_PER_NAMESPACE, MAX_PASSES - len(others))
+    if room <= 0:
+        return bounded(alive)  # refused: no other namespace's record is made room for
+    mine = [*mine, new][-room:]
+    return bounded([*others, *mine])
 
 
 def annotation_patch(node: Mapping[str, Any], passes: Sequence[DeepPass]) -> dict[str, Any] | None:
@@ -167,21 +214,23 @@ def offers(
     passes_by_node: Mapping[str, Iterable[DeepPass]],
     *,
     namespace: str,
+    workload: str,
     image: str,
     plan: str,
     ttl_s: int,
     now: str,
 ) -> list[Offer]:
-    """What the injector offers a new pod of ``namespace`` whose check runs ``image`` with
-    ``plan`` (module docstring): nothing when the TTL is 0 or the image is not pinned by
-    digest."""
+    """What the injector offers a new pod of ``namespace`` and ``workload`` (its workload
+    label value) whose check runs ``image`` with ``plan`` (module docstring): nothing when
+    the TTL is 0, the workload is unknown or the image is not pinned by digest."""
     digest = image_digest(image)
-    if ttl_s <= 0 or not digest or not namespace:
+    if ttl_s <= 0 or not digest or not namespace or not workload:
         return []
+    wanted = (namespace, workload, digest, plan)
     found: list[Offer] = []
     for node, passes in passes_by_node.items():
         for one in passes:
-            if (one.namespace, one.digest, one.plan) != (namespace, digest, plan):
+            if (one.namespace, one.workload, one.digest, one.plan) != wanted:
                 continue
             until = _plus(one.at, ttl_s)
             if until > now:

@@ -49,6 +49,7 @@ from preflight_operator.runtime.api import (
 from preflight_operator.runtime.eventsink import EventSink
 from preflight_operator.runtime.listing import WorkloadLister
 from preflight_operator.runtime.nodehealth import NodeFeedback
+from preflight_operator.runtime.nodeprobe import ProbeImage
 from preflight_operator.runtime.ownership import Ownership
 from preflight_operator.runtime.podfeed import PodFeed
 from preflight_operator.runtime.policies import PolicyWatch
@@ -98,7 +99,22 @@ class Controller:
         # Reconciles write only while this replica holds the Lease (writegate.py,
         # elector.py); keys met while following wait until it leads (workers.py).
         self.gate = gate or WriteGate(identity, standalone=True)
-        self.node_feedback = NodeFeedback(api, now, self.gate.allows, access=config.node_access)
+        # node feedback acts on the operator's own probe only (nodeprobe.py), in its own
+        # namespace with the chart's check image
+        probe = ProbeImage(
+            namespace=config.release_namespace or "default",
+            image=config.injection.check_image,
+            pull_policy=config.injection.image_pull_policy,
+            deadline_seconds=config.injection.timeout_seconds,
+        )
+        self.node_feedback = NodeFeedback(
+            api,
+            now,
+            self.gate.allows,
+            access=config.node_access,
+            probe=probe,
+            probe_settings=config.node_probe,
+        )
         self._tasks: list[asyncio.Task[Any]] = []
         # When the rules run (now, or later in a worker) and which answer counts.
         self.analyses = AnalysisScheduler(analyser, spawn=self._spawn, now=now)

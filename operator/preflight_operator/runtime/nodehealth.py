@@ -6,6 +6,12 @@ reconcile path: a slow or refused node write never delays a GPUValidation status
 replica allowed to write (the write gate) applies them. A conflict (the node changed under
 us: its taints are replaced whole) re-reads the node and tries again; any other refusal is
 logged and counted, never raised.
+
+A tenant's finding is a claim (issue 34): applied, it only reads the Node and, when the
+claim would change it (a fault not yet recorded, a pass where GPUs are recorded), requests
+the operator's own probe (nodeprobe.py). The node changes only on the probe's verdict,
+queued back here as a confirmed finding. Without a probe (no image to run it: outside the
+chart, ``probe=None``) no tenant's report changes a node at all.
 """
 
 from __future__ import annotations
@@ -17,11 +23,17 @@ from collections.abc import Callable
 
 from prometheus_client import Counter, Gauge
 
-from preflight_operator.core.config import NODES_GRANTED, NodeAccess
+from preflight_operator.core.config import (
+    DEFAULT_PROBE_SETTINGS,
+    NODES_GRANTED,
+    NodeAccess,
+    ProbeSettings,
+)
 from preflight_operator.core.nodefeedback import (
     STRATEGIC_MERGE_PATCH,
     Finding,
     Levels,
+    Record,
     condition_patch,
     granted,
     next_record,
@@ -38,6 +50,7 @@ from preflight_operator.core.verdictreuse import (
 )
 from preflight_operator.runtime import metrics
 from preflight_operator.runtime.api import API_ERRORS, MERGE_PATCH, Conflict, KubeApi, NotFound
+from preflight_operator.runtime.nodeprobe import NodeProbes, ProbeImage
 
 logger = logging.getLogger(__name__)
 
@@ -63,18 +76,29 @@ class NodeFeedback:
         api: KubeApi,
         now: Callable[[], str],
         allowed: Callable[[], bool] = lambda: True,
+        *,
         capacity: int = 1000,
         access: NodeAccess = NODES_GRANTED,
+        probe: ProbeImage | None = None,
+        probe_settings: ProbeSettings = DEFAULT_PROBE_SETTINGS,
     ) -> None:
         """``access``: what the RBAC grants on Nodes (config.NodeAccess); a level it does
-        not grant is never attempted (the policy's Valid condition names it instead)."""
+        not grant is never attempted (the policy's Valid condition names it instead).
+        ``probe``: what the operator's own probe runs (None: no probe, and so no node
+        feedback from any report)."""
         self._api = api
         self._access = access
         self._now = now
         self._allowed = allowed
-        # a Finding, or a deep pass with its node (record_deep_pass)
-        self._queue: asyncio.Queue[tuple[Finding | tuple[str, DeepPass], Levels]] = asyncio.Queue(
-            maxsize=capacity
+        # (a Finding, or a deep pass with its node (record_deep_pass); its levels; whether
+        # the operator's own probe confirmed it)
+        self._queue: asyncio.Queue[tuple[Finding | tuple[str, DeepPass], Levels, bool]] = (
+            asyncio.Queue(maxsize=capacity)
+        )
+        self.probes = (
+            NodeProbes(api, probe, self.confirmed, allowed=allowed, settings=probe_settings)
+            if probe is not None and access.write
+            else None
         )
         # Verdict reuse (core/verdictreuse.py): the deep passes known per node, fed on every
         # replica by the trusted results it reads (the webhook of any replica offers them),
@@ -87,20 +111,29 @@ class NodeFeedback:
         self._task: asyncio.Task[None] | None = None
 
     def observe(self, found: Finding, levels: Levels) -> None:
-        """Queue one finding (of a pod its controller made): a failure only with a level
-        on; a pass only under a policy that records on nodes (nodefeedback.py says why),
-        and not on a node already seen without a record."""
+        """Queue one tenant's finding (of a pod its controller made), a claim: a failure
+        only with a level on; a pass only under a policy that records on nodes
+        (nodefeedback.py says why), and not on a node already seen without a record."""
         levels = granted(levels, self._access)
+        if self.probes is None:
+            return  # nothing could confirm it: a report alone never changes a node
         if found.failing and not levels.any:
             return
         if not found.failing and (
             not found.passed or not levels.records or found.node in self._clean
         ):
             return
+        self._put((found, levels, False), found.node)
+
+    def confirmed(self, found: Finding, levels: Levels) -> None:
+        """The operator's own probe's verdict on a node (nodeprobe.py): applied."""
+        self._put((found, granted(levels, self._access), True), found.node)
+
+    def _put(self, item: tuple[Finding | tuple[str, DeepPass], Levels, bool], node: str) -> None:
         try:
-            self._queue.put_nowait((found, levels))
+            self._queue.put_nowait(item)
         except asyncio.QueueFull:
-            NODE_FEEDBACK.labels(node=found.node, action="error").inc()
+            NODE_FEEDBACK.labels(node=node, action="error").inc()
 
     def record_deep_pass(self, node: str, found: DeepPass) -> None:
         """A trusted deep pass on ``node`` (controller.py checks the policy's TTL first):
@@ -108,10 +141,7 @@ class NodeFeedback:
         self._deep_passes[node] = merged(self._deep_passes.get(node, []), found)
         if not self._access.write:
             return  # kept by this replica only: without rights on Nodes, nothing is written
-        try:
-            self._queue.put_nowait(((node, found), Levels()))
-        except asyncio.QueueFull:
-            NODE_FEEDBACK.labels(node=node, action="error").inc()
+        self._put(((node, found), Levels(), True), node)
 
     def deep_passes(self, namespace: str) -> dict[str, list[DeepPass]]:
         """The deep passes of ``namespace``'s pods, by node (never another namespace's)."""
@@ -143,8 +173,12 @@ class NodeFeedback:
     def start(self) -> None:
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._run())
+        if self.probes is not None:
+            self.probes.start()
 
     async def stop(self) -> None:
+        if self.probes is not None:
+            await self.probes.stop()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -157,11 +191,11 @@ class NodeFeedback:
 
     async def _run(self) -> None:
         while True:
-            found, levels = await self._queue.get()
+            found, levels, confirmed = await self._queue.get()
             node = found.node if isinstance(found, Finding) else found[0]
             try:
                 if self._allowed() and isinstance(found, Finding):
-                    await self.apply(found, levels)
+                    await self.apply(found, levels, confirmed=confirmed)
                 elif self._allowed() and not isinstance(found, Finding):
                     await self.write_deep_pass(*found)
             except API_ERRORS as exc:
@@ -173,8 +207,10 @@ class NodeFeedback:
             finally:
                 self._queue.task_done()
 
-    async def apply(self, found: Finding, levels: Levels) -> None:
-        """Takes the node to what this finding says, posting the Event of the change."""
+    async def apply(self, found: Finding, levels: Levels, *, confirmed: bool = True) -> None:
+        """Takes the node to what this finding says, posting the Event of the change; a
+        finding not ``confirmed`` (a tenant's) only requests a probe where it would change
+        the node."""
         path = f"/api/v1/nodes/{found.node}"
         for _ in range(ATTEMPTS):
             try:
@@ -183,6 +219,9 @@ class NodeFeedback:
                 return  # the node is gone: nothing to say about it
             before = read_record(node)
             after = next_record(before, found, levels, node_gpus(node))
+            if not confirmed:
+                self._claimed(found, levels, before, after)
+                return
             patch = node_patch(node, after, levels) if after is not None else None
             if patch is not None:
                 try:
@@ -215,6 +254,22 @@ class NodeFeedback:
             return
         NODE_FEEDBACK.labels(node=found.node, action="error").inc()
         logger.warning("node %s: feedback not applied: it kept changing", found.node)
+
+    def _claimed(
+        self, found: Finding, levels: Levels, before: Record, after: Record | None
+    ) -> None:
+        """A tenant's claim about a node as it is now: a probe when it would change it."""
+        if before.gpus:
+            self._clean.discard(found.node)
+        else:
+            self._clean.add(found.node)
+        # what is recorded already (only a newer time) is no change worth a pod
+        changes = (after is not None and after.gpus != before.gpus) or (
+            found.failing and levels.event
+        )
+        if changes and self.probes is not None:
+            self.probes.request(found.node, levels)
+            NODE_FEEDBACK.labels(node=found.node, action="probe-requested").inc()
 
     @staticmethod
     def _count(node: str, patch: dict[str, object], unhealthy: bool) -> None:

@@ -365,31 +365,40 @@ class AdmissionService:
                 ray_group = await self._ray_group(pod)
         if target.container is None or target.plan is None:
             return Skip(target.reason or "undecided")
+        workload_label = workload_label_value(workload_of_pod(pod))
         outcome = plan_injection(
             pod,
             container=target.container,
             plan=target.plan,
             policy=policy.spec,
             config=self._config.injection,
-            workload_label=workload_label_value(workload_of_pod(pod)),
+            workload_label=workload_label,
             argv=target.argv,
             model=target.model,
             ray_group=ray_group,
-            reuse=self._reuse(namespace, policy.reuse_ttl_s),
+            reuse=self._reuse(namespace, workload_label or "", policy.reuse_ttl_s),
             jobset=await self._jobset(pod) if _jobset_member(pod, target.container) else None,
         )
         container = _container(pod, target.container) or {}
         return await self._gangs.warn(pod, container, target.argv, outcome)
 
-    def _reuse(self, namespace: str, ttl_s: int) -> Callable[[str, str], list[Offer]] | None:
-        """The injector's lookup of deep passes to offer (core/verdictreuse.py), or None
-        when the policy's TTL is 0 (reuse off)."""
+    def _reuse(
+        self, namespace: str, workload: str, ttl_s: int
+    ) -> Callable[[str, str], list[Offer]] | None:
+        """The injector's lookup of deep passes to offer (core/verdictreuse.py): those of
+        the pod's own namespace and workload; None when the policy's TTL is 0 (reuse off)."""
         if ttl_s <= 0 or self._deep_passes is None:
             return None
         passes = self._deep_passes(namespace)
         now = self._utc_now()
         return lambda image, plan: offers(
-            passes, namespace=namespace, image=image, plan=plan, ttl_s=ttl_s, now=now
+            passes,
+            namespace=namespace,
+            workload=workload,
+            image=image,
+            plan=plan,
+            ttl_s=ttl_s,
+            now=now,
         )
 
 
