@@ -58,6 +58,30 @@ def _key_only(body: Body) -> Body:
     return {"rv": meta.get("resourceVersion")}
 
 
+# What observe_pod needs to find a pod's workload when it was deleted while the watch was
+# down (workloads.workload_of_pod); a few hundred bytes, not the pod.
+_POD_IDENTITY_LABELS = (
+    constants.LABEL_WORKLOAD,
+    "leaderworkerset.sigs.k8s.io/name",
+    "pod-template-hash",
+)
+
+
+def _pod_identity(body: Body) -> Body:
+    meta = body.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    return {
+        "rv": meta.get("resourceVersion"),
+        "metadata": {
+            "namespace": meta.get("namespace"),
+            "name": meta.get("name"),
+            "uid": meta.get("uid"),
+            "labels": {k: labels[k] for k in _POD_IDENTITY_LABELS if k in labels},
+            "ownerReferences": list(meta.get("ownerReferences") or [])[:4],
+        },
+    }
+
+
 Observer = Callable[[Body, bool], None]
 
 
@@ -108,7 +132,8 @@ class Watches:
             "/api/v1/namespaces",
             name="namespaces",
             params={
-                "labelSelector": f"{controller.config.namespace_label}={constants.INJECT_ENABLED}"
+                "labelSelector": f"{controller.config.namespace_label} in"
+                f" ({constants.INJECT_ENABLED},{constants.INJECT_DISABLED})"
             },
             on_object=self._namespace,
             transform=_key_only,
@@ -119,7 +144,7 @@ class Watches:
             name="injected-pods",
             params={"labelSelector": constants.INJECTED_POD_SELECTOR},
             on_object=_typed(VALIDATED_KINDS["Pod"], controller.observe_pod),
-            transform=_key_only,
+            transform=_pod_identity,
         )
         self.workloads = [
             Reflector(
@@ -145,9 +170,14 @@ class Watches:
         return observe
 
     def _namespace(self, body: Body, deleted: bool) -> None:
-        # The watch is label-selected: DELETED also means "no longer labelled enabled".
-        name = str((body.get("metadata") or {}).get("name", ""))
-        if self._controller.observe_namespace(name, opted_in=not deleted) and self._started:
+        # The watch is label-selected: DELETED also means "no longer labelled enabled or
+        # disabled" (a deletion seen at a re-list brings only the name: it is gone).
+        meta = body.get("metadata") or {}
+        name = str(meta.get("name", ""))
+        label = (meta.get("labels") or {}).get(self._controller.config.namespace_label)
+        opted_in = not deleted and label == constants.INJECT_ENABLED
+        opted_out = not deleted and label == constants.INJECT_DISABLED
+        if self._controller.observe_namespace(name, opted_in, opted_out) and self._started:
             self._spawn(self._controller.listing.reprocess_namespace(name))
 
     def _rejected(self, rejection: Rejection) -> None:
