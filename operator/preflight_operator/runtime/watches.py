@@ -15,11 +15,12 @@ rules' context), so one machinery now serves them all. kopf keeps what it is goo
 process's life cycle, login, probes and the liveness endpoint.
 
 What each watch asks the API server for (server-side selectors only; none of them keeps
-more than a key and a resourceVersion per object):
+more than a key and a resourceVersion per object, the pods' identity aside):
 
-- namespaces: v1 namespaces labelled ``<namespaceLabel>=enabled`` -> observe_namespace;
+- namespaces: v1 namespaces labelled ``<namespaceLabel>`` ``enabled`` or ``disabled`` ->
+  observe_namespace (opted in, opted out);
 - pods: v1 pods in every namespace labelled ``vllm-preflight.io/injected=true`` ->
-  observe_pod;
+  observe_pod, which keeps only pods in scope (the label is anyone's to write);
 - one per workload kind (core, and the enabled serving stacks'): the kind in every
   namespace, unfiltered (a workload opts in by its namespace or by its pod template's
   label) -> observe_workload. docs/ARCHITECTURE.md has the table of every watch.
