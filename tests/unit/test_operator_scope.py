@@ -14,6 +14,7 @@ from preflight_operator.core import constants
 from preflight_operator.core.gpuvalidation import STATUS_LIMIT, bound_status, build_status
 from preflight_operator.core.rules.model import Finding
 from preflight_operator.core.static import StaticResult
+from preflight_operator.core.workloads import DEPLOYMENT
 
 ELSEWHERE = "tenant-b"  # a namespace that never opted in
 
@@ -130,3 +131,32 @@ def test_a_status_stays_under_its_bound_with_findings_past_the_cap_counted() -> 
     assert len(listed) < 20
     assert listed[-1]["id"] == "more-findings"
     assert listed[-1]["message"].startswith(f"{20 - len(listed) + 1} more finding(s)")
+
+
+def test_a_deletion_seen_at_a_re_list_still_finds_the_pods_workload() -> None:
+    """The pod cache keeps what a deletion needs (before: only a resourceVersion, so a pod
+    deleted while the watch was down was observed without a namespace and ignored)."""
+    from test_operator_controller import injected_pod
+
+    from preflight_operator.runtime.watches import _pod_body, _pod_identity
+
+    async def scenario() -> tuple[Any, Any]:
+        api = FakeApi()
+        ctl = controller(api)
+        ctl.observe_workload(DEPLOYMENT, deployment(), deleted=False)
+        pod = injected_pod("p1", "u1")
+        solo = bare_pod("solo")
+        ctl.observe_pod(pod, deleted=False)
+        ctl.observe_pod(solo, deleted=False)
+        await settle(ctl)
+        kept = {k: list(v) for k, v in ctl.store.pods.items()}
+        for body in (pod, solo):
+            ctl.observe_pod(_pod_body(_pod_identity(body)), deleted=True)
+        await settle(ctl)
+        await ctl.stop()
+        return kept, ctl
+
+    kept, ctl = run(scenario())
+    assert kept == {(NS, "Deployment", "vllm-good"): ["u1"], (NS, "Pod", "solo"): ["uid-solo"]}
+    assert ctl.store.pods == {}
+    assert (NS, "Pod", "solo") not in ctl.store.workloads

@@ -15,7 +15,7 @@ rules' context), so one machinery now serves them all. kopf keeps what it is goo
 process's life cycle, login, probes and the liveness endpoint.
 
 What each watch asks the API server for (server-side selectors only; none of them keeps
-more than a key and a resourceVersion per object, the pods' identity aside):
+more than a key and a resourceVersion per object, and a pod's identity):
 
 - namespaces: v1 namespaces labelled ``<namespaceLabel>`` ``enabled`` or ``disabled`` ->
   observe_namespace (opted in, opted out);
@@ -60,27 +60,44 @@ def _key_only(body: Body) -> Body:
 
 
 # What observe_pod needs to find a pod's workload when it was deleted while the watch was
-# down (workloads.workload_of_pod); a few hundred bytes, not the pod.
+# down (workloads.workload_of_pod): kept as one flat tuple (about 0.3 KB a pod; the same as
+# nested dicts cost about 1.2 KB, 60 MB at 50,000 pods), expanded again for a deletion.
 _POD_IDENTITY_LABELS = (
     constants.LABEL_WORKLOAD,
     "leaderworkerset.sigs.k8s.io/name",
     "pod-template-hash",
 )
+_OWNER_FIELDS = ("apiVersion", "kind", "name", "uid", "controller")
 
 
 def _pod_identity(body: Body) -> Body:
     meta = body.get("metadata") or {}
     labels = meta.get("labels") or {}
+    owners = [o for o in meta.get("ownerReferences") or [] if isinstance(o, dict)]
+    owner = next((o for o in owners if o.get("controller")), owners[0] if owners else None)
     return {
         "rv": meta.get("resourceVersion"),
-        "metadata": {
-            "namespace": meta.get("namespace"),
-            "name": meta.get("name"),
-            "uid": meta.get("uid"),
-            "labels": {k: labels[k] for k in _POD_IDENTITY_LABELS if k in labels},
-            "ownerReferences": list(meta.get("ownerReferences") or [])[:4],
-        },
+        "id": (
+            meta.get("namespace"),
+            meta.get("name"),
+            meta.get("uid"),
+            tuple(labels.get(k) for k in _POD_IDENTITY_LABELS),
+            tuple(owner.get(k) for k in _OWNER_FIELDS) if owner else None,
+        ),
     }
+
+
+def _pod_body(body: Body) -> Body:
+    """A pod as observe_pod reads it: itself, or rebuilt from what _pod_identity kept."""
+    identity = body.get("id")
+    if not isinstance(identity, tuple):
+        return body
+    namespace, name, uid, label_values, owner = identity
+    labels = {k: v for k, v in zip(_POD_IDENTITY_LABELS, label_values) if v is not None}
+    meta: Body = {"namespace": namespace, "name": name, "uid": uid, "labels": labels}
+    if owner is not None:
+        meta["ownerReferences"] = [dict(zip(_OWNER_FIELDS, owner))]
+    return {"metadata": meta}
 
 
 Observer = Callable[[Body, bool], None]
@@ -144,7 +161,7 @@ class Watches:
             "/api/v1/pods",
             name="injected-pods",
             params={"labelSelector": constants.INJECTED_POD_SELECTOR},
-            on_object=_typed(VALIDATED_KINDS["Pod"], controller.observe_pod),
+            on_object=_typed(VALIDATED_KINDS["Pod"], self._pod(controller)),
             transform=_pod_identity,
         )
         self.workloads = [
@@ -163,6 +180,13 @@ class Watches:
     @property
     def reflectors(self) -> list[Reflector]:
         return [self.namespaces, self.pods, *self.workloads]
+
+    @staticmethod
+    def _pod(controller: Controller) -> Observer:
+        def observe(body: Body, deleted: bool) -> None:
+            controller.observe_pod(_pod_body(body), deleted)
+
+        return observe
 
     def _workload(self, kind: WorkloadKind) -> Observer:
         def observe(body: Body, deleted: bool) -> None:
