@@ -77,12 +77,14 @@ bench-operator: venv controlplane
 
 # The reliability suite (docs/RELIABILITY.md): hostile inputs through lint, the rules
 # engine and check; the webhook port under attack (floods, slow peers, overload); then
+# the tenant-bounds e2e (issue 34: big objects, a deleted bare pod, an owner named ../);
 # operator churn when hack/reliability/churn.py is there.
 reliability: venv controlplane
 	$(PY) hack/reliability/inputs.py
 	$(PY) hack/reliability/integrity.py
 	$(PY) hack/reliability/webhook_port.py
 	$(PY) hack/reliability/loopstall.py
+	$(PY) -m pytest -q tests/e2e/test_tenant_bounds.py
 	if [ -f hack/reliability/churn.py ]; then $(PY) hack/reliability/churn.py; fi
 	# issue 34, node feedback: a tenant's report changes a node only on the operator's probe;
 	# no tenant's reuse records evict another's (one and two replicas)

@@ -334,3 +334,14 @@ def test_a_users_pod_pointing_at_a_workload_is_judged_not_skipped() -> None:
     assert outcome("alice", owned["metadata"]["ownerReferences"]) == "denied"
     assert outcome("alice", rs) == "denied"  # even a controller reference, from a user
     assert outcome("system:serviceaccount:kube-system:replicaset-controller", rs) == "skipped"
+
+
+def test_an_owner_named_outside_the_naming_rules_is_never_read() -> None:
+    """Issue 34: an ownerReference named ``../../../api/v1/nodes/gpu-1`` made the webhook
+    GET another path with the operator's credentials. It is a malformed reference now: no
+    read, and the rules judge the object as anyone's."""
+    svc, reads = stack_service(ISVC)
+    forged = owned_by(ISVC)
+    forged["metadata"]["ownerReferences"][0]["name"] = "../../../api/v1/nodes/gpu-1"
+    assert judge(svc, forged) == "denied"
+    assert reads == []

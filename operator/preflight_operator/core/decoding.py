@@ -21,6 +21,7 @@ through :func:`decode_body`, :func:`decode_list` or :func:`decode_event`:
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -62,13 +63,15 @@ def strip_managed_fields(body: Any) -> None:
         meta.pop("managedFields", None)
 
 
-def _loads(raw: bytes | str, max_items: int | None) -> tuple[Any, list[safejson.Path]]:
+def _loads(
+    raw: bytes | str, max_items: int | None, max_bytes: int = safejson.DEFAULT_MAX_BYTES
+) -> tuple[Any, list[safejson.Path]]:
     try:
-        return safejson.loads(raw, max_items=max_items), []
+        return safejson.loads(raw, max_items=max_items, max_bytes=max_bytes), []
     except safejson.Rejected as exc:
         if exc.reason != safejson.TOO_DEEP:
             raise
-    return safejson.loads_pruned(raw, max_items=max_items)
+    return safejson.loads_pruned(raw, max_items=max_items, max_bytes=max_bytes)
 
 
 def _rejection(source: str, body: Any, reason: str, detail: str, kind: str = "") -> Rejection:
@@ -131,34 +134,92 @@ def decode_body(raw: bytes | str, source: str) -> tuple[Any, Rejection | None]:
     return body, None
 
 
+# A list page: at most this many values (safejson.items) in all, about 400 ordinary pods'
+# worth, and at most LIST_PAGE_MAX_BYTES. A page over either bound is read again with a
+# smaller limit (api.py list_pages), so a page never costs more than this to decode
+# whatever its objects hold; each object is then judged alone against the bounds of one
+# object (OBJECT_MAX_ITEMS, LIST_PAGE_MAX_BYTES), exactly as a watch line is.
+PAGE_MAX_ITEMS = 16 * OBJECT_MAX_ITEMS
+LIST_PAGE_MAX_BYTES = safejson.DEFAULT_MAX_BYTES
+
+
 def decode_list(raw: bytes | str, source: str) -> tuple[Any, list[Rejection]]:
     """A list page: (the list with its usable items, one Rejection per item left out).
-    A page that cannot be read at all raises ``safejson.Rejected``. Pages are not bounded
-    by OBJECT_MAX_ITEMS (they hold up to a page of objects; they are read at start and on a
-    re-list, never per change)."""
-    body, paths = _loads(raw, None)
+    A page that cannot be read at all (over PAGE_MAX_ITEMS or LIST_PAGE_MAX_BYTES, not
+    JSON) raises ``safejson.Rejected``: the caller reads it again in smaller pages, down to
+    one object, and sets that one aside by name (:func:`list_head`). Each item is bounded
+    like one watch event (OBJECT_MAX_ITEMS values, managedFields counted): an item over the
+    bound is left out and named, and the rest of the page is used (issue 34: a page was
+    refused whole, and one tenant's objects stopped every listing)."""
+    body, paths = _loads(raw, PAGE_MAX_ITEMS, LIST_PAGE_MAX_BYTES)
     if not isinstance(body, dict):
         raise safejson.Rejected(safejson.NOT_JSON, "a list page that is not a JSON object")
     items = body.get("items")
     if not isinstance(items, list):
         items = []
-    poisoned: set[int] = set()
+    refused: set[int] = set()
     rejections: list[Rejection] = []
     for path in paths:
         if len(path) >= 2 and path[0] == "items" and isinstance(path[1], int):
-            if path[2:4] != _MANAGED_FIELDS and path[1] not in poisoned:
-                poisoned.add(path[1])
+            if path[2:4] != _MANAGED_FIELDS and path[1] not in refused:
+                refused.add(path[1])
                 where = _where(path[2:])
                 rejections.append(
                     _rejection(source, items[path[1]], POISONED, f"nested too deep at {where}")
                 )
         elif path[:1] != ("items",):
             raise safejson.Rejected(safejson.TOO_DEEP, "a list page nested too deep")
-    kept = [item for i, item in enumerate(items) if i not in poisoned]
+    if safejson.items(raw.encode() if isinstance(raw, str) else raw) > OBJECT_MAX_ITEMS:
+        # only then can one item be over the bound (the page's count bounds each item's)
+        for i, item in enumerate(items):
+            count = _values(item) if i not in refused else 0
+            if count > OBJECT_MAX_ITEMS:
+                refused.add(i)
+                detail = f"about {count} values, more than the {OBJECT_MAX_ITEMS} accepted"
+                rejections.append(_rejection(source, item, safejson.TOO_LARGE, detail))
+    kept = [item for i, item in enumerate(items) if i not in refused]
     for item in kept:
         strip_managed_fields(item)
     body["items"] = kept
     return body, rejections
+
+
+def _values(item: Any) -> int:
+    """safejson.items of the item's text as the API server wrote it (re-encoded by C code:
+    the same count a watch line of it gets, managedFields included)."""
+    return safejson.items(json.dumps(item, separators=(",", ":")).encode())
+
+
+@dataclasses.dataclass(frozen=True)
+class ListHead:
+    """What the head of a list page that was not decoded still says: where the list goes on
+    (``continue``, "" at its end), its resourceVersion, and the first item's identity."""
+
+    resource_version: str
+    continue_token: str
+    first: Rejection
+
+
+# ListMeta's fields in its Go struct's order (selfLink, resourceVersion, continue, ...),
+# all before "items": the head of a page names where it goes on without decoding it.
+_LIST_VERSION = re.compile(rb'"resourceVersion":"([0-9]{1,20})"')
+_LIST_CONTINUE = re.compile(rb'"continue":"([A-Za-z0-9+/=_.-]{1,8192})"')
+_ITEMS = b'"items":['
+
+
+def list_head(head: bytes, source: str, reason: str, detail: str) -> ListHead | None:
+    """The head of a one-object page that was refused (``reason``, ``detail``), read
+    without decoding; None when it does not look like a list page the API server wrote."""
+    start = head.find(_ITEMS)
+    if start < 0:
+        return None
+    meta = head[:start]
+    version = _LIST_VERSION.search(meta)
+    if version is None:
+        return None
+    token = _LIST_CONTINUE.search(meta)
+    first = _identified(Rejection(source, reason, detail), head[start : start + 4096])
+    return ListHead(version.group(1).decode(), token.group(1).decode() if token else "", first)
 
 
 def decode_event(raw: bytes | str, source: str) -> tuple[dict[str, Any] | None, Rejection | None]:

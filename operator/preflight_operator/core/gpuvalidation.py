@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -26,7 +27,7 @@ from preflight_operator.core.loadtime import load_section
 from preflight_operator.core.podresults import PodResult
 from preflight_operator.core.policy import ResolvedPolicy
 from preflight_operator.core.policyaudit import admission_section
-from preflight_operator.core.static import MAX_FINDINGS, StaticResult
+from preflight_operator.core.static import MAX_FINDINGS, MORE_FINDINGS, StaticResult
 from preflight_operator.core.workloads import WorkloadRef, gpuvalidation_name
 
 PENDING = "pending"
@@ -35,8 +36,14 @@ RUNTIME_CONDITION = "RuntimeChecksPassed"
 READY_CONDITION = "Ready"
 CONDITION_MESSAGE_LIMIT = 1000
 # The whole status, as JSON: far under etcd's 1.5 MiB request limit and kubectl's patience.
-# Every part is capped already (findings, pod entries); this is the last guard.
-STATUS_LIMIT = 128 * 1024
+# Every part is capped already (findings, pod entries); this is the last guard. 32 KiB: a
+# list page of GPUValidations is bounded by what the operator writes, whatever a tenant's
+# manifest holds (issue 34: 20 containers with a long CUDA_VISIBLE_DEVICES made 27 KB
+# statuses; the largest built from tests/data/realworld is under 8 KB).
+STATUS_LIMIT = 32 * 1024
+# Findings kept listed when the status is still over STATUS_LIMIT once their texts are
+# cut: the rest are counted in one summary finding (failures first, as static.py orders).
+MIN_LISTED_FINDINGS = 5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -432,19 +439,42 @@ def _size(value: Any) -> int:
 
 def bound_status(status: dict[str, Any], limit: int = STATUS_LIMIT) -> dict[str, Any]:
     """``status`` within ``limit`` bytes of JSON: first the findings' texts are cut short,
-    then the oldest pod entries go (the newest are kept). Unchanged when it
-    fits, so a status that fits is written as built."""
+    then findings past MIN_LISTED_FINDINGS are counted in one, not listed, then the oldest
+    pod entries go (the newest are kept). Unchanged when it fits, so a status that fits is
+    written as built."""
     if _size(status) <= limit:
         return status
     out = copy.deepcopy(status)
-    for finding in (out.get("static") or {}).get("findings") or []:
+    static = out.get("static") or {}
+    for finding in static.get("findings") or []:
         for key, cap in (("message", 200), ("fix", 200), ("field", 100)):
             if isinstance(finding.get(key), str) and len(finding[key]) > cap:
                 finding[key] = finding[key][: cap - 1] + "\u2026"
+    if _size(out) > limit and len(static.get("findings") or []) > MIN_LISTED_FINDINGS:
+        static["findings"] = _counted(static["findings"])
     pods = (out.get("runtime") or {}).get("pods") or []
     while pods and _size(out) > limit:
         pods.pop()
     return out
+
+
+def _counted(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The first findings listed, the rest counted (an earlier summary's count included)."""
+    kept = findings[: MIN_LISTED_FINDINGS - 1]
+    rest = findings[MIN_LISTED_FINDINGS - 1 :]
+    more = 0
+    for finding in rest:
+        counted = re.match(r"(\d+) more", str(finding.get("message", "")))
+        summary = finding.get("id") == MORE_FINDINGS and counted
+        more += int(counted.group(1)) if summary and counted else 1
+    failures = sum(1 for f in rest if f.get("severity") == FAIL)
+    summary = {
+        "id": MORE_FINDINGS,
+        "severity": FAIL if failures else WARN,
+        "message": f"{more} more finding(s) not listed (the status is bounded)",
+        "fix": "run `vllm-preflight lint` on the manifest to see every finding",
+    }
+    return [*kept, summary]
 
 
 def _static_section(

@@ -15,6 +15,7 @@ from preflight_contract.verdicts import ERROR, FAIL, UNKNOWN, WARN
 from preflight_operator.core.rules.model import Finding
 
 MAX_FINDINGS = 20  # status.static.findings maxItems
+MORE_FINDINGS = "more-findings"  # the finding that counts those past MAX_FINDINGS
 # A finding quotes the manifest (a command line, an env value): a 1 MB manifest must not
 # make a 1 MB status (etcd refuses it, and no status is ever written) or a 1 MB Event.
 MESSAGE_LIMIT = 1000
@@ -94,7 +95,7 @@ def bounded_findings(findings: list[Finding] | tuple[Finding, ...]) -> tuple[Fin
     failures = sum(1 for f in rest if f.severity == FAIL)
     ids = sorted({f.id for f in rest})
     summary = Finding(
-        id="more-findings",
+        id=MORE_FINDINGS,
         severity=FAIL if failures else WARN,
         message=shorten(
             f"{len(rest)} more finding(s) not shown ({failures} failure(s)): {', '.join(ids)}",

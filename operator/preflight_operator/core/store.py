@@ -156,6 +156,11 @@ class Store:
         self.validations: dict[Key, StoredValidation] = {}
         # Monotonic time a new pod result arrived, per workload, until its status is written.
         self.result_arrivals: dict[Key, float] = {}
+        # Workloads whose GPUValidation the cluster deleted: the API server confirms the
+        # workload still exists before it is made again (a 404 ends the key). Without it, a
+        # bare pod's GPUValidation, owned by a pod that was gone, was created and collected
+        # in a loop (issue 34: 19 retries/s for 52 keys, for up to 74 minutes).
+        self.unconfirmed: set[Key] = set()
 
     # -- workloads --------------------------------------------------------------------
 
@@ -167,6 +172,7 @@ class Store:
         self.pods.pop(key, None)
         self.validations.pop(key, None)
         self.result_arrivals.pop(key, None)
+        self.unconfirmed.discard(key)
 
     # -- pods -------------------------------------------------------------------------
 

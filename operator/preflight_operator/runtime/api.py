@@ -23,14 +23,21 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import aiohttp
 import yaml
 
 from preflight_contract import safejson
-from preflight_operator.core import constants
-from preflight_operator.core.decoding import Rejection, decode_body, decode_event, decode_list
+from preflight_operator.core import apinames, constants
+from preflight_operator.core.apinames import MalformedReference
+from preflight_operator.core.decoding import (
+    LIST_PAGE_MAX_BYTES,
+    Rejection,
+    decode_body,
+    decode_event,
+    decode_list,
+    list_head,
+)
 from preflight_operator.core.workloads import KNOWN_KINDS, WorkloadKind, WorkloadRef
 from preflight_operator.runtime import metrics
 
@@ -71,9 +78,10 @@ class Unreadable(ApiError):
     """The answer was refused by decoding.py (too deep, too large, not JSON): the object
     cannot be used, which callers treat like any other failed call."""
 
-    def __init__(self, rejection: Rejection) -> None:
+    def __init__(self, rejection: Rejection, head: bytes = b"") -> None:
         super().__init__(0, rejection.display, rejection.reason)
         self.rejection = rejection
+        self.head = head  # the start of a list page that was refused (list_pages)
 
 
 # One line of a watch (one object) at most: the API server refuses requests over 3 MiB.
@@ -82,7 +90,13 @@ MAX_LINE_BYTES = safejson.DEFAULT_MAX_BYTES
 
 # What a call to the API may raise besides a bug: an answer >= 400, a broken connection, a
 # timeout. Callers that must keep going (workers, watches) catch exactly these.
-API_ERRORS = (ApiError, aiohttp.ClientError, OSError, asyncio.TimeoutError)
+# MalformedReference: a name that may not enter a path (apinames.py); no call was made.
+API_ERRORS = (ApiError, aiohttp.ClientError, OSError, asyncio.TimeoutError, MalformedReference)
+# What of a refused list page is kept to name its one object and find where the list goes on.
+LIST_HEAD_BYTES = 64 * 1024
+# Refusals logged at warning once each (by object and reason); then at debug. Forgotten
+# when full: bounded memory whatever a flood of refused objects.
+LOGGED_LIMIT = 10_000
 
 
 @dataclasses.dataclass
@@ -200,14 +214,24 @@ def load_credentials(kubeconfig: str | None = None) -> Credentials:
 
 
 def collection_path(kind: WorkloadKind, namespace: str | None) -> str:
-    base = f"/apis/{kind.group}/{kind.version}" if kind.group else f"/api/{kind.version}"
+    """The API path of a kind's objects (in ``namespace``, or in all). Every part is held
+    to the API server's naming rules first (apinames.py): an owner kind read from an
+    ownerReference brings its group and version from the reference. Raises
+    MalformedReference (in API_ERRORS) before any call is made."""
+    version = apinames.checked(apinames.VERSION, kind.version)
+    plural = apinames.checked(apinames.PLURAL, kind.plural)
+    if kind.group:
+        base = f"/apis/{apinames.checked(apinames.GROUP, kind.group)}/{version}"
+    else:
+        base = f"/api/{version}"
     if namespace:
-        return f"{base}/namespaces/{quote(namespace)}/{kind.plural}"
-    return f"{base}/{kind.plural}"
+        return f"{base}/namespaces/{apinames.checked(apinames.NAMESPACE, namespace)}/{plural}"
+    return f"{base}/{plural}"
 
 
 def object_path(kind: WorkloadKind, namespace: str, name: str) -> str:
-    return f"{collection_path(kind, namespace)}/{quote(name)}"
+    """One object's path; its name is checked like the rest (``../`` never gets in)."""
+    return f"{collection_path(kind, namespace)}/{apinames.checked(apinames.NAME, name)}"
 
 
 GPUVALIDATIONS = WorkloadKind(
@@ -244,6 +268,7 @@ class KubeApi:
         # Told of every object or stream line that decoding refused (the controller
         # posts an Event); each is counted in metrics here either way.
         self.rejected: Callable[[Rejection], None] | None = None
+        self._logged: set[tuple[str, str, str]] = set()
 
     @property
     def credentials(self) -> Credentials:
@@ -335,7 +360,16 @@ class KubeApi:
             data=data,
             headers=self._headers(content_type if data is not None else None),
         ) as response:
-            raw = await response.read()
+            if as_list and response.status < 400:
+                # a page is read up to its bound, never whole: past it, only its head
+                # is kept (list_pages reads it again in smaller pages)
+                raw, whole = await _read_bounded(response.content, LIST_PAGE_MAX_BYTES)
+                if not whole:
+                    detail = f"a list page over {LIST_PAGE_MAX_BYTES} bytes"
+                    rejection = Rejection(path, safejson.TOO_LARGE, detail)
+                    raise Unreadable(rejection, raw[:LIST_HEAD_BYTES])
+            else:
+                raw = await response.read()
             if response.status >= 400:
                 raise _error(response.status, raw.decode("utf-8", "replace"))
             if is_write:
@@ -346,7 +380,8 @@ class KubeApi:
             try:
                 page, rejections = decode_list(raw, path)
             except safejson.Rejected as exc:
-                raise self._refuse(Rejection(path, exc.reason, str(exc))) from None
+                rejection = Rejection(path, exc.reason, str(exc))
+                raise Unreadable(rejection, raw[:LIST_HEAD_BYTES]) from None
             for rejection in rejections:
                 self._report(rejection)
             return dict(page)
@@ -357,7 +392,16 @@ class KubeApi:
 
     def _report(self, rejection: Rejection) -> None:
         metrics.OBJECTS_REJECTED.labels(reason=rejection.reason).inc()
-        logger.warning("not used: %s", rejection.display)
+        seen = (
+            rejection.source,
+            rejection.uid or f"{rejection.namespace}/{rejection.name}",
+            rejection.reason,
+        )
+        first = not (rejection.name or rejection.uid) or seen not in self._logged
+        if len(self._logged) >= LOGGED_LIMIT:
+            self._logged.clear()
+        self._logged.add(seen)
+        (logger.warning if first else logger.debug)("not used: %s", rejection.display)
         if self.rejected is not None:
             try:
                 self.rejected(rejection)
@@ -383,16 +427,43 @@ class KubeApi:
     async def list_pages(
         self, path: str, params: Mapping[str, str] | None = None, page: int = 500
     ) -> AsyncIterator[tuple[list[dict[str, Any]], str]]:
-        """Pages of a list (items, list resourceVersion), ``page`` items at a time."""
-        query = {**(params or {}), "limit": str(page)}
+        """Pages of a list (items, list resourceVersion), up to ``page`` items at a time.
+
+        Bounded by the object, never by the page (issue 34): a page over its bounds
+        (decoding.LIST_PAGE_MAX_BYTES, PAGE_MAX_ITEMS) is read again from the same
+        continue token with a quarter of the limit, down to one object; one object alone
+        over the bounds is set aside by the name the page's head gives (counted, logged
+        once, told to ``rejected``), and the list goes on from the continue token the head
+        gives too. After each page that was read, the limit doubles back towards ``page``.
+        So no tenant's objects can make a listing fail: 4 pods of 1 MB (a 4.2 MB page)
+        took every restart of the operator down before, and 170 GPUValidations of 27 KB.
+        """
+        base = dict(params or {})
+        limit = page
+        token = ""
         while True:
-            result = await self.request("GET", path, params=query, as_list=True)
+            query = {**base, "limit": str(limit), **({"continue": token} if token else {})}
+            try:
+                result = await self.request("GET", path, params=query, as_list=True)
+            except Unreadable as exc:
+                if limit > 1:
+                    limit = max(1, limit // 4)
+                    continue
+                head = list_head(exc.head, path, exc.rejection.reason, exc.rejection.detail)
+                if head is None:
+                    raise self._refuse(exc.rejection) from None
+                self._report(head.first)  # one object alone over the bounds: set aside
+                yield [], head.resource_version
+                if not head.continue_token:
+                    return
+                token = head.continue_token
+                continue
             meta = result.get("metadata") or {}
             yield list(result.get("items") or []), str(meta.get("resourceVersion", ""))
-            token = meta.get("continue")
+            token = str(meta.get("continue") or "")
             if not token:
                 return
-            query["continue"] = token
+            limit = min(page, limit * 2)
 
     async def watch(
         self, path: str, resource_version: str, params: Mapping[str, str] | None = None
@@ -490,6 +561,17 @@ class KubeApi:
         meta = lease["metadata"]
         path = object_path(LEASES, meta["namespace"], meta["name"])
         return await self.request("PUT", path, body=lease)
+
+
+async def _read_bounded(content: aiohttp.StreamReader, limit: int) -> tuple[bytes, bool]:
+    """(the body, True), or (its first ``limit`` bytes and a little more, False) when it is
+    longer: the rest is never read (the connection is then dropped, not reused)."""
+    buffer = bytearray()
+    async for chunk in content.iter_any():
+        buffer += chunk
+        if len(buffer) > limit:
+            return bytes(buffer), False
+    return bytes(buffer), True
 
 
 async def _lines(content: aiohttp.StreamReader, limit: int) -> AsyncIterator[bytes | None]:

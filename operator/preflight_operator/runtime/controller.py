@@ -95,6 +95,10 @@ class Controller:
         self._clock = clock
         self.store = Store()
         self.opted_in: set[str] = set()
+        # Namespaces labelled <namespaceLabel>=disabled: nothing in them is in scope, a
+        # pod's or template's own opt-in included (the webhooks' "object" entries leave
+        # them out too).
+        self.opted_out: set[str] = set()
         self.events = EventSink(api, identity, now)
         # Reconciles write only while this replica holds the Lease (writegate.py,
         # elector.py); keys met while following wait until it leads (workers.py).
@@ -162,8 +166,11 @@ class Controller:
         return not namespace or namespace in self.config.excluded_namespaces
 
     def in_scope(self, kind: WorkloadKind, body: Mapping[str, Any]) -> bool:
+        """Opted in by its namespace, or by its own (or its pod template's) label in a
+        namespace that did not opt out: the webhooks' scope (the chart's namespace and
+        object entries). For a pod, its own labels. Nothing else gets any state."""
         namespace = str((body.get("metadata") or {}).get("namespace", ""))
-        if self.excluded(namespace):
+        if self.excluded(namespace) or namespace in self.opted_out:
             return False
         label = template_labels(kind, body).get(self.config.namespace_label)
         if label == constants.INJECT_DISABLED:
@@ -260,6 +267,11 @@ class Controller:
             self.enqueue(key)  # its pods came (or went) and none of them is injected
 
     def observe_pod(self, body: Mapping[str, Any], deleted: bool) -> None:
+        """An injected pod: its result, for its workload. The ``injected`` label is anyone's
+        to write, so it alone is no opt-in (issue 34: 170 labelled bare pods in a
+        namespace that never opted in became 170 GPUValidations of 27 KB there): a pod
+        counts only in scope (in_scope). A deleted bare pod is forgotten whole: it is
+        its own workload."""
         meta = body.get("metadata") or {}
         namespace = str(meta.get("namespace", ""))
         if self.excluded(namespace):
@@ -267,9 +279,8 @@ class Controller:
         ref = workload_of_pod(body)
         key = self.ownership.top_owner(ref.key)
         uid = str(meta.get("uid", ""))
-        if deleted:
-            if self.store.forget_pod(key, uid):
-                self.enqueue(key)
+        if deleted or not self.in_scope(POD, body):
+            self._pod_gone(body, key, uid)
             return
         result = pod_result(body)
         if (
@@ -301,15 +312,27 @@ class Controller:
         if changed:
             self.enqueue(key)
 
+    def _pod_gone(self, body: Mapping[str, Any], key: Key, uid: str) -> None:
+        """Deleted, or out of scope now (a label changed): forgotten; a bare pod is its
+        own workload, forgotten with it."""
+        if self.store.forget_pod(key, uid):
+            self.enqueue(key)
+        if is_bare_pod(body) and key in self.store.workloads:
+            self.observe_workload(POD, body, deleted=True)
+
     def audit(self, namespace: str) -> dict[str, PolicyAudit]:
         return podfeed.audit(self.store, namespace)
 
     def load_time(self, namespace: str, kind: str, name: str) -> LoadSummary | None:
         return podfeed.load_time(self.store, namespace, kind, name)
 
-    def observe_namespace(self, name: str, opted_in: bool) -> bool:
-        """Updates the opted-in set; True when the namespace just opted in (its existing
-        workloads must then be read, as no workload event will bring them)."""
+    def observe_namespace(self, name: str, opted_in: bool, opted_out: bool = False) -> bool:
+        """Updates the opted-in (and opted-out) sets; True when the namespace just opted in
+        (its existing workloads must then be read, as no workload event will bring them)."""
+        if opted_out:
+            self.opted_out.add(name)
+        else:
+            self.opted_out.discard(name)
         if opted_in and not self.excluded(name):
             if name in self.opted_in:
                 return False

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from preflight_operator.core import constants
+from preflight_operator.core.apinames import MalformedReference
 from preflight_operator.core.store import Key, Store, WorkloadState
 from preflight_operator.core.workloads import POD, VALIDATED_KINDS, WorkloadKind, ref_of
 from preflight_operator.runtime.api import API_ERRORS, KubeApi, NotFound, collection_path
@@ -74,7 +75,7 @@ class WorkloadLister:
         selector = f"{hint[1]},!{constants.LABEL_INJECTED}"
         names: list[str] = []
         async for items, _ in self._api.list_pages(
-            f"/api/v1/namespaces/{workload.ref.namespace}/pods",
+            collection_path(POD, workload.ref.namespace),
             {"labelSelector": selector, "limit": "50"},
         ):
             names += [
@@ -96,6 +97,9 @@ class WorkloadLister:
                 ref_of({"metadata": {"namespace": namespace, "name": name}}, kind)
             )
         except NotFound:
+            return None
+        except MalformedReference as exc:  # a name no object can have: nothing to read
+            logger.info("%s/%s/%s not read: %s", namespace, kind_name, name, exc)
             return None
         body.setdefault("metadata", {}).setdefault("namespace", namespace)
         self._observe(kind, body, deleted=False, has_injected_pods=True)

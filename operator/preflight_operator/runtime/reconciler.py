@@ -122,6 +122,14 @@ class Reconciler:
         """The workload to reconcile, or None when there is nothing to do for `key`."""
         store = self._store
         workload = store.workloads.get(key)
+        if workload is not None and key in store.unconfirmed:
+            store.unconfirmed.discard(key)
+            if key not in store.validations:
+                # its GPUValidation was deleted: read the workload before making it again
+                workload = await self._load_workload(key)
+                if workload is None:  # a 404 ends the key
+                    store.forget_workload(key)
+                    return None
         if workload is None:
             if not store.pods.get(key):
                 return None

@@ -3,7 +3,9 @@
 Apart from the Controller (issue 28). They come from a watch of our own, not kopf's: it
 runs on paused peers too (so a peer taking over starts from the cluster's state, not a
 stale one), and the echo of each of our status writes costs a dict comparison, not a
-reconcile. A deleted GPUValidation whose workload still exists is queued, to be made again.
+reconcile. A deleted GPUValidation whose workload still exists is queued, to be made again,
+once the API server confirms that the workload does (store.unconfirmed: its owner may be
+what is gone, and then the garbage collector deleted it).
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ class ValidationWatch:
         if deleted:
             if stored is not None and stored.name == meta.get("name"):
                 self._store.forget_validation(key)
+                if key in self._store.workloads:
+                    self._store.unconfirmed.add(key)
                 self._enqueue(key)  # re-created if the workload still exists
             return
         version = resource_version_of(body)

@@ -15,11 +15,12 @@ rules' context), so one machinery now serves them all. kopf keeps what it is goo
 process's life cycle, login, probes and the liveness endpoint.
 
 What each watch asks the API server for (server-side selectors only; none of them keeps
-more than a key and a resourceVersion per object):
+more than a key and a resourceVersion per object, and a pod's identity):
 
-- namespaces: v1 namespaces labelled ``<namespaceLabel>=enabled`` -> observe_namespace;
+- namespaces: v1 namespaces labelled ``<namespaceLabel>`` ``enabled`` or ``disabled`` ->
+  observe_namespace (opted in, opted out);
 - pods: v1 pods in every namespace labelled ``vllm-preflight.io/injected=true`` ->
-  observe_pod;
+  observe_pod, which keeps only pods in scope (the label is anyone's to write);
 - one per workload kind (core, and the enabled serving stacks'): the kind in every
   namespace, unfiltered (a workload opts in by its namespace or by its pod template's
   label) -> observe_workload. docs/ARCHITECTURE.md has the table of every watch.
@@ -56,6 +57,47 @@ def _key_only(body: Body) -> Body:
     watch was down (the controller's store keeps what it needs)."""
     meta = body.get("metadata") or {}
     return {"rv": meta.get("resourceVersion")}
+
+
+# What observe_pod needs to find a pod's workload when it was deleted while the watch was
+# down (workloads.workload_of_pod): kept as one flat tuple (about 0.3 KB a pod; the same as
+# nested dicts cost about 1.2 KB, 60 MB at 50,000 pods), expanded again for a deletion.
+_POD_IDENTITY_LABELS = (
+    constants.LABEL_WORKLOAD,
+    "leaderworkerset.sigs.k8s.io/name",
+    "pod-template-hash",
+)
+_OWNER_FIELDS = ("apiVersion", "kind", "name", "uid", "controller")
+
+
+def _pod_identity(body: Body) -> Body:
+    meta = body.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    owners = [o for o in meta.get("ownerReferences") or [] if isinstance(o, dict)]
+    owner = next((o for o in owners if o.get("controller")), owners[0] if owners else None)
+    return {
+        "rv": meta.get("resourceVersion"),
+        "id": (
+            meta.get("namespace"),
+            meta.get("name"),
+            meta.get("uid"),
+            tuple(labels.get(k) for k in _POD_IDENTITY_LABELS),
+            tuple(owner.get(k) for k in _OWNER_FIELDS) if owner else None,
+        ),
+    }
+
+
+def _pod_body(body: Body) -> Body:
+    """A pod as observe_pod reads it: itself, or rebuilt from what _pod_identity kept."""
+    identity = body.get("id")
+    if not isinstance(identity, tuple):
+        return body
+    namespace, name, uid, label_values, owner = identity
+    labels = {k: v for k, v in zip(_POD_IDENTITY_LABELS, label_values) if v is not None}
+    meta: Body = {"namespace": namespace, "name": name, "uid": uid, "labels": labels}
+    if owner is not None:
+        meta["ownerReferences"] = [dict(zip(_OWNER_FIELDS, owner))]
+    return {"metadata": meta}
 
 
 Observer = Callable[[Body, bool], None]
@@ -108,7 +150,8 @@ class Watches:
             "/api/v1/namespaces",
             name="namespaces",
             params={
-                "labelSelector": f"{controller.config.namespace_label}={constants.INJECT_ENABLED}"
+                "labelSelector": f"{controller.config.namespace_label} in"
+                f" ({constants.INJECT_ENABLED},{constants.INJECT_DISABLED})"
             },
             on_object=self._namespace,
             transform=_key_only,
@@ -118,8 +161,8 @@ class Watches:
             "/api/v1/pods",
             name="injected-pods",
             params={"labelSelector": constants.INJECTED_POD_SELECTOR},
-            on_object=_typed(VALIDATED_KINDS["Pod"], controller.observe_pod),
-            transform=_key_only,
+            on_object=_typed(VALIDATED_KINDS["Pod"], self._pod(controller)),
+            transform=_pod_identity,
         )
         self.workloads = [
             Reflector(
@@ -138,6 +181,13 @@ class Watches:
     def reflectors(self) -> list[Reflector]:
         return [self.namespaces, self.pods, *self.workloads]
 
+    @staticmethod
+    def _pod(controller: Controller) -> Observer:
+        def observe(body: Body, deleted: bool) -> None:
+            controller.observe_pod(_pod_body(body), deleted)
+
+        return observe
+
     def _workload(self, kind: WorkloadKind) -> Observer:
         def observe(body: Body, deleted: bool) -> None:
             self._controller.observe_workload(kind, body, deleted=deleted)
@@ -145,9 +195,14 @@ class Watches:
         return observe
 
     def _namespace(self, body: Body, deleted: bool) -> None:
-        # The watch is label-selected: DELETED also means "no longer labelled enabled".
-        name = str((body.get("metadata") or {}).get("name", ""))
-        if self._controller.observe_namespace(name, opted_in=not deleted) and self._started:
+        # The watch is label-selected: DELETED also means "no longer labelled enabled or
+        # disabled" (a deletion seen at a re-list brings only the name: it is gone).
+        meta = body.get("metadata") or {}
+        name = str(meta.get("name", ""))
+        label = (meta.get("labels") or {}).get(self._controller.config.namespace_label)
+        opted_in = not deleted and label == constants.INJECT_ENABLED
+        opted_out = not deleted and label == constants.INJECT_DISABLED
+        if self._controller.observe_namespace(name, opted_in, opted_out) and self._started:
             self._spawn(self._controller.listing.reprocess_namespace(name))
 
     def _rejected(self, rejection: Rejection) -> None:

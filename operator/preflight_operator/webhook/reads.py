@@ -18,6 +18,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
+from preflight_operator.core import apinames
 from preflight_operator.core.injection import (
     LWS_SIZE_ANNOTATION,
     Injection,
@@ -86,8 +87,14 @@ class OwnerReads:
         self._cache.put(ref.key, self._clock(), (body,))
 
     async def fresh(self, ref: WorkloadRef) -> Mapping[str, Any] | None:
-        """A read now (OWNER_LOOKUP_TIMEOUT), remembered; raises when it cannot be read."""
+        """A read now (OWNER_LOOKUP_TIMEOUT), remembered; raises when it cannot be read.
+        A reference whose name or namespace no stored object can have (an ownerReference
+        is written by whoever creates the pod: ``../../../api/v1/nodes/x``) raises
+        MalformedReference before any call (apinames.py; api.object_path checks the kind's
+        group and version too)."""
         assert self._body is not None
+        apinames.checked(apinames.NAMESPACE, ref.namespace)
+        apinames.checked(apinames.NAME, ref.name)
         body = await asyncio.wait_for(self._body(ref), OWNER_LOOKUP_TIMEOUT)
         self.remember(ref, body)
         return body

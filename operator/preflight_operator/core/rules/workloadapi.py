@@ -33,11 +33,11 @@ pod a rank or names a leader. Everything not provided is said in ``DeclaredGroup
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from preflight_operator.core import apinames
 from preflight_operator.core.rules.groups import MAX_SIZE, DeclaredGroup, declared_warning
 
 SYSTEM = "workload-api"
@@ -52,21 +52,16 @@ WORKLOAD_REF = "spec.workloadRef"
 SCHEDULING_GROUP = "spec.schedulingGroup.podGroupName"
 MAX_POD_GROUPS = 64  # the API allows 8 per Workload; more is not read
 
-# Kubernetes' own name formats (apimachinery validation: IsDNS1123Subdomain, IsDNS1123Label):
-# a name that fails them never came from the API server, so it is not a reference.
-_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_SUBDOMAIN_RE = re.compile(rf"{_LABEL}(\.{_LABEL})*")
-_LABEL_RE = re.compile(_LABEL)
+# Kubernetes' own name formats (apinames.py: IsDNS1123Subdomain, IsDNS1123Label): a name
+# that fails them never came from the API server, so it is not a reference.
 
 
 def _subdomain(value: Any) -> str:
-    ok = isinstance(value, str) and len(value) <= 253 and _SUBDOMAIN_RE.fullmatch(value)
-    return value if ok else ""
+    return value if not apinames.problem(apinames.NAME, value) else ""
 
 
 def _label(value: Any) -> str:
-    ok = isinstance(value, str) and len(value) <= 63 and _LABEL_RE.fullmatch(value)
-    return value if ok else ""
+    return value if not apinames.problem(apinames.NAMESPACE, value) else ""
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

@@ -1,0 +1,243 @@
+"""Issue 34, items 1, 2 and 5: no tenant's objects stop, fill or steer the operator (real
+control plane, real API server, the operator as a process, restarted).
+
+The tester's objects, all in a namespace that never opted in, made by a tenant who may
+create pods (and ResourceClaimTemplates) there:
+
+- 200 bare pods labelled ``vllm-preflight.io/injected=true``, each with 20 vLLM containers
+  and a long ``CUDA_VISIBLE_DEVICES`` (large findings). The operator made a GPUValidation
+  of up to 27 KB for each, and its GPUValidation list page went over 4 MiB;
+- 4 pods of 1 MB, labelled the same: the injected-pods list page went over 4 MiB;
+- 4 ResourceClaimTemplates of 1 MB: the DRA claims' list page went over 4 MiB.
+
+Any page over 4 MiB was refused whole, so a replica that restarted failed its start-up every
+60 s and never served (with the webhooks failing open, nothing was checked anywhere).
+
+One operator replica, restarted (the replica that restarts is the case; two replicas on a
+2-core machine shared by other tests only make it slower): it must serve within 60 s each
+time, still read a result in an opted-in namespace, and write no GPUValidation outside
+opted-in namespaces. Then a deleted bare pod is forgotten (its GPUValidation was made and
+collected in a loop), and an ownerReference named ``../../..`` is refused without a call.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from preflight_contract.report import CheckResult, GPUEntry, Report
+from preflight_dev import fakekubelet, localoperator
+from preflight_dev.testing import Cluster, wait_for
+from preflight_dev.testing.workloads import get_json
+from preflight_operator.core import constants
+
+MANIFESTS = Path(__file__).resolve().parents[1] / "data" / "manifests"
+INJECT = {constants.LABEL_INJECT: "enabled"}
+MB = 1024 * 1024
+LABELLED = {constants.LABEL_INJECTED: "true"}
+PASSED = Report(
+    checks=[CheckResult("gpu-count", "pass", "CUDA sees 2 GPUs")],
+    gpus=[GPUEntry(0, "GPU-a", "0000:06:00.0"), GPUEntry(1, "GPU-b", "0000:07:00.0")],
+).to_termination_message()
+
+
+def deployment(name: str, namespace: str) -> dict[str, Any]:
+    doc = next(
+        d for d in yaml.safe_load_all((MANIFESTS / name).read_text()) if d["kind"] == "Deployment"
+    )
+    doc["metadata"]["namespace"] = namespace
+    return dict(doc)
+
+
+def bare_pod(name: str, namespace: str, *, containers: int = 1, pad: int = 0) -> dict[str, Any]:
+    """A bare vLLM pod labelled injected; ``containers`` copies of the vLLM container, each
+    with a long CUDA_VISIBLE_DEVICES (findings), ``pad`` bytes in an env value."""
+    spec = copy.deepcopy(deployment("good-tp2-deployment.yaml", namespace)["spec"]["template"])
+    vllm = spec["spec"]["containers"][0]
+    devices = ",".join(str(i % 8) for i in range(400))
+    copies = []
+    for i in range(containers):
+        container = copy.deepcopy(vllm)
+        container["name"] = f"vllm-{i}"
+        container["env"] = [{"name": "CUDA_VISIBLE_DEVICES", "value": devices}]
+        if pad:
+            container["env"].append({"name": "PAD", "value": "x" * pad})
+        copies.append(container)
+    spec["spec"]["containers"] = copies
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": dict(LABELLED)},
+        "spec": spec["spec"],
+    }
+
+
+def claim_template(name: str, namespace: str) -> str:
+    """A ResourceClaimTemplate of about 1 MB: a flat managedFields entry (the one place of
+    a built-in object a client may fill freely; the operator drops it, but it still
+    counts in the list page)."""
+    body = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "managedFields": [
+                {
+                    "manager": "tenant",
+                    "operation": "Update",
+                    "apiVersion": "resource.k8s.io/v1",
+                    "time": "2026-12-01T00:00:00Z",
+                    "fieldsType": "FieldsV1",
+                    "fieldsV1": {"f:" + "a" * MB: {}},
+                }
+            ],
+        },
+        "spec": {
+            "spec": {
+                "devices": {
+                    "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]
+                }
+            }
+        },
+    }
+    return json.dumps(body)
+
+
+def create_many(cluster: Cluster, docs: list[dict[str, Any]]) -> None:
+    """One kubectl call per batch (``create``: the pods are new; 20 at a time keeps each
+    request far under the API server's 3 MiB)."""
+    for start in range(0, len(docs), 20):
+        batch = {"apiVersion": "v1", "kind": "List", "items": docs[start : start + 20]}
+        cluster.kubectl("create", "-f", "-", input=json.dumps(batch))
+
+
+def gpuvals(cluster: Cluster, namespace: str) -> list[str]:
+    items = get_json(cluster, "gpuval", "-n", namespace)["items"]
+    return [str(i["metadata"]["name"]) for i in items]
+
+
+def gpuval(cluster: Cluster, namespace: str, name: str) -> dict[str, Any] | None:
+    result = cluster.kubectl("get", "gpuval", name, "-n", namespace, "-o", "json", check=False)
+    return json.loads(result.stdout) if result.returncode == 0 else None
+
+
+def injected_pods(cluster: Cluster, namespace: str, app: str) -> list[dict[str, Any]]:
+    pods: list[dict[str, Any]] = get_json(
+        cluster, "pods", "-n", namespace, "-l", f"app={app},{constants.INJECTED_POD_SELECTOR}"
+    )["items"]
+    return pods
+
+
+@pytest.fixture
+def namespaces(cluster: Cluster) -> Iterator[tuple[str, str]]:
+    opted_in = cluster.create_namespace("bounds", labels=INJECT)
+    tenant = cluster.create_namespace("tenant-big")  # never opted in
+    yield opted_in, tenant
+    localoperator.remove_webhooks(cluster)
+    cluster.delete_namespace(opted_in)
+    cluster.delete_namespace(tenant, wait=True)  # the next test counts workloads
+    cluster.delete_namespace(opted_in, wait=True)
+
+
+def test_big_objects_of_a_namespace_that_never_opted_in_stop_nothing(
+    cluster: Cluster, namespaces: tuple[str, str], tmp_path: Path
+) -> None:
+    opted_in, tenant = namespaces
+    # The tenant's objects exist before the operator starts: its first lists meet them.
+    create_many(cluster, [bare_pod(f"big-{i}", tenant, containers=20) for i in range(200)])
+    for i in range(4):
+        cluster.kubectl("create", "-f", "-", input=json.dumps(bare_pod(f"mb-{i}", tenant, pad=MB)))
+        templates = f"/apis/resource.k8s.io/v1/namespaces/{tenant}/resourceclaimtemplates"
+        cluster.kubectl(
+            "create", "--raw", templates, "-f", "-", input=claim_template(f"rct-{i}", tenant)
+        )
+    pages = cluster.kubectl("get", "--raw", f"/api/v1/namespaces/{tenant}/pods?limit=500").stdout
+    assert len(pages) > 4 * MB, "the tenant's pods fill more than one 4 MiB page (the attack)"
+
+    # start_with_webhooks returns once the webhook port listens and /healthz says 200,
+    # and raises after 60 s (before: 503 "starting" for good).
+    first = localoperator.start_with_webhooks(cluster, tmp_path / "first")
+    try:
+        cluster.apply(deployment("good-tp2-deployment.yaml", opted_in))
+        pod = wait_for(lambda: injected_pods(cluster, opted_in, "vllm-good"), timeout=60)[0]
+        fakekubelet.play(cluster, pod, 0, PASSED)
+
+        def runtime() -> str | None:
+            found = gpuval(cluster, opted_in, "deployment-vllm-good")
+            verdict = ((found or {}).get("status") or {}).get("runtimeVerdict")
+            return verdict if verdict == "pass" else None
+
+        assert wait_for(runtime, timeout=60, what="the opted-in result read") == "pass"
+    finally:
+        first.stop()
+
+    # The restart (a rollout, a drain, an OOM): it serves again, and reads again.
+    again = localoperator.start_with_webhooks(cluster, tmp_path / "again")
+    try:
+        wait_for(lambda: again.metric("vllm_preflight_workloads") >= 1, timeout=60)
+        assert again.running(), again.log_tail()
+    finally:
+        again.stop()
+    assert gpuvals(cluster, tenant) == [], "no GPUValidation outside opted-in namespaces"
+
+
+@pytest.fixture
+def opted_in(cluster: Cluster) -> Iterator[str]:
+    name = cluster.create_namespace("forget", labels=INJECT)
+    yield name
+    localoperator.remove_webhooks(cluster)
+    cluster.delete_namespace(name)
+
+
+def test_a_deleted_bare_pod_is_forgotten_and_a_malformed_owner_never_read(
+    cluster: Cluster, opted_in: str, tmp_path: Path
+) -> None:
+    operator = localoperator.start_with_webhooks(cluster, tmp_path, webhooks=False)
+    try:
+        before = operator.metric("vllm_preflight_workloads")
+        cluster.kubectl("create", "-f", "-", input=json.dumps(bare_pod("solo", opted_in)))
+        wait_for(lambda: gpuval(cluster, opted_in, "pod-solo"), timeout=60, what="pod-solo")
+        assert operator.metric("vllm_preflight_workloads") == before + 1
+        cluster.kubectl("delete", "pod", "solo", "-n", opted_in, "--wait=false")
+        # Forgotten: the key leaves the store and the garbage collector's deletion of the
+        # GPUValidation makes nothing again (before: made and collected in a loop).
+        wait_for(
+            lambda: operator.metric("vllm_preflight_workloads") == before,
+            timeout=60,
+            what="the deleted bare pod forgotten",
+        )
+        wait_for(
+            lambda: gpuval(cluster, opted_in, "pod-solo") is None,
+            timeout=60,
+            what="the garbage collector",
+        )
+        assert operator.metric("vllm_preflight_workloads") == before
+
+        # An ownerReference whose name is a path: never in a path, no call made.
+        forged = bare_pod("pathy", opted_in)
+        forged["metadata"]["ownerReferences"] = [
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "name": "../../../../api/v1/nodes/gpu-1",
+                "uid": "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0",
+                "controller": True,
+            }
+        ]
+        cluster.kubectl("create", "-f", "-", input=json.dumps(forged))
+        wait_for(
+            lambda: "malformed reference" in operator.log_path.read_text(),
+            timeout=60,
+            what="the refusal logged",
+        )
+        assert operator.running(), operator.log_tail()
+        assert operator.healthy(), operator.log_tail()
+    finally:
+        operator.stop()
