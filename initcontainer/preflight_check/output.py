@@ -58,8 +58,9 @@ def render(report: Report, colour: bool = False) -> str:
         1: f"vLLM must not start ({ENFORCE})",
         2: "usage or internal error",
     }[code]
-    if verdict == FAIL and code == 0:
-        meaning = f"failures reported, not enforced ({report.action})"
+    if verdict in (FAIL, ERROR) and code == 0:
+        what = "failures" if verdict == FAIL else "errors"
+        meaning = f"{what} reported, not enforced ({report.action})"
     took = f" in {report.duration_ms / 1000.0:.2f} s" if report.duration_ms else ""
     lines.append("")
     lines.append(
