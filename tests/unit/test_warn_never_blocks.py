@@ -12,7 +12,6 @@ and the check exit 2, blocking 8 of 72 working pods under Warn and Audit.
 from __future__ import annotations
 
 import io
-import re
 from typing import Any
 
 import pytest
@@ -21,6 +20,8 @@ from preflight_check import cli
 from preflight_check.options import parse_options
 from preflight_contract import actions
 from preflight_contract.report import CheckResult, Report
+from preflight_dev.fakekubelet import container_env
+from preflight_dev.testing.shellvalues import PLACEMENTS, VALUES, pod_with
 from preflight_operator.core.admission import decide
 from preflight_operator.core.analysis import injection_target, rules_policy, to_static
 from preflight_operator.core.config import InjectionConfig, PolicySpec
@@ -29,74 +30,16 @@ from preflight_operator.core.policy import ResolvedPolicy
 from preflight_operator.core.rules import NO_LOOKUP, check_objects
 from preflight_operator.core.workloads import POD, ref_of
 
-VALUES = {
-    "apostrophe": "org/it's-a-model",
-    "double-quote": 'org/say-"hi"',
-    "backslash": "org\\model",
-    "dollar": "org/$HOME-model",
-    "backtick": "org/`id`",
-    "newline": "org/model\nnext",
-    "semicolon": "org/model; rm -rf /",
-    "glob": "org/*",
-    "space": "org/my model",
-}
-PLACEMENTS = ("args", "command", "shell", "configmap")
-SECRET = {"secretKeyRef": {"name": "model", "key": "name"}}
-_REFERENCE = re.compile(r"\$\$|\$\(([-._a-zA-Z][-._a-zA-Z0-9]*)\)")
-
-
-def pod_with(placement: str) -> dict[str, Any]:
-    """A bare vLLM pod whose model comes from MODEL_NAME, a value the rules cannot read (a
-    Secret or a ConfigMap): the injector must hand ``$(MODEL_NAME)`` to the kubelet."""
-    container: dict[str, Any] = {
-        "name": "vllm",
-        "image": "vllm/vllm-openai:v0.11.0",
-        "env": [{"name": "MODEL_NAME", "valueFrom": SECRET}],
-        "resources": {"limits": {"nvidia.com/gpu": "2"}},
-        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
-    }
-    if placement == "args":
-        container["command"] = ["vllm"]
-        container["args"] = ["serve", "$(MODEL_NAME)", "-tp", "2"]
-    elif placement == "command":
-        container["command"] = ["vllm", "serve", "$(MODEL_NAME)", "-tp", "2"]
-    elif placement == "shell":
-        container["command"] = ["bash", "-c", 'exec vllm serve "$MODEL_NAME" -tp 2']
-    else:
-        del container["env"]
-        container["envFrom"] = [{"configMapRef": {"name": "model"}}]
-        container["command"] = ["vllm", "serve", "$(MODEL_NAME)", "-tp", "2"]
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "vllm", "namespace": "team"},
-        "spec": {
-            "containers": [container],
-            "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}],
-        },
-    }
-
 
 def kubelet(check: dict[str, Any], value: str) -> dict[str, str]:
-    """The checker's environment: the ConfigMap's or the Secret's value, and every env value
-    with its $(NAME) expanded and $$ made $, as the kubelet does, in order."""
-    out: dict[str, str] = {}
-    if check.get("envFrom"):
-        out["MODEL_NAME"] = value
-
-    def expand(text: str) -> str:
-        return _REFERENCE.sub(
-            lambda m: "$" if m.group(0) == "$$" else out.get(m.group(1), m.group(0)), text
-        )
-
-    for item in check["env"]:
-        if "value" in item:
-            out[item["name"]] = expand(item["value"])
-        elif item.get("valueFrom") == SECRET:
-            out[item["name"]] = value
-        else:
-            out[item["name"]] = "node-1"  # downward API fields
-    return out
+    """The checker's environment as the kubelet builds it: the Secret's or the ConfigMap's
+    value of MODEL_NAME, every env value expanded in order (fakekubelet.container_env)."""
+    return container_env(
+        check,
+        secrets={"model": {"name": value}},
+        config_maps={"model": {"MODEL_NAME": value}},
+        fields={"spec.nodeName": "node-1"},
+    )
 
 
 # Enforce too: the line is read exactly, so a working pod is not refused there either.
