@@ -250,6 +250,28 @@ def test_check_table_is_clean(colour: bool) -> None:
     _assert_clean(render_check(report, colour=colour), colour=colour)
 
 
+def test_operator_log_lines_are_clean() -> None:
+    """`kubectl logs` of the operator reaches a terminal too: every root handler's lines go
+    through the sanitiser once the operator configured logging."""
+    import logging
+
+    from preflight_operator import main
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        main.configure_logging(verbose=False)
+        main.configure_logging(verbose=False)  # twice: wrapped once
+        logging.getLogger("preflight_operator.test").warning("peer said %s", HOSTILE)
+    finally:
+        root.removeHandler(handler)
+    written = stream.getvalue()
+    assert "peer said ABclick" in written
+    _assert_clean(written)
+
+
 def test_audit_render_is_clean() -> None:
     row = audit.AuditRow("ns", "Deployment", f"x{CLEAR}", HOSTILE, "Warn", "fail", "warn", "", ())
     _assert_clean(audit.render([row], colour=True), colour=True)
