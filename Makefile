@@ -85,6 +85,11 @@ reliability: venv controlplane
 	$(PY) hack/reliability/webhook_port.py
 	$(PY) hack/reliability/loopstall.py
 	$(PY) -m pytest -q tests/e2e/test_tenant_bounds.py
+	# issue 34 items 6-7: who reads the webhook port, terminals, Warn/Audit never block
+	$(PY) -m pytest -q tests/e2e/test_webhook_caller.py tests/unit/test_terminal_output.py \
+		tests/unit/test_warn_never_blocks.py tests/e2e/test_warn_never_blocks.py \
+		tests/unit/test_shell_forms.py \
+		tests/e2e/test_kubectl_plugin.py
 	if [ -f hack/reliability/churn.py ]; then $(PY) hack/reliability/churn.py; fi
 	# issue 34, node feedback: a tenant's report changes a node only on the operator's probe;
 	# no tenant's reuse records evict another's (one and two replicas)

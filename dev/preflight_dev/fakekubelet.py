@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +51,54 @@ def check_env(pod: Mapping[str, Any]) -> dict[str, str]:
                 if "name" in e and "valueFrom" not in e
             }
     return {}
+
+
+_REFERENCE = re.compile(r"\$\$|\$\(([-._a-zA-Z][-._a-zA-Z0-9]*)\)")
+
+
+def container_env(
+    container: Mapping[str, Any],
+    *,
+    secrets: Mapping[str, Mapping[str, str]] = {},
+    config_maps: Mapping[str, Mapping[str, str]] = {},
+    fields: Mapping[str, str] = {},
+) -> dict[str, str]:
+    """The environment the kubelet gives ``container``: its envFrom (ConfigMaps and
+    Secrets, by name: ``config_maps``/``secrets`` hold their data), then its env in order,
+    each ``value`` with ``$(NAME)`` expanded against the variables before it and ``$$``
+    made ``$``, each ``valueFrom`` resolved (``fields``: downward-API fieldPath -> value;
+    one not given is left out, as an optional reference would be)."""
+    out: dict[str, str] = {}
+    for source in container.get("envFrom") or []:
+        prefix = str(source.get("prefix") or "")
+        if "configMapRef" in source:
+            data = config_maps.get(str(source["configMapRef"].get("name")), {})
+        else:
+            data = secrets.get(str((source.get("secretRef") or {}).get("name")), {})
+        out.update({prefix + k: v for k, v in data.items()})
+
+    def expand(text: str) -> str:
+        return _REFERENCE.sub(
+            lambda m: "$" if m.group(0) == "$$" else out.get(m.group(1), m.group(0)), text
+        )
+
+    for item in container.get("env") or []:
+        name = str(item["name"])
+        if "value" in item:
+            out[name] = expand(str(item["value"]))
+            continue
+        ref = item.get("valueFrom") or {}
+        value: str | None = None
+        if "secretKeyRef" in ref:
+            value = secrets.get(ref["secretKeyRef"]["name"], {}).get(ref["secretKeyRef"]["key"])
+        elif "configMapKeyRef" in ref:
+            key = ref["configMapKeyRef"]
+            value = config_maps.get(key["name"], {}).get(key["key"])
+        elif "fieldRef" in ref:
+            value = fields.get(ref["fieldRef"]["fieldPath"])
+        if value is not None:
+            out[name] = value
+    return out
 
 
 def check_gpus(pod: Mapping[str, Any]) -> int:

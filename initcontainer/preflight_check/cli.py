@@ -18,6 +18,7 @@ from preflight_contract import envnames
 from preflight_contract.actions import ENFORCE
 from preflight_contract.check_ids import CHECKS
 from preflight_contract.report import CheckResult, Report
+from preflight_contract.terminal import clean
 from preflight_contract.verdicts import ERROR
 
 
@@ -93,7 +94,7 @@ def usage_failure(
         ],
         action=action,
     )
-    err.write(f"vllm-preflight check: usage error: {error}\n")
+    err.write(f"vllm-preflight check: usage error: {clean(error)}\n")
     write_outputs(
         report,
         json_path,

@@ -326,7 +326,37 @@ def _flat_yaml(text: str) -> Dict[str, object]:
     return out
 
 
-def plan_from_vllm_args(text: str, where: str) -> Tuple[Dict[str, int], Dict[str, Any]]:
+_KUBELET_REFERENCE = re.compile(r"\$\$|\$\(([-._a-zA-Z][-._a-zA-Z0-9]*)\)")
+
+
+def vllm_argv(text: str, where: str, environ: Optional[Mapping[str, str]] = None) -> List[str]:
+    """The words of a vLLM command line. With PREFLIGHT_VLLM_ARGS_DEFERRED in ``environ``
+    (the injector wrote the line for two rounds of expansion: injection.vllm_args_value
+    says why) each word is expanded after the split, as the kubelet expands an env value:
+    ``$$`` is ``$``, ``$(NAME)`` of a deferred name is its value when set; so a value that
+    holds quotes, spaces or newlines stays inside its word, as vLLM gets it."""
+    try:
+        words = shlex.split(text)
+    except ValueError as exc:
+        raise UsageError(f"{where}={_shown(text)} is not a valid command line: {exc}") from None
+    deferred_text = (environ or {}).get(envnames.VLLM_ARGS_DEFERRED)
+    if deferred_text is None or where != envnames.VLLM_ARGS:
+        return words
+    assert environ is not None
+    deferred = {n.strip() for n in deferred_text.split(",") if n.strip()}
+
+    def expand(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name is None:
+            return "$"
+        return environ[name] if name in deferred and name in environ else match.group(0)
+
+    return [_KUBELET_REFERENCE.sub(expand, word) for word in words]
+
+
+def plan_from_vllm_args(
+    text: str, where: str, environ: Optional[Mapping[str, str]] = None
+) -> Tuple[Dict[str, int], Dict[str, Any]]:
     """The plan numbers and other settings read from a vLLM command line.
 
     Returns ({tp, pp, dp_local, dcp, pcp, nodes}, {gpu_memory_utilization?, notes?}).
@@ -341,10 +371,7 @@ def plan_from_vllm_args(text: str, where: str) -> Tuple[Dict[str, int], Dict[str
             f"{where} needs the vLLM argument parser (preflight_contract.vllm_args), which this "
             "build lacks; give --tp/--pp/--dp-local instead"
         ) from None
-    try:
-        argv = shlex.split(text)
-    except ValueError as exc:
-        raise UsageError(f"{where}={_shown(text)} is not a valid command line: {exc}") from None
+    argv = vllm_argv(text, where, environ)
     parsed = vllm_args.parse_vllm_args(argv, load_config=_load_config_file)
     plan_problems = [p for p in parsed.problems if p.dest in vllm_args.PLAN_DESTS or not p.dest]
     if plan_problems:
@@ -399,7 +426,7 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str]) -> Options:
     _read_action(args, environ, options)
     env = _EnvReader(environ, options)
     vllm_text, vllm_where = _pick(args.vllm_args, "--vllm-args", environ, envnames.VLLM_ARGS)
-    from_vllm, extra = _read_vllm_args(vllm_text, vllm_where, env, options)
+    from_vllm, extra, argv_read = _read_vllm_args(vllm_text, vllm_where, env, options)
     options.plan = _read_plan(args, environ, env, vllm_where, from_vllm)
     _read_tier(args, environ, env, options)
     _read_shm_min(args, environ, env, options)
@@ -410,11 +437,11 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str]) -> Options:
         from preflight_check.reuse import read_offers  # noqa: PLC0415 - the deep tier only
 
         options.reuse_offers, options.node_name, options.reuse_problem = read_offers(environ)
-    vllm_argv = shlex.split(vllm_text) if vllm_text is not None else []
     try:
-        options.group = group_config(environ, vllm_argv)
+        options.group = group_config(environ, argv_read)
     except GroupError as exc:
-        raise UsageError(f"group settings: {exc}") from None
+        # PREFLIGHT_GROUP_* come from the injector: under Warn/Audit a warning, no group
+        env.problem(envnames.GROUP_ID, UsageError(f"group settings: {exc}"))
     options.json_path = args.json
     if args.termination_log is not None:
         options.termination_log, options.termination_log_given = args.termination_log, True
@@ -433,20 +460,26 @@ def _read_action(args: argparse.Namespace, environ: Mapping[str, str], options: 
 
 def _read_vllm_args(
     vllm_text: Optional[str], vllm_where: str, env: _EnvReader, options: Options
-) -> Tuple[Dict[str, int], Dict[str, Any]]:
-    """The plan numbers and the extra facts (model, notes) of --vllm-args, if given."""
+) -> Tuple[Dict[str, int], Dict[str, Any], List[str]]:
+    """The plan numbers, the extra facts (model, notes) and the words of --vllm-args or
+    PREFLIGHT_VLLM_ARGS, if given; a PREFLIGHT_VLLM_ARGS that cannot be read is a warning
+    under Warn/Audit (no words, the plan from PREFLIGHT_TP/PP/DP_LOCAL)."""
     from_vllm: Dict[str, int] = {}
     extra: Dict[str, Any] = {}
+    argv: List[str] = []
     if vllm_text is not None and vllm_where == envnames.VLLM_ARGS:
-        found = env.read(vllm_where, plan_from_vllm_args, None)
+        environ = env.environ
+        found = env.read(vllm_where, lambda t, w: plan_from_vllm_args(t, w, environ), None)
         if found is not None:
             from_vllm, extra = found
+            argv = vllm_argv(vllm_text, vllm_where, environ)
     elif vllm_text is not None:
         from_vllm, extra = plan_from_vllm_args(vllm_text, vllm_where)
+        argv = vllm_argv(vllm_text, vllm_where)
     if vllm_text is not None:
         options.plan_notes = list(extra.get("notes", []))
         options.model_args = dict(extra.get("model_args", {}))
-    return from_vllm, extra
+    return from_vllm, extra, argv
 
 
 def _read_plan(

@@ -10,6 +10,7 @@ from typing import List, Optional, TextIO
 from preflight_check.options import DEFAULT_TERMINATION_LOG
 from preflight_contract.actions import ENFORCE
 from preflight_contract.report import Report, render_checks
+from preflight_contract.terminal import clean
 from preflight_contract.verdicts import ERROR, FAIL, PASS, WARN
 
 _COLOURS = {PASS: "32", WARN: "33", FAIL: "31", ERROR: "35"}
@@ -38,7 +39,10 @@ def render(report: Report, colour: bool = False) -> str:
                 f"{gpu.ordinal:<5} {gpu.uuid:<41} {gpu.pci_bus_id:<13} {index:<10} {gpu.name}"
             )
     lines.append("")
-    table = render_checks(report.checks)
+    # The report quotes env values, model names, a driver's GPU names: the one sanitiser
+    # (preflight_contract.terminal) before the table's own colours are added.
+    lines = [clean(line) for line in lines]
+    table = clean(render_checks(report.checks))
     if colour:
         table = "\n".join(
             _colour(line, line[:5].strip().lower(), True) if line[:5].strip() else line
@@ -46,7 +50,7 @@ def render(report: Report, colour: bool = False) -> str:
         )
     lines.append(table)
     if report.error:
-        lines.append(f"internal error: {report.error}")
+        lines.append(clean(f"internal error: {report.error}"))
     verdict = report.verdict
     code = report.exit_code()
     meaning = {
@@ -54,8 +58,9 @@ def render(report: Report, colour: bool = False) -> str:
         1: f"vLLM must not start ({ENFORCE})",
         2: "usage or internal error",
     }[code]
-    if verdict == FAIL and code == 0:
-        meaning = f"failures reported, not enforced ({report.action})"
+    if verdict in (FAIL, ERROR) and code == 0:
+        what = "failures" if verdict == FAIL else "errors"
+        meaning = f"{what} reported, not enforced ({report.action})"
     took = f" in {report.duration_ms / 1000.0:.2f} s" if report.duration_ms else ""
     lines.append("")
     lines.append(
@@ -100,5 +105,6 @@ def _write(path: str, text: str, what: str, err: TextIO) -> None:
             handle.write(text)
     except OSError as exc:
         err.write(
-            f"vllm-preflight: warning: cannot write {what} to {path}: {exc.strerror or exc}\n"
+            clean(f"vllm-preflight: warning: cannot write {what} to {path}: {exc.strerror or exc}")
+            + "\n"
         )

@@ -17,6 +17,9 @@ TP = "PREFLIGHT_TP"
 PP = "PREFLIGHT_PP"
 DP_LOCAL = "PREFLIGHT_DP_LOCAL"
 VLLM_ARGS = "PREFLIGHT_VLLM_ARGS"
+# The variables PREFLIGHT_VLLM_ARGS refers to as $(NAME) for the checker to fill in after it
+# split the words (comma-separated; the injector's vllm_args_value says why).
+VLLM_ARGS_DEFERRED = "PREFLIGHT_VLLM_ARGS_DEFERRED"
 
 # The policy.
 ACTION = "PREFLIGHT_ACTION"
@@ -72,6 +75,7 @@ INJECTED: FrozenSet[str] = frozenset(
         PP,
         DP_LOCAL,
         VLLM_ARGS,
+        VLLM_ARGS_DEFERRED,
         ACTION,
         TIER,
         SHM_MIN,
@@ -110,6 +114,7 @@ ORIGIN: Dict[str, str] = {
     PP: _FROM_THE_PLAN,
     DP_LOCAL: _FROM_THE_PLAN,
     VLLM_ARGS: "the vLLM container's command line",
+    VLLM_ARGS_DEFERRED: "the vLLM container's command line",
     DEEP_REUSE: "the operator's records of deep passes (PreflightPolicy spec.verdictReuse)",
     MODEL_WRITERS: "the pod's init containers that mount the model's volume writable",
     SOCKET_FALLBACK: "the PreflightPolicy's spec.groups.socketFallback",

@@ -194,10 +194,12 @@ class Report:
         return [c for c in self.checks if c.status in (FAIL, ERROR)]
 
     def exit_code(self) -> int:
-        """0 pass/warn or not enforced; 1 failed under Enforce; 2 internal error."""
+        """0 pass/warn or not enforced; 1 failed under Enforce; 2 usage or internal error
+        under Enforce. Warn and Audit never block (issue 34): their errors are reported
+        (verdict ``error``, the operator records it) and the exit is 0, so vLLM starts."""
         verdict = self.verdict
         if verdict == ERROR:
-            return EXIT_ERROR
+            return EXIT_ERROR if self.action == ENFORCE else EXIT_OK
         if verdict == FAIL and self.action == ENFORCE:
             return EXIT_FAILED
         return EXIT_OK

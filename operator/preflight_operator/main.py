@@ -19,6 +19,7 @@ from typing import Any
 
 import kopf
 
+from preflight_contract.terminal import clean
 from preflight_operator.core.analysis import RulesAnalyser
 from preflight_operator.core.config import ConfigError, load_config
 from preflight_operator.core.loadtime import LoadSummary
@@ -173,6 +174,19 @@ async def run(options: RunOptions) -> None:
         health.close()
 
 
+class _TerminalSafe(logging.Formatter):
+    """A handler's own formatter, its output passed through the one sanitiser
+    (preflight_contract.terminal): log lines quote API errors, peers' TLS errors and names
+    from objects, and `kubectl logs` writes them to someone's terminal."""
+
+    def __init__(self, inner: logging.Formatter | None) -> None:
+        super().__init__()
+        self.inner = inner or logging.Formatter()
+
+    def format(self, record: logging.LogRecord) -> str:
+        return clean(self.inner.format(record))
+
+
 def configure_logging(verbose: bool) -> None:
     kopf.configure(debug=verbose, verbose=verbose)
     if not verbose:
@@ -180,6 +194,9 @@ def configure_logging(verbose: bool) -> None:
         # thousands of pods that is most of the operator's CPU. Failures still log.
         logging.getLogger("kopf.objects").setLevel(logging.WARNING)
         logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    for handler in logging.getLogger().handlers:
+        if not isinstance(handler.formatter, _TerminalSafe):
+            handler.setFormatter(_TerminalSafe(handler.formatter))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

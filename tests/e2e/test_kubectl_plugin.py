@@ -196,6 +196,39 @@ def test_explain_a_failing_workload(k8s: Cluster, workloads: dict[str, Any]) -> 
     assert "request 4 GPUs" in fixes
 
 
+def test_explain_writes_no_control_byte(k8s: Cluster, workloads: dict[str, Any]) -> None:
+    """Issue 34 item 7: anyone who may create Events in the namespace writes one on the
+    pod with an OSC 52 clipboard write, an OSC 8 link, a screen clear, the 8-bit CSI and a
+    BiDi override; `explain` (colours forced on) shows its text and no control byte but
+    its own colours."""
+    from preflight_contract.terminal import has_control
+
+    ns = workloads["namespace"]
+    hostile = (
+        "osc52\x1b]52;c;cm0gLXJmIH4=\x07 link\x1b]8;;https://evil.example/\x1b\\click"
+        "\x1b]8;;\x1b\\ clear\x1b[2J c1\x9b2J bidi\u202egnp.exe"
+    )
+    k8s.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": "hostile-note", "namespace": ns},
+            "involvedObject": {"kind": "Pod", "name": workloads["bad_pod"], "namespace": ns},
+            "reason": "Hostile\x1b[31mReason",
+            "message": hostile,
+            "type": "Warning",
+            "lastTimestamp": "2026-12-01T00:00:00Z",
+        }
+    )
+    result = kubectl_plugin(k8s, "explain", "deploy/vllm-bad", "-n", ns, "--color", "always")
+    assert result.returncode == 0, result.stderr
+    assert "HostileReason" in result.stdout
+    assert "click" in result.stdout  # the text stays, the sequences go
+    assert not has_control(result.stdout, allow_sgr=True), repr(result.stdout)
+    assert "\x9b" not in result.stdout
+    assert "\u202e" not in result.stdout
+
+
 def test_explain_a_pod_names_its_workload(k8s: Cluster, workloads: dict[str, Any]) -> None:
     ns = workloads["namespace"]
     result = kubectl_plugin(k8s, "explain", f"pod/{workloads['bad_pod']}", "-n", ns)

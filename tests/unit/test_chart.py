@@ -482,6 +482,28 @@ class TestSelfSignedCertificates:
         assert mount["mountPath"] == "/etc/vllm-preflight/certs"
         assert "--webhook-cert-dir=/etc/vllm-preflight/certs" in operator_container(objs)["args"]
 
+    def test_client_auth_mounts_the_ca_and_passes_the_flag_only_when_asked(self) -> None:
+        """webhook.clientAuth.caConfigMap (issue 34 item 6): the port answers only callers
+        with a certificate that CA signed; off by default (the API server must be set up)."""
+        flag = "--webhook-client-ca=/etc/vllm-preflight/client-ca/ca.crt"
+        assert flag not in operator_container(render())["args"]
+        objs = render(sets=["webhook.clientAuth.caConfigMap=apiserver-webhook-client-ca"])
+        container = operator_container(objs)
+        assert flag in container["args"]
+        mount = next(m for m in container["volumeMounts"] if m["name"] == "client-ca")
+        assert mount == {
+            "name": "client-ca",
+            "mountPath": "/etc/vllm-preflight/client-ca",
+            "readOnly": True,
+        }
+        pod = one(objs, "Deployment")["spec"]["template"]["spec"]
+        volume = next(v for v in pod["volumes"] if v["name"] == "client-ca")
+        assert volume["configMap"] == {
+            "name": "apiserver-webhook-client-ca",
+            "items": [{"key": "ca.crt", "path": "ca.crt"}],
+        }
+        assert "caConfigMap" in render_error(sets=["webhook.clientAuth.caConfigMap=Bad_Name"])
+
 
 class TestCertManager:
     def test_ca_is_injected_by_cert_manager_and_the_chart_renders_no_secret(self) -> None:

@@ -251,8 +251,9 @@ def test_an_nnodes_share_carries_the_rules_reading() -> None:
     env = {e["name"]: e.get("value") for e in injected_env(pod)}
     assert env["PREFLIGHT_VLLM_ARGS"] == (
         "vllm serve m -tp 4 --dtype bfloat16 --nnodes 2 --node-rank 0 "
-        "--master-addr '$(LWS_LEADER_ADDRESS)'"
+        "--master-addr '$$(LWS_LEADER_ADDRESS)'"
     )
+    assert env["PREFLIGHT_VLLM_ARGS_DEFERRED"] == "LWS_LEADER_ADDRESS"
     options = parse_options([], kubelet(pod, injected_env(pod)))
     assert options.plan.gpus_needed == 2  # the pod's share, as the rules count it
 

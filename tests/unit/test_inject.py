@@ -423,8 +423,15 @@ def test_the_check_gets_the_command_line_and_the_model_and_cache_mounts_read_onl
 
 def test_the_command_line_passes_the_kubelet_unchanged_or_not_at_all() -> None:
     unknown = "\x00$(MODEL)\x00"  # rules.kubeenv's marker of a Secret's value
+    # a value the rules could not know is filled in by the checker after it split the words
+    # (a Secret's apostrophe once unbalanced the quoting: issue 34): two rounds of expansion
     assert vllm_args_value(["vllm", "serve", unknown, "--served-model-name", "a$b"]) == (
-        "vllm serve '$(MODEL)' --served-model-name 'a$$b'"
+        "vllm serve '$$(MODEL)' --served-model-name 'a$$$$b'",
+        ("MODEL",),
+    )
+    assert vllm_args_value(["vllm", "serve", "m", "--served-model-name", "a$b"]) == (
+        "vllm serve m --served-model-name 'a$$b'",
+        (),
     )
     shell = "\x00\x00$(command substitution)\x00"
     assert vllm_args_value(["vllm", "serve", "m", "--max-model-len", shell]) is None

@@ -75,6 +75,11 @@ FORMS: list[tuple[str, list[str]]] = [
     ("su-c", ["su", "vllm", "-c", CMD]),
     ("nested-sh", ["bash", "-c", f"sh -c '{CMD} 2>&1' | tee /tmp/x"]),
     ("and-or-list", ["bash", "-c", f"pip install -q x && {CMD} || echo failed"]),
+    # issue 34: "$@" of a function called without arguments is no word at all; it was read
+    # as one empty argument ('') and the workload denied (vllm-args-invalid)
+    ("function-no-args", ["bash", "-c", f'start() {{ exec {CMD} "$@"; }}; start']),
+    ("function-no-args-sh", ["sh", "-c", f'start() {{ exec {CMD} "$@"; }}\nstart']),
+    ("dollar-at-no-args", ["bash", "-c", f'exec {CMD} "${{@}}"']),
 ]
 
 

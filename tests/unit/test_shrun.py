@@ -43,6 +43,8 @@ READS = [
     ('A="-tp 2"; vllm serve m $A', "vllm serve m -tp 2"),
     ('A=(-tp 2); vllm serve m "${A[@]}"', "vllm serve m -tp 2"),
     ('f() { vllm serve m -tp 2 "$@"; }\nf --port 1', "vllm serve m -tp 2 --port 1"),
+    ('start() { exec vllm serve m -tp 2 "$@"; }; start', "vllm serve m -tp 2"),
+    ('set --; vllm serve m -tp 2 "$@"', "vllm serve m -tp 2"),
     ('function f { vllm serve m "$1" 2; }\nf -tp', "vllm serve m -tp 2"),
     ('set -- -tp 2\nvllm serve m "$@"', "vllm serve m -tp 2"),
     ("eval 'vllm serve m -tp 2'", "vllm serve m -tp 2"),
@@ -76,6 +78,11 @@ def test_quoted_expansion_is_one_word() -> None:
     assert argv('A="-tp 2"; vllm serve m "$A"') == ("vllm", "serve", "m", "-tp 2")
     assert argv("A='a  b'; vllm serve m --x \"$A\"c") == ("vllm", "serve", "m", "--x", "a  bc")
     assert argv('E=; vllm serve m $E "" -tp 2') == ("vllm", "serve", "m", "", "-tp", "2")
+    # "$@" with no arguments is no field; glued to a quoted "" it is one empty field (bash,
+    # dash; tests/unit/test_shell_oracle.py runs these)
+    assert argv('set --; vllm serve m -tp 2 """$@"') == ("vllm", "serve", "m", "-tp", "2", "")
+    assert argv('set --; vllm serve m -tp 2 "$@"""') == ("vllm", "serve", "m", "-tp", "2", "")
+    assert argv('set --; vllm serve m -tp 2 "$@" ""') == ("vllm", "serve", "m", "-tp", "2", "")
 
 
 def test_dash_reads_and_amp_greater_as_background() -> None:

@@ -33,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 from preflight_contract import actions
+from preflight_contract.terminal import clean
 from preflight_operator.cli.lint_policy import judge
 from preflight_operator.cli.plugin_common import (
     EXIT_ERROR,
@@ -160,10 +161,11 @@ def _reason(row: AuditRow) -> str:
 def render(rows: Sequence[AuditRow], colour: bool) -> str:
     table = [
         [
-            r.namespace, f"{r.kind}/{r.name}", r.policy or "(default)", r.action,
-            paint(r.verdict, r.verdict, colour),
+            clean(r.namespace), clean(f"{r.kind}/{r.name}", keep_newlines=False),
+            clean(r.policy or "(default)", keep_newlines=False), clean(r.action),
+            paint(clean(r.verdict), r.verdict, colour),
             paint(r.answer, {DENY: "fail", WARN: "warn", ADMIT: "pass"}[r.answer], colour),
-            _reason(r),
+            clean(_reason(r), keep_newlines=False),
         ]
         for r in rows
     ]  # fmt: skip
@@ -220,7 +222,7 @@ def main(global_args: Sequence[str], argv: Sequence[str], out: TextIO) -> int:
     try:
         return cmd_audit(args, Kubectl(global_args), out, os.environ)
     except PluginError as exc:
-        print(f"kubectl vllm-preflight audit: {exc}", file=sys.stderr)
+        print(f"kubectl vllm-preflight audit: {clean(exc)}", file=sys.stderr)
         return EXIT_ERROR
 
 
@@ -276,7 +278,7 @@ def cmd_audit(
     else:
         out.write(render(rows, use_colour(args.color, out, environ)))
         for note in notes:
-            print(f"note: {note}", file=out)
+            print(f"note: {clean(note)}", file=out)
     return EXIT_FAILED if any(r.answer == DENY for r in rows) else EXIT_OK
 
 

@@ -26,6 +26,7 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
+from preflight_contract.terminal import clean
 from preflight_operator import __version__
 from preflight_operator.cli.plugin_check_node import CanarySpec, cmd_check_node
 from preflight_operator.cli.plugin_common import EXIT_ERROR, PROG, Kubectl, PluginError
@@ -164,7 +165,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
             return cmd_explain(args, kubectl, out)
         return cmd_check_node(args, kubectl, out)
     except PluginError as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
+        print(f"{PROG}: {clean(exc)}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from preflight_contract.modelsource import directory_lookup
+from preflight_contract.terminal import clean
 from preflight_operator.cli import manifests
 from preflight_operator.cli.lint_junit import junit_document
 from preflight_operator.cli.lint_policy import (
@@ -134,12 +135,12 @@ def main(argv: list[str]) -> int:
         policies = _policies(args)
     except (InputError, PolicyFileError) as exc:
         for line in str(exc).splitlines():
-            _write(sys.stderr, f"vllm-preflight lint: {line}\n")
+            _write(sys.stderr, f"vllm-preflight lint: {clean(line)}\n")
         return EXIT_UNREADABLE
     problems: list[Problem] = []
     sources = list(manifests.read_all(args.paths, problems))
     for problem in problems:
-        _write(sys.stderr, f"vllm-preflight lint: {problem.text()}\n")
+        _write(sys.stderr, f"vllm-preflight lint: {clean(problem.text())}\n")
     judged = judge(
         [s.obj for s in sources], policies, policy, lookup=lookup, default_namespace=args.namespace
     )
@@ -168,7 +169,8 @@ def _report(
         _write(sys.stdout, junit_document(judged, sources, problems, args.fail_on))
     elif sources or not problems:
         shown = judged.policy_of if with_policy else None
-        _write(sys.stdout, _text_report(judged.results, sources, args.namespace, shown))
+        # a manifest's names and values are anyone's text: the one sanitiser before a terminal
+        _write(sys.stdout, clean(_text_report(judged.results, sources, args.namespace, shown)))
 
 
 def _policies(args: argparse.Namespace) -> list[PreflightPolicy] | None:

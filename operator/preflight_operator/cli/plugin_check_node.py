@@ -13,6 +13,7 @@ from typing import Any, TextIO
 
 from preflight_contract import actions, envnames
 from preflight_contract.report import Report, ReportError
+from preflight_contract.terminal import clean
 from preflight_operator import __version__
 from preflight_operator.cli.plugin_common import (
     CANARY_COMPONENT,
@@ -132,6 +133,11 @@ class CanaryOutcome:
     exit_code: int = EXIT_ERROR
     text: str = ""
 
+    def __post_init__(self) -> None:
+        # The pod's report and status are the node's and the image's text: printed only
+        # through the one sanitiser (preflight_contract.terminal).
+        object.__setattr__(self, "text", clean(self.text))
+
 
 def canary_outcome(pods: Sequence[Mapping[str, Any]]) -> CanaryOutcome:
     """What the canary's pod says so far: not done while it waits or runs; done with the
@@ -245,7 +251,7 @@ def cmd_check_node(
         sleep(1.0)
     print(
         f"job/{name}: no result within --timeout {args.timeout} s"
-        + (f" ({last})" if last else "")
+        + (f" ({clean(last)})" if last else "")
         + f"; see kubectl describe job/{name} -n {namespace}",
         file=out,
     )

@@ -10,6 +10,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 
+from preflight_contract.terminal import clean, clean_tree
 from preflight_operator.cli.plugin_common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -72,7 +73,15 @@ def explain_view(
     colour: bool,
 ) -> str:
     """Everything about one workload in one place, in the order one reads it: verdicts,
-    static findings, pods (scheduling and runtime report), Events, and the fixes."""
+    static findings, pods (scheduling and runtime report), Events, and the fixes.
+
+    Every document is any tenant's text (report messages, Event notes, names): it passes
+    through the one sanitiser (preflight_contract.terminal) before a line is made, so the
+    only escape sequences written are the view's own colours."""
+    gpuval = clean_tree(gpuval) if gpuval is not None else None
+    pods = [clean_tree(p) for p in pods]
+    events = [clean_tree(e) for e in events]
+    workload = clean(workload)
     status = (gpuval or {}).get("status") or {}
     static_v = str(status.get("staticVerdict") or "unknown")
     runtime_v = str(status.get("runtimeVerdict") or "unknown")

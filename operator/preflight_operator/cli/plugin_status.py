@@ -10,6 +10,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any, TextIO
 
+from preflight_contract.terminal import clean_tree
 from preflight_operator.cli.plugin_common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -42,9 +43,10 @@ def status_rows(
     items: Iterable[Mapping[str, Any]], *, all_namespaces: bool, now: datetime.datetime
 ) -> list[list[str]]:
     """The columns of `kubectl get gpuval` (the CRD's printer columns), NAMESPACE first
-    with -A; sorted by namespace and name."""
+    with -A; sorted by namespace and name. Every cell passes the one sanitiser
+    (preflight_contract.terminal): a status is any writer's text."""
     rows = []
-    for item in items:
+    for item in map(clean_tree, items):
         meta = item.get("metadata") or {}
         status = item.get("status") or {}
         tp = (status.get("plan") or {}).get("tp")

@@ -606,35 +606,54 @@ def _with_env(env: list[dict[str, Any]], added: list[dict[str, Any]]) -> list[di
 MAX_VLLM_ARGS_CHARS = 16 * 1024
 _ENV_VAR_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*\Z")  # the API server's rule
 _ESCAPED_MARKER = re.compile(r"\x00\$\$\(([^\x00]*)\)\x00")
+_DEFERRED_MARKER = re.compile(r"\x00\$\$\$\$\(([^\x00]*)\)\x00")
 
 
 def _is_config_flag(word: str) -> bool:
     return word == "--config" or word.startswith("--config=")
 
 
-def vllm_args_value(argv: Sequence[str]) -> str | None:
+def vllm_args_value(argv: Sequence[str]) -> tuple[str, tuple[str, ...]] | None:
     """PREFLIGHT_VLLM_ARGS for the check: the command line as the rules read it (env and
-    shell expanded), for the kubelet to hand over as written.
+    shell expanded), for the kubelet to hand over as written; and the names of the
+    variables whose values the rules could not know (a Secret, a ConfigMap, a downward-API
+    field), which the *checker* fills in (PREFLIGHT_VLLM_ARGS_DEFERRED).
 
     The kubelet expands ``$(NAME)`` in env values (``$$`` is a literal ``$``), so every
-    ``$`` is doubled, and a value the rules could not know (a Secret, a downward-API
-    field) becomes ``$(NAME)`` again: the kubelet fills it from the check container's env,
-    which is the vLLM container's. None (nothing passed, the model checks skip) when a
-    part stayed unknown that is no variable (shell arithmetic), when vLLM reads a
-    ``--config`` file (mounted in the vLLM container, not in the check's), or past
-    MAX_VLLM_ARGS_CHARS."""
-    words: list[str] = []
+    ``$`` is doubled. A value the rules could not know used to become ``$(NAME)`` inside the
+    quoted line, for the kubelet to paste in: a value holding an apostrophe then unbalanced
+    the quoting, the checker could not split the line and exited 2, blocking working pods
+    under Warn and Audit (issue 34; 8 of 72 in the adversarial round). No quoting survives
+    text pasted in unseen, so those words are written for two rounds of expansion instead:
+    ``$`` as ``$$$$`` and the reference as ``$$(NAME)``, which the kubelet turns into ``$$``
+    and ``$(NAME)``; the checker splits the words first and then expands each word as the
+    kubelet would (preflight_check/options.py). Without such a name the line is written for
+    the kubelet's one round, as before.
+
+    None (nothing passed, the model checks skip) when a part stayed unknown that is no
+    variable (shell arithmetic), when vLLM reads a ``--config`` file (mounted in the vLLM
+    container, not in the check's), or past MAX_VLLM_ARGS_CHARS."""
+    deferred: list[str] = []
     for word in argv:
         if _is_config_flag(word):
             return None
-        if any(not _ENV_VAR_NAME.match(name) for name in unknown_names(word)):
+        names = unknown_names(word)
+        if any(not _ENV_VAR_NAME.match(name) for name in names):
             return None
-        escaped = _ESCAPED_MARKER.sub(r"$(\1)", word.replace("$", "$$"))
+        deferred += [n for n in names if n not in deferred]
+    words: list[str] = []
+    for word in argv:
+        if deferred:
+            escaped = _DEFERRED_MARKER.sub(r"$$(\1)", word.replace("$", "$$$$"))
+        else:
+            escaped = _ESCAPED_MARKER.sub(r"$(\1)", word.replace("$", "$$"))
         if has_unknown(escaped):
             return None
         words.append(escaped)
     text = shlex.join(words)
-    return text if words and len(text) <= MAX_VLLM_ARGS_CHARS else None
+    if not words or len(text) > MAX_VLLM_ARGS_CHARS:
+        return None
+    return text, tuple(deferred)
 
 
 # Where the checker (preflight_contract.modelsource) looks for a model's files, as vLLM does:
@@ -835,8 +854,11 @@ def check_container(
     ours = preflight_env(plan, policy, config.timeout_seconds)
     vllm_args = vllm_args_value(argv)
     if vllm_args is not None:
+        text, deferred = vllm_args
+        if deferred:
+            ours.append({"name": envnames.VLLM_ARGS_DEFERRED, "value": ",".join(deferred)})
         # last: the kubelet expands its $(NAME) against every variable before it
-        ours.append({"name": envnames.VLLM_ARGS, "value": vllm_args})
+        ours.append({"name": envnames.VLLM_ARGS, "value": text})
     names = {e["name"] for e in ours}
     env = [
         copy.deepcopy(e)

@@ -85,6 +85,7 @@ def register(registry: kopf.OperatorRegistry, options: RunOptions) -> None:
             port=options.webhook_port,
             certfile=options.cert_file,
             keyfile=options.key_file,
+            client_ca=options.webhook_client_ca,
         )
         await server.start()
         memo.webhook_server = server

@@ -24,6 +24,9 @@ class RunOptions:
     webhook_addr: str = "0.0.0.0"
     webhook_port: int = 9443
     webhook_cert_dir: Path = Path("/etc/vllm-preflight/certs")
+    # A CA bundle: when set, the webhook port answers only a caller with a client
+    # certificate it signed (the API server's, AdmissionConfiguration; docs/OPERATOR.md)
+    webhook_client_ca: Path | None = None
     webhook_host: str | None = None  # only shown in logs; the chart owns the configurations
     # the ValidatingWebhookConfiguration whose fail-closed entry the leader keeps in step
     # with the namespaces under Enforce (runtime/failclosed.py); "": none
@@ -89,6 +92,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="ValidatingWebhookConfiguration whose fail-closed entry lists the namespaces "
         "under Enforce (kept in step by the Lease holder; the chart passes its own); "
         "empty: none",
+    )
+    add(
+        "--webhook-client-ca",
+        type=Path,
+        default=None,
+        help="CA bundle (PEM): answer only callers with a client certificate it signed, "
+        "i.e. the API server configured with an AdmissionConfiguration kubeconfig "
+        "(docs/OPERATOR.md, 'Who can call the webhook port'); default: any caller",
     )
     add("--metrics-addr", default="0.0.0.0", help="address of the /metrics endpoint")
     add("--metrics-port", type=int, default=8080, help="Prometheus /metrics port; 0 disables")
@@ -165,6 +176,7 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str] | None = None)
         webhook_port=args.webhook_port,
         webhook_cert_dir=args.webhook_cert_dir,
         webhook_configuration=args.webhook_configuration,
+        webhook_client_ca=args.webhook_client_ca,
         metrics_addr=args.metrics_addr,
         metrics_port=args.metrics_port,
         health_addr=args.health_addr,

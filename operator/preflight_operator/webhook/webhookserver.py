@@ -332,6 +332,7 @@ class WebhookServer:
         port: int,
         certfile: Path,
         keyfile: Path,
+        client_ca: Path | None = None,
         reload_interval: float = 60.0,
         failure: Mapping[str, FailureAnswer] | None = None,
         fallbacks: Mapping[str, FallbackFn] | None = None,
@@ -345,7 +346,7 @@ class WebhookServer:
         self.routes = dict(routes)
         self.addr = addr
         self.port = port
-        self.certificate = ServingCertificate(Path(certfile), Path(keyfile))
+        self.certificate = ServingCertificate(Path(certfile), Path(keyfile), client_ca)
         self.reload_interval = reload_interval
         self.failure = dict(failure or {})
         self.fallbacks = dict(fallbacks or {})

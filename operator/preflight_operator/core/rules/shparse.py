@@ -377,7 +377,12 @@ class Lexer:
         buf: list[str] = []
 
         def flush() -> None:
-            parts.append(Part("lit", "".join(buf), True))
+            # Only text: an empty quoted part would make a field of "$@" with no
+            # arguments, which expands to no field at all (bash and dash: `f() { exec
+            # vllm serve m "$@"; }; f` passes vLLM no '' argument). `""` alone still
+            # makes its empty field (below).
+            if buf:
+                parts.append(Part("lit", "".join(buf), True))
             buf.clear()
 
         while self.i < n:
@@ -385,7 +390,7 @@ class Lexer:
             if ch == '"':
                 self.i += 1
                 flush()
-                return parts
+                return parts or [Part("lit", "", True)]
             if ch == "\\" and self.i + 1 < n and text[self.i + 1] in '$`"\\\n':
                 if text[self.i + 1] != "\n":
                     buf.append(text[self.i + 1])
