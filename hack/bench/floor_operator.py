@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO / "operator"), str(REPO / "initcontainer")]
 
 from preflight_operator.core import constants  # noqa: E402
-from preflight_operator.runtime.api import credentials_from_kubeconfig  # noqa: E402
+from preflight_operator.runtime.credentials import credentials_from_kubeconfig  # noqa: E402
 
 
 def main() -> None:

@@ -27,8 +27,9 @@ from preflight_operator.core.modelcache import ModelCache, load_model_sources
 from preflight_operator.core.rules import ClusterLookup
 from preflight_operator.handlers import register
 from preflight_operator.runtime import metrics
-from preflight_operator.runtime.api import KubeApi, load_credentials
+from preflight_operator.runtime.api import KubeApi
 from preflight_operator.runtime.controller import Controller
+from preflight_operator.runtime.credentials import load_credentials
 from preflight_operator.runtime.health import Health
 from preflight_operator.runtime.options import RunOptions, parse_options
 from preflight_operator.runtime.reflector import Reflector

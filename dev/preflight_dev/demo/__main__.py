@@ -37,7 +37,8 @@ from preflight_dev.testing import LocalCluster
 from preflight_dev.testing.base import Cluster
 from preflight_dev.testing.nodes import DEFAULT_NODES, create_gpu_nodes
 from preflight_operator.core import constants
-from preflight_operator.runtime.api import KubeApi, credentials_from_kubeconfig
+from preflight_operator.runtime.api import KubeApi
+from preflight_operator.runtime.credentials import credentials_from_kubeconfig
 
 MANIFESTS = localsetup.REPO / "tests" / "data" / "manifests"
 

@@ -4,28 +4,20 @@ A small asyncio client on aiohttp: JSON in, JSON out, no generated models (a pod
 model object costs ten times its JSON in memory), one connection pool, explicit timeouts,
 the operator's field manager on every write. Every body it reads is hostile input:
 decoding.py bounds it, drops managedFields, and names what was refused (``rejected``).
-Credentials come from the pod's service account (the token file is re-read, so rotated
-tokens keep working) or from a kubeconfig.
+Credentials come from the pod's service account or from a kubeconfig (credentials.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
-import dataclasses
 import json
 import logging
-import os
-import ssl
-import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 import aiohttp
-import yaml
 
 from preflight_contract import safejson
 from preflight_operator.core import apinames, constants
@@ -36,16 +28,16 @@ from preflight_operator.core.decoding import (
     decode_body,
     decode_event,
     decode_list,
-    list_head,
 )
+from preflight_operator.core.paging import ListPaging
 from preflight_operator.core.workloads import KNOWN_KINDS, WorkloadKind, WorkloadRef
 from preflight_operator.runtime import metrics
+from preflight_operator.runtime.credentials import Credentials
+from preflight_operator.runtime.refusals import Refusals
 
 logger = logging.getLogger(__name__)
 
-SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 MERGE_PATCH = "application/merge-patch+json"
-TOKEN_REREAD_SECONDS = 60.0
 RETRIES = 5
 RETRIABLE = frozenset({429, 503, 504})
 
@@ -94,123 +86,6 @@ MAX_LINE_BYTES = safejson.DEFAULT_MAX_BYTES
 API_ERRORS = (ApiError, aiohttp.ClientError, OSError, asyncio.TimeoutError, MalformedReference)
 # What of a refused list page is kept to name its one object and find where the list goes on.
 LIST_HEAD_BYTES = 64 * 1024
-# Refusals logged at warning once each (by object and reason); then at debug. Forgotten
-# when full: bounded memory whatever a flood of refused objects.
-LOGGED_LIMIT = 10_000
-
-
-@dataclasses.dataclass
-class Credentials:
-    """Where the API server is and how to prove who we are (PEM data, never temp files)."""
-
-    server: str
-    ca_pem: bytes | None = None
-    insecure: bool = False
-    cert_pem: bytes | None = None
-    key_pem: bytes | None = None
-    token: str | None = None
-    token_file: Path | None = None
-    _token_read_at: float = 0.0
-
-    def current_token(self) -> str | None:
-        if self.token_file is not None and (
-            self.token is None or time.monotonic() - self._token_read_at > TOKEN_REREAD_SECONDS
-        ):
-            self.token = self.token_file.read_text(encoding="ascii").strip()
-            self._token_read_at = time.monotonic()
-        return self.token
-
-    def authorization(self) -> str | None:
-        token = self.current_token()
-        return f"Bearer {token}" if token else None
-
-    def ssl_context(self) -> ssl.SSLContext:
-        context = ssl.create_default_context(
-            cadata=self.ca_pem.decode("ascii") if self.ca_pem else None
-        )
-        if self.insecure:
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
-        if self.cert_pem and self.key_pem:
-            # ssl loads a client certificate only from files: write them where only we can
-            # read, load, and remove them at once.
-            with tempfile.TemporaryDirectory() as tmp:
-                cert, key = Path(tmp, "tls.crt"), Path(tmp, "tls.key")
-                cert.write_bytes(self.cert_pem)
-                key.write_bytes(self.key_pem)
-                context.load_cert_chain(str(cert), str(key))
-        return context
-
-
-def _data_or_file(entry: Mapping[str, Any], name: str, base: Path) -> bytes | None:
-    data = entry.get(f"{name}-data")
-    if data:
-        return base64.b64decode(data)
-    path = entry.get(name)
-    if path:
-        return (base / str(path)).expanduser().read_bytes()
-    return None
-
-
-def credentials_from_kubeconfig(path: Path) -> Credentials:
-    """The current context of a kubeconfig: client certificates or a bearer token (what
-    the local control plane, kind and most CI clusters use). exec and auth-provider
-    plugins are not supported here: run the operator in the cluster for those."""
-    config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    current = config.get("current-context")
-    context = next(
-        (c.get("context") or {} for c in config.get("contexts") or [] if c.get("name") == current),
-        None,
-    )
-    if context is None:
-        raise ValueError(f"{path}: no current context")
-    cluster = next(
-        (
-            c.get("cluster") or {}
-            for c in config.get("clusters") or []
-            if c.get("name") == context.get("cluster")
-        ),
-        {},
-    )
-    user = next(
-        (
-            u.get("user") or {}
-            for u in config.get("users") or []
-            if u.get("name") == context.get("user")
-        ),
-        {},
-    )
-    if user.get("exec") or user.get("auth-provider"):
-        raise ValueError(f"{path}: exec/auth-provider credentials are not supported")
-    base = path.parent
-    token = user.get("token")
-    if not token and user.get("tokenFile"):
-        token = (base / str(user["tokenFile"])).read_text(encoding="ascii").strip()
-    return Credentials(
-        server=str(cluster.get("server", "")).rstrip("/"),
-        ca_pem=_data_or_file(cluster, "certificate-authority", base),
-        insecure=bool(cluster.get("insecure-skip-tls-verify")),
-        cert_pem=_data_or_file(user, "client-certificate", base),
-        key_pem=_data_or_file(user, "client-key", base),
-        token=token,
-    )
-
-
-def load_credentials(kubeconfig: str | None = None) -> Credentials:
-    """In a pod: its service account. Elsewhere: ``kubeconfig``, else $KUBECONFIG (its
-    first file), else ~/.kube/config."""
-    host = os.environ.get("KUBERNETES_SERVICE_HOST")
-    token_file = SERVICE_ACCOUNT_DIR / "token"
-    if kubeconfig is None and host and token_file.exists():
-        port = os.environ.get("KUBERNETES_SERVICE_PORT", "443")
-        server = f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
-        return Credentials(
-            server=server,
-            ca_pem=(SERVICE_ACCOUNT_DIR / "ca.crt").read_bytes(),
-            token_file=token_file,
-        )
-    path = kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0]
-    return credentials_from_kubeconfig(Path(path or "~/.kube/config").expanduser())
 
 
 def collection_path(kind: WorkloadKind, namespace: str | None) -> str:
@@ -268,7 +143,7 @@ class KubeApi:
         # Told of every object or stream line that decoding refused (the controller
         # posts an Event); each is counted in metrics here either way.
         self.rejected: Callable[[Rejection], None] | None = None
-        self._logged: set[tuple[str, str, str]] = set()
+        self._refusals = Refusals(logger)
 
     @property
     def credentials(self) -> Credentials:
@@ -361,13 +236,7 @@ class KubeApi:
             headers=self._headers(content_type if data is not None else None),
         ) as response:
             if as_list and response.status < 400:
-                # a page is read up to its bound, never whole: past it, only its head
-                # is kept (list_pages reads it again in smaller pages)
-                raw, whole = await _read_bounded(response.content, LIST_PAGE_MAX_BYTES)
-                if not whole:
-                    detail = f"a list page over {LIST_PAGE_MAX_BYTES} bytes"
-                    rejection = Rejection(path, safejson.TOO_LARGE, detail)
-                    raise Unreadable(rejection, raw[:LIST_HEAD_BYTES])
+                raw = await _read_page(response.content, path)
             else:
                 raw = await response.read()
             if response.status >= 400:
@@ -377,11 +246,7 @@ class KubeApi:
         if not raw:
             return {}
         if as_list:
-            try:
-                page, rejections = decode_list(raw, path)
-            except safejson.Rejected as exc:
-                rejection = Rejection(path, exc.reason, str(exc))
-                raise Unreadable(rejection, raw[:LIST_HEAD_BYTES]) from None
+            page, rejections = _decode_page(raw, path)
             for rejection in rejections:
                 self._report(rejection)
             return dict(page)
@@ -391,22 +256,7 @@ class KubeApi:
         return dict(decoded) if isinstance(decoded, dict) else {}
 
     def _report(self, rejection: Rejection) -> None:
-        metrics.OBJECTS_REJECTED.labels(reason=rejection.reason).inc()
-        seen = (
-            rejection.source,
-            rejection.uid or f"{rejection.namespace}/{rejection.name}",
-            rejection.reason,
-        )
-        first = not (rejection.name or rejection.uid) or seen not in self._logged
-        if len(self._logged) >= LOGGED_LIMIT:
-            self._logged.clear()
-        self._logged.add(seen)
-        (logger.warning if first else logger.debug)("not used: %s", rejection.display)
-        if self.rejected is not None:
-            try:
-                self.rejected(rejection)
-            except Exception:  # a callback bug must not stop a read
-                logger.exception("rejection callback failed")
+        self._refusals.report(rejection, self.rejected)
 
     def _refuse(self, rejection: Rejection) -> Unreadable:
         self._report(rejection)
@@ -427,43 +277,25 @@ class KubeApi:
     async def list_pages(
         self, path: str, params: Mapping[str, str] | None = None, page: int = 500
     ) -> AsyncIterator[tuple[list[dict[str, Any]], str]]:
-        """Pages of a list (items, list resourceVersion), up to ``page`` items at a time.
-
-        Bounded by the object, never by the page (issue 34): a page over its bounds
-        (decoding.LIST_PAGE_MAX_BYTES, PAGE_MAX_ITEMS) is read again from the same
-        continue token with a quarter of the limit, down to one object; one object alone
-        over the bounds is set aside by the name the page's head gives (counted, logged
-        once, told to ``rejected``), and the list goes on from the continue token the head
-        gives too. After each page that was read, the limit doubles back towards ``page``.
-        So no tenant's objects can make a listing fail: 4 pods of 1 MB (a 4.2 MB page)
-        took every restart of the operator down before, and 170 GPUValidations of 27 KB.
-        """
-        base = dict(params or {})
-        limit = page
-        token = ""
-        while True:
-            query = {**base, "limit": str(limit), **({"continue": token} if token else {})}
+        """Pages of a list (items, list resourceVersion), up to ``page`` items at a time,
+        bounded by the object, never by the page: core/paging.py decides which page next
+        (issue 34: one tenant's large objects made every listing fail)."""
+        paging = ListPaging(params, page)
+        while not paging.done:
             try:
-                result = await self.request("GET", path, params=query, as_list=True)
+                result = await self.request("GET", path, params=paging.query(), as_list=True)
             except Unreadable as exc:
-                if limit > 1:
-                    limit = max(1, limit // 4)
+                if paging.smaller():
                     continue
-                head = list_head(exc.head, path, exc.rejection.reason, exc.rejection.detail)
+                head = paging.set_aside(exc.head, path, exc.rejection)
                 if head is None:
                     raise self._refuse(exc.rejection) from None
                 self._report(head.first)  # one object alone over the bounds: set aside
                 yield [], head.resource_version
-                if not head.continue_token:
-                    return
-                token = head.continue_token
                 continue
             meta = result.get("metadata") or {}
             yield list(result.get("items") or []), str(meta.get("resourceVersion", ""))
-            token = str(meta.get("continue") or "")
-            if not token:
-                return
-            limit = min(page, limit * 2)
+            paging.read(meta)
 
     async def watch(
         self, path: str, resource_version: str, params: Mapping[str, str] | None = None
@@ -563,15 +395,28 @@ class KubeApi:
         return await self.request("PUT", path, body=lease)
 
 
-async def _read_bounded(content: aiohttp.StreamReader, limit: int) -> tuple[bytes, bool]:
-    """(the body, True), or (its first ``limit`` bytes and a little more, False) when it is
-    longer: the rest is never read (the connection is then dropped, not reused)."""
+async def _read_page(content: aiohttp.StreamReader, path: str) -> bytes:
+    """A list page, read up to its bound (LIST_PAGE_MAX_BYTES), never whole: past it, the
+    rest is never read (the connection is then dropped, not reused) and the page is refused
+    with only its head kept (list_pages reads it again in smaller pages)."""
     buffer = bytearray()
     async for chunk in content.iter_any():
         buffer += chunk
-        if len(buffer) > limit:
-            return bytes(buffer), False
-    return bytes(buffer), True
+        if len(buffer) > LIST_PAGE_MAX_BYTES:
+            detail = f"a list page over {LIST_PAGE_MAX_BYTES} bytes"
+            rejection = Rejection(path, safejson.TOO_LARGE, detail)
+            raise Unreadable(rejection, bytes(buffer[:LIST_HEAD_BYTES]))
+    return bytes(buffer)
+
+
+def _decode_page(raw: bytes, path: str) -> tuple[Any, list[Rejection]]:
+    """decoding.decode_list; a page it cannot read at all is refused with its head kept (to
+    be read again smaller, or its one object set aside by name: core/paging.py)."""
+    try:
+        return decode_list(raw, path)
+    except safejson.Rejected as exc:
+        rejection = Rejection(path, exc.reason, str(exc))
+        raise Unreadable(rejection, raw[:LIST_HEAD_BYTES]) from None
 
 
 async def _lines(content: aiohttp.StreamReader, limit: int) -> AsyncIterator[bytes | None]:
