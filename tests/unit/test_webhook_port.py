@@ -42,14 +42,9 @@ from preflight_operator.core.policy import PolicyBook
 from preflight_operator.handlers import admission as handlers
 from preflight_operator.runtime import metrics
 from preflight_operator.webhook import webhookserver
+from preflight_operator.webhook.deadline import REVIEW_MAX_ITEMS, FailureAnswer, failure_answers
 from preflight_operator.webhook.webhooks import AdmissionService
-from preflight_operator.webhook.webhookserver import (
-    INLINE_DECODE,
-    REVIEW_MAX_ITEMS,
-    FailureAnswer,
-    WebhookServer,
-    failure_answers,
-)
+from preflight_operator.webhook.webhookserver import INLINE_DECODE, WebhookServer
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "data" / "manifests"
 BAD = next(
@@ -391,7 +386,7 @@ def test_a_connection_being_answered_is_never_dropped_for_a_new_one(tmp_path: Pa
             % (len(body), body)
         )
         await writer.drain()
-        await _wait_until(lambda: any(c.busy for c in server._connections))
+        await _wait_until(lambda: any(c.busy for c in server.connections._connections))
         refused = await _opened(server.port, ca, "127.0.0.1")
         release.set()
         line = await asyncio.wait_for(reader.readline(), NEVER)

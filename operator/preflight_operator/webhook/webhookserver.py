@@ -19,22 +19,12 @@ aiohttp's public API (issue 12), and kopf keeps what it is for: the watches.
   JSON) or that is not an AdmissionReview with a ``request`` mapping gets 400, an unknown
   path 404: never a 500, counted by reason (``vllm_preflight_webhook_rejections_total``).
   The API server then applies the configuration's failurePolicy (Ignore in the chart).
-- Timed and capped per connection: a connection must finish its TLS handshake and the
-  headers of a request within ``header_timeout`` of its accept (or of the request's first
-  byte on a kept-alive connection), and the body within ``body_timeout`` after them;
-  idle kept-alive connections close after ``idle_timeout``. One peer may hold
-  ``max_connections_per_peer`` connections and all peers together ``max_connections``.
-  Why: every TLS connection costs asyncio's 256 KiB read buffer from its accept, and
-  aiohttp closes a connection that never finishes its headers only at its keep-alive
-  timeout (an hour in aiohttp 3.14): measured, 0.29 MiB a connection held for ever, and
-  about 1,500 connections from one pod OOM-killed a 512Mi replica.
-- At a cap the new connection is kept and an old one that is not being answered goes
-  (issue 34): the peer's own oldest at its per-peer cap, else the oldest of the peer that
-  holds the most. Refusing the new one instead let two pods holding 256 idle
-  connections each fill the 512 and lock the API server out: its calls were reset, and
-  under failurePolicy Ignore 3 of 5 broken Deployments were admitted under Enforce. A
-  connection whose review is being judged is never dropped; only when every one is, the
-  new connection is reset at accept, before TLS allocates anything.
+- Timed and capped per connection (issues 23, 34): the TLS handshake and a request's
+  headers within ``header_timeout``, at most ``max_connections_per_peer`` connections of
+  one peer and ``max_connections`` in all, the oldest idle one closed to make room. The
+  ConnectionTable of connections.py keeps these (its docstring says why); here the body
+  must come within ``body_timeout`` after the headers, and idle kept-alive connections
+  close after ``idle_timeout`` (aiohttp's keep-alive timeout).
 - Bodies are decoded off the event loop (issue 34): over ``INLINE_DECODE`` bytes in one
   decoding thread, and a body of more than ``REVIEW_MAX_ITEMS`` JSON values is not
   decoded at all (answered as the webhook's failurePolicy says). json's C decoder holds
@@ -43,17 +33,12 @@ aiohttp's public API (issue 12), and kopf keeps what it is for: the watches.
   body, not the sum of a burst: 400 reviews decoded in the loop held it 22.7 s.
 - Answered in time: a review not answered by its deadline (70 % of the ``?timeout=`` the
   API server sends, else of the configured timeoutSeconds, counted from the request's
-  first byte) is answered without the rules, counted in
-  ``vllm_preflight_webhook_deadline_answers_total``: by the webhook's fallback when it has
-  one (/validate: what the object's policy says of an object it could not check; Enforce
-  refuses, to retry) and else as its failurePolicy says (Ignore: admitted unchanged, with
-  a warning saying so; Fail: refused). Left to the API server's timeout it was admitted
-  silently, a broken Deployment under Enforce included. At most ``ACTIVE_REVIEWS``
-  reviews are judged at once; one that gets no slot by its deadline is answered so
-  (``cause="shed"``), one whose rules are not done by then likewise
-  (``cause="deadline"``). The review is not cancelled (a rules worker's exchange must
-  finish), only no longer awaited, and keeps its slot until it ends; a denial it reaches
-  then posts no Event (``still_awaited``).
+  first byte) is answered without the rules, by its webhook's fallback or failurePolicy
+  (deadline.py says what and why). At most ``ACTIVE_REVIEWS`` reviews are judged at once;
+  one that gets no slot by its deadline is answered so (``cause="shed"``), one whose
+  rules are not done by then likewise (``cause="deadline"``). The review is not cancelled
+  (a rules worker's exchange must finish), only no longer awaited, and keeps its slot
+  until it ends; a denial it reaches then posts no Event (``still_awaited``).
 - Never a 500: an exception of a review function admits the request unchanged, logged
   and counted as an error (fail open), like the review functions' own failures.
 """
@@ -64,7 +49,6 @@ import asyncio
 import concurrent.futures
 import contextlib
 import contextvars
-import ctypes
 import dataclasses
 import logging
 import re
@@ -76,35 +60,35 @@ from typing import Any
 import aiohttp.web
 
 from preflight_contract import safejson
-from preflight_operator.core import constants
 from preflight_operator.core.config import WebhookConfig
 from preflight_operator.core.decoding import decode_review
 from preflight_operator.runtime import metrics
+from preflight_operator.webhook.connections import (
+    Connection,
+    ConnectionTable,
+    keep_memory_returnable,
+    reject,
+)
+from preflight_operator.webhook.deadline import (
+    REVIEW_MAX_ITEMS,
+    DeadlineAnswers,
+    FailureAnswer,
+    FallbackFn,
+    admit_unchanged,
+    failure_answers,
+    request_timeout,
+    webhook_label,
+)
 from preflight_operator.webhook.tls import ServingCertificate
 
 logger = logging.getLogger(__name__)
 
 ReviewFn = Callable[[Mapping[str, Any]], Awaitable[Mapping[str, Any]]]
-# The answer of a webhook whose review is not done by its deadline (the review, the
-# seconds it had); without one, the webhook's failurePolicy answers (failure_answer).
-FallbackFn = Callable[[Mapping[str, Any], float], Mapping[str, Any]]
 MAX_BODY = 1024 * 1024  # what kopf's server allowed (aiohttp's default client_max_size)
-_KNOWN = frozenset(
-    {
-        constants.MUTATE_PODS_WEBHOOK_ID,
-        constants.VALIDATE_WEBHOOK_ID,
-        constants.VALIDATE_ENFORCE_WEBHOOK_ID,
-    }
-)
 # Bodies up to this size are decoded in the loop: about a millisecond, less than the hop to
 # the decoding thread and back costs a burst of ordinary reviews (a vLLM Deployment is 2-20
 # KB; kubectl's last-applied annotation doubles it).
 INLINE_DECODE = 64 * 1024
-# A review with more JSON values than this is not decoded (answered as the failurePolicy
-# says): 150,000 values decode in about 36 ms, holding the GIL; the largest real workload
-# of tests/data/realworld has under 1,000 (decoding.OBJECT_MAX_ITEMS is 20,000 for an
-# object read from the API server). 1 MiB of ``[]`` would be 500,000 values, 200 ms.
-REVIEW_MAX_ITEMS = 100_000
 # request.uid of a review not decoded: the API server writes it first in the request
 _REVIEW_UID = re.compile(
     rb'^\s*\{.{0,200}?"request"\s*:\s*\{\s*"uid"\s*:\s*"([0-9A-Za-z-]{1,64})"', re.S
@@ -119,8 +103,6 @@ DEADLINE_SHARE = 0.7
 # (measured: shed at the deadline itself, 366 answers of 200 KiB reviews, each decoded for
 # its policy, took the loop past 10 s; at half of it, none did).
 SHED_SHARE = 0.5
-# Connections open at once past which their memory is handed back once most have closed.
-TRIM_AFTER = 64
 # Reviews judged at once, those past their deadline included (they run on, holding their
 # decoded body, until their rules end); the others wait for a slot. Why this bound: each
 # holds up to 1 MiB of body and its decoded object (a few MiB), so 32 stay far from the
@@ -128,48 +110,6 @@ TRIM_AFTER = 64
 # worker) stays a short share of a loop iteration. Ordinary reviews take about a
 # millisecond each: 32 are never the limit for them.
 ACTIVE_REVIEWS = 32
-_CAUSES = {
-    "shed": "overloaded",
-    "deadline": "the rules too slow",
-    "decode": "not decoded in time",
-    "too-many-values": f"over {REVIEW_MAX_ITEMS:,} JSON values",
-}
-_GO_DURATION = re.compile(r"^([0-9]{1,4}(?:\.[0-9]{1,3})?)(ms|s|m)$")
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0}
-
-
-@dataclasses.dataclass(frozen=True)
-class FailureAnswer:
-    """What a webhook answers when it cannot answer in time: its configuration's
-    failurePolicy (what the API server itself would do on a timeout) and timeoutSeconds
-    (used when a request does not say its own)."""
-
-    policy: str = "Ignore"
-    timeout_seconds: float = 10.0
-
-
-def failure_answers(config: WebhookConfig) -> dict[str, FailureAnswer]:
-    return {
-        constants.VALIDATE_WEBHOOK_ID: FailureAnswer(
-            config.validating_failure_policy, config.validating_timeout_seconds
-        ),
-        # the entry for namespaces under Enforce (failclosed.py): always Fail
-        constants.VALIDATE_ENFORCE_WEBHOOK_ID: FailureAnswer(
-            "Fail", config.validating_timeout_seconds
-        ),
-        constants.MUTATE_PODS_WEBHOOK_ID: FailureAnswer(
-            config.mutating_failure_policy, config.mutating_timeout_seconds
-        ),
-    }
-
-
-def request_timeout(query: str | None, default: float) -> float:
-    """The API server's timeout for this call: the ``timeout`` query parameter it adds (a Go
-    duration, ``10s``), within the 1-30 s a webhook configuration allows; else ``default``."""
-    match = _GO_DURATION.match(query or "")
-    if match is None:
-        return default
-    return min(30.0, max(1.0, float(match.group(1)) * _UNITS[match.group(2)]))
 
 
 @dataclasses.dataclass
@@ -188,136 +128,6 @@ def still_awaited() -> bool:
     AdmissionDenied Event for an object that may have been admitted)."""
     pending = _PENDING.get()
     return pending is None or not pending.abandoned
-
-
-_M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
-
-
-def _libc() -> Any:
-    """glibc, for mallopt and malloc_trim; None elsewhere (musl, macOS): a no-op there."""
-    try:
-        libc = ctypes.CDLL(None)
-        libc.mallopt, libc.malloc_trim  # noqa: B018
-    except (OSError, AttributeError):
-        return None
-    return libc
-
-
-def keep_memory_returnable() -> None:
-    """Each TLS connection allocates a 256 KiB buffer (asyncio's SSLProtocol). glibc serves
-    such a block with its own mmap, returned to the system when freed, but raises that
-    threshold after the first free: later buffers come from the heap, and a flood of
-    connections leaves its memory there for good (measured: 67 MiB to 890 MiB after 3,000
-    slow connections, still 890 MiB after they closed). A fixed threshold keeps every
-    block of 256 KiB or more (the TLS buffer, 262,144 bytes) its own mmap. Not lower: at
-    128 KiB smaller per-request blocks became an mmap and a munmap each, and the webhook
-    served 793 reviews/s against 1,464 without the threshold (hack/bench/webhook_latency.py,
-    the same machine)."""
-    libc = _libc()
-    if libc is not None:
-        libc.mallopt(_M_MMAP_THRESHOLD, 256 * 1024)
-
-
-def trim_memory() -> None:
-    """Returns the free pages of the heap to the system (after a flood of connections ends:
-    OpenSSL's and aiohttp's smaller per-connection objects are heap allocations)."""
-    libc = _libc()
-    if libc is not None:
-        libc.malloc_trim(0)
-
-
-def _reject(reason: str) -> None:
-    metrics.WEBHOOK_REJECTIONS.labels(reason=reason).inc()
-
-
-class _Connection(asyncio.Protocol):
-    """One accepted connection: aiohttp's request handler behind asyncio's TLS, with the
-    timers aiohttp lacks. Between requests it is idle (aiohttp's keep-alive timeout,
-    ``idle_timeout``); from the accept, or a request's first byte, it must reach the
-    server's handler within ``header_timeout``."""
-
-    def __init__(self, server: WebhookServer, peer: str, raw: asyncio.Transport) -> None:
-        self.server = server
-        self.peer = peer
-        self.raw = raw
-        self.handler: asyncio.Protocol = server._web()  # aiohttp's RequestHandler
-        self.loop = asyncio.get_running_loop()
-        self.request_started: float | None = self.loop.time()
-        self.busy = False
-        self._timer: asyncio.TimerHandle | None = None
-        self._made = False
-        self._early: list[bytes] = []
-        self.released = False
-
-    def arm(self, seconds: float, reason: str) -> None:
-        self.disarm()
-        self._timer = self.loop.call_later(seconds, self._expire, reason)
-
-    def disarm(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-
-    def _expire(self, reason: str) -> None:
-        self._timer = None
-        _reject(reason)
-        self.raw.abort()
-
-    def start_request(self) -> float:
-        """The server's handler has the request: its headers are in. Returns when the
-        request began (its first byte, or the accept). From now until its answer the
-        connection is never dropped to make room (``WebhookServer._evict``)."""
-        self.disarm()
-        self.busy = True
-        return self.request_started or self.loop.time()
-
-    def end_request(self) -> None:
-        self.busy = False
-        self.request_started = None
-
-    # asyncio.Protocol, passed on to aiohttp's handler
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.handler.connection_made(transport)
-        self._made = True
-        for data in self._early:  # what TLS delivered before start_tls returned
-            self.data_received(data)
-        self._early.clear()
-
-    def data_received(self, data: bytes) -> None:
-        if not self._made:
-            self._early.append(data)
-            return
-        if not self.busy and self._timer is None:
-            self.request_started = self.loop.time()
-            self.arm(self.server.header_timeout, "header-timeout")
-        self.handler.data_received(data)
-
-    def eof_received(self) -> bool | None:
-        return self.handler.eof_received() if self._made else None
-
-    def pause_writing(self) -> None:
-        self.handler.pause_writing()
-
-    def resume_writing(self) -> None:
-        self.handler.resume_writing()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.disarm()
-        self.server._release(self)
-        if self._made:
-            self.handler.connection_lost(exc)
-
-
-class _Accept(asyncio.Protocol):
-    """The plain TCP side of an accept: the caps are checked here, before TLS."""
-
-    def __init__(self, server: WebhookServer) -> None:
-        self.server = server
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.server._accepted(transport)
 
 
 class WebhookServer:
@@ -348,23 +158,19 @@ class WebhookServer:
         self.port = port
         self.certificate = ServingCertificate(Path(certfile), Path(keyfile), client_ca)
         self.reload_interval = reload_interval
-        self.failure = dict(failure or {})
-        self.fallbacks = dict(fallbacks or {})
-        self.max_connections = max_connections
-        self.max_connections_per_peer = min(max_connections_per_peer, max_connections)
-        self.header_timeout = header_timeout
+        self.answers = DeadlineAnswers(failure, fallbacks)
+        self.connections = ConnectionTable(
+            self._web, self.ssl_context,
+            max_connections=max_connections,
+            max_connections_per_peer=max_connections_per_peer,
+            header_timeout=header_timeout,
+        )  # fmt: skip
         self.body_timeout = body_timeout
         self.idle_timeout = idle_timeout
         self._runner: aiohttp.web.AppRunner | None = None
         self._listener: asyncio.AbstractServer | None = None
-        self._connections: set[_Connection] = set()
-        # peer -> its connections, oldest first (dicts keep insertion order)
-        self._per_peer: dict[str, dict[_Connection, None]] = {}
         # bodies over INLINE_DECODE are decoded here, one at a time (module docstring)
         self._decoder: concurrent.futures.ThreadPoolExecutor | None = None
-        self._handshakes: set[asyncio.Task[None]] = set()
-        self._peak = 0  # most connections open since the last trim_memory
-        self._logged_at, self._unlogged = -1e9, 0  # answers by the deadline not yet logged
         # reviews being decoded and judged, abandoned ones included (webhook docstring)
         self._active = asyncio.Semaphore(active_reviews)
 
@@ -386,7 +192,7 @@ class WebhookServer:
 
     @property
     def open_connections(self) -> int:
-        return len(self._connections)
+        return self.connections.open_connections
 
     # -- TLS (tls.py) --------------------------------------------------------------------
 
@@ -407,7 +213,8 @@ class WebhookServer:
         """aiohttp's request handling behind our own listener: the listener accepts plain
         TCP, applies the caps, then starts TLS (asyncio's start_tls) and hands the
         connection to aiohttp's handler (its public protocol factory, the AppRunner's
-        ``server``). aiohttp's own TCPSite would start TLS at accept, before any cap."""
+        ``server``): the ConnectionTable (connections.py). aiohttp's own TCPSite would
+        start TLS at accept, before any cap."""
         runner = aiohttp.web.AppRunner(
             self.app(), handle_signals=False, access_log=None,
             keepalive_timeout=self.idle_timeout,
@@ -421,8 +228,8 @@ class WebhookServer:
         self._runner = runner  # before the first accept
         loop = asyncio.get_running_loop()
         self._listener = await loop.create_server(
-            lambda: _Accept(self), self.addr or None, self.port,
-            reuse_address=True, backlog=min(1024, self.max_connections),
+            self.connections.protocol, self.addr or None, self.port,
+            reuse_address=True, backlog=min(1024, self.connections.max_connections),
         )  # fmt: skip
         logger.info("webhooks served at https://%s:%d/{%s}", self.addr or "*", self.port,
                     ",".join(sorted(self.routes)))  # fmt: skip
@@ -432,85 +239,6 @@ class WebhookServer:
         assert self._runner.server is not None
         handler: asyncio.Protocol = self._runner.server()
         return handler
-
-    def _accepted(self, raw: asyncio.Transport) -> None:
-        peername = raw.get_extra_info("peername")
-        peer = str(peername[0]) if isinstance(peername, tuple) and peername else "?"
-        if len(self._per_peer.get(peer, ())) >= self.max_connections_per_peer and not (
-            self._evict(peer)
-        ):
-            _reject("peer-connections")
-            raw.abort()
-            return
-        if len(self._connections) >= self.max_connections and not self._evict(None):
-            _reject("connections")
-            raw.abort()
-            return
-        raw.pause_reading()  # the ClientHello waits in the kernel for start_tls
-        conn = _Connection(self, peer, raw)
-        self._connections.add(conn)
-        self._peak = max(self._peak, len(self._connections))
-        self._per_peer.setdefault(peer, {})[conn] = None
-        conn.arm(self.header_timeout, "header-timeout")
-        task = asyncio.get_running_loop().create_task(self._handshake(conn))
-        self._handshakes.add(task)
-        task.add_done_callback(self._handshakes.discard)
-
-    def _evict(self, peer: str | None) -> bool:
-        """Makes room for a new connection: closes the oldest connection not being
-        answered (idle between requests, or still in its handshake or headers) of ``peer``,
-        or with None of the peer that holds the most. False when every candidate is being
-        answered. Why the biggest holder: an attacker who fills the port holds the most,
-        so the API server's few connections are the last to go, however many peers the
-        attacker has; and why the oldest: a new connection is the one about to be used."""
-        if peer is None:
-            holders = sorted(self._per_peer.items(), key=lambda item: -len(item[1]))
-        else:
-            holders = [(peer, self._per_peer.get(peer, {}))]
-        for _, conns in holders:
-            victim = next((c for c in conns if not c.busy), None)
-            if victim is not None:
-                _reject("evicted")
-                victim.disarm()
-                victim.raw.abort()
-                self._release(victim)
-                return True
-        return False
-
-    async def _handshake(self, conn: _Connection) -> None:
-        loop = asyncio.get_running_loop()
-        try:
-            tls = await loop.start_tls(
-                conn.raw, conn, self.ssl_context(), server_side=True,
-                ssl_handshake_timeout=self.header_timeout,
-            )  # fmt: skip
-        except (OSError, ssl.SSLError, asyncio.TimeoutError, ConnectionError) as exc:
-            # scanners, health checks of load balancers, a client that gave up
-            logger.debug("webhook TLS handshake with %s failed: %s", conn.peer, exc)
-            conn.raw.abort()
-            conn.disarm()
-            self._release(conn)
-            return
-        if tls is None or tls.is_closing():
-            conn.disarm()
-            self._release(conn)
-            return
-        conn.connection_made(tls)
-
-    def _release(self, conn: _Connection) -> None:
-        if conn.released:
-            return
-        conn.released = True
-        self._connections.discard(conn)
-        mine = self._per_peer.get(conn.peer)
-        if mine is not None:
-            mine.pop(conn, None)
-            if not mine:
-                self._per_peer.pop(conn.peer, None)
-        if self._peak >= TRIM_AFTER and len(self._connections) <= self._peak // 4:
-            # a flood is over: give its memory back (a few ms, once per flood)
-            self._peak = len(self._connections)
-            asyncio.get_running_loop().call_soon(trim_memory)
 
     async def watch_certificates(self) -> None:
         """Runs until cancelled: re-reads the certificate files every reload_interval."""
@@ -522,10 +250,7 @@ class WebhookServer:
         if self._listener is not None:
             self._listener.close()
             self._listener = None
-        for task in list(self._handshakes):
-            task.cancel()
-        for conn in list(self._connections):
-            conn.raw.abort()
+        self.connections.close()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -536,7 +261,7 @@ class WebhookServer:
     async def handle(self, request: aiohttp.web.Request) -> aiohttp.web.StreamResponse:
         transport = request.transport
         conn = transport.get_protocol() if transport is not None else None
-        if not isinstance(conn, _Connection):
+        if not isinstance(conn, Connection):
             return await self._handle(request, asyncio.get_running_loop().time())
         started = conn.start_request()
         try:
@@ -549,12 +274,12 @@ class WebhookServer:
         try:
             return await asyncio.wait_for(request.read(), self.body_timeout)
         except asyncio.TimeoutError:
-            _reject("body-timeout")
+            reject("body-timeout")
             if request.transport is not None:
                 request.transport.abort()
             raise aiohttp.web.HTTPRequestTimeout(reason="body not sent in time") from None
         except aiohttp.web.HTTPRequestEntityTooLarge:
-            _reject(safejson.TOO_LARGE)
+            reject(safejson.TOO_LARGE)
             raise
 
     async def _slot(self, left: float) -> bool:
@@ -574,14 +299,14 @@ class WebhookServer:
         if review is None:
             raise aiohttp.web.HTTPNotFound(reason=f"no webhook {webhook[:40]!r} here")
         raw = await self._read(request)
-        failure = self.failure.get(webhook, FailureAnswer())
+        failure = self.answers.of(webhook)
         timeout = request_timeout(request.query.get("timeout"), failure.timeout_seconds)
         seconds = DEADLINE_SHARE * timeout
         loop = asyncio.get_running_loop()
         deadline = started + seconds
         if safejson.items(raw) > REVIEW_MAX_ITEMS:
             # no real workload has that many values; decoding it would hold the GIL
-            _reject("too-many-values")
+            reject("too-many-values")
             return self._undecoded(webhook, raw, failure, seconds, "too-many-values")
         if not await self._slot(started + SHED_SHARE * timeout - loop.time()):
             # as many reviews running as the loop can carry: this one waited its time
@@ -648,8 +373,7 @@ class WebhookServer:
             return await review(data)
         except Exception:
             logger.exception("webhook %s failed; admitting the object unchanged", webhook)
-            label = webhook if webhook in _KNOWN else "unknown"
-            metrics.ADMISSIONS.labels(webhook=label, outcome="error").inc()
+            metrics.ADMISSIONS.labels(webhook=webhook_label(webhook), outcome="error").inc()
             return admit_unchanged(data)
 
     def _failed(
@@ -662,32 +386,11 @@ class WebhookServer:
         *,
         use_fallback: bool = True,
     ) -> aiohttp.web.Response:
-        label = webhook if webhook in _KNOWN else "unknown"
-        metrics.WEBHOOK_DEADLINE_ANSWERS.labels(webhook=label, cause=cause).inc()
-        now = asyncio.get_running_loop().time()
-        self._unlogged += 1
-        if now - self._logged_at >= 10.0:  # one line per 10 s: an overload is no log flood
-            logger.warning(
-                "webhook %s: %d review(s) answered without the rules since the last such"
-                " line (this one: %s, within %.1f s)",
-                webhook, self._unlogged, _CAUSES.get(cause, cause), seconds,
-            )  # fmt: skip
-            self._logged_at, self._unlogged = now, 0
-        fallback = self.fallbacks.get(webhook) if use_fallback else None
-        if fallback is not None:
-            try:
-                return aiohttp.web.json_response(fallback(data, seconds))
-            except Exception:
-                logger.exception("webhook %s: its answer by the deadline failed", webhook)
-        why = (
-            f"the object has more than {REVIEW_MAX_ITEMS:,} JSON values, more than any"
-            " workload needs; make it smaller"
-            if cause == "too-many-values"
-            else None
+        """The answer without the rules (deadline.py), sent as it is."""
+        text = self.answers.answer(
+            webhook, data, failure, seconds, cause, use_fallback=use_fallback
         )
-        return aiohttp.web.json_response(
-            failure_answer(webhook, data, failure.policy, seconds, why=why)
-        )
+        return aiohttp.web.json_response(text=text)
 
 
 def decode_body(raw: bytes) -> dict[str, Any]:
@@ -697,63 +400,16 @@ def decode_body(raw: bytes) -> dict[str, Any]:
     deep elsewhere is judged with that part replaced by a marker (no real manifest
     nests that deep), never admitted unread."""
     if len(raw) > MAX_BODY:
-        _reject(safejson.TOO_LARGE)
+        reject(safejson.TOO_LARGE)
         raise aiohttp.web.HTTPBadRequest(reason=f"{safejson.TOO_LARGE}: {len(raw)} bytes")
     data, why = decode_review(raw, "AdmissionReview")
     if why is not None:
-        _reject(why.reason)
+        reject(why.reason)
         logger.warning("review: %s", why.display)
     if data is None:
         reason = why.reason if why is not None else safejson.NOT_JSON
         raise aiohttp.web.HTTPBadRequest(reason=f"{reason}: {why.detail if why else ''}"[:200])
     if not isinstance(data, dict) or not isinstance(data.get("request"), dict):
-        _reject("not-a-review")
+        reject("not-a-review")
         raise aiohttp.web.HTTPBadRequest(reason="not an AdmissionReview request")
     return data
-
-
-def failure_answer(
-    webhook: str,
-    review: Mapping[str, Any],
-    policy: str,
-    seconds: float,
-    *,
-    why: str | None = None,
-) -> dict[str, Any]:
-    """The answer of a webhook that could not decide in time (or at all: ``why``), as its
-    failurePolicy says: Ignore admits (unchanged, with a warning that says so), Fail
-    refuses (503, to retry)."""
-    answer = admit_unchanged(review)
-    response = answer["response"]
-    why = why or f"the operator could not answer within {seconds:.1f} s (overloaded)"
-    if policy == "Fail":
-        response["allowed"] = False
-        response["status"] = {
-            "code": 503,
-            "reason": "ServiceUnavailable",
-            "message": f"vllm-preflight: not checked: {why}; refused, as the webhook's"
-            " failurePolicy Fail says. Retry shortly.",
-        }
-    elif webhook == constants.MUTATE_PODS_WEBHOOK_ID:
-        response["warnings"] = [
-            f"vllm-preflight: not checked: {why}; the pod is admitted without the GPU"
-            " preflight check, as the webhook's failurePolicy Ignore says."
-        ]
-    else:
-        response["warnings"] = [
-            f"vllm-preflight: not checked: {why}; admitted, as the webhook's failurePolicy"
-            " Ignore says. The operator still judges it and records the result on its"
-            " GPUValidation."
-        ]
-    return answer
-
-
-def admit_unchanged(review: Mapping[str, Any]) -> dict[str, Any]:
-    """An AdmissionReview response that admits the object as it is."""
-    request = review.get("request") or {}
-    uid = request.get("uid", "") if isinstance(request, Mapping) else ""
-    return {
-        "apiVersion": review.get("apiVersion", "admission.k8s.io/v1"),
-        "kind": "AdmissionReview",
-        "response": {"uid": uid if isinstance(uid, str) else "", "allowed": True},
-    }
