@@ -188,7 +188,7 @@ def webhook_configurations(
                 "url": f"https://127.0.0.1:{port}/{constants.PROVENANCE_WEBHOOK_ID}",
                 "caBundle": ca,
             },
-            "rules": [_rule("", ["pods"], ["CREATE", "UPDATE"])],
+            "rules": [_rule("", ["pods", "pods/status"], ["CREATE", "UPDATE"])],
             "sideEffects": "None",
             "admissionReviewVersions": ["v1"],
             "namespaceSelector": {
