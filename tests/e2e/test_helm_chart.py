@@ -195,6 +195,10 @@ OPERATOR_MAY = [
     Access("watch", "namespaces", ns=None),
     Access("list", "pods", ns=None),
     Access("watch", "pods", ns=None),
+    # the chain of uids a result counts through (issue 34): a Deployment's ReplicaSet, a
+    # LeaderWorkerSet's leader pod, read by name
+    Access("get", "replicasets", APPS),
+    Access("get", "pods"),
     Access("create", "events"),
     Access("list", "services", ns=None),
     Access("watch", "services", ns=None),
@@ -229,8 +233,7 @@ OPERATOR_MAY_NOT = [
     Access("create", "deployments", APPS),
     Access("update", "deployments", APPS),
     Access("patch", "deployments", APPS, subresource="scale"),
-    Access("get", "replicasets", APPS),
-    Access("get", "pods"),
+    Access("list", "replicasets", APPS, ns=None),
     Access("get", "services"),
     Access("update", "gpuvalidations", CRD_GROUP),
     Access("update", "gpuvalidations", CRD_GROUP, subresource="status"),
