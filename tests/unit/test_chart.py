@@ -588,6 +588,8 @@ WORKLOAD_PATCH = {(g, r, "patch") for g, r in WORKLOADS}
 OPERATOR_CLUSTER_RULES = {
     ("", "namespaces", "list"), ("", "namespaces", "watch"),
     ("", "pods", "list"), ("", "pods", "watch"),
+    # the chain of uids a result counts through (ownership.py, issue 34), by name
+    ("", "pods", "get"), ("apps", "replicasets", "get"),
     ("", "services", "list"), ("", "services", "watch"),
     *{("resource.k8s.io", r, v) for r in ("resourceclaims", "resourceclaimtemplates")
       for v in ("list", "watch")},
@@ -805,7 +807,8 @@ class TestOperatorConfig:
 
     def test_the_provenance_guard_sees_every_injected_pod(self) -> None:
         """provenance.py: every namespace but the excluded, every pod labelled injected,
-        CREATE and UPDATE, its own path, fail-open like the others."""
+        CREATE and UPDATE of pods and pods/status (a status write can change the marks:
+        issue 34), its own path, fail-open like the others."""
         (hook,) = [h for h in all_webhooks(render()) if h["name"] == PROVENANCE]
         assert hook["clientConfig"]["service"]["path"] == "/validate-provenance"
         assert hook["rules"] == [
@@ -813,7 +816,7 @@ class TestOperatorConfig:
                 "apiGroups": [""],
                 "apiVersions": ["v1"],
                 "operations": ["CREATE", "UPDATE"],
-                "resources": ["pods"],
+                "resources": ["pods", "pods/status"],
                 "scope": "Namespaced",
             }
         ]
