@@ -218,3 +218,34 @@ def test_a_pod_that_opts_out_carries_no_check_of_ours() -> None:
     assert provenance.trusted(body, "Deployment", "vllm")
     body["metadata"]["labels"][constants.LABEL_INJECT] = "disabled"
     assert not provenance.trusted(body, "Deployment", "vllm")
+
+
+def test_a_pod_that_comes_with_a_check_of_its_own_is_never_the_controllers() -> None:
+    """Issue 34: the pod must carry the check the webhook itself injected. A template
+    with a ``preflight-check`` of its own (a tenant's ReplicaSet) is skipped by the
+    injection as already injected; its pod, created by the ReplicaSet controller, was
+    recorded ``controller``."""
+    from preflight_operator.core.injection import Skip
+    from preflight_operator.handlers.admission import review_mutation_async
+
+    class Service:
+        pod_creators: tuple[str, ...] = ()
+
+        async def mutate_pod(self, body: Any) -> Skip:
+            return Skip("already-injected")
+
+    body = pod(created_by="controller")
+    body["spec"] = {"initContainers": [{"name": constants.CHECK_CONTAINER, "image": "x"}]}
+    request = {
+        "uid": "u",
+        "operation": "CREATE",
+        "object": body,
+        "userInfo": {"username": RS_CONTROLLER},
+    }
+    answer = asyncio.run(review_mutation_async(Service(), {"request": request}))  # type: ignore[arg-type]
+    ops = json.loads(base64.b64decode(answer["response"]["patch"]))
+    assert {
+        "op": "add",
+        "path": "/metadata/annotations/vllm-preflight.io~1created-by",
+        "value": "other",
+    } in ops

@@ -10,9 +10,10 @@ to zero, tainted a shared node, and a forged pass from another namespace cleared
 
 Only admission sees who sends a request, so:
 
-* the mutating webhook writes :data:`ANNOTATION` on every pod it injects (or that comes
-  injected already): ``controller`` when the requester is a controller's identity and the
-  pod has a controller ownerReference, ``other`` otherwise, whatever the client wrote;
+* the mutating webhook writes :data:`ANNOTATION` on every pod it injects: ``controller``
+  when the requester is a controller's identity and the pod has a controller
+  ownerReference, ``other`` otherwise, whatever the client wrote; a pod that comes with
+  a check already is ``other`` (its check is not the one the webhook injected: issue 34);
 * the validating webhook (``/validate-provenance``, every namespace but the excluded ones,
   every pod labelled injected before or after the request, ``pods`` and ``pods/status``)
   refuses a CREATE that claims ``controller`` for a requester that is not one (the
