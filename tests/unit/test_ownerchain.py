@@ -188,3 +188,18 @@ def test_a_malformed_controller_reference_is_none() -> None:
         {**ref("ReplicaSet", "r", "u"), "controller": "true"},  # not a boolean
     ):
         assert ownerchain.controller_link({"metadata": {"ownerReferences": [bad]}}) is None
+
+
+def test_a_serving_stacks_chain_passes_through_what_it_created() -> None:
+    """Pod -> ReplicaSet -> Deployment (a serving stack's child) -> InferenceService: the
+    Deployment may stand between, being a workload on the way up, as may its own
+    ReplicaSet; the stack's object is the end, by uid."""
+    allowed = ownerchain.between(
+        [("apps", "Deployment"), ("serving.kserve.io", "InferenceService")]
+    )
+    assert allowed == {("apps", "ReplicaSet"), ("apps", "Deployment")}
+    isvc = ownerchain.Target("serving.kserve.io", "InferenceService", "uid-isvc")
+    deploy = ownerchain.Link("apps", "Deployment", "llm-predictor", "uid-d")
+    assert ownerchain.judge(deploy, isvc, allowed) == ownerchain.FOLLOW
+    top = ownerchain.Link("serving.kserve.io", "InferenceService", "llm", "uid-isvc")
+    assert ownerchain.judge(top, isvc, allowed) == ownerchain.CONFIRMED
