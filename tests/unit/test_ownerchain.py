@@ -25,7 +25,9 @@ from test_operator_controller import (
 from preflight_operator.core import ownerchain
 from preflight_operator.core.config import OperatorConfig, PolicySpec
 from preflight_operator.core.workloads import WorkloadRef
-from preflight_operator.runtime.api import NotFound
+from preflight_operator.runtime import ownership
+from preflight_operator.runtime.api import ApiError, NotFound
+from preflight_operator.runtime.controller import Controller
 
 SCALE = OperatorConfig(default_policy=PolicySpec(on_runtime_failure="ScaleToZero"))
 
@@ -203,3 +205,109 @@ def test_a_serving_stacks_chain_passes_through_what_it_created() -> None:
     assert ownerchain.judge(deploy, isvc, allowed) == ownerchain.FOLLOW
     top = ownerchain.Link("serving.kserve.io", "InferenceService", "llm", "uid-isvc")
     assert ownerchain.judge(top, isvc, allowed) == ownerchain.CONFIRMED
+
+
+class Flaky(FakeApi):
+    """The ReplicaSet read fails ``failures`` times (a 500), then answers as FakeApi."""
+
+    def __init__(self, failures: int) -> None:
+        super().__init__()
+        self.failures = failures
+
+    async def get(self, path: str) -> dict[str, Any]:
+        if self.failures:
+            self.failures -= 1
+            self.gets.append(path)
+            raise ApiError(500, "etcd is busy")
+        return await super().get(path)
+
+
+def shown_by(api: FakeApi, name: str) -> str:
+    status = api.gpuvals[NS, "deployment-vllm-good"]["status"]
+    return next(p["createdBy"] for p in status["runtime"]["pods"] if p["pod"] == name)
+
+
+def test_a_failed_read_is_retried_and_the_pod_observed_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(ownership, "RETRIES", (0.01, 0.01, 0.01))
+    api = Flaky(failures=2)
+
+    async def scenario() -> None:
+        ctl = controller(api, SCALE)
+        ctl.observe_workload(DEPLOYMENT, deployment(), deleted=False)
+        await settle(ctl)
+        ctl.observe_pod(injected_pod("real", "u1", message=FAIL_REPORT, exit_code=1), False)
+        await settle(ctl)
+        await ctl.stop()
+
+    asyncio.run(scenario())
+    assert len(api.gets) == 3  # two failures, then the answer
+    assert shown_by(api, "real") == "controller"
+    assert "spec" in api.workloads[NS, "Deployment", "vllm-good"]  # and it acted
+
+
+def test_a_read_that_keeps_failing_is_given_up_then_not_retried_at_each_event(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(ownership, "RETRIES", (0.01,))
+    api = Flaky(failures=100)
+
+    async def scenario() -> None:
+        ctl = controller(api, SCALE)
+        ctl.observe_workload(DEPLOYMENT, deployment(), deleted=False)
+        await settle(ctl)
+        pod = injected_pod("real", "u1", message=FAIL_REPORT, exit_code=1)
+        ctl.observe_pod(pod, False)
+        await settle(ctl)
+        reads = len(api.gets)
+        ctl.observe_pod(pod, False)  # its next event, within GIVE_UP_S
+        await settle(ctl)
+        assert len(api.gets) == reads
+        await ctl.stop()
+
+    asyncio.run(scenario())
+    assert len(api.gets) == 2
+    assert shown_by(api, "real") == "other"
+    assert "spec" not in api.workloads.get((NS, "Deployment", "vllm-good"), {})
+
+
+def test_a_pod_seen_before_its_workload_is_judged_once_the_workload_is_listed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The watches start together: an injected pod may come before its Deployment."""
+    monkeypatch.setattr(ownership, "RETRIES", (0.05,) * 20)
+    api = FakeApi()
+
+    async def scenario() -> None:
+        ctl = controller(api, SCALE)
+        await settle(ctl)
+        ctl.observe_pod(injected_pod("real", "u1", message=FAIL_REPORT, exit_code=1), False)
+        assert ctl.ownership.pending == 1
+        ctl.observe_workload(DEPLOYMENT, deployment(), deleted=False)
+        await settle(ctl)
+        await ctl.stop()
+
+    asyncio.run(scenario())
+    assert shown_by(api, "real") == "controller"
+
+
+def test_a_pod_deleted_while_its_chain_is_read_is_not_observed_again() -> None:
+    api = FakeApi()
+
+    async def scenario() -> Controller:
+        ctl = controller(api, SCALE)
+        ctl.observe_workload(DEPLOYMENT, deployment(), deleted=False)
+        await settle(ctl)
+        pod = injected_pod("real", "u1")  # no result yet: its chain is read ahead
+        ctl.observe_pod(pod, False)
+        assert ctl.ownership.pending == 1
+        ctl.observe_pod(pod, True)
+        assert ctl.ownership.pending == 0
+        await settle(ctl)
+        await ctl.stop()
+        return ctl
+
+    ctl = asyncio.run(scenario())
+    assert not ctl.store.pods.get((NS, "Deployment", "vllm-good"))
+    assert api.gets == [RS_PATH + "vllm-good-h"]  # read ahead, before any result
