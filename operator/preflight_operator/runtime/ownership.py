@@ -106,6 +106,7 @@ class Ownership:
         # -> pod uid -> the pod's latest body
         self._waiting: dict[Ticket, dict[str, Body]] = {}
         self._given_up: dict[Ticket, float] = {}  # ticket -> until (the loop's clock)
+        self._pending = 0  # pods in _waiting, kept as a count: a restart parks thousands
 
     def note(self, key: Key, owner: Key | None) -> None:
         """``key`` is controlled by ``owner`` (None: by nobody we know, or deleted)."""
@@ -189,12 +190,15 @@ class Ownership:
     @property
     def pending(self) -> int:
         """Pods whose chain is being read."""
-        return sum(len(w) for w in self._waiting.values())
+        return self._pending
 
     def forget_pod(self, pod_uid: str) -> None:
         """A deleted pod is never observed again from a parked body."""
+        if not self._pending:
+            return
         for waiting in self._waiting.values():
-            waiting.pop(pod_uid, None)
+            if waiting.pop(pod_uid, None) is not None:
+                self._pending -= 1
 
     def _park(
         self, ticket: Ticket, pod_uid: str, pod: Body, read: tuple[str, Link] | None
@@ -210,13 +214,14 @@ class Ownership:
         if self._given_up.get(ticket, 0.0) > loop.time():
             return False
         waiting = self._waiting.get(ticket)
-        if waiting is not None:
-            waiting[pod_uid] = pod  # the latest body; the read is under way
-            return None
-        if self.pending >= WAITING_LIMIT:
+        if waiting is None and self._pending >= WAITING_LIMIT:
             return False
-        self._waiting[ticket] = {pod_uid: pod}
-        self._spawn(self._resolve(ticket, read))
+        if waiting is None:
+            waiting = self._waiting[ticket] = {}
+            self._spawn(self._resolve(ticket, read))
+        if pod_uid not in waiting:
+            self._pending += 1
+        waiting[pod_uid] = pod  # the latest body; the read may be under way
         return None
 
     async def _resolve(self, ticket: Ticket, read: tuple[str, Link] | None) -> None:
@@ -239,6 +244,7 @@ class Ownership:
                     break
         finally:
             parked = self._waiting.pop(ticket, {})
+            self._pending -= len(parked)
         if not answered:
             loop = asyncio.get_running_loop()
             self._given_up = {t: e for t, e in self._given_up.items() if e > loop.time()}
