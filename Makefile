@@ -85,6 +85,8 @@ reliability: venv controlplane
 	$(PY) hack/reliability/webhook_port.py
 	$(PY) hack/reliability/loopstall.py
 	$(PY) -m pytest -q tests/e2e/test_tenant_bounds.py
+	# issue 34, load: 2 peers x 256 idle connections, a 400-review flood on a loaded host
+	$(PY) -m pytest -q tests/e2e/test_enforce_under_load.py
 	# issue 34 items 6-7: who reads the webhook port, terminals, Warn/Audit never block
 	$(PY) -m pytest -q tests/e2e/test_webhook_caller.py tests/unit/test_terminal_output.py \
 		tests/unit/test_warn_never_blocks.py tests/e2e/test_warn_never_blocks.py \
@@ -95,6 +97,9 @@ reliability: venv controlplane
 	# no tenant's reuse records evict another's (one and two replicas)
 	$(PY) -m pytest -q tests/e2e/test_node_feedback.py tests/e2e/test_node_probe_ha.py \
 		tests/e2e/test_deep_tier_reuse.py -k "probe or evict"
+	# issue 34, provenance: the label-later pod, a tenant's ReplicaSet or StatefulSet named
+	# after the victim, a pods/status write (two replicas, failing open)
+	$(PY) -m pytest -q tests/e2e/test_operator_provenance.py
 
 clean:
 	rm -rf dist build .mypy_cache .ruff_cache .pytest_cache

@@ -209,33 +209,39 @@ def webhook_configurations(
         {"key": failclosed.NAME_KEY, "operator": "NotIn", "values": [failclosed.SENTINEL]}
     )
     validating[1]["namespaceSelector"] = first_namespace_selector
-    validating.append(  # the chart's provenance entry: every namespace, injected pods
-        {
-            "name": "provenance.validate.vllm-preflight.io",
-            "clientConfig": {
-                "url": f"https://127.0.0.1:{port}/{constants.PROVENANCE_WEBHOOK_ID}",
-                "caBundle": ca,
-            },
-            "rules": [_rule("", ["pods"], ["CREATE", "UPDATE"])],
-            "sideEffects": "None",
-            "admissionReviewVersions": ["v1"],
-            "namespaceSelector": {
-                "matchExpressions": [
-                    {
-                        "key": "kubernetes.io/metadata.name",
-                        "operator": "NotIn",
-                        "values": excluded_list,
-                    }
-                ]
-            },
-            "objectSelector": {
-                "matchExpressions": [{"key": constants.LABEL_INJECTED, "operator": "Exists"}]
-            },
-            "failurePolicy": failure_policy,
-            "timeoutSeconds": 10,
-            "matchPolicy": "Equivalent",
-        }
-    )
+    # the chart's provenance entries: every namespace, injected pods; pods/status apart,
+    # always Ignore (every kubelet status write of an injected pod passes there)
+    for entry, resources, operations, policy, timeout in (
+        ("provenance", ["pods"], ["CREATE", "UPDATE"], failure_policy, 10),
+        ("provenance-status", ["pods/status"], ["UPDATE"], "Ignore", 3),
+    ):
+        validating.append(
+            {
+                "name": f"{entry}.validate.vllm-preflight.io",
+                "clientConfig": {
+                    "url": f"https://127.0.0.1:{port}/{constants.PROVENANCE_WEBHOOK_ID}",
+                    "caBundle": ca,
+                },
+                "rules": [_rule("", resources, operations)],
+                "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+                "namespaceSelector": {
+                    "matchExpressions": [
+                        {
+                            "key": "kubernetes.io/metadata.name",
+                            "operator": "NotIn",
+                            "values": excluded_list,
+                        }
+                    ]
+                },
+                "objectSelector": {
+                    "matchExpressions": [{"key": constants.LABEL_INJECTED, "operator": "Exists"}]
+                },
+                "failurePolicy": policy,
+                "timeoutSeconds": timeout,
+                "matchPolicy": "Equivalent",
+            }
+        )
     meta = {"name": name, "labels": {"app.kubernetes.io/part-of": constants.COMPONENT}}
     return [
         {

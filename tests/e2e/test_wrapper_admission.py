@@ -225,6 +225,15 @@ def test_an_inference_service_owns_the_results_of_what_kserve_creates(
     table = k8s.kubectl("get", "gpuval", "-n", namespace).stdout
     assert "InferenceService/llm" in table
 
+    # trusted through the chain of uids: pod -> ReplicaSet -> Deployment -> the
+    # InferenceService as watched (issue 34; core/ownerchain.py)
+    def trusted() -> bool:
+        body = validation() or {}
+        pods = ((body.get("status") or {}).get("runtime") or {}).get("pods") or []
+        return any(p["pod"] == meta["name"] and p["createdBy"] == "controller" for p in pods)
+
+    wait_for(trusted, what="the pod's result trusted for the InferenceService")
+
 
 def _ray_service() -> dict[str, Any]:
     """Ray Serve LLM at TP 8 x PP 2 (16 GPUs) on a cluster of one 8-GPU worker."""

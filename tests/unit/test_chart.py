@@ -113,6 +113,8 @@ def all_webhooks(objs: Iterable[Manifest]) -> list[Manifest]:
 
 
 PROVENANCE = "provenance.validate.vllm-preflight.io"
+PROVENANCE_STATUS = "provenance-status.validate.vllm-preflight.io"
+GUARDS = frozenset({PROVENANCE, PROVENANCE_STATUS})  # pods, and pods/status apart
 
 
 ENFORCE_ENTRY = "enforce.validate.vllm-preflight.io"
@@ -120,9 +122,9 @@ SENTINEL = "none.vllm-preflight.io"
 
 
 def scoped_webhooks(objs: Iterable[Manifest]) -> list[Manifest]:
-    """The opt-in scoped entries: every webhook but the provenance guard and the
+    """The opt-in scoped entries: every webhook but the provenance guards and the
     fail-closed entry (TestFailClosedUnderEnforce)."""
-    return [hook for hook in all_webhooks(objs) if hook["name"] not in (PROVENANCE, ENFORCE_ENTRY)]
+    return [hook for hook in all_webhooks(objs) if hook["name"] not in GUARDS | {ENFORCE_ENTRY}]
 
 
 def expressions(selector: Manifest) -> dict[str, tuple[str, frozenset[str]]]:
@@ -264,9 +266,9 @@ class TestLintAndSchema:
 class TestWebhookSelectors:
     def test_every_entry_excludes_system_and_release_namespaces(self) -> None:
         hooks = all_webhooks(render())
-        # (mutating, validating) x (namespace opt-in, pod opt-in), the provenance guard and
-        # the fail-closed entry
-        assert len(hooks) == 6
+        # (mutating, validating) x (namespace opt-in, pod opt-in), the provenance guard
+        # (pods, and pods/status apart) and the fail-closed entry
+        assert len(hooks) == 7
         for hook in hooks:
             op, names = expressions(hook["namespaceSelector"])["kubernetes.io/metadata.name"]
             assert op == "NotIn"
@@ -295,7 +297,7 @@ class TestWebhookSelectors:
         for hook in all_webhooks(render("production.yaml")):
             exprs = expressions(hook["namespaceSelector"])
             assert "monitoring" in exprs["kubernetes.io/metadata.name"][1]
-            if hook["name"] == PROVENANCE:
+            if hook["name"] in GUARDS:
                 # a forged pod may sit in any namespace: only the exclusions apply
                 assert set(exprs) == {"kubernetes.io/metadata.name"}
                 continue
@@ -361,13 +363,16 @@ class TestWebhookBehaviour:
         for hook in all_webhooks(render()):
             wanted = "Fail" if hook["name"] == ENFORCE_ENTRY else "Ignore"
             assert hook["failurePolicy"] == wanted, hook["name"]
-            assert hook["timeoutSeconds"] == 10
+            # pods/status: 3 s whatever the values say (test_the_provenance_guard_...)
+            assert hook["timeoutSeconds"] == (3 if hook["name"] == PROVENANCE_STATUS else 10)
 
     def test_failure_policy_and_timeout_are_configurable_per_kind(self) -> None:
         objs = render("production.yaml")
         for hook in one(objs, "MutatingWebhookConfiguration")["webhooks"]:
             assert (hook["failurePolicy"], hook["timeoutSeconds"]) == ("Ignore", 5)
         for hook in one(objs, "ValidatingWebhookConfiguration")["webhooks"]:
+            if hook["name"] == PROVENANCE_STATUS:
+                continue  # never configurable: the kubelet's status writes pass there
             assert (hook["failurePolicy"], hook["timeoutSeconds"]) == ("Fail", 15)
 
     def test_injection_mutates_pod_creation_only_at_mutate_pods(self) -> None:
@@ -389,7 +394,7 @@ class TestWebhookBehaviour:
     def test_validation_covers_every_workload_kind_on_create_and_update(self) -> None:
         validating = one(render(), "ValidatingWebhookConfiguration")
         for hook in validating["webhooks"]:
-            if hook["name"] == PROVENANCE:
+            if hook["name"] in GUARDS:
                 continue
             covered = {
                 (group, version, resource)
@@ -674,6 +679,8 @@ WORKLOAD_PATCH = {(g, r, "patch") for g, r in WORKLOADS}
 OPERATOR_CLUSTER_RULES = {
     ("", "namespaces", "list"), ("", "namespaces", "watch"),
     ("", "pods", "list"), ("", "pods", "watch"),
+    # the chain of uids a result counts through (ownership.py, issue 34), by name
+    ("", "pods", "get"), ("apps", "replicasets", "get"),
     ("", "services", "list"), ("", "services", "watch"),
     *{("resource.k8s.io", r, v) for r in ("resourceclaims", "resourceclaimtemplates")
       for v in ("list", "watch")},
@@ -900,7 +907,8 @@ class TestOperatorConfig:
 
     def test_the_provenance_guard_sees_every_injected_pod(self) -> None:
         """provenance.py: every namespace but the excluded, every pod labelled injected,
-        CREATE and UPDATE, its own path, fail-open like the others."""
+        CREATE and UPDATE of pods, UPDATE of pods/status (a status write can change the
+        marks: issue 34), its own path, fail-open like the others."""
         (hook,) = [h for h in all_webhooks(render()) if h["name"] == PROVENANCE]
         assert hook["clientConfig"]["service"]["path"] == "/validate-provenance"
         assert hook["rules"] == [
@@ -912,6 +920,18 @@ class TestOperatorConfig:
                 "scope": "Namespaced",
             }
         ]
+        # pods/status apart: always Ignore and 3 s, whatever webhook.validating says (the
+        # kubelet's status writes of every injected pod pass there)
+        for values in ([], ["webhook.validating.failurePolicy=Fail"]):
+            (status,) = [
+                h for h in all_webhooks(render(sets=values)) if h["name"] == PROVENANCE_STATUS
+            ]
+            assert status["clientConfig"]["service"]["path"] == "/validate-provenance"
+            assert status["rules"][0]["resources"] == ["pods/status"]
+            assert status["rules"][0]["operations"] == ["UPDATE"]
+            assert (status["failurePolicy"], status["timeoutSeconds"]) == ("Ignore", 3)
+            assert status["objectSelector"] == hook["objectSelector"]
+            assert status["namespaceSelector"] == hook["namespaceSelector"]
         assert expressions(hook["objectSelector"]) == {
             "vllm-preflight.io/injected": ("Exists", frozenset())
         }

@@ -318,7 +318,11 @@ def test_every_property_of_the_crds_is_a_schema(name: str) -> None:
 
 
 def test_the_metric_counts_each_trusted_start_once() -> None:
-    from test_operator_controller import FakeApi, controller
+    """Trusted: the marks say the controller made it, and its chain of uids (the pod's
+    ReplicaSet, read, owned by the Deployment as watched: ownership.py) is confirmed."""
+    import asyncio
+
+    from test_operator_controller import DEPLOYMENT, FakeApi, controller, deployment, settle
 
     from preflight_operator.runtime import metrics
 
@@ -331,14 +335,29 @@ def test_the_metric_counts_each_trusted_start_once() -> None:
                     return float(sample.value)
         return 0.0
 
-    ctl = controller(FakeApi())
-    before = count()
-    ready = pod()
-    ready["metadata"]["namespace"] = "team"
-    ctl.observe_pod(ready, deleted=False)
-    ctl.observe_pod(copy.deepcopy(ready), deleted=False)  # the same start, seen again
-    assert count() == before + 1
-    other = pod("llm-x", "u7", created_by=provenance.OTHER)
-    other["metadata"]["namespace"] = "team"
-    ctl.observe_pod(other, deleted=False)
-    assert count() == before + 1
+    def of_the_deployment(body: dict[str, Any]) -> dict[str, Any]:
+        body["metadata"]["namespace"] = "team"
+        body["metadata"]["ownerReferences"] = [
+            {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "vllm-good-h",
+             "uid": "rs-vllm-good", "controller": True}
+        ]  # fmt: skip
+        return body
+
+    async def scenario() -> tuple[float, float, float]:
+        ctl = controller(FakeApi())
+        ctl.observe_workload(DEPLOYMENT, deployment(), deleted=False)
+        await settle(ctl)
+        before = count()
+        ready = of_the_deployment(pod())
+        ctl.observe_pod(ready, deleted=False)
+        await settle(ctl)  # its ReplicaSet read
+        ctl.observe_pod(copy.deepcopy(ready), deleted=False)  # the same start, seen again
+        once = count()
+        ctl.observe_pod(of_the_deployment(pod("llm-x", "u7", created_by=provenance.OTHER)), False)
+        await settle(ctl)
+        await ctl.stop()
+        return before, once, count()
+
+    before, once, after = asyncio.run(scenario())
+    assert once == before + 1
+    assert after == before + 1

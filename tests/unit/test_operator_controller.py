@@ -47,6 +47,7 @@ class FakeApi:
         self.pod_lists: list[Any] = []
         self.forbidden_namespaces: set[str] = set()
         self.uids = itertools.count()
+        self.gets: list[str] = []
 
     async def patch_policy_status(self, namespace: str, name: str, status: Any) -> Any:
         obj = self.policies[namespace, name]
@@ -119,6 +120,31 @@ class FakeApi:
     async def get_workload(self, ref: WorkloadRef) -> dict[str, Any]:
         raise NotFound(404, "no")
 
+    async def get(self, path: str) -> dict[str, Any]:
+        """A Deployment ``<w>``'s ReplicaSet ``<w>-h`` (uid ``rs-<w>``), owned by the
+        Deployment as deployment() makes it (uid ``uid-<w>``): the chain of uids a pod's
+        result counts through (ownership.py). Anything else is not there."""
+        self.gets.append(path)
+        prefix = f"/apis/apps/v1/namespaces/{NS}/replicasets/"
+        if not (path.startswith(prefix) and path.endswith("-h")):
+            raise NotFound(404, "no")
+        workload = path.removeprefix(prefix).removesuffix("-h")
+        return {
+            "metadata": {
+                "name": f"{workload}-h",
+                "uid": f"rs-{workload}",
+                "ownerReferences": [
+                    {
+                        "apiVersion": "apps/v1",
+                        "kind": "Deployment",
+                        "name": workload,
+                        "uid": f"uid-{workload}",
+                        "controller": True,
+                    }
+                ],
+            }
+        }
+
     async def watch(self, path: str, version: str, params: Any = None) -> AsyncIterator[Any]:
         await asyncio.Event().wait()  # nothing ever changes
         yield {}
@@ -150,11 +176,13 @@ def controller(api: FakeApi, config: OperatorConfig | None = None) -> Controller
 
 
 async def settle(ctl: Controller) -> None:
-    if not ctl._tasks:
+    # started once (a pod's chain of uids being read is a task too: ownership.py)
+    if not getattr(ctl, "_settled_once", False):
+        ctl._settled_once = True  # type: ignore[attr-defined]
         await ctl.start(workers=2)
     for _ in range(500):
         await asyncio.sleep(0.005)
-        if ctl.workers.queue.idle():
+        if ctl.workers.queue.idle() and not ctl.ownership.pending:
             break
     await ctl.events.drain(1.0)
 
@@ -177,7 +205,13 @@ def injected_pod(
             "labels": {"pod-template-hash": "h", constants.LABEL_INJECTED: "true"},
             "annotations": {constants.ANNOTATION_CREATED_BY: created_by},
             "ownerReferences": [
-                {"kind": "ReplicaSet", "name": f"{workload}-h", "controller": True}
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": f"{workload}-h",
+                    "uid": f"rs-{workload}",
+                    "controller": True,
+                }
             ],
         },
         "spec": {"nodeName": "n1", "initContainers": [{"name": "preflight-check"}]},
@@ -381,7 +415,13 @@ def test_a_controller_reference_with_another_uid_is_not_the_workloads() -> None:
         body = injected_pod("vllm-good-0", "p1", message=FAIL_REPORT, exit_code=1)
         body["metadata"]["labels"].pop("pod-template-hash")
         body["metadata"]["ownerReferences"] = [
-            {"kind": "StatefulSet", "name": "vllm-good", "uid": uid, "controller": True}
+            {
+                "apiVersion": "apps/v1",
+                "kind": "StatefulSet",
+                "name": "vllm-good",
+                "uid": uid,
+                "controller": True,
+            }
         ]
         return body
 

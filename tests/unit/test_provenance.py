@@ -159,3 +159,93 @@ def test_the_mutating_webhook_records_the_creator() -> None:
         "path": "/metadata/annotations",
         "value": {constants.ANNOTATION_CREATED_BY: "controller"},
     } in ops
+
+
+def unlabelled(created_by: str = "controller", **labels: str) -> dict[str, Any]:
+    body = pod(created_by=created_by)
+    body["metadata"]["labels"] = {"pod-template-hash": "h1", **labels}
+    return body
+
+
+def test_the_label_later_pod_is_refused() -> None:
+    """Issue 34: a pods-only user creates a pod with ``inject: disabled`` (no webhook runs)
+    and ``created-by: controller``, then labels it injected. The annotation did not
+    change, so the UPDATE was admitted and the operator trusted the pod."""
+    before = unlabelled(**{constants.LABEL_INJECT: "disabled"})
+    after = unlabelled(**{constants.LABEL_INJECT: "disabled", constants.LABEL_INJECTED: "true"})
+    for user in (TENANT, RS_CONTROLLER):
+        denied = review("UPDATE", after, before, user)
+        assert denied["allowed"] is False
+        assert constants.LABEL_INJECTED in denied["status"]["message"]
+    # other labels of an injected pod change freely
+    relabelled = pod(created_by="other")
+    relabelled["metadata"]["labels"]["team"] = "a"
+    assert review("UPDATE", relabelled, pod(created_by="other"), TENANT)["allowed"]
+
+
+def test_a_status_write_changes_no_mark() -> None:
+    """Issue 34: ``pods/status`` can change labels and annotations, and no rule for
+    ``pods`` matches it. The chart's entry now names the subresource; the review is the
+    same UPDATE with ``subResource: status``."""
+    before = pod(created_by="other")
+    request = {
+        "uid": "u",
+        "operation": "UPDATE",
+        "subResource": "status",
+        "object": pod(created_by="controller"),
+        "oldObject": before,
+        "userInfo": {"username": TENANT},
+    }
+    answer = asyncio.run(review_provenance_async((), {"request": request}))
+    assert answer["response"]["allowed"] is False
+
+
+def test_the_workload_label_is_the_webhooks_too() -> None:
+    before = pod(created_by="other")
+    before["metadata"]["labels"][constants.LABEL_WORKLOAD] = "deployment.vllm"
+    after = pod(created_by="other")
+    after["metadata"]["labels"][constants.LABEL_WORKLOAD] = "deployment.victim"
+    denied = review("UPDATE", after, before, TENANT)
+    assert denied["allowed"] is False
+    assert constants.LABEL_WORKLOAD in denied["status"]["message"]
+
+
+def test_a_pod_that_opts_out_carries_no_check_of_ours() -> None:
+    """The mutating webhook never runs on ``inject: disabled``: whatever it carries is not
+    the check vllm-preflight injected, so its marks are not trusted even where the
+    validating webhook was unreachable when they were written."""
+    body = pod(created_by="controller")
+    assert provenance.trusted(body, "Deployment", "vllm")
+    body["metadata"]["labels"][constants.LABEL_INJECT] = "disabled"
+    assert not provenance.trusted(body, "Deployment", "vllm")
+
+
+def test_a_pod_that_comes_with_a_check_of_its_own_is_never_the_controllers() -> None:
+    """Issue 34: the pod must carry the check the webhook itself injected. A template
+    with a ``preflight-check`` of its own (a tenant's ReplicaSet) is skipped by the
+    injection as already injected; its pod, created by the ReplicaSet controller, was
+    recorded ``controller``."""
+    from preflight_operator.core.injection import Skip
+    from preflight_operator.handlers.admission import review_mutation_async
+
+    class Service:
+        pod_creators: tuple[str, ...] = ()
+
+        async def mutate_pod(self, body: Any) -> Skip:
+            return Skip("already-injected")
+
+    body = pod(created_by="controller")
+    body["spec"] = {"initContainers": [{"name": constants.CHECK_CONTAINER, "image": "x"}]}
+    request = {
+        "uid": "u",
+        "operation": "CREATE",
+        "object": body,
+        "userInfo": {"username": RS_CONTROLLER},
+    }
+    answer = asyncio.run(review_mutation_async(Service(), {"request": request}))  # type: ignore[arg-type]
+    ops = json.loads(base64.b64decode(answer["response"]["patch"]))
+    assert {
+        "op": "add",
+        "path": "/metadata/annotations/vllm-preflight.io~1created-by",
+        "value": "other",
+    } in ops

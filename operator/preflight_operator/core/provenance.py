@@ -10,17 +10,25 @@ to zero, tainted a shared node, and a forged pass from another namespace cleared
 
 Only admission sees who sends a request, so:
 
-* the mutating webhook writes :data:`ANNOTATION` on every pod it injects (or that comes
-  injected already): ``controller`` when the requester is a controller's identity and the
-  pod has a controller ownerReference, ``other`` otherwise, whatever the client wrote;
+* the mutating webhook writes :data:`ANNOTATION` on every pod it injects: ``controller``
+  when the requester is a controller's identity and the pod has a controller
+  ownerReference, ``other`` otherwise, whatever the client wrote; a pod that comes with
+  a check already is ``other`` (its check is not the one the webhook injected: issue 34);
 * the validating webhook (``/validate-provenance``, every namespace but the excluded ones,
-  every pod labelled injected) refuses a CREATE that claims ``controller`` for a requester
-  that is not one (the mutating webhook did not run there, e.g. a namespace not opted in)
-  and any UPDATE that changes the annotation: nobody changes it, the operator included;
-* the operator trusts a result only when the annotation says ``controller`` *and* the
-  pod's controller ownerReference is the one its workload's controller would write
-  (:func:`trusted`): a ReplicaSet named ``<deployment>-<pod-template-hash>`` for a
-  Deployment, the StatefulSet or Job itself, and so on.
+  every pod labelled injected before or after the request, ``pods`` and ``pods/status``)
+  refuses a CREATE that claims ``controller`` for a requester that is not one (the
+  mutating webhook did not run there, e.g. a namespace not opted in) and any UPDATE, by
+  anyone, that adds, changes or removes a mark the webhook owns (:data:`OWNED_MARKS`: the
+  injected and workload labels, the annotation). Issue 34: a pod created with
+  ``inject: disabled`` (no webhook ran) and ``created-by: controller``, labelled
+  ``injected=true`` later, was trusted; so was a ``pods/status`` write, which no entry
+  for ``pods`` matches;
+* the operator trusts a result only when the annotation says ``controller`` (and the pod
+  does not opt out of injection: :func:`trusted`, a cheap pre-filter) *and* the chain of
+  controller references from the pod to its workload is confirmed uid by uid by the API
+  server (core/ownerchain.py, runtime/ownership.py). Names (a ReplicaSet named
+  ``<deployment>-<pod-template-hash>``) prove nothing: a tenant's own ReplicaSet named
+  after the victim scaled the victim to zero (issue 34).
 
 A result that is not trusted is shown on the GPUValidation (marked ``createdBy: other``),
 but it never drives remediation or node feedback and never outranks a trusted result.
@@ -121,12 +129,31 @@ def refusal(
                 " sets it)"
             )
         return None
-    if operation == "UPDATE" and old is not None and recorded(old) != claimed:
-        return (
-            f"metadata.annotations[{ANNOTATION!r}] is set when the pod is created and never"
-            " changes; restore it or leave it out of the update"
-        )
+    if operation == "UPDATE" and old is not None:
+        changed = next((m for m in OWNED_MARKS if _mark(old, m) != _mark(pod, m)), None)
+        if changed is not None:
+            field = f"metadata.{changed[0]}[{changed[1]!r}]"
+            return (
+                f"{field} is vllm-preflight's: set by its webhook when the pod is created,"
+                " never added, changed or removed after (by an update or through"
+                " pods/status); restore it or leave it out of the update"
+            )
     return None
+
+
+# The marks the mutating webhook writes at CREATE and nobody may write after (issue 34:
+# a pod created with ``inject: disabled``, so that no webhook ran, then labelled
+# ``injected=true`` with ``created-by: controller`` already in place, was trusted).
+OWNED_MARKS: tuple[tuple[str, str], ...] = (
+    ("labels", constants.LABEL_INJECTED),
+    ("labels", constants.LABEL_WORKLOAD),
+    ("annotations", ANNOTATION),
+)
+
+
+def _mark(pod: Mapping[str, Any], mark: tuple[str, str]) -> Any:
+    values = (pod.get("metadata") or {}).get(mark[0])
+    return values.get(mark[1]) if isinstance(values, Mapping) else None
 
 
 def _name_matches(how: str, owner_name: str, workload: str, pod: Mapping[str, Any]) -> bool:
@@ -142,8 +169,16 @@ def _name_matches(how: str, owner_name: str, workload: str, pod: Mapping[str, An
 
 
 def trusted(pod: Mapping[str, Any], workload_kind: str, workload_name: str) -> bool:
-    """Whether the operator may act on this pod's result for that workload."""
+    """Whether the marks let the operator act on this pod's result for that workload: a
+    cheap pre-filter, never proof (the chain of uids is: core/ownerchain.py). A pod that
+    opts out of injection was never injected by the webhook: its check is not ours."""
     if recorded(pod) != CONTROLLER:
+        return False
+    labels = (pod.get("metadata") or {}).get("labels")
+    if (
+        isinstance(labels, Mapping)
+        and labels.get(constants.LABEL_INJECT) == constants.INJECT_DISABLED
+    ):
         return False
     owner = controller_owner(pod)
     if owner is None:

@@ -195,6 +195,9 @@ class Store:
             before.node != pod.node
             or before.unschedulable != pod.unschedulable
             or _load(before) != _load(pod)  # it became Ready (loadtime.py)
+            # the same run, now confirmed (or no longer) as the controller's: its chain of
+            # uids was read after the result came (runtime/ownership.py)
+            or _trusted(before) != _trusted(pod)
         )
 
     def forget_pod(self, key: Key, uid: str) -> bool:
@@ -226,6 +229,10 @@ class Store:
 
     def forget_validation(self, key: Key) -> None:
         self.validations.pop(key, None)
+
+
+def _trusted(pod: PodState) -> bool:
+    return pod.result is not None and pod.result.trusted
 
 
 def _load(pod: PodState) -> object:

@@ -104,12 +104,16 @@ async def review_mutation_async(
         if not isinstance(pod, Mapping) or request.get("operation", "CREATE") != "CREATE":
             raise ValueError("not a Pod CREATE")  # the configuration sends only those
         outcome = await service.mutate_pod(dict(pod))
-        if isinstance(outcome, Injection) or already_injected(pod):
+        if isinstance(outcome, Injection):
             # who created it, whatever the client wrote (provenance.py)
             ops = provenance.annotation_patch(
                 pod,
                 provenance.created_by(pod, request.get("userInfo") or {}, service.pod_creators),
             )
+        elif already_injected(pod):
+            # its check is not one this webhook injected (a template carrying a
+            # preflight-check of its own): never the controller's (issue 34)
+            ops = provenance.annotation_patch(pod, provenance.OTHER)
         else:
             ops = []
         if isinstance(outcome, Injection):

@@ -1,6 +1,7 @@
-"""/validate-provenance: an injected pod's provenance annotation is written once, by the
-mutating webhook, and never changed (provenance.py says why). Cheap and pure: no rules,
-no policy; like every webhook here it admits on any internal failure."""
+"""/validate-provenance: an injected pod's marks (the injected and workload labels, the
+provenance annotation) are written once, by the mutating webhook, and never added, changed
+or removed after, through ``pods`` or ``pods/status`` (provenance.py says why). Cheap and
+pure: no rules, no policy; like every webhook here it admits on any internal failure."""
 
 from __future__ import annotations
 

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from preflight_operator.core import constants, provenance
+from preflight_operator.core import constants
 from preflight_operator.core.analysis import Analyser
 from preflight_operator.core.config import OperatorConfig
 from preflight_operator.core.events import now_rfc3339
@@ -138,7 +137,9 @@ class Controller:
         # on every replica; a change re-analyses the namespace's workloads.
         self.context_reflectors = list(context_reflectors)
         # child workload -> the serving-stack object that controls it (ownership.py)
-        self.ownership = Ownership(self.store)
+        self.ownership = Ownership(
+            self.store, api, spawn=self._spawn, reobserve=lambda b: self.observe_pod(b, False)
+        )
         for reflector in self.context_reflectors:
             reflector.subscribe(self.context_changed)
         self.workers = ReconcileWorkers(self.store, reconciler, self.gate, clock=clock)
@@ -282,13 +283,8 @@ class Controller:
         if deleted or not self.in_scope(POD, body):
             self._pod_gone(body, key, uid)
             return
-        result = pod_result(body)
-        if (
-            result is not None
-            and result.trusted
-            and not self.ownership.owned_by_known_uid(body, ref)
-        ):
-            result = dataclasses.replace(result, created_by=provenance.OTHER)
+        # trusted only through uids the API server confirms (ownership.py, issue 34)
+        result = self.ownership.attribute(body, ref, key, pod_result(body))
         before = self.store.pods.get(key, {}).get(uid)
         pod = PodState(
             name=str(meta.get("name", "")),
@@ -299,9 +295,10 @@ class Controller:
         )
         changed = self.store.put_pod(key, pod, self._clock())
         if result is not None and (before is None or before.result != result):
-            metrics.record_check(body, result)
-            if result.dropped:
-                metrics.REPORT_ENTRIES_DROPPED.inc(result.dropped)
+            if before is None or before.result is None or before.result.run_key != result.run_key:
+                metrics.record_check(body, result)  # once a run, whenever it is trusted
+                if result.dropped:
+                    metrics.REPORT_ENTRIES_DROPPED.inc(result.dropped)
             if result.trusted:  # never a pod anyone else made (provenance.py)
                 self.pod_feed.trusted_result(key, namespace, body, result)
         sample = _new_load(before.result if before else None, result)
@@ -315,6 +312,7 @@ class Controller:
     def _pod_gone(self, body: Mapping[str, Any], key: Key, uid: str) -> None:
         """Deleted, or out of scope now (a label changed): forgotten; a bare pod is its
         own workload, forgotten with it."""
+        self.ownership.forget_pod(uid)
         if self.store.forget_pod(key, uid):
             self.enqueue(key)
         if is_bare_pod(body) and key in self.store.workloads:
@@ -445,4 +443,6 @@ def _new_load(before: PodResult | None, result: PodResult | None) -> LoadSample 
     """A trusted pod's start to Ready not counted yet (loadtime.py), for the metric."""
     if result is None or not result.trusted or result.load is None:
         return None
-    return None if before is not None and before.load == result.load else result.load
+    # counted once it is trusted: its chain of uids may be confirmed after it came
+    seen = before is not None and before.trusted and before.load == result.load
+    return None if seen else result.load
