@@ -1,5 +1,5 @@
 """Issue 34, items 1, 2 and 5: no tenant's objects stop, fill or steer the operator (real
-control plane, real API server, the operator as a process, restarted).
+control plane, real API server, the operator as processes, restarted).
 
 The tester's objects, all in a namespace that never opted in, made by a tenant who may
 create pods (and ResourceClaimTemplates) there:
@@ -13,11 +13,17 @@ create pods (and ResourceClaimTemplates) there:
 Any page over 4 MiB was refused whole, so a replica that restarted failed its start-up every
 60 s and never served (with the webhooks failing open, nothing was checked anywhere).
 
-One operator replica, restarted (the replica that restarts is the case; two replicas on a
-2-core machine shared by other tests only make it slower): it must serve within 60 s each
-time, still read a result in an opted-in namespace, and write no GPUValidation outside
-opted-in namespaces. Then a deleted bare pod is forgotten (its GPUValidation was made and
-collected in a loop), and an ownerReference named ``../../..`` is refused without a call.
+Two operator replicas with the chart's defaults: leader election on one Lease (not
+``--standalone``), its timings (15 s lease, 10 s renew deadline, 2 s retry period: the
+operator's defaults), the Lease in a namespace of its own (the release namespace). Both
+start after the tenant's objects exist, one after the other as a rollout starts them, and
+each must serve (/healthz 200) within 60 s of its start; whichever leads reads a result in
+the opted-in namespace. Then both restart while the objects still exist: the leader is
+killed (SIGKILL: an OOM, a lost node), the follower stopped (SIGTERM: a drain), and two new
+replicas must each serve within 60 s again, and whichever of them leads reads a new result.
+No GPUValidation appears outside opted-in namespaces. Then a deleted bare pod is forgotten
+(its GPUValidation was made and collected in a loop), and an ownerReference named
+``../../..`` is refused without a call.
 """
 
 from __future__ import annotations
@@ -30,9 +36,11 @@ from typing import Any
 
 import pytest
 import yaml
+from tests.e2e.test_operator_ha import LEADER, STATUS_WRITES
 
 from preflight_contract.report import CheckResult, GPUEntry, Report
 from preflight_dev import fakekubelet, localoperator
+from preflight_dev.localoperator import OperatorProcess
 from preflight_dev.testing import Cluster, wait_for
 from preflight_dev.testing.workloads import get_json
 from preflight_operator.core import constants
@@ -135,21 +143,71 @@ def injected_pods(cluster: Cluster, namespace: str, app: str) -> list[dict[str, 
     return pods
 
 
+def runtime(cluster: Cluster, namespace: str, pods: int) -> str | None:
+    """The workload's runtime verdict once ``pods`` results are on its GPUValidation."""
+    found = gpuval(cluster, namespace, "deployment-vllm-good")
+    status = (found or {}).get("status") or {}
+    checked = (status.get("runtime") or {}).get("podsChecked")
+    verdict = status.get("runtimeVerdict")
+    return verdict if verdict == "pass" and checked == pods else None
+
+
+def two_replicas(
+    cluster: Cluster, workdir: Path, lease_namespace: str, names: tuple[str, str]
+) -> list[OperatorProcess]:
+    """Two replicas on one Lease with the chart's timings (the operator's defaults), started
+    one after the other; the first serves the webhooks (one port can be registered here; the
+    chart's Service spreads them). ``start_with_webhooks`` returns once the replica's webhook
+    port listens and its /healthz says 200, and raises after 60 s of its start (before: 503
+    "starting" for good)."""
+    args = ["--lease-namespace", lease_namespace, "--lease-name", constants.LEASE_NAME]
+    started: list[OperatorProcess] = []
+    try:
+        for name in names:
+            started.append(
+                localoperator.start_with_webhooks(
+                    cluster,
+                    workdir,
+                    identity=name,
+                    standalone=False,
+                    extra_args=args,
+                    webhooks=not started,
+                )
+            )
+    except BaseException:
+        for replica in started:
+            replica.kill()
+        raise
+    return started
+
+
+def leading(replicas: list[OperatorProcess]) -> OperatorProcess:
+    """The replica that holds the Lease (after a SIGKILL, once the dead leader's 15 s ran
+    out)."""
+    return wait_for(
+        lambda: next((r for r in replicas if r.metric(LEADER) == 1), None),
+        timeout=60,
+        what="a replica to lead",
+    )
+
+
 @pytest.fixture
-def namespaces(cluster: Cluster) -> Iterator[tuple[str, str]]:
+def namespaces(cluster: Cluster) -> Iterator[tuple[str, str, str]]:
     opted_in = cluster.create_namespace("bounds", labels=INJECT)
     tenant = cluster.create_namespace("tenant-big")  # never opted in
-    yield opted_in, tenant
+    release = cluster.create_namespace("bounds-release")  # the Lease's, never opted in
+    yield opted_in, tenant, release
     localoperator.remove_webhooks(cluster)
     cluster.delete_namespace(opted_in)
+    cluster.delete_namespace(release)
     cluster.delete_namespace(tenant, wait=True)  # the next test counts workloads
     cluster.delete_namespace(opted_in, wait=True)
 
 
 def test_big_objects_of_a_namespace_that_never_opted_in_stop_nothing(
-    cluster: Cluster, namespaces: tuple[str, str], tmp_path: Path
+    cluster: Cluster, namespaces: tuple[str, str, str], tmp_path: Path
 ) -> None:
-    opted_in, tenant = namespaces
+    opted_in, tenant, release = namespaces
     # The tenant's objects exist before the operator starts: its first lists meet them.
     create_many(cluster, [bare_pod(f"big-{i}", tenant, containers=20) for i in range(200)])
     for i in range(4):
@@ -161,30 +219,47 @@ def test_big_objects_of_a_namespace_that_never_opted_in_stop_nothing(
     pages = cluster.kubectl("get", "--raw", f"/api/v1/namespaces/{tenant}/pods?limit=500").stdout
     assert len(pages) > 4 * MB, "the tenant's pods fill more than one 4 MiB page (the attack)"
 
-    # start_with_webhooks returns once the webhook port listens and /healthz says 200,
-    # and raises after 60 s (before: 503 "starting" for good).
-    first = localoperator.start_with_webhooks(cluster, tmp_path / "first")
+    replicas: list[OperatorProcess] = []
     try:
+        replicas = two_replicas(cluster, tmp_path, release, ("replica-a", "replica-b"))
+        leader = leading(replicas)
         cluster.apply(deployment("good-tp2-deployment.yaml", opted_in))
-        pod = wait_for(lambda: injected_pods(cluster, opted_in, "vllm-good"), timeout=60)[0]
-        fakekubelet.play(cluster, pod, 0, PASSED)
+        first = wait_for(lambda: injected_pods(cluster, opted_in, "vllm-good"), timeout=60)[0]
+        fakekubelet.play(cluster, first, 0, PASSED)
+        read = wait_for(lambda: runtime(cluster, opted_in, 1), timeout=60, what="a result read")
+        assert read == "pass"
+        assert leader.metric(STATUS_WRITES) > 0, "the leader wrote it"
 
-        def runtime() -> str | None:
-            found = gpuval(cluster, opted_in, "deployment-vllm-good")
-            verdict = ((found or {}).get("status") or {}).get("runtimeVerdict")
-            return verdict if verdict == "pass" else None
-
-        assert wait_for(runtime, timeout=60, what="the opted-in result read") == "pass"
+        # Both restart while the objects exist: the leader killed (an OOM, a lost node),
+        # the follower stopped (a drain). The new replicas serve again, and read again.
+        leader.kill()
+        for replica in replicas:
+            if replica is not leader:
+                replica.stop()
+        replicas = []  # the finally stops only the new ones
+        replicas = two_replicas(cluster, tmp_path, release, ("replica-c", "replica-d"))
+        leader = leading(replicas)
+        cluster.kubectl("scale", "deployment", "vllm-good", "-n", opted_in, "--replicas=2")
+        pods = wait_for(
+            lambda: len(p := injected_pods(cluster, opted_in, "vllm-good")) == 2 and p,
+            timeout=60,
+            what="a second pod injected",
+        )
+        second = next(p for p in pods if p["metadata"]["name"] != first["metadata"]["name"])
+        fakekubelet.play(cluster, second, 0, PASSED)
+        read = wait_for(
+            lambda: runtime(cluster, opted_in, 2),
+            timeout=60,
+            what="a result read after both restarted",
+        )
+        assert read == "pass"
+        assert leader.metric(STATUS_WRITES) > 0, "the new leader wrote it"
+        for replica in replicas:
+            assert replica.running(), replica.log_tail()
+            assert replica.healthy(), replica.log_tail()
     finally:
-        first.stop()
-
-    # The restart (a rollout, a drain, an OOM): it serves again, and reads again.
-    again = localoperator.start_with_webhooks(cluster, tmp_path / "again")
-    try:
-        wait_for(lambda: again.metric("vllm_preflight_workloads") >= 1, timeout=60)
-        assert again.running(), again.log_tail()
-    finally:
-        again.stop()
+        for replica in replicas:
+            replica.stop()
     assert gpuvals(cluster, tenant) == [], "no GPUValidation outside opted-in namespaces"
 
 
