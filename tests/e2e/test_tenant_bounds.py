@@ -49,6 +49,7 @@ MANIFESTS = Path(__file__).resolve().parents[1] / "data" / "manifests"
 INJECT = {constants.LABEL_INJECT: "enabled"}
 MB = 1024 * 1024
 LABELLED = {constants.LABEL_INJECTED: "true"}
+HOLD = "example.com/hold"  # a finalizer of the test's own
 PASSED = Report(
     checks=[CheckResult("gpu-count", "pass", "CUDA sees 2 GPUs")],
     gpus=[GPUEntry(0, "GPU-a", "0000:06:00.0"), GPUEntry(1, "GPU-b", "0000:07:00.0")],
@@ -306,12 +307,20 @@ def test_a_deleted_bare_pod_is_forgotten_and_a_malformed_owner_never_read(
                 "controller": True,
             }
         ]
+        # The garbage collector deletes a pod whose owner does not exist, at a moment of
+        # its own: a finalizer keeps the pod (deleting, but there) until the operator has
+        # met it, so that the refusal never races the collector.
+        forged["metadata"]["finalizers"] = [HOLD]
         cluster.kubectl("create", "-f", "-", input=json.dumps(forged))
-        wait_for(
-            lambda: "malformed reference" in operator.log_path.read_text(),
-            timeout=60,
-            what="the refusal logged",
-        )
+        try:
+            wait_for(
+                lambda: "malformed reference" in operator.log_path.read_text(),
+                timeout=60,
+                what="the refusal logged",
+            )
+        finally:
+            release = json.dumps({"metadata": {"finalizers": None}})
+            cluster.kubectl("patch", "pod", "pathy", "-n", opted_in, "--type=merge", "-p", release)
         assert operator.running(), operator.log_tail()
         assert operator.healthy(), operator.log_tail()
     finally:
