@@ -26,7 +26,7 @@ from preflight_operator.core.loadtime import LoadSummary
 from preflight_operator.core.modelcache import ModelCache, load_model_sources
 from preflight_operator.core.rules import ClusterLookup
 from preflight_operator.handlers import register
-from preflight_operator.runtime import metrics
+from preflight_operator.runtime import metrics, podfeed
 from preflight_operator.runtime.api import KubeApi
 from preflight_operator.runtime.controller import Controller
 from preflight_operator.runtime.credentials import load_credentials
@@ -111,7 +111,7 @@ def build(options: RunOptions) -> tuple[kopf.OperatorRegistry, kopf.Memo, Contro
 
     def load_time(namespace: str, kind: str, name: str) -> LoadSummary | None:
         # the workload's measured starts, from its GPUValidation (probe-window)
-        return controller.load_time(namespace, kind, name)
+        return podfeed.load_time(controller.store, namespace, kind, name)
 
     analyser = RulesAnalyser(
         ClusterLookup(
@@ -140,7 +140,7 @@ def build(options: RunOptions) -> tuple[kopf.OperatorRegistry, kopf.Memo, Contro
         events=controller.events,
         owner_body=api.get_workload,
         api_get=api.get_or_none,
-        opted_in=controller.opted_in.__contains__,
+        opted_in=controller.scope.opted_in.__contains__,
         deep_passes=controller.node_feedback.deep_passes,
     )
     watches = Watches(api, controller, options.kind_families)

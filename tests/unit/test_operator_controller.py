@@ -171,7 +171,7 @@ def controller(api: FakeApi, config: OperatorConfig | None = None) -> Controller
         identity="test",  # type: ignore[arg-type]
         now=lambda: f"2026-01-01T00:00:{next(ticks) % 60:02d}Z",
     )
-    ctl.observe_namespace(NS, opted_in=True)
+    ctl.scope.observe_namespace(NS, opted_in=True)
     return ctl
 
 
@@ -451,7 +451,7 @@ def test_a_rules_crash_is_recorded_not_raised() -> None:
     async def scenario() -> FakeApi:
         api = FakeApi()
         ctl = Controller(OperatorConfig(), api, Exploding(), identity="t")  # type: ignore[arg-type]
-        ctl.observe_namespace(NS, opted_in=True)
+        ctl.scope.observe_namespace(NS, opted_in=True)
         ctl.observe_workload(DEPLOYMENT, deployment(), deleted=False)
         await settle(ctl)
         await ctl.stop()
@@ -469,11 +469,11 @@ def test_namespace_opt_in_and_template_opt_out(label: str) -> None:
     ctl = Controller(OperatorConfig(), api, RulesAnalyser(), identity="t")  # type: ignore[arg-type]
     body = deployment()
     body["spec"]["template"]["metadata"]["labels"][constants.LABEL_INJECT] = label
-    assert ctl.in_scope(DEPLOYMENT, body) is (label == "enabled")
-    assert ctl.observe_namespace(NS, opted_in=True) is True
-    assert ctl.observe_namespace(NS, opted_in=True) is False
-    assert ctl.in_scope(DEPLOYMENT, body) is (label == "enabled")
-    assert ctl.observe_namespace("kube-system", opted_in=True) is False
+    assert ctl.scope.in_scope(DEPLOYMENT, body) is (label == "enabled")
+    assert ctl.scope.observe_namespace(NS, opted_in=True) is True
+    assert ctl.scope.observe_namespace(NS, opted_in=True) is False
+    assert ctl.scope.in_scope(DEPLOYMENT, body) is (label == "enabled")
+    assert ctl.scope.observe_namespace("kube-system", opted_in=True) is False
 
 
 def test_a_late_echo_never_replaces_a_newer_status() -> None:
@@ -530,7 +530,7 @@ def test_a_follower_writes_nothing_until_it_leads_then_catches_up() -> None:
             identity="follower",
             gate=gate,
         )
-        ctl.observe_namespace(NS, opted_in=True)
+        ctl.scope.observe_namespace(NS, opted_in=True)
         ctl.observe_workload(DEPLOYMENT, deployment(), deleted=False)
         await settle(ctl)
         while_following = list(api.writes)

@@ -58,7 +58,7 @@ def test_a_pods_own_opt_in_counts_unless_its_namespace_opted_out() -> None:
     async def scenario() -> FakeApi:
         api = FakeApi()
         ctl = controller(api)
-        ctl.observe_namespace("opted-out", opted_in=False, opted_out=True)
+        ctl.scope.observe_namespace("opted-out", opted_in=False, opted_out=True)
         enabled = {constants.LABEL_INJECT: constants.INJECT_ENABLED}
         ctl.observe_pod(bare_pod("mine", ELSEWHERE, **enabled), deleted=False)
         ctl.observe_pod(bare_pod("theirs", "opted-out", **enabled), deleted=False)

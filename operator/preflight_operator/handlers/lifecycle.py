@@ -99,10 +99,10 @@ def register(registry: kopf.OperatorRegistry, options: RunOptions) -> None:
                 controller.api,
                 options.webhook_configuration,
                 leading=controller.gate.allows,
-                opted_in=lambda: sorted(controller.opted_in),
+                opted_in=lambda: sorted(controller.scope.opted_in),
                 policies=controller.policy_watch.book.in_namespace,
                 default=controller.config.default_policy,
-                excluded=controller.excluded,
+                excluded=controller.scope.excluded,
             )
             memo.tasks.append(asyncio.get_running_loop().create_task(sync.run()))
         if not options.standalone:
@@ -125,7 +125,7 @@ def register(registry: kopf.OperatorRegistry, options: RunOptions) -> None:
             "vllm-preflight operator %s started: %d opted-in namespace(s), %d policies,"
             " %d GPUValidation(s) known",
             controller.identity,
-            len(controller.opted_in),
+            len(controller.scope.opted_in),
             len(controller.policy_watch.reflector.items),
             len(controller.store.validations),
         )

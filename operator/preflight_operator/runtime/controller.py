@@ -12,16 +12,16 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from preflight_operator.core import constants
 from preflight_operator.core.analysis import Analyser
 from preflight_operator.core.config import OperatorConfig
 from preflight_operator.core.events import now_rfc3339
-from preflight_operator.core.loadtime import LoadSample, LoadSummary
+from preflight_operator.core.loadtime import LoadSample
 from preflight_operator.core.podresults import PodResult, pod_result, unschedulable
 from preflight_operator.core.policy import ResolvedPolicy
-from preflight_operator.core.policyaudit import PolicyAudit
 from preflight_operator.core.static import StaticResult
 from preflight_operator.core.store import (
     Key,
@@ -36,7 +36,6 @@ from preflight_operator.core.workloads import (
     WorkloadRef,
     is_bare_pod,
     ref_of,
-    template_labels,
     workload_of_pod,
     wrapper_owner,
 )
@@ -54,6 +53,7 @@ from preflight_operator.runtime.podfeed import PodFeed
 from preflight_operator.runtime.policies import PolicyWatch
 from preflight_operator.runtime.reconciler import Reconciler
 from preflight_operator.runtime.reflector import Reflector
+from preflight_operator.runtime.scope import NamespaceScope
 from preflight_operator.runtime.validations import ValidationWatch
 from preflight_operator.runtime.workers import ReconcileWorkers
 from preflight_operator.runtime.writegate import WriteGate
@@ -93,11 +93,8 @@ class Controller:
         self._now = now
         self._clock = clock
         self.store = Store()
-        self.opted_in: set[str] = set()
-        # Namespaces labelled <namespaceLabel>=disabled: nothing in them is in scope, a
-        # pod's or template's own opt-in included (the webhooks' "object" entries leave
-        # them out too).
-        self.opted_out: set[str] = set()
+        # which namespaces opted in or out, and what counts in them (scope.py)
+        self.scope = NamespaceScope(config)
         self.events = EventSink(api, identity, now)
         # Reconciles write only while this replica holds the Lease (writegate.py,
         # elector.py); keys met while following wait until it leads (workers.py).
@@ -146,7 +143,7 @@ class Controller:
         # The PreflightPolicies: resolved for each workload, statuses written (policies.py).
         self.policy_watch = PolicyWatch(
             api, self.events, allowed=self.gate.allows, spawn=self._spawn, now=now,
-            said_otherwise=self.context_changed, audit=self.audit,
+            said_otherwise=self.context_changed, audit=partial(podfeed.audit, self.store),
             node_access=config.node_access,
         )  # fmt: skip
         # what a trusted pod result feeds besides the GPUValidation (podfeed.py)
@@ -160,23 +157,6 @@ class Controller:
     @analyser.setter
     def analyser(self, analyser: Analyser) -> None:
         self.analyses.analyser = analyser
-
-    # -- scope ------------------------------------------------------------------------
-
-    def excluded(self, namespace: str) -> bool:
-        return not namespace or namespace in self.config.excluded_namespaces
-
-    def in_scope(self, kind: WorkloadKind, body: Mapping[str, Any]) -> bool:
-        """Opted in by its namespace, or by its own (or its pod template's) label in a
-        namespace that did not opt out: the webhooks' scope (the chart's namespace and
-        object entries). For a pod, its own labels. Nothing else gets any state."""
-        namespace = str((body.get("metadata") or {}).get("namespace", ""))
-        if self.excluded(namespace) or namespace in self.opted_out:
-            return False
-        label = template_labels(kind, body).get(self.config.namespace_label)
-        if label == constants.INJECT_DISABLED:
-            return False
-        return namespace in self.opted_in or label == constants.INJECT_ENABLED
 
     # -- observations (called by the watches; no I/O) ---------------------------------
 
@@ -199,10 +179,7 @@ class Controller:
             if key in self.store.workloads:
                 self.store.forget_workload(key)
             return
-        in_scope = self.in_scope(kind, body) or (
-            has_injected_pods and not self.excluded(ref.namespace)
-        )
-        if deleted or not in_scope:
+        if deleted or not self.scope.in_scope(kind, body, has_injected_pods=has_injected_pods):
             self.listing.note_hint(key, kind, None)
             if key in self.store.workloads:
                 self.store.forget_workload(key)
@@ -271,16 +248,16 @@ class Controller:
         """An injected pod: its result, for its workload. The ``injected`` label is anyone's
         to write, so it alone is no opt-in (issue 34: 170 labelled bare pods in a
         namespace that never opted in became 170 GPUValidations of 27 KB there): a pod
-        counts only in scope (in_scope). A deleted bare pod is forgotten whole: it is
+        counts only in scope (scope.py). A deleted bare pod is forgotten whole: it is
         its own workload."""
         meta = body.get("metadata") or {}
         namespace = str(meta.get("namespace", ""))
-        if self.excluded(namespace):
+        if self.scope.excluded(namespace):
             return
         ref = workload_of_pod(body)
         key = self.ownership.top_owner(ref.key)
         uid = str(meta.get("uid", ""))
-        if deleted or not self.in_scope(POD, body):
+        if deleted or not self.scope.in_scope(POD, body):
             self._pod_gone(body, key, uid)
             return
         # trusted only through uids the API server confirms (ownership.py, issue 34)
@@ -317,27 +294,6 @@ class Controller:
             self.enqueue(key)
         if is_bare_pod(body) and key in self.store.workloads:
             self.observe_workload(POD, body, deleted=True)
-
-    def audit(self, namespace: str) -> dict[str, PolicyAudit]:
-        return podfeed.audit(self.store, namespace)
-
-    def load_time(self, namespace: str, kind: str, name: str) -> LoadSummary | None:
-        return podfeed.load_time(self.store, namespace, kind, name)
-
-    def observe_namespace(self, name: str, opted_in: bool, opted_out: bool = False) -> bool:
-        """Updates the opted-in (and opted-out) sets; True when the namespace just opted in
-        (its existing workloads must then be read, as no workload event will bring them)."""
-        if opted_out:
-            self.opted_out.add(name)
-        else:
-            self.opted_out.discard(name)
-        if opted_in and not self.excluded(name):
-            if name in self.opted_in:
-                return False
-            self.opted_in.add(name)
-            return True
-        self.opted_in.discard(name)
-        return False
 
     def enqueue(self, key: Key) -> None:
         self.workers.enqueue(key)

@@ -18,7 +18,7 @@ What each watch asks the API server for (server-side selectors only; none of the
 more than a key and a resourceVersion per object, and a pod's identity):
 
 - namespaces: v1 namespaces labelled ``<namespaceLabel>`` ``enabled`` or ``disabled`` ->
-  observe_namespace (opted in, opted out);
+  the Controller's scope.observe_namespace (opted in, opted out; scope.py);
 - pods: v1 pods in every namespace labelled ``vllm-preflight.io/injected=true`` ->
   observe_pod, which keeps only pods in scope (the label is anyone's to write);
 - one per workload kind (core, and the enabled serving stacks'): the kind in every
@@ -202,7 +202,7 @@ class Watches:
         label = (meta.get("labels") or {}).get(self._controller.config.namespace_label)
         opted_in = not deleted and label == constants.INJECT_ENABLED
         opted_out = not deleted and label == constants.INJECT_DISABLED
-        if self._controller.observe_namespace(name, opted_in, opted_out) and self._started:
+        if self._controller.scope.observe_namespace(name, opted_in, opted_out) and self._started:
             self._spawn(self._controller.listing.reprocess_namespace(name))
 
     def _rejected(self, rejection: Rejection) -> None:
