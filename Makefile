@@ -89,7 +89,7 @@ reliability: venv controlplane
 	$(PY) -m pytest -q tests/e2e/test_enforce_under_load.py
 	# issue 34 items 6-7: who reads the webhook port, terminals, Warn/Audit never block
 	$(PY) -m pytest -q tests/e2e/test_webhook_caller.py tests/unit/test_terminal_output.py \
-		tests/unit/test_warn_never_blocks.py tests/e2e/test_warn_never_blocks.py \
+		tests/unit/test_warn_never_blocks.py tests/e2e/test_warn_never_blocks_in_pods.py \
 		tests/unit/test_shell_forms.py \
 		tests/e2e/test_kubectl_plugin.py
 	if [ -f hack/reliability/churn.py ]; then $(PY) hack/reliability/churn.py; fi

@@ -1,6 +1,6 @@
 """Shell-special values of a variable the rules cannot read, in the places a vLLM pod refers
 to it (issue 34: Warn and Audit never block). The unit test (tests/unit/
-test_warn_never_blocks.py) and the e2e test (tests/e2e/test_warn_never_blocks.py) take
+test_warn_never_blocks.py) and the e2e test (tests/e2e/test_warn_never_blocks_in_pods.py) take
 their cases from here.
 
 The variable is MODEL_NAME, from a Secret (``secret_name``, key ``name``) or, in the
