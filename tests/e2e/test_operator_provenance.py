@@ -252,12 +252,8 @@ def test_a_pod_labelled_injected_later_is_refused_and_never_trusted(
         restore_validating(cluster)
     forged = get_json(cluster, "pod", "later", "-n", namespace)
     fakekubelet.play(cluster, forged, 1, ECC_FAILED)
-    entry = wait_for(
-        lambda: shown(cluster, namespace, "deployment-vllm-good", "later"),
-        timeout=60,
-        what="the forged result on the victim's GPUValidation",
-    )
-    assert entry["createdBy"] == "other"
+    # The real pods' results come after the forged one on the same pod watch: once they
+    # are on the GPUValidation, the forged result has been read too.
     for real_pod in victims_pods(cluster, namespace):
         fakekubelet.play(cluster, real_pod, 0, PASSED)
     wait_for(
@@ -268,6 +264,10 @@ def test_a_pod_labelled_injected_later_is_refused_and_never_trusted(
         timeout=60,
         what="the controller's own pod trusted",
     )
+    # The pod opts out itself (inject: disabled): it gets no state at all (scope.py, issue
+    # 34 item 2); were it shown, it would be as anyone's, never the controller's.
+    entry = shown(cluster, namespace, "deployment-vllm-good", "later")
+    assert entry is None or entry["createdBy"] == "other", entry
     unchanged(cluster, namespace, node, ("deployment", "vllm-good", 2))
 
 

@@ -192,6 +192,13 @@ def leading(replicas: list[OperatorProcess]) -> OperatorProcess:
     )
 
 
+@pytest.fixture(scope="module")
+def cluster(own_cluster: Cluster) -> Cluster:
+    """The module's own control plane (conftest.own_cluster): both tests compare counts of
+    the whole cluster."""
+    return own_cluster
+
+
 @pytest.fixture
 def namespaces(cluster: Cluster) -> Iterator[tuple[str, str, str]]:
     opted_in = cluster.create_namespace("bounds", labels=INJECT)
