@@ -250,3 +250,48 @@ def test_a_cluster_without_the_crd_says_to_install_the_chart(
     err = capsys.readouterr().err
     assert "install the vllm-preflight chart" in err
     assert "Traceback" not in err
+
+
+# kubectl v1.34's own words with no cluster (KUBECONFIG=/nonexistent, nothing on
+# localhost:8080): client-go's discovery error once per retry, then kubectl's summary.
+NO_CLUSTER = (
+    "".join(
+        f'E1206 04:07:52.26{i}973   24499 memcache.go:265] "Unhandled Error" err="couldn\'t get '
+        'current server API group list: Get \\"http://localhost:8080/api?timeout=32s\\": dial '
+        'tcp 127.0.0.1:8080: connect: connection refused"\n'
+        for i in range(7)
+    )
+    + "The connection to the server localhost:8080 was refused"
+    + " - did you specify the right host or port?\n"
+)
+
+
+@pytest.mark.parametrize(
+    "verb", [["status", "-A"], ["explain", "deploy/x", "-n", "a"], ["audit", "-A"]]
+)
+def test_no_cluster_is_one_clear_line_not_kubectls_retries(
+    verb: list[str],
+    tmp_path: Any,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 40, item 6: the plugin repeated kubectl's raw error 7 times with no cluster."""
+    said = tmp_path / "stderr.txt"
+    said.write_text(NO_CLUSTER)
+    fake = tmp_path / "kubectl"
+    fake.write_text(f"#!/bin/sh\ncat {said} >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("KUBECTL", str(fake))
+    assert kubectl_plugin.main(verb, out=io.StringIO()) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1, err
+    assert "no Kubernetes API server answered" in err
+    assert "--kubeconfig, --context, KUBECONFIG" in err
+    assert err.count("was refused") == 1
+    assert "memcache.go" not in err
+    assert "Traceback" not in err
+
+
+def test_a_kubectl_error_is_said_once() -> None:
+    text = plugin_common.kubectl_failure(["get", "pods"], "error: forbidden\nerror: forbidden\n")
+    assert text == "kubectl get pods: error: forbidden"

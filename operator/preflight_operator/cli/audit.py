@@ -41,6 +41,7 @@ from preflight_operator.cli.plugin_common import (
     EXIT_OK,
     Kubectl,
     PluginError,
+    kubectl_failure,
     paint,
     render_table,
     use_colour,
@@ -238,7 +239,7 @@ def _served(kubectl: Kubectl) -> set[str]:
     """The resources the API server serves, as `plural.group` (core: `plural`)."""
     result = kubectl.run("api-resources", "--verbs=list", "-o", "name")
     if result.returncode != 0:
-        raise PluginError(f"kubectl api-resources: {result.stderr.strip()}")
+        raise PluginError(kubectl_failure(["api-resources"], result.stderr))
     return set(result.stdout.split())
 
 

@@ -24,6 +24,7 @@ from preflight_operator.cli.plugin_common import (
     EXIT_OK,
     Kubectl,
     PluginError,
+    kubectl_failure,
     scheduling,
 )
 from preflight_operator.core import constants
@@ -227,7 +228,10 @@ def cmd_check_node(
         return EXIT_OK
     created = kubectl.run("create", "-f", "-", "-o", "json", stdin=json.dumps(job))
     if created.returncode != 0:
-        raise PluginError(f"could not create the canary Job: {created.stderr.strip()}")
+        raise PluginError(
+            "could not create the canary Job: "
+            + kubectl_failure(["create", "-f", "-"], created.stderr)
+        )
     meta = json.loads(created.stdout)["metadata"]
     name, namespace = meta["name"], meta["namespace"]
     where = args.node or args.pool

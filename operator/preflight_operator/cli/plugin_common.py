@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
@@ -66,6 +67,42 @@ def paint(text: str, verdict: str, colour: bool) -> str:
 
 
 # -- the shell -------------------------------------------------------------------------------
+# What kubectl says when no API server answers (its own words, client-go's and net's): with
+# no cluster, `kubectl get` printed client-go's discovery error once per retry (7 lines of
+# `memcache.go:265] "Unhandled Error" ...`) and then its own summary; the plugin passed all
+# of them on (issue 40, item 6).
+_UNREACHABLE = (
+    "The connection to the server",
+    "Unable to connect to the server",
+    "couldn't get current server API group list",
+    "no configuration has been provided",
+    "connection refused",
+    "no such host",
+    "i/o timeout",
+)
+# client-go's klog prefix: E1206 04:07:52.261973   24499 memcache.go:265] ...
+_KLOG = re.compile(r"^[EWI]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+ \S+:\d+\] ")
+
+
+def kubectl_failure(args: Sequence[str], stderr: str) -> str:
+    """kubectl's error as one line a user can act on: repeated lines said once, client-go's
+    log lines dropped where kubectl summed them up, and an unreachable cluster named as
+    such, with where to look."""
+    lines: list[str] = []
+    for line in (raw.strip() for raw in stderr.splitlines()):
+        if line and line not in lines:
+            lines.append(line)
+    summary = [line for line in lines if not _KLOG.match(line)] or lines
+    text = " ".join(summary) if summary else "failed with no message"
+    if any(marker in stderr for marker in _UNREACHABLE):
+        return (
+            f"no Kubernetes API server answered (kubectl: {text}); check the kubeconfig "
+            "and context it uses (--kubeconfig, --context, KUBECONFIG) and that the "
+            "cluster is up"
+        )
+    return f"kubectl {' '.join(args)}: {text}"
+
+
 class Kubectl:
     """Runs the user's kubectl with the plugin's --context/--kubeconfig."""
 
@@ -99,7 +136,7 @@ class Kubectl:
                     " (the GPUValidation CRD is not installed: install the vllm-preflight"
                     " chart, docs/INSTALL.md)"
                 )
-            raise PluginError(f"kubectl {' '.join(args)}: {result.stderr.strip()}{hint}")
+            raise PluginError(f"{kubectl_failure(args, result.stderr)}{hint}")
         return json.loads(result.stdout)
 
     def current_namespace(self) -> str:
