@@ -37,6 +37,7 @@ from typing import Any
 import pytest
 import yaml
 from tests.e2e.test_operator_ha import LEADER, STATUS_WRITES
+from tests.e2e.test_operator_results import gpuval, injected_pods
 
 from preflight_contract.report import CheckResult, GPUEntry, Report
 from preflight_dev import fakekubelet, localoperator
@@ -130,18 +131,6 @@ def create_many(cluster: Cluster, docs: list[dict[str, Any]]) -> None:
 def gpuvals(cluster: Cluster, namespace: str) -> list[str]:
     items = get_json(cluster, "gpuval", "-n", namespace)["items"]
     return [str(i["metadata"]["name"]) for i in items]
-
-
-def gpuval(cluster: Cluster, namespace: str, name: str) -> dict[str, Any] | None:
-    result = cluster.kubectl("get", "gpuval", name, "-n", namespace, "-o", "json", check=False)
-    return json.loads(result.stdout) if result.returncode == 0 else None
-
-
-def injected_pods(cluster: Cluster, namespace: str, app: str) -> list[dict[str, Any]]:
-    pods: list[dict[str, Any]] = get_json(
-        cluster, "pods", "-n", namespace, "-l", f"app={app},{constants.INJECTED_POD_SELECTOR}"
-    )["items"]
-    return pods
 
 
 def runtime(cluster: Cluster, namespace: str, pods: int) -> str | None:

@@ -204,3 +204,11 @@ def test_a_malformed_owner_makes_no_call_and_is_an_api_error_to_callers() -> Non
     said, fake = with_api([], body)
     assert "malformed reference" in said
     assert fake.requests == []
+
+
+def test_a_node_path_is_built_only_from_a_node_name() -> None:
+    """Node feedback and the probe read Nodes through apinames.node_path, the one rule."""
+    assert apinames.node_path("gpu-node-1.example") == "/api/v1/nodes/gpu-node-1.example"
+    for bad in ("../../api/v1/namespaces", "a/b", "Upper", "", "x" * 254, None):
+        with pytest.raises(apinames.MalformedReference):
+            apinames.node_path(bad)

@@ -65,3 +65,8 @@ def checked(part: str, value: object) -> str:
         raise MalformedReference(f"malformed reference: {why}; no API call made")
     assert isinstance(value, str)
     return value
+
+
+def node_path(node: object) -> str:
+    """The API path of a Node (cluster-scoped, core group); raises MalformedReference."""
+    return f"/api/v1/nodes/{checked(NAME, node)}"

@@ -26,13 +26,12 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from preflight_contract import envnames
 from preflight_contract.verdicts import ERROR, FAIL
-from preflight_operator.core import constants
+from preflight_operator.core import apinames, constants
 from preflight_operator.core.nodefeedback import KEY, NODE_CHECKS, Finding, finding
 from preflight_operator.core.podresults import MAX_FAILURES, PodResult, pod_result
 
@@ -41,13 +40,12 @@ LABEL_VALUE = "node"
 NODE_ANNOTATION = constants.PREFIX + "probe-node"  # the node's full name (a label is 63)
 NAME_PREFIX = "vllm-preflight-probe-"
 SELECTOR = f"{LABEL}={LABEL_VALUE}"
-# A node name as the API server allows it (a DNS-1123 subdomain): nothing else enters a path.
-_NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
 TOLERATED = (KEY, constants.GPU_RESOURCE)  # our quarantine, and the usual GPU-node taint
 
 
 def valid_node_name(name: str) -> bool:
-    return bool(_NODE_NAME.fullmatch(name))
+    """A node name as the API server allows it (apinames: one rule for every path)."""
+    return not apinames.problem(apinames.NAME, name)
 
 
 def probe_name(node: str) -> str:

@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 from prometheus_client import Counter, Gauge
 
+from preflight_operator.core import apinames
 from preflight_operator.core.config import (
     DEFAULT_PROBE_SETTINGS,
     NODES_GRANTED,
@@ -155,7 +156,11 @@ class NodeFeedback:
     async def write_deep_pass(self, node_name: str, found: DeepPass) -> None:
         """The Node's record of deep passes, merged with what it holds (so an operator
         restart loses nothing it had written)."""
-        path = f"/api/v1/nodes/{node_name}"
+        try:
+            path = apinames.node_path(node_name)
+        except apinames.MalformedReference as exc:
+            logger.warning("deep pass not recorded: %s", exc)
+            return
         try:
             node = await self._api.get(path)
         except NotFound:
@@ -211,7 +216,11 @@ class NodeFeedback:
         """Takes the node to what this finding says, posting the Event of the change; a
         finding not ``confirmed`` (a tenant's) only requests a probe where it would change
         the node."""
-        path = f"/api/v1/nodes/{found.node}"
+        try:
+            path = apinames.node_path(found.node)
+        except apinames.MalformedReference as exc:
+            logger.warning("node feedback not applied: %s", exc)
+            return
         for _ in range(ATTEMPTS):
             try:
                 node = await self._api.get(path)

@@ -27,6 +27,7 @@ from collections.abc import Callable
 
 from prometheus_client import Counter
 
+from preflight_operator.core import apinames
 from preflight_operator.core.config import DEFAULT_PROBE_SETTINGS, ProbeSettings
 from preflight_operator.core.nodefeedback import Finding, Levels
 from preflight_operator.core.nodeprobe import (
@@ -194,7 +195,7 @@ class NodeProbes:
 
     async def _run_probe(self, node: str) -> Verdict | None:
         try:
-            await self._api.get(f"/api/v1/nodes/{node}")
+            await self._api.get(apinames.node_path(node))
         except NotFound:
             return None  # the node is gone: nothing to probe, nothing to change
         image = self._image
