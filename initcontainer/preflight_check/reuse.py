@@ -35,10 +35,9 @@ def take(
     now: Callable[[], str] = utc_now,
 ) -> Optional[Offer]:
     """The offer to reuse, or None (no offer, another node, other GPUs or driver, expired).
-    ``driver`` is asked only when an offer names this node (it waits for NVML)."""
+    ``driver`` is asked only when there is an offer (it waits for NVML): a sealed offer
+    does not say its node, so which one is ours is known only with the hardware key."""
     if not offers or not node or not gpu_uuids:
-        return None
-    if not any(o.node == node for o in offers):
         return None
     version = driver()
     if not version:
@@ -48,6 +47,6 @@ def take(
 
 def describe(offer: Offer) -> str:
     return (
-        f"deep tier reused from pod {offer.pod} at {offer.at} (same node, GPUs, driver, "
+        f"deep tier reused from the deep pass of {offer.at} on this node (same GPUs, driver, "
         f"image digest and plan; the policy's TTL runs until {offer.until})"
     )

@@ -128,13 +128,18 @@ def test_a_restart_skips_the_deep_tier_and_says_whose_pass_it_reused(
     env = check_env(second)
     offers, problem = parse_offers(env[envnames.DEEP_REUSE])
     assert problem == ""
-    assert [(o.node, o.pod) for o in offers] == [(node, recorded["pod"])]
+    # sealed (issue 34 item 6): the patch names no node, pod or key, but the recorded
+    # pass's node and key open it, and nothing else does
+    assert [(o.at, o.opens(node, recorded["key"])) for o in offers] == [(recorded["at"], True)]
+    assert not offers[0].opens("another-node", recorded["key"])
+    assert node not in env[envnames.DEEP_REUSE]
+    assert recorded["pod"] not in env[envnames.DEEP_REUSE]
 
     # 3. The real checker with that env skips the deep tier and says so.
     reused = checker(env, node, tmp_path / "second")
     statuses = {c.id: (c.status, c.message) for c in reused.checks}
     assert statuses["deep-reuse"][0] == PASS
-    said = f"deep tier reused from pod {recorded['pod']} at {recorded['at']}"
+    said = f"deep tier reused from the deep pass of {recorded['at']} on this node"
     assert said in statuses["deep-reuse"][1]
     assert statuses["deep-allreduce"][0] == SKIP
     kubelet(cluster, second, reused, fakekubelet.rfc3339())

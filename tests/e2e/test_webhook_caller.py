@@ -1,7 +1,8 @@
 """Who can call the webhook port (issue 34 item 6).
 
 Anyone who reaches the port can POST a forged AdmissionReview naming any namespace and read
-the JSON patch: that namespace's policy (PREFLIGHT_* env) and its verdict-reuse offers. With
+the JSON patch: that namespace's policy (PREFLIGHT_* env) and its verdict-reuse offers
+(sealed: no node, pod or key in them). With
 ``--webhook-client-ca`` (chart: ``webhook.clientAuth``), only a caller with a client
 certificate that CA signed gets past the TLS handshake; the API server presents one through
 its AdmissionConfiguration (a kubeconfig whose user ``*`` holds the certificate).

@@ -44,7 +44,7 @@ def offer_of(report: Report, node: str = NODE, until: str = "2999-01-01T00:00:00
     is the key of its GPUs and driver."""
     key = hardware_key([g.uuid for g in report.gpus], str(report.inventory["driver_version"]))
     assert report.plan[DEEP_PASS_KEY] == key  # kept by every compaction (the plan)
-    return Offer(node, key, "team-a/vllm-7d9f-abcde", "2026-12-01T08:00:00Z", until)
+    return Offer.sealed(node, key, "team-a/vllm-7d9f-abcde", "2026-12-01T08:00:00Z", until)
 
 
 def restart(tmp_path: Path, offers: str, node: str = NODE, machine=None):  # type: ignore[no-untyped-def]
@@ -62,7 +62,7 @@ def test_a_restart_on_the_same_node_gpus_and_driver_skips_the_deep_tier_and_says
     assert run.code == 0, run.stdout
     reused = run.check("deep-reuse")
     assert reused.status == PASS
-    assert "deep tier reused from pod team-a/vllm-7d9f-abcde at 2026-12-01T08:00:00Z" in (
+    assert "deep tier reused from the deep pass of 2026-12-01T08:00:00Z on this node" in (
         reused.message
     )
     for check_id in ("deep-workers", "deep-allreduce", "deep-peer-copy"):
@@ -101,6 +101,18 @@ def test_any_difference_runs_the_deep_tier(tmp_path: Path, what: str) -> None:
         "not json",
         json.dumps({"node": NODE}),
         json.dumps([{"node": NODE, "key": "x" * 32}]),
+        # the old plain form (node, key, pod): not an offer any more
+        json.dumps(
+            [
+                {
+                    "node": NODE,
+                    "key": "a" * 32,
+                    "pod": "p",
+                    "at": "2026-12-01T08:00:00Z",
+                    "until": "2999-01-01T00:00:00Z",
+                }
+            ]
+        ),
         "[" + "1," * 20000 + "1]",
     ],
 )

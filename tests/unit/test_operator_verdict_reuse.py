@@ -35,6 +35,7 @@ DIGEST = "sha256:" + "ab" * 32
 IMAGE = f"vllm/vllm-openai@{DIGEST}"
 KEY = hardware_key(["GPU-1", "GPU-0"], "580.159.04")
 AT = "2026-12-01T08:00:00Z"
+AT2 = "2026-12-01T08:10:00Z"
 PLAN = Plan(tp=2, pp=1, dp=1, dp_local=1, gpus_needed=2, container="vllm")
 SHAPE = plan_shape(2, 1, 1)
 WL = "deployment.vllm"
@@ -213,7 +214,7 @@ def offers(**overrides: Any) -> list[Offer]:
 
 
 def test_offers_are_made_only_in_the_same_namespace_image_plan_and_ttl() -> None:
-    assert offers() == [Offer("n1", KEY, "team-a/vllm-abc", AT, "2026-12-01T09:00:00Z")]
+    assert offers() == [Offer.sealed("n1", KEY, "team-a/vllm-abc", AT, "2026-12-01T09:00:00Z")]
     assert offers(namespace="team-b") == []  # another tenant's pass: never
     # another workload of the namespace: never (only a probe could confirm it; issue 34)
     assert offers(workload="deployment.other") == []
@@ -233,6 +234,29 @@ def test_the_offer_round_trips_and_the_checker_picks_only_its_node_and_key() -> 
     assert pick(parsed, "n2", KEY, "2026-12-01T08:30:00Z") is None
     assert pick(parsed, "n1", hardware_key(["GPU-0"], "580.159.04"), AT) is None
     assert pick(parsed, "n1", KEY, "2026-12-01T09:00:00Z") is None
+
+
+def test_an_offer_tells_its_reader_no_node_pod_or_key() -> None:
+    """Issue 34 item 6: the JSON patch may go to a forged review's caller; what it carries
+    of another tenant's pass is a seal, a salt and two times, never the node, the pod or the
+    hardware key, and two offers of one node share no value that links them."""
+    text = format_offers(offers())
+    for secret in ("n1", KEY, "team-a", "vllm-abc"):
+        assert secret not in text
+    two = vr.offers(
+        {"n1": [deep("team-a", KEY, "team-a/a"), deep("team-a", KEY, "team-a/b", at=AT2)]},
+        namespace="team-a",
+        workload=WL,
+        image=IMAGE,
+        plan=SHAPE,
+        ttl_s=3600,
+        now="2026-12-01T08:30:00Z",
+    )
+    assert len({o.seal for o in two}) == len({o.salt for o in two}) == 2
+    assert all(o.opens("n1", KEY) and not o.opens("n2", KEY) for o in two)
+    # a forged offer (a seal of another salt) opens nothing
+    forged = dataclasses.replace(two[0], salt="0" * 16)
+    assert not forged.opens("n1", KEY)
 
 
 def env_of(injection: Injection) -> dict[str, Any]:
@@ -280,7 +304,7 @@ def test_the_injector_writes_the_offers_and_the_node_under_the_deep_tier_only() 
 def test_the_gpuvalidation_says_whose_deep_pass_a_pod_reused() -> None:
     from preflight_operator.core.podresults import pod_result
 
-    said = "deep tier reused from pod team-a/vllm-abc at 2026-12-01T08:00:00Z (same ...)"
+    said = "deep tier reused from the deep pass of 2026-12-01T08:00:00Z on this node (same ...)"
     checks = [CheckResult(f"check-{i}", "pass", "x" * 200) for i in range(40)]
     message = Report(
         checks=[CheckResult("deep-reuse", "pass", said), *checks],

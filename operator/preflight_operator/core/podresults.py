@@ -72,7 +72,8 @@ class PodResult:
     created_by: str = provenance.OTHER
     # report entries left out: check ids this operator does not know
     dropped: int = 0
-    # verdict reuse: "deep tier reused from pod P at T (...)", "" when the deep tier ran
+    # verdict reuse: "deep tier reused from the deep pass of T on this node (...)", "" when
+    # the deep tier ran
     deep_reused: str = ""
     # the pod's containers' start to Ready (loadtime.py), once it is Ready. Not compared:
     # it is not a new check run (run_key), and arrives after the result it rides on.

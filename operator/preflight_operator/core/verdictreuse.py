@@ -234,5 +234,5 @@ def offers(
                 continue
             until = _plus(one.at, ttl_s)
             if until > now:
-                found.append(Offer(node, one.key, one.pod, one.at, until))
+                found.append(Offer.sealed(node, one.key, one.pod, one.at, until))
     return sorted(found, key=lambda o: o.at, reverse=True)[:MAX_OFFERS]
