@@ -8,6 +8,8 @@
 #     Kubernetes (the Workload API tests) and the OCI registry (the release tests), all
 #     built from the pinned Go modules in hack/k8s into ~/.cache/vllm-preflight (cached:
 #     a second run builds nothing);
+#   - the source of the vLLM release the generated registry table names (its PyPI sdist's
+#     .py files, into the same cache), which the drift test regenerates the table from;
 #   - as root, with apt-get: buildah, debootstrap and dash (the image build and the shell
 #     oracle), containerd, runc and the CNI plugins (the real node). Best effort: without
 #     them, or without root, those tests skip and pytest's summary says why (-ra).
@@ -42,6 +44,12 @@ if ! command -v containerd >/dev/null || ! command -v runc >/dev/null ||
 fi
 say "image tools: $(command -v buildah || echo none) $(command -v debootstrap || echo none)"
 say "real node: $(command -v containerd || echo no containerd) $(command -v runc || echo no runc)"
+
+# The vLLM source the generated registry table is compared with (tests/unit/test_model_tables.py):
+# the release's sdist from PyPI, pinned by sha256, its .py files only (hack/vllm/fetch_source.py).
+t=$SECONDS
+registry_version=$(sed -n 's/^VLLM_VERSION = "\(.*\)"$/\1/p' initcontainer/preflight_contract/vllm_registry.py)
+say "vLLM $registry_version source: $(python3 hack/vllm/fetch_source.py "$registry_version") ($((SECONDS - t)) s)"
 
 for set in controlplane tools node next registry; do
   t=$SECONDS

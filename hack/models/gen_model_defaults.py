@@ -16,11 +16,11 @@ never as a default of its own. Model types that vLLM reads with a
 config class of its own (``_CONFIG_REGISTRY`` in vllm/transformers_utils/config.py, kept in
 ``vllm_registry.CONFIG_CLASSES``) are left out: their defaults are not transformers'.
 
-    .venv/bin/pip install transformers            # dev only: not a product dependency
+    make venv        # the dev extra pins the transformers of the table; never a product dependency
     .venv/bin/python hack/models/gen_model_defaults.py
 
-tests/unit/test_model_defaults.py regenerates the table in memory and compares it with the
-committed one when transformers is importable (it skips, saying why, otherwise).
+tests/unit/test_model_tables.py regenerates the table in memory and compares it with the
+committed one, with the transformers the dev extra pins (on every `make test`).
 """
 
 from __future__ import annotations

@@ -16,8 +16,9 @@ The source is read as text (``ast``), never imported: vLLM needs torch and a GPU
 VLLM_SOURCE_DIR is a vLLM tree (a checkout, the sdist ``pip download vllm==VERSION
 --no-deps --no-binary :all:`` unpacks, or an installed ``vllm`` package's parent). The
 committed table came from the vLLM 0.33.0 sdist (its ``vllm/_version.py`` names commit
-4ba787ec9). tests/unit/test_vllm_registry.py regenerates it from an importable ``vllm``
-and compares (it skips, saying why, when there is none).
+4ba787ec9). tests/unit/test_model_tables.py regenerates it from the release's sdist (fetched by
+hack/vllm/fetch_source.py, which hack/prepare_tests.sh runs; VLLM_SOURCE overrides it)
+and compares on every `make test`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,10 @@
 """The generated model tables (preflight_contract.model_defaults, .vllm_registry) against
-their sources: regenerated and compared when the source is here, skipped (saying why)
-when it is not. transformers and vLLM are not dependencies of the product."""
+their sources, regenerated and compared on every `make test` (issue 37 item 5: FAILs rest
+on these tables, and the drift tests used to skip everywhere). The sources are the exact
+releases the tables name: transformers from the dev extra (pinned), vLLM's sdist fetched by
+hack/prepare_tests.sh (hack/vllm/fetch_source.py: its .py files, read as text). Neither is
+a dependency of the product. A missing source fails, naming the command that prepares it:
+a skip here would hide a stale table."""
 
 from __future__ import annotations
 
@@ -15,38 +19,44 @@ from preflight_contract import model_defaults, vllm_registry
 
 ROOT = Path(__file__).parents[2]
 sys.path.insert(0, str(ROOT / "hack" / "models"))
+sys.path.insert(0, str(ROOT / "hack" / "vllm"))
 
 
 def test_the_defaults_table_matches_the_installed_transformers() -> None:
     if importlib.util.find_spec("transformers") is None:
-        pytest.skip("transformers is not installed here (dev only: pip install transformers)")
+        pytest.fail(
+            f"transformers is not installed: `make venv` installs "
+            f"{model_defaults.TRANSFORMERS_VERSION} (the dev extra)"
+        )
     import gen_model_defaults
     import transformers
 
-    if transformers.__version__ != model_defaults.TRANSFORMERS_VERSION:
-        pytest.skip(
-            f"transformers {transformers.__version__} here, the table is from "
-            f"{model_defaults.TRANSFORMERS_VERSION}: regenerate with "
-            "hack/models/gen_model_defaults.py when moving"
-        )
+    assert transformers.__version__ == model_defaults.TRANSFORMERS_VERSION, (
+        "the dev extra pins the transformers the table was generated from: move both "
+        "together (hack/models/gen_model_defaults.py)"
+    )
     fresh = gen_model_defaults.table()
     assert fresh["models"] == model_defaults.MODELS, "run hack/models/gen_model_defaults.py"
 
 
 def _vllm_source() -> Path | None:
-    """A vLLM source tree: VLLM_SOURCE, else an importable vllm package's parent."""
+    """A vLLM source tree: VLLM_SOURCE, else the fetched sdist of the table's release."""
     if os.environ.get("VLLM_SOURCE"):
         return Path(os.environ["VLLM_SOURCE"])
-    spec = importlib.util.find_spec("vllm")
-    if spec is None or spec.origin is None:
-        return None
-    return Path(spec.origin).parents[1]
+    import fetch_source
+
+    fetched = fetch_source.source_dir(vllm_registry.VLLM_VERSION)
+    return fetched if (fetched / "vllm" / "__init__.py").is_file() else None
 
 
 def test_the_registry_table_matches_vllm() -> None:
     source = _vllm_source()
     if source is None:
-        pytest.skip("no vLLM source here (set VLLM_SOURCE to a vLLM tree, or install vllm)")
+        pytest.fail(
+            f"no vLLM {vllm_registry.VLLM_VERSION} source: run hack/prepare_tests.sh "
+            f"(`make test` does), or `python3 hack/vllm/fetch_source.py "
+            f"{vllm_registry.VLLM_VERSION}`"
+        )
     import gen_vllm_registry
 
     fresh = gen_vllm_registry.read(source)
