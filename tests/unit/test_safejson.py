@@ -59,6 +59,21 @@ def test_a_managedfields_bomb_is_refused_not_a_recursion_error() -> None:
     assert isinstance(caught.value, ValueError)  # callers' `except ValueError` catches it
 
 
+@pytest.mark.parametrize("limit", [1, 5, safejson.DEFAULT_MAX_DEPTH])
+def test_the_bound_is_the_limit_not_pythons_recursion(limit: int) -> None:
+    """One level past the limit is refused by the bound itself, far below the depth at
+    which Python's decoder would hit its recursion limit (issue 37 item 6: with the bound
+    removed, the RecursionError backstop kept every other test here green)."""
+    at_limit = "[" * limit + "]" * limit
+    past = "[" * (limit + 1) + "]" * (limit + 1)
+    assert safejson.loads(at_limit, max_depth=limit) == json.loads(at_limit)
+    json.loads(past)  # Python itself decodes it: only the bound can refuse it
+    with pytest.raises(safejson.Rejected) as caught:
+        safejson.loads(past, max_depth=limit)
+    assert caught.value.reason == safejson.TOO_DEEP
+    assert f"deeper than {limit} levels" in str(caught.value)
+
+
 def test_a_real_objects_depth_is_accepted() -> None:
     text = poisoned_deployment(40)
     assert safejson.loads(text) == json.loads(text)
