@@ -45,6 +45,7 @@ from preflight_operator.core.policy import ResolvedPolicy
 from preflight_operator.core.rules import (
     RULE_ALIASES,
     RULE_INFO,
+    UNJUDGED,
     ContainerResult,
     Policy,
     results_document,
@@ -345,10 +346,16 @@ def _text_report(
                 header += f"  policy {chosen.name or '(default)'} ({chosen.action})"
             lines.append(header)
         requested = "none" if result.gpus_requested is None else str(result.gpus_requested)
-        lines.append(
-            f"  container {result.container}: {_plan_line(result)}, requests {requested}"
-            f"  => {result.verdict.upper()}"
-        )
+        if result.unjudged:  # recognised as vLLM, not judged: said, never left out
+            lines.append(
+                f"  container {result.container}: not judged ({result.unjudged})"
+                f"  => {result.verdict.upper()}"
+            )
+        else:
+            lines.append(
+                f"  container {result.container}: {_plan_line(result)}, requests {requested}"
+                f"  => {result.verdict.upper()}"
+            )
         for f in result.findings:
             lines.append(f"    {f.severity.upper():<4} {f.id}")
             lines.append(f"         {f.message}")
@@ -374,11 +381,14 @@ def _text_report(
             "(lint the workload its controller creates, e.g. "
             "`kubectl get deploy NAME -o yaml | vllm-preflight lint -`)"
         )
-    counts = {v: sum(1 for r in results if r.verdict == v) for v in ("pass", "warn", "fail")}
+    verdicts = ("pass", "warn", "fail", UNJUDGED)
+    counts = {v: sum(1 for r in results if r.verdict == v) for v in verdicts}
     summary = (
         f"\n{len(results)} vLLM container(s): {counts['pass']} pass, {counts['warn']} warn, "
         f"{counts['fail']} fail"
     )
+    if counts[UNJUDGED]:
+        summary += f", {counts[UNJUDGED]} not judged (their vLLM command line was not read)"
     if skipped:
         summary += f"; {len(skipped)} object(s) of kinds not checked"
     lines.append(summary)
