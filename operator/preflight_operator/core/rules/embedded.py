@@ -20,6 +20,7 @@ from typing import Any
 
 from preflight_operator.core.rules.command import Invocation, find_invocation
 from preflight_operator.core.rules.kubeenv import build_env, no_config_map
+from preflight_operator.core.rules.recognition import recognise
 
 MAX_DEPTH = 12
 MAX_NODES = 20_000
@@ -86,7 +87,9 @@ def runs_vllm(spec: Mapping[str, Any], path: str = "spec") -> bool:
     """Does a container of this pod spec run vLLM (as the rules would recognise it)?
 
     The env is what the manifest alone tells (no ConfigMaps, no cluster): enough to find
-    the command, which is all this answers.
+    the command, which is all this answers. A container whose command line the reader
+    cannot find counts when rules.recognition recognises it (the rules then name it as
+    not judged): the same answer as the engine's, whether or not the plan can be read.
     """
     containers = spec.get("containers")
     if not isinstance(containers, list):
@@ -96,7 +99,8 @@ def runs_vllm(spec: Mapping[str, Any], path: str = "spec") -> bool:
             continue
         where = f"{path}.containers[{i}]"
         env = build_env(container, where, namespace=None, config_map=no_config_map)
-        if isinstance(find_invocation(container, where, env), Invocation):
+        found = find_invocation(container, where, env)
+        if isinstance(found, Invocation) or recognise(container, where, env.values):
             return True
     return False
 
