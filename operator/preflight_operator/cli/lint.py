@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -74,7 +75,8 @@ def _parser() -> argparse.ArgumentParser:
         choices=FAIL_ON,
         default=FAIL_ON_DENY,
         help="what exits 1: deny (default) a failure admission would deny under the policy; "
-        "fail any failure; warn any failure or warning",
+        "fail any failure; warn any failure or warning; unjudged what deny exits on and any "
+        "vLLM container that was not judged (its command line could not be read)",
     )
     parser.add_argument(
         "--policy",
@@ -142,10 +144,12 @@ def main(argv: list[str]) -> int:
     sources = list(manifests.read_all(args.paths, problems))
     for problem in problems:
         _write(sys.stderr, f"vllm-preflight lint: {clean(problem.text())}\n")
+    started = time.perf_counter()
     judged = judge(
         [s.obj for s in sources], policies, policy, lookup=lookup, default_namespace=args.namespace
     )
-    _report(args, judged, sources, problems, with_policy=policies is not None)
+    seconds = time.perf_counter() - started
+    _report(args, judged, sources, problems, with_policy=policies is not None, seconds=seconds)
     if problems:
         return EXIT_UNREADABLE
     return EXIT_FAILED if judged.failed(args.fail_on) else EXIT_OK
@@ -158,6 +162,7 @@ def _report(
     problems: Sequence[Problem],
     *,
     with_policy: bool,
+    seconds: float = 0.0,
 ) -> None:
     if args.format == "json":  # always a document: CI reads the errors from it too
         doc = _json_document(judged.results, sources, problems)
@@ -165,9 +170,14 @@ def _report(
             annotate(doc, judged)
         _write(sys.stdout, json.dumps(doc, indent=2) + "\n")
     elif args.format == "sarif":
-        _write(sys.stdout, json.dumps(sarif_document(judged, sources, problems), indent=2) + "\n")
+        sarif = sarif_document(judged, sources, problems, _skipped(judged, sources, args))
+        _write(sys.stdout, json.dumps(sarif, indent=2) + "\n")
     elif args.format == "junit":
-        _write(sys.stdout, junit_document(judged, sources, problems, args.fail_on))
+        skipped = _skipped(judged, sources, args)
+        document = junit_document(
+            judged, sources, problems, args.fail_on, seconds=seconds, not_judged=skipped
+        )
+        _write(sys.stdout, document)
     elif sources or not problems:
         shown = judged.policy_of if with_policy else None
         # a manifest's names and values are anyone's text: the one sanitiser before a terminal
@@ -321,6 +331,22 @@ def _not_checked(
         ns = meta.get("namespace") if isinstance(meta, Mapping) else None
         out.append((source, str(ns or namespace or "(unset)"), why))
     return out
+
+
+def _skipped(
+    judged: Judged, sources: Sequence[Source], args: argparse.Namespace
+) -> list[tuple[Source, str, str]]:
+    """(source, Kind/name, why) of the objects that run vLLM and were not judged."""
+    return [
+        (source, _object_name(source), f"{source.obj.get('kind')} {why}")
+        for source, _, why in _not_checked(judged.results, sources, args.namespace)
+    ]
+
+
+def _object_name(source: Source) -> str:
+    meta = source.obj.get("metadata")
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    return f"{source.obj.get('kind')}/{name or '<unnamed>'}"
 
 
 def _text_report(
