@@ -17,7 +17,7 @@ import yaml
 from test_lint_junit import check_against_schema
 from test_rules_support import deployment, pod_spec, vllm
 
-from preflight_operator.cli import lint
+from preflight_operator.cli import audit, lint
 from preflight_operator.core.admission import decide
 from preflight_operator.core.analysis import RulesAnalyser
 from preflight_operator.core.config import PolicySpec
@@ -186,3 +186,18 @@ def test_admission_warns_of_an_unjudged_container() -> None:
     (warning,) = decision.warnings
     assert "vllm-command-unparsed" in warning
     assert "could not be read" in warning
+
+
+def test_audit_names_the_unjudged_workload() -> None:
+    body = deployment(pod_spec(UNREAD), name="grpc")
+    (row,) = audit.audit_rows([body], [], [], PolicySpec())
+    assert row.verdict == "unjudged"
+    assert row.answer == audit.WARN  # admission admits it with the warning that says so
+    ((container, why),) = row.unjudged
+    assert container == "vllm"
+    assert why.startswith("the vLLM command line could not be read")
+    assert row.to_dict()["unjudged"] == [{"container": "vllm", "reason": why}]
+    text = audit.render([row], colour=False)
+    assert "unjudged" in text
+    assert "1 not judged" in text
+    assert audit.document([row], [])["unjudged"] == 1
