@@ -167,3 +167,29 @@ def test_recognition_is_bounded() -> None:
     # a megabyte of text costs one linear scan, and what is past MAX_TEXT is not read
     huge = "x " * 600_000 + "vllm serve m"
     assert recognise({"command": ["sh", "-c", huge]}, "c") == ()
+
+
+def test_a_kind_whose_template_cannot_be_read_is_named() -> None:
+    # an InferenceService whose ServingRuntime is neither in the set nor in the cluster:
+    # the webhook judged nothing and said nothing
+    isvc = {
+        "apiVersion": "serving.kserve.io/v1beta1",
+        "kind": "InferenceService",
+        "metadata": {"name": "llama", "namespace": "ns"},
+        "spec": {
+            "predictor": {
+                "model": {
+                    "modelFormat": {"name": "huggingface"},
+                    "runtime": "team-runtime",
+                    "resources": {"limits": {"nvidia.com/gpu": "1"}},
+                }
+            }
+        },
+    }
+    (result,) = check(isvc)
+    assert result.verdict == UNJUDGED
+    assert "serves with vLLM by default" in result.unjudged
+    assert result.findings[0].severity == WARN
+    # a kind the rules read that says nothing of vLLM stays silent
+    isvc["spec"]["predictor"]["model"]["modelFormat"]["name"] = "sklearn"
+    assert check(isvc) == []

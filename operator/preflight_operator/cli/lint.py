@@ -51,7 +51,7 @@ from preflight_operator.core.rules import (
     Policy,
     results_document,
 )
-from preflight_operator.core.rules.embedded import embedded_pod_specs, runs_vllm, vllm_mentions
+from preflight_operator.core.rules.embedded import object_runs_vllm
 from preflight_operator.core.rules.kinds import kind_spec
 from preflight_operator.core.rules.model import NO_LOOKUP, ClusterLookup
 from preflight_operator.core.rules.quantity import parse_quantity
@@ -280,34 +280,6 @@ def _plan_line(result: ContainerResult) -> str:
     return f"{text} -> needs {result.gpus_needed} {unit}"
 
 
-def _is_builtin(obj: Mapping[str, Any]) -> bool:
-    """A kind Kubernetes itself serves (core, apps, batch, *.k8s.io): never "not checked"."""
-    api = obj.get("apiVersion")
-    group = api.rpartition("/")[0] if isinstance(api, str) else ""
-    return "." not in group or group.endswith(".k8s.io")
-
-
-def _default_runtime(obj: Mapping[str, Any]) -> str | None:
-    """Kinds whose controller serves with vLLM unless told otherwise (nothing in the object
-    names it): why, or None."""
-    api, kind = obj.get("apiVersion"), obj.get("kind")
-    group = api.rpartition("/")[0] if isinstance(api, str) else ""
-    if (group, kind) == ("kaito.sh", "Workspace") and isinstance(obj.get("inference"), Mapping):
-        return "runs an inference preset, which KAITO serves with vLLM by default"
-    if (group, kind) == ("serving.kserve.io", "InferenceService"):
-        spec = obj.get("spec")
-        predictor = spec.get("predictor") if isinstance(spec, Mapping) else None
-        model = predictor.get("model") if isinstance(predictor, Mapping) else None
-        model_format = model.get("modelFormat") if isinstance(model, Mapping) else None
-        name = model_format.get("name") if isinstance(model_format, Mapping) else None
-        if isinstance(name, str) and name.lower() == "huggingface":
-            return (
-                "has spec.predictor.model.modelFormat huggingface, which KServe's "
-                "huggingface runtime serves with vLLM by default"
-            )
-    return None
-
-
 def _not_checked(
     results: Sequence[ContainerResult], sources: Sequence[Source], namespace: str | None
 ) -> list[tuple[Source, str, str]]:
@@ -318,14 +290,8 @@ def _not_checked(
     for index, source in enumerate(sources):
         if index in judged:
             continue
-        paths = [path for path, spec in embedded_pod_specs(source.obj) if runs_vllm(spec)]
-        if paths:
-            why = f"embeds a pod spec running vLLM at {', '.join(paths)}"
-        elif not _is_builtin(source.obj) and (mentions := vllm_mentions(source.obj)):
-            why = f"names vLLM at {', '.join(mentions)}; its controller builds the pods"
-        elif (default := _default_runtime(source.obj)) is not None:
-            why = default
-        else:
+        why = object_runs_vllm(source.obj)
+        if why is None:
             continue
         meta = source.obj.get("metadata")
         ns = meta.get("namespace") if isinstance(meta, Mapping) else None

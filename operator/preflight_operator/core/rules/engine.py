@@ -62,6 +62,8 @@ from preflight_operator.core.rules.discovery import (
     PodTemplate,
     pod_templates,
 )
+from preflight_operator.core.rules.embedded import object_runs_vllm
+from preflight_operator.core.rules.kinds import kind_spec
 from preflight_operator.core.rules.kubeenv import ContainerEnv, build_env, unknown_marker
 from preflight_operator.core.rules.model import (
     DEFAULT_POLICY,
@@ -154,6 +156,11 @@ def _check_object(
         templates = pod_templates(obj, default_namespace, _resolver(namespace, manifests, lookup))
     except Exception as exc:  # a rules bug must never take the webhook or lint down
         return [_crashed(str(obj.get("kind")), "?", None, "?", exc)]
+    if not templates and kind_spec(obj) is not None:
+        # a kind the rules read, but no pod template could be read from it (a KServe
+        # InferenceService whose ServingRuntime is elsewhere): named if it runs vLLM
+        why = object_runs_vllm(obj)
+        return [] if why is None else [_no_template(obj, default_namespace, why)]
     results: list[ContainerResult] = []
     for found in templates:
         template = with_ray_workers(found, manifests.ray_workers.get(found.namespace, []))
@@ -374,6 +381,26 @@ def _unread(template: PodTemplate, field: str, why: str) -> ContainerResult:
         template.kind, template.name, template.namespace, template.role or "?", None, None,
         None, (finding,), unjudged=f"{field} was not read: {why}",
     )  # fmt: skip
+
+
+def _no_template(
+    obj: Mapping[str, Any], default_namespace: str | None, why: str
+) -> ContainerResult:
+    kind = str(obj.get("kind"))
+    name, namespace = meta(obj, default_namespace)
+    reason = (
+        f"{kind} {why}, but no vLLM command line can be read from it here (docs/RULES.md, "
+        "'Workload kinds', says where it is read)"
+    )
+    finding = COMMAND_UNPARSED.finding(
+        f"{reason}; it was not checked",
+        "spec",
+        "include what it refers to (its ServingRuntime, its config), or check the workload "
+        "its controller creates (`kubectl get deploy NAME -o yaml | vllm-preflight lint -`)",
+    )
+    return ContainerResult(
+        kind, name, namespace, "?", None, None, None, (finding,), unjudged=reason
+    )
 
 
 def _unparsed(
