@@ -141,11 +141,14 @@ def _launches(text: str, strict: bool = False) -> str | None:
 
 
 def _words(container: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """(field, text) of every command and args word."""
+    """(field, text) of every command and args word (a string where a list belongs, which
+    the API server refuses and the reader skips, as one word: lint still names it)."""
     out: list[tuple[str, str]] = []
     for key in ("command", "args"):
         values = container.get(key)
-        if isinstance(values, list):
+        if isinstance(values, str):
+            out.append((key, values[:MAX_TEXT]))
+        elif isinstance(values, list):
             for i, value in enumerate(values):
                 if isinstance(value, (str, int, float)) and not isinstance(value, bool):
                     out.append((f"{key}[{i}]", str(value)[:MAX_TEXT]))
