@@ -12,7 +12,13 @@ sets only `args` on an image not known to run `vllm serve` while its image name 
 look like vLLM's; or a RayService's `spec.serveConfigV2`, from which Ray Serve LLM builds
 the `vllm serve` command lines, is over a limit of `rules/boundedyaml.py` (YAML aliases,
 more than 100 levels deep, more than 100,000 values, over 1 MiB) and was not read: the
-finding names `spec.serveConfigV2` and the reason (`too-deep`, `alias`, ...).
+finding names `spec.serveConfigV2` and the reason (`too-deep`, `alias`, ...). Also a
+container recognised as vLLM (rules/recognition.py: an entry point of vLLM in its command,
+args or env, vLLM's image, vLLM's options, a serving stack) whose vLLM command line the
+reader cannot find (`set --` ... `exec vllm "$@"`, `| xargs vllm`, a here-document, an
+`envFrom` source not in the set, an entry point it does not know), and a kind whose pod
+template cannot be read (an InferenceService whose ServingRuntime is elsewhere): the
+finding names what was not read and the signal, and the result's verdict is `unjudged`.
 *Symptom:* `sh: syntax error: unterminated quoted string`, or a command that is not what
 was meant.
 *Fix:* write the command as a list (`command: [vllm, serve, ...]`), fix the quoting, or
