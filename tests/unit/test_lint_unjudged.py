@@ -105,8 +105,10 @@ def test_sarif_has_a_note_at_the_container(
     assert result["properties"]["reason"]
     physical = result["locations"][0]["physicalLocation"]
     assert physical["artifactLocation"]["uri"] == unread.as_uri()
-    command = unread.read_text().splitlines().index("        command:") + 1
-    assert physical["region"]["startLine"] == command
+    # the word that launches vLLM: command[2]
+    lines = unread.read_text().splitlines()
+    entry = next(i for i, line in enumerate(lines) if "vllm.entrypoints.grpc_server" in line)
+    assert physical["region"]["startLine"] == entry + 1
 
 
 def test_sarif_names_objects_of_kinds_not_judged(

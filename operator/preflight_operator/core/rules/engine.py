@@ -79,7 +79,13 @@ from preflight_operator.core.rules.model import (
     Finding,
     Policy,
 )
-from preflight_operator.core.rules.recognition import Signal, describe, recognise, unread_parts
+from preflight_operator.core.rules.recognition import (
+    ENTRYPOINT,
+    Signal,
+    describe,
+    recognise,
+    unread_parts,
+)
 from preflight_operator.core.rules.registry import REGISTRY, declare
 from preflight_operator.core.rules.resources import gpu_resources
 from preflight_operator.core.rules.spread import with_ray_workers
@@ -452,7 +458,11 @@ def _unjudged(
             "does not read)"
         )
     )
-    field = f"{path}.command" if container.get("command") else f"{path}.args"
+    # the word that launches vLLM (a script in args[0]), else the command (or args)
+    field = next(
+        (s.field for s in signals if s.kind == ENTRYPOINT),
+        f"{path}.command" if container.get("command") else f"{path}.args",
+    )
     reason = f"the vLLM command line could not be read: {what}"
     finding = COMMAND_UNPARSED.finding(
         f"{field}: {reason}; recognised as vLLM by: {describe(signals)}. Its arguments "
