@@ -17,7 +17,14 @@ import pytest
 from test_rules_support import check, deployment, pod_spec, vllm
 
 from preflight_operator.core.rules import UNJUDGED, WARN, recognise
-from preflight_operator.core.rules.recognition import ENTRYPOINT, ENV, IMAGE, OPTIONS
+from preflight_operator.core.rules.recognition import (
+    ENTRYPOINT,
+    ENV,
+    IMAGE,
+    MAX_TEXT,
+    OPTIONS,
+    unread_parts,
+)
 
 CLIENT_IMAGE = "curlimages/curl:8.10.1"
 PLAIN_IMAGE = "python:3.12-slim"
@@ -193,3 +200,36 @@ def test_a_kind_whose_template_cannot_be_read_is_named() -> None:
     # a kind the rules read that says nothing of vLLM stays silent
     isvc["spec"]["predictor"]["model"]["modelFormat"]["name"] = "sklearn"
     assert check(isvc) == []
+
+
+def test_a_script_that_starts_with_vllm_is_recognised() -> None:
+    container = {"image": PLAIN_IMAGE, "command": ["sh", "-c", "vllm --model m -tp 2"]}
+    assert [s.kind for s in recognise(container, "c")] == [ENTRYPOINT]
+    # a word that only names vLLM is not a script
+    assert recognise({"image": PLAIN_IMAGE, "args": ["--engine", "vllm"]}, "c") == ()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "-exec " * 40000,
+        ("exec " + "-a " * 8) * 5000,
+        "xargs " + "-a " * 80000,
+        "$(" * 100000,
+        "/" + "a/" * 100000,
+        "echo vllm serve; " * 10000,
+        ". " * 100000 + "x.sh",
+    ],
+)
+def test_hostile_text_costs_one_pass(text: str) -> None:
+    """Each of these was quadratic in a first version (12.7 s for the first, measured):
+    now each pattern is bounded per match (at most 8 options after a launcher, at most
+    MAX_MATCHES matches, 200 characters looked back) and MAX_TEXT bounds the text (0.03 to
+    0.08 s each, measured). No timed assertion: what is asserted is that nothing past
+    MAX_TEXT is read (the answer is the prefix's); a quadratic pattern shows as a slow test
+    (--durations)."""
+    container = {"command": ["sh", "-c", text]}
+    assert recognise(container, "c", {"A": text}) == recognise(
+        {"command": ["sh", "-c", text[:MAX_TEXT]]}, "c", {"A": text[:MAX_TEXT]}
+    )
+    unread_parts(container)
