@@ -203,3 +203,18 @@ def test_audit_names_the_unjudged_workload() -> None:
     assert "unjudged" in text
     assert "1 not judged" in text
     assert audit.document([row], [])["unjudged"] == 1
+
+
+def test_the_corpus_unjudged_are_named_and_never_fail(capsys: pytest.CaptureFixture[str]) -> None:
+    """Over the real-world corpus: every unjudged container says why, in a warning, and
+    none fails (the counts at the time of writing are in docs/RULES.md: 174 recognised,
+    163 judged, 11 unjudged)."""
+    corpus = ROOT / "tests" / "data" / "realworld"
+    _, out = run(capsys, "--format", "json", str(corpus))
+    results = json.loads(out)["results"]
+    unjudged = [r for r in results if r["verdict"] == "unjudged"]
+    assert unjudged
+    for result in unjudged:
+        assert result["reason"]
+        assert result["plan"] is None
+        assert {f["severity"] for f in result["findings"]} == {"warn"}, result
