@@ -94,7 +94,7 @@ from preflight_operator.core.rules.template import meta, running_containers
 COMMAND_UNPARSED = declare(
     "vllm-command-unparsed",
     WARN,
-    "a shell script that mentions vLLM could not be read",
+    "a vLLM command line could not be read: the container was not judged",
     Basis(MEASUREMENT, "the shell oracle: scripts run under real bash and dash"),
     fix="simplify the shell wrapper, or pass the flags as `args`",
 )
