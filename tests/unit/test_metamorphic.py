@@ -17,9 +17,12 @@ renamed (core kinds); Deployment <-> StatefulSet <-> Pod; unrelated objects adde
 relation checked:
 
 - a known pass or warn never becomes fail (a false denial under Enforce);
-- a fail never becomes pass (a bypass); a workload no longer judged counts as pass.
+- a fail never becomes pass (a bypass);
+- silence is a violation (issue 35): a container recognised as vLLM before the rewrite
+  still has a result after it, and one that becomes unjudged (its vLLM command line not
+  read) has a finding that says why.
 
-A fail or pass may become warn: the rewrite may hide what the reader needs (unknown).
+A fail or pass may become warn or unjudged: the rewrite may hide what the reader needs.
 
 Each transformation runs once on every workload; then Hypothesis draws two or three in a
 row, with their parameters, per workload (METAMORPHIC_EXAMPLES, default 20). The run
@@ -31,6 +34,7 @@ METAMORPHIC_SEED=N to explore other examples, METAMORPHIC_EXAMPLES=N for more of
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 import random
 import shlex
@@ -49,6 +53,7 @@ from test_shell_oracle import IDIOMS, LAUNCHERS
 from preflight_contract import vllm_args as va
 from preflight_contract.verdicts import FAIL, PASS
 from preflight_operator.cli import manifests
+from preflight_operator.core.rules import UNJUDGED, ContainerResult
 from preflight_operator.core.rules.engine import check_objects
 
 DATA = Path(__file__).parents[1] / "data"
@@ -76,8 +81,12 @@ class Case:
 
 
 def _results(objects: Objects) -> dict[tuple[int, str], str]:
+    return {key: r.verdict for key, r in _by_container(objects).items()}
+
+
+def _by_container(objects: Objects) -> dict[tuple[int, str], ContainerResult]:
     return {
-        (r.object_index if r.object_index is not None else -1, r.container): r.verdict
+        (r.object_index if r.object_index is not None else -1, r.container): r
         for r in check_objects(objects)
     }
 
@@ -774,9 +783,18 @@ CASES = corpus_cases()
 
 
 def violates(before: str, after: str | None) -> bool:
-    """pass/warn -> fail is a false denial; fail -> pass (or no longer judged) a bypass."""
-    after = after or PASS
+    """pass/warn -> fail is a false denial; fail -> pass a bypass; a recognised container
+    with no result at all (after None) is silence, a bypass too."""
+    if after is None:
+        return True
     return (before != FAIL and after == FAIL) or (before == FAIL and after == PASS)
+
+
+def unexplained(before: str, result: ContainerResult | None) -> bool:
+    """Judged before, unjudged after, and nothing says why."""
+    if result is None or before == UNJUDGED or result.verdict != UNJUDGED:
+        return False
+    return not (result.unjudged and any(f.field and f.message for f in result.findings))
 
 
 def apply(case: Case, names: list[str], seed: int) -> tuple[Objects, str, list[str]] | None:
@@ -794,8 +812,13 @@ def apply(case: Case, names: list[str], seed: int) -> tuple[Objects, str, list[s
 
 
 def verdict_after(case: Case, objs: Objects, container: str) -> str | None:
+    result = result_after(case, objs, container)
+    return result.verdict if result is not None else None
+
+
+def result_after(case: Case, objs: Objects, container: str) -> ContainerResult | None:
     role = case.label.rsplit("/", 1)[0] + "/" if "/" in case.label else ""
-    return _results(objs).get((case.index, role + container))
+    return _by_container(objs).get((case.index, role + container))
 
 
 def _findings(objs: Objects, index: int) -> list[str]:
@@ -816,8 +839,9 @@ def _check(case: Case, names: list[str], seed: int) -> None:
     if done is None:
         return
     objs, container, applied = done
-    after = verdict_after(case, objs, container)
-    if violates(case.verdict, after):
+    result = result_after(case, objs, container)
+    after = result.verdict if result is not None else None
+    if violates(case.verdict, after) or unexplained(case.verdict, result):
         for name in applied:
             bug = KNOWN.get((case.source, case.label, name))
             if bug:
@@ -873,7 +897,7 @@ def test_every_transformation_applies_somewhere() -> None:
 
 def test_the_corpus_has_every_verdict() -> None:
     verdicts = {c.verdict for c in CASES}
-    assert verdicts == {"pass", "warn", "fail"}, verdicts
+    assert verdicts == {"pass", "warn", "fail", "unjudged"}, verdicts
     assert len(CASES) >= 50
 
 
@@ -896,3 +920,22 @@ def test_a_rewrite_that_changes_the_command_is_caught() -> None:
     for _, container in targets(objs[short.index], short.container):
         container["resources"]["limits"]["nvidia.com/gpu"] = 2
     assert violates(short.verdict, verdict_after(short, objs, short.container))
+
+
+def test_silence_is_caught() -> None:
+    """The silence relation can fail: a rewrite after which the container has no result
+    is a violation whatever the verdict before, and one after which the container is
+    unjudged passes only with a finding that says why."""
+    good = next(c for c in CASES if c.source == "manifests/good-tp2-deployment.yaml")
+    assert violates(good.verdict, None)
+    assert violates("warn", None)
+    objs: Objects = copy.deepcopy(list(good.objects))
+    for _, container in targets(objs[good.index], good.container):
+        # vLLM's gRPC front end: recognised, not a command line the reader reads
+        container["command"] = ["python3", "-m", "vllm.entrypoints.grpc_server"]
+    result = result_after(good, objs, good.container)
+    assert result is not None
+    assert result.verdict == UNJUDGED
+    assert not unexplained(good.verdict, result)
+    bare = dataclasses.replace(result, findings=())
+    assert unexplained(good.verdict, bare)

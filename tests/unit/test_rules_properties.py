@@ -9,7 +9,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_rules_support import deployment, pod_spec, vllm
 
-from preflight_operator.core.rules import FAIL, INFO, PASS, WARN, check_object, check_objects
+from preflight_operator.core.rules import (
+    FAIL,
+    INFO,
+    PASS,
+    UNJUDGED,
+    WARN,
+    check_object,
+    check_objects,
+)
 
 scalars = st.one_of(
     st.none(),
@@ -80,7 +88,9 @@ kinds = st.sampled_from(
 
 def check_result_invariants(results: list[Any]) -> None:
     for result in results:
-        assert result.verdict in (PASS, WARN, FAIL)
+        assert result.verdict in (PASS, WARN, FAIL, UNJUDGED)
+        # an unjudged container says why, in a finding and in its reason (issue 35)
+        assert (result.verdict == UNJUDGED) <= bool(result.unjudged and result.findings)
         for f in result.findings:
             # a caught crash is still a bug: the engine must handle every shape itself
             assert f.id != "rules-internal-error", f.message
@@ -96,7 +106,7 @@ def check_result_invariants(results: list[Any]) -> None:
             "gpus_requested",
             "verdict",
             "findings",
-        }
+        } | ({"reason"} if result.unjudged else set())
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -89,7 +89,10 @@ def test_the_runtime_is_chosen_by_model_format_when_not_named() -> None:
 
 
 def test_without_its_runtime_an_inference_service_is_not_judged() -> None:
-    assert check(isvc(["--tensor-parallel-size=4"], 2)) == []
+    # named as not judged, never nothing (issue 35): admission warns, lint says unjudged
+    (result,) = check(isvc(["--tensor-parallel-size=4"], 2))
+    assert result.verdict == "unjudged"
+    assert ids(result) == ["vllm-command-unparsed"]
 
 
 def test_serving_runtimes_are_templates() -> None:

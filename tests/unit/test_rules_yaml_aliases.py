@@ -8,7 +8,7 @@ from typing import Any
 
 from test_rules_support import check, config_map, deployment, ids, pod_spec, vllm
 
-from preflight_operator.core.rules import WARN
+from preflight_operator.core.rules import UNJUDGED, WARN
 
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n"
@@ -65,7 +65,8 @@ def test_a_serve_config_with_aliases_is_not_read() -> None:
     results = check(ray_service(config))
     assert not [r for r in results if r.container.startswith("serve/")]
     (unread,) = [r for r in results if r.container == "serve"]  # unknown: a warning
-    assert unread.verdict == WARN
+    assert unread.verdict == UNJUDGED  # named as not judged, never dropped (issue 35)
+    assert unread.unjudged.startswith("spec.serveConfigV2 was not read")
     assert ids(unread) == ["vllm-command-unparsed"]
     assert unread.findings[0].field == "spec.serveConfigV2"
     assert "(alias)" in unread.findings[0].message

@@ -53,7 +53,7 @@ from preflight_operator.core.config import PolicySpec
 from preflight_operator.core.injection import opted_out
 from preflight_operator.core.policy import Policy, parse_policy
 from preflight_operator.core.policyaudit import ADMIT, DENY, WARN, answer_of
-from preflight_operator.core.rules import NO_LOOKUP, ContainerResult
+from preflight_operator.core.rules import FAIL, NO_LOOKUP, UNJUDGED, ContainerResult
 from preflight_operator.core.workloads import (
     ADMITTED_KINDS,
     POD,
@@ -76,10 +76,13 @@ class AuditRow:
     name: str
     policy: str  # "" for the default policy
     action: str
-    verdict: str  # the static verdict: pass | warn | fail
+    verdict: str  # the static verdict: pass | warn | fail | unjudged
     answer: str  # deny | warn | admit
     message: str  # the denial, or the first warning
     findings: tuple[dict[str, str], ...]
+    # (container, why) of each vLLM container that was not judged (its command line could
+    # not be read): the verdict is then "unjudged" unless something fails (issue 35)
+    unjudged: tuple[tuple[str, str], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -92,6 +95,7 @@ class AuditRow:
             "admission": self.answer,
             "message": self.message,
             "findings": list(self.findings),
+            "unjudged": [{"container": c, "reason": why} for c, why in self.unjudged],
         }
 
 
@@ -135,6 +139,7 @@ def audit_rows(
         findings = tuple(
             {**f.to_dict(), "action": judged.action(results[0], f)} for f in static.findings
         )
+        unjudged = tuple((r.container, r.unjudged) for r in results if r.verdict == UNJUDGED)
         rows.append(
             AuditRow(
                 ref.namespace,
@@ -142,10 +147,11 @@ def audit_rows(
                 ref.name,
                 policy.name,
                 policy.action,
-                static.verdict,
+                UNJUDGED if unjudged and static.verdict != FAIL else static.verdict,
                 answer,
                 message,
                 findings,
+                unjudged,
             )
         )
     rows.sort(key=lambda r: (r.namespace, r.kind, r.name))
@@ -175,6 +181,9 @@ def render(rows: Sequence[AuditRow], colour: bool) -> str:
         f"{len(rows)} vLLM workload(s): {counts[DENY]} would be denied, {counts[WARN]} "
         f"admitted with warnings, {counts[ADMIT]} admitted"
     )
+    unjudged = sum(1 for r in rows if r.verdict == UNJUDGED)
+    if unjudged:
+        summary += f"; {unjudged} not judged (a vLLM command line that could not be read)"
     if not rows:
         return "no vLLM workloads found\n"
     return render_table(COLUMNS, table, colour) + "\n" + summary + "\n"
@@ -186,6 +195,7 @@ def document(rows: Sequence[AuditRow], notes: Sequence[str]) -> dict[str, Any]:
         "schema": 1,
         "items": [r.to_dict() for r in rows],
         "counts": counts,
+        "unjudged": sum(1 for r in rows if r.verdict == UNJUDGED),
         "notes": list(notes),
     }
 

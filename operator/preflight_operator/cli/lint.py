@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -45,11 +46,12 @@ from preflight_operator.core.policy import ResolvedPolicy
 from preflight_operator.core.rules import (
     RULE_ALIASES,
     RULE_INFO,
+    UNJUDGED,
     ContainerResult,
     Policy,
     results_document,
 )
-from preflight_operator.core.rules.embedded import embedded_pod_specs, runs_vllm, vllm_mentions
+from preflight_operator.core.rules.embedded import object_runs_vllm
 from preflight_operator.core.rules.kinds import kind_spec
 from preflight_operator.core.rules.model import NO_LOOKUP, ClusterLookup
 from preflight_operator.core.rules.quantity import parse_quantity
@@ -73,7 +75,8 @@ def _parser() -> argparse.ArgumentParser:
         choices=FAIL_ON,
         default=FAIL_ON_DENY,
         help="what exits 1: deny (default) a failure admission would deny under the policy; "
-        "fail any failure; warn any failure or warning",
+        "fail any failure; warn any failure or warning; unjudged what deny exits on and any "
+        "vLLM container that was not judged (its command line could not be read)",
     )
     parser.add_argument(
         "--policy",
@@ -141,10 +144,12 @@ def main(argv: list[str]) -> int:
     sources = list(manifests.read_all(args.paths, problems))
     for problem in problems:
         _write(sys.stderr, f"vllm-preflight lint: {clean(problem.text())}\n")
+    started = time.perf_counter()
     judged = judge(
         [s.obj for s in sources], policies, policy, lookup=lookup, default_namespace=args.namespace
     )
-    _report(args, judged, sources, problems, with_policy=policies is not None)
+    seconds = time.perf_counter() - started
+    _report(args, judged, sources, problems, with_policy=policies is not None, seconds=seconds)
     if problems:
         return EXIT_UNREADABLE
     return EXIT_FAILED if judged.failed(args.fail_on) else EXIT_OK
@@ -157,6 +162,7 @@ def _report(
     problems: Sequence[Problem],
     *,
     with_policy: bool,
+    seconds: float = 0.0,
 ) -> None:
     if args.format == "json":  # always a document: CI reads the errors from it too
         doc = _json_document(judged.results, sources, problems)
@@ -164,9 +170,14 @@ def _report(
             annotate(doc, judged)
         _write(sys.stdout, json.dumps(doc, indent=2) + "\n")
     elif args.format == "sarif":
-        _write(sys.stdout, json.dumps(sarif_document(judged, sources, problems), indent=2) + "\n")
+        sarif = sarif_document(judged, sources, problems, _skipped(judged, sources, args))
+        _write(sys.stdout, json.dumps(sarif, indent=2) + "\n")
     elif args.format == "junit":
-        _write(sys.stdout, junit_document(judged, sources, problems, args.fail_on))
+        skipped = _skipped(judged, sources, args)
+        document = junit_document(
+            judged, sources, problems, args.fail_on, seconds=seconds, not_judged=skipped
+        )
+        _write(sys.stdout, document)
     elif sources or not problems:
         shown = judged.policy_of if with_policy else None
         # a manifest's names and values are anyone's text: the one sanitiser before a terminal
@@ -269,34 +280,6 @@ def _plan_line(result: ContainerResult) -> str:
     return f"{text} -> needs {result.gpus_needed} {unit}"
 
 
-def _is_builtin(obj: Mapping[str, Any]) -> bool:
-    """A kind Kubernetes itself serves (core, apps, batch, *.k8s.io): never "not checked"."""
-    api = obj.get("apiVersion")
-    group = api.rpartition("/")[0] if isinstance(api, str) else ""
-    return "." not in group or group.endswith(".k8s.io")
-
-
-def _default_runtime(obj: Mapping[str, Any]) -> str | None:
-    """Kinds whose controller serves with vLLM unless told otherwise (nothing in the object
-    names it): why, or None."""
-    api, kind = obj.get("apiVersion"), obj.get("kind")
-    group = api.rpartition("/")[0] if isinstance(api, str) else ""
-    if (group, kind) == ("kaito.sh", "Workspace") and isinstance(obj.get("inference"), Mapping):
-        return "runs an inference preset, which KAITO serves with vLLM by default"
-    if (group, kind) == ("serving.kserve.io", "InferenceService"):
-        spec = obj.get("spec")
-        predictor = spec.get("predictor") if isinstance(spec, Mapping) else None
-        model = predictor.get("model") if isinstance(predictor, Mapping) else None
-        model_format = model.get("modelFormat") if isinstance(model, Mapping) else None
-        name = model_format.get("name") if isinstance(model_format, Mapping) else None
-        if isinstance(name, str) and name.lower() == "huggingface":
-            return (
-                "has spec.predictor.model.modelFormat huggingface, which KServe's "
-                "huggingface runtime serves with vLLM by default"
-            )
-    return None
-
-
 def _not_checked(
     results: Sequence[ContainerResult], sources: Sequence[Source], namespace: str | None
 ) -> list[tuple[Source, str, str]]:
@@ -307,19 +290,29 @@ def _not_checked(
     for index, source in enumerate(sources):
         if index in judged:
             continue
-        paths = [path for path, spec in embedded_pod_specs(source.obj) if runs_vllm(spec)]
-        if paths:
-            why = f"embeds a pod spec running vLLM at {', '.join(paths)}"
-        elif not _is_builtin(source.obj) and (mentions := vllm_mentions(source.obj)):
-            why = f"names vLLM at {', '.join(mentions)}; its controller builds the pods"
-        elif (default := _default_runtime(source.obj)) is not None:
-            why = default
-        else:
+        why = object_runs_vllm(source.obj)
+        if why is None:
             continue
         meta = source.obj.get("metadata")
         ns = meta.get("namespace") if isinstance(meta, Mapping) else None
         out.append((source, str(ns or namespace or "(unset)"), why))
     return out
+
+
+def _skipped(
+    judged: Judged, sources: Sequence[Source], args: argparse.Namespace
+) -> list[tuple[Source, str, str]]:
+    """(source, Kind/name, why) of the objects that run vLLM and were not judged."""
+    return [
+        (source, _object_name(source), f"{source.obj.get('kind')} {why}")
+        for source, _, why in _not_checked(judged.results, sources, args.namespace)
+    ]
+
+
+def _object_name(source: Source) -> str:
+    meta = source.obj.get("metadata")
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    return f"{source.obj.get('kind')}/{name or '<unnamed>'}"
 
 
 def _text_report(
@@ -345,10 +338,16 @@ def _text_report(
                 header += f"  policy {chosen.name or '(default)'} ({chosen.action})"
             lines.append(header)
         requested = "none" if result.gpus_requested is None else str(result.gpus_requested)
-        lines.append(
-            f"  container {result.container}: {_plan_line(result)}, requests {requested}"
-            f"  => {result.verdict.upper()}"
-        )
+        if result.unjudged:  # recognised as vLLM, not judged: said, never left out
+            lines.append(
+                f"  container {result.container}: not judged ({result.unjudged})"
+                f"  => {result.verdict.upper()}"
+            )
+        else:
+            lines.append(
+                f"  container {result.container}: {_plan_line(result)}, requests {requested}"
+                f"  => {result.verdict.upper()}"
+            )
         for f in result.findings:
             lines.append(f"    {f.severity.upper():<4} {f.id}")
             lines.append(f"         {f.message}")
@@ -374,11 +373,14 @@ def _text_report(
             "(lint the workload its controller creates, e.g. "
             "`kubectl get deploy NAME -o yaml | vllm-preflight lint -`)"
         )
-    counts = {v: sum(1 for r in results if r.verdict == v) for v in ("pass", "warn", "fail")}
+    verdicts = ("pass", "warn", "fail", UNJUDGED)
+    counts = {v: sum(1 for r in results if r.verdict == v) for v in verdicts}
     summary = (
         f"\n{len(results)} vLLM container(s): {counts['pass']} pass, {counts['warn']} warn, "
         f"{counts['fail']} fail"
     )
+    if counts[UNJUDGED]:
+        summary += f", {counts[UNJUDGED]} not judged (their vLLM command line was not read)"
     if skipped:
         summary += f"; {len(skipped)} object(s) of kinds not checked"
     lines.append(summary)

@@ -15,7 +15,15 @@ A testcase has a ``failure`` when a finding of it makes lint exit 1 under ``--fa
 (by default: a failure admission would deny under the workload's policy), so the report
 and the exit code agree; every other finding (a heuristic rule's failure, a warning, an
 info) is in its ``system-out``. An unreadable file or document is a testcase with an
-``error``.
+``error``. A vLLM container that was not judged (ContainerResult.unjudged: its vLLM
+command line could not be read) is a testcase with ``skipped`` whose message says why,
+unless ``--fail-on unjudged`` makes it a failure; a file in which nothing is recognised as
+vLLM is one skipped testcase saying so: never an empty suite, which CIs read as "no tests"
+or as passed (issue 35: silence is a bypass).
+
+``time``: lint judges the whole set in one pass (objects of one file may need those of
+another); the suites' total is that pass, measured, and each testcase's time is its equal
+share of it (each suite's time the sum of its testcases').
 
 Everything a manifest says is hostile text: XML 1.0 cannot carry most control characters
 even escaped, so they are written as ``\\xHH`` (lone surrogates as ``\\uHHHH``);
@@ -28,12 +36,12 @@ from __future__ import annotations
 import functools
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from preflight_operator.cli.lint_lines import Lines
 from preflight_operator.cli.lint_policy import FAIL_ON_DENY, Judged
-from preflight_operator.core.rules import ContainerResult, Finding
+from preflight_operator.core.rules import UNJUDGED, ContainerResult, Finding
 
 if TYPE_CHECKING:
     from preflight_operator.cli.manifests import Problem, Source
@@ -76,7 +84,12 @@ def junit_document(
     sources: Sequence[Source],
     problems: Sequence[Problem],
     fail_on: str = FAIL_ON_DENY,
+    *,
+    seconds: float = 0.0,
+    not_judged: Sequence[tuple[Source, str, str]] = (),
 ) -> str:
+    """The report; ``not_judged``: (source, object, why) of objects that run vLLM but
+    that the rules could not judge (lint's "kind not checked" list): skipped testcases."""
     lines = Lines()
     root = ET.Element("testsuites", {"name": SUITES_NAME})
     suites: dict[str, ET.Element] = {}
@@ -103,21 +116,49 @@ def junit_document(
         at = problem.file if problem.line is None else f"{problem.file}:{problem.line}"
         _element(case, "error", f"{at}: {problem.message}", type="unreadable",
                  message=problem.message)  # fmt: skip
-    totals = {"tests": 0, "failures": 0, "errors": 0}
-    for element in suites.values():
+    for source, name, why in not_judged:
+        case = _element(suite(source.file), "testcase", name=name, classname=source.file)
+        _element(case, "skipped", type=UNJUDGED, message=f"not judged: {why}")
+    for file, element in suites.items():
+        if element.find("testcase") is None:  # never an empty suite
+            case = _element(element, "testcase", name="no vLLM workload", classname=file)
+            _element(case, "skipped", message=NOTHING_RECOGNISED, type="no-vllm")
+    _count(root, suites.values(), seconds)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+NOTHING_RECOGNISED = "nothing in this file is recognised as running vLLM: not judged"
+
+
+def _count(root: ET.Element, suites: Iterable[ET.Element], seconds: float) -> None:
+    """tests, failures, errors, skipped and time of each suite and of the whole."""
+    suites = list(suites)
+    cases = sum(len(s.findall("testcase")) for s in suites)
+    share = seconds / cases if cases else 0.0
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    for element in suites:
         counts = {
             "tests": len(element.findall("testcase")),
             "failures": len(element.findall("testcase/failure")),
             "errors": len(element.findall("testcase/error")),
+            "skipped": len(element.findall("testcase/skipped")),
         }
         for key, value in counts.items():
             element.set(key, str(value))
             totals[key] += value
-        element.set("skipped", "0")
+        for case in element.findall("testcase"):
+            case.set("time", _seconds(share))
+        element.set("time", _seconds(share * counts["tests"]))
     for key, value in totals.items():
-        root.set(key, str(value))
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+        if key != "skipped":  # not an attribute of testsuites in the schema
+            root.set(key, str(value))
+    root.set("time", _seconds(seconds))
+
+
+def _seconds(value: float) -> str:
+    """Seconds as the schema's SUREFIRE_TIME takes them: digits, at most 3 decimals."""
+    return f"{max(0.0, value):.3f}"
 
 
 def _where(lines: Lines, source: Source | None, finding: Finding) -> str:
@@ -152,6 +193,8 @@ def _fill(
             type=failing[0].id,
             message=f"{len(failing)} problem(s) ({ids}): {failing[0].message}",
         )
+    elif result.verdict == UNJUDGED:  # recognised as vLLM, not judged: said, never passed
+        _element(case, "skipped", type=UNJUDGED, message=f"not judged: {result.unjudged}")
     if others:
         _element(case, "system-out", text(others))
 

@@ -34,15 +34,25 @@ from preflight_operator.core.policy import (
     resolve_policy,
 )
 from preflight_operator.core.policy import parse_policy as parse_policy_object
-from preflight_operator.core.rules import FAIL, WARN, ClusterLookup, ContainerResult, check_objects
+from preflight_operator.core.rules import (
+    FAIL,
+    UNJUDGED,
+    WARN,
+    ClusterLookup,
+    ContainerResult,
+    check_objects,
+)
 from preflight_operator.core.rules import Policy as RulesPolicy
 from preflight_operator.core.rules.model import Finding
 
 # --fail-on: what makes lint exit 1. "deny" (the default): a failure admission would deny
 # under the policy (without --policy, the default Enforce policy: lint's behaviour before
-# --fail-on); "fail": any failure, whatever its rule's action; "warn": any failure or warning.
+# --fail-on); "fail": any failure, whatever its rule's action; "warn": any failure or warning;
+# "unjudged": what "deny" exits on, and any vLLM container that was not judged (its vLLM
+# command line could not be read: a CI gate that must not pass what it did not check).
 FAIL_ON_DENY, FAIL_ON_FAIL, FAIL_ON_WARN = "deny", "fail", "warn"
-FAIL_ON = (FAIL_ON_DENY, FAIL_ON_FAIL, FAIL_ON_WARN)
+FAIL_ON_UNJUDGED = UNJUDGED
+FAIL_ON = (FAIL_ON_DENY, FAIL_ON_FAIL, FAIL_ON_WARN, FAIL_ON_UNJUDGED)
 DEFAULT = ResolvedPolicy(DEFAULT_POLICY_NAME, PolicySpec())
 DEFAULT_NAMESPACE = "default"  # where kubectl apply puts an object that names none
 
@@ -76,6 +86,8 @@ class Judged:
             return finding.severity == FAIL
         if fail_on == FAIL_ON_WARN:
             return finding.severity in (FAIL, WARN)
+        if fail_on == FAIL_ON_UNJUDGED and result.verdict == UNJUDGED:
+            return finding.severity in (FAIL, WARN)  # what says why it was not judged
         return self.denies(result, finding)
 
     def failed(self, fail_on: str) -> bool:

@@ -15,6 +15,13 @@ policy action is Warn) and for a warning, ``note`` for an info finding and for a
 the policy's action is Audit for. Each result's ``properties`` keep the rule's own
 severity and the action. Unreadable inputs are the invocation's notifications
 (``executionSuccessful`` false), each at its file and line.
+
+What was not judged is never left out (issue 35: a code-scanning gate reads an absent
+object as clean): a vLLM container whose command line could not be read
+(ContainerResult.unjudged) has its findings as results of level ``note`` (nothing was found
+wrong; nothing was checked), with ``properties.verdict`` ``unjudged`` and the reason; an
+object lint lists as not judged ("kind not checked") is a ``note`` result without a rule,
+at the object's line.
 """
 
 from __future__ import annotations
@@ -29,7 +36,14 @@ from preflight_contract.actions import AUDIT, ENFORCE
 from preflight_operator import __version__
 from preflight_operator.cli.lint_lines import Lines
 from preflight_operator.cli.lint_policy import Judged
-from preflight_operator.core.rules import FAIL, INFO, RULE_INFO, ContainerResult, RuleInfo
+from preflight_operator.core.rules import (
+    FAIL,
+    INFO,
+    RULE_INFO,
+    UNJUDGED,
+    ContainerResult,
+    RuleInfo,
+)
 from preflight_operator.core.rules.registry import action_for
 
 if TYPE_CHECKING:
@@ -106,8 +120,13 @@ def _rule(info: RuleInfo) -> dict[str, Any]:
 
 
 def sarif_document(
-    judged: Judged, sources: Sequence[Source], problems: Sequence[Problem]
+    judged: Judged,
+    sources: Sequence[Source],
+    problems: Sequence[Problem],
+    not_judged: Sequence[tuple[Source, str, str]] = (),
 ) -> dict[str, Any]:
+    """The SARIF log; ``not_judged``: (source, object, why) of objects that run vLLM and
+    were not judged (lint's "kind not checked" list)."""
     lines = Lines()
     ids = sorted(RULE_INFO)
     index = {rule_id: i for i, rule_id in enumerate(ids)}
@@ -133,7 +152,11 @@ def sarif_document(
             }
             if finding.id in index:
                 entry["ruleIndex"] = index[finding.id]
+            if result.verdict == UNJUDGED:
+                entry["level"] = "note"
+                entry["properties"].update(verdict=UNJUDGED, reason=result.unjudged)
             results.append(entry)
+    results += [_not_judged(lines, *entry) for entry in not_judged]
     invocation: dict[str, Any] = {"executionSuccessful": not problems}
     if problems:
         invocation["toolExecutionNotifications"] = [_notification(p) for p in problems]
@@ -184,6 +207,23 @@ def _location(
         "logicalLocations": [
             {"fullyQualifiedName": f"{result.workload}/{result.container}", "kind": "object"}
         ],
+    }
+
+
+def _not_judged(lines: Lines, source: Source, name: str, why: str) -> dict[str, Any]:
+    return {
+        "level": "note",
+        "message": {"text": f"{name}: not judged: {why}"},
+        "locations": [
+            {
+                "physicalLocation": {
+                    "artifactLocation": {"uri": artifact_uri(source.file)},
+                    "region": {"startLine": max(1, lines.object_line(source))},
+                },
+                "logicalLocations": [{"fullyQualifiedName": name, "kind": "object"}],
+            }
+        ],
+        "properties": {"verdict": UNJUDGED, "reason": why, "workload": name},
     }
 
 

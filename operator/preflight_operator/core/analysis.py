@@ -13,7 +13,7 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from preflight_contract.verdicts import PASS, worse
+from preflight_contract.verdicts import PASS, WARN, worse
 from preflight_operator.core import rules
 from preflight_operator.core.config import PolicySpec
 from preflight_operator.core.injection import LWS_NAME_LABEL, ray_role
@@ -82,7 +82,8 @@ def to_static(results: Sequence[rules.ContainerResult]) -> StaticResult:
     findings: list[Finding] = []
     seen: set[tuple[str, str, str]] = set()
     for result in results:
-        verdict = worse(verdict, result.verdict)
+        # an unjudged container (its command not read) weighs as a warning: admitted, shown
+        verdict = worse(verdict, WARN if result.verdict == rules.UNJUDGED else result.verdict)
         for f in result.findings:
             key = (f.id, f.field, f.message)
             if key not in seen:

@@ -15,7 +15,9 @@ Public API::
     Policy(shm_min_bytes=1 GiB, extra_gpus_allowed=0, disabled=frozenset())
     ClusterLookup(config_map=(ns, name) -> ConfigMap | None, services=ns -> [Service])
     ContainerResult: kind, name, namespace, container, plan, gpus_needed, gpus_requested,
-        findings, .verdict ("pass" | "warn" | "fail"), .failures, .to_dict()
+        findings, .verdict ("pass" | "warn" | "fail" | "unjudged"), .unjudged (why not
+        judged: a recognised vLLM whose command line could not be read), .failures, .to_dict()
+    recognise(container, path, env) -> signals that the container launches vLLM (rules.recognition)
     Finding: id, severity ("fail" | "warn" | "info"), message, field, fix, .to_dict()
     RULE_INFO: dict[rule id, RuleInfo(id, severity, summary)]
     results_document(results) -> {"schema": 1, "results": [...]}
@@ -31,6 +33,7 @@ from preflight_operator.core.rules.model import (
     NO_LOOKUP,
     RESULT_SCHEMA,
     RULE_ALIASES,
+    UNJUDGED,
     ClusterLookup,
     ContainerResult,
     Finding,
@@ -38,6 +41,7 @@ from preflight_operator.core.rules.model import (
     RuleInfo,
     results_document,
 )
+from preflight_operator.core.rules.recognition import recognise
 from preflight_operator.core.rules.registry import RULE_INFO
 
 __all__ = [
@@ -50,6 +54,7 @@ __all__ = [
     "RESULT_SCHEMA",
     "RULE_ALIASES",
     "RULE_INFO",
+    "UNJUDGED",
     "WARN",
     "ClusterLookup",
     "ContainerResult",
@@ -58,5 +63,6 @@ __all__ = [
     "RuleInfo",
     "check_object",
     "check_objects",
+    "recognise",
     "results_document",
 ]

@@ -20,6 +20,7 @@ from typing import Any
 
 from preflight_operator.core.rules.command import Invocation, find_invocation
 from preflight_operator.core.rules.kubeenv import build_env, no_config_map
+from preflight_operator.core.rules.recognition import recognise
 
 MAX_DEPTH = 12
 MAX_NODES = 20_000
@@ -86,7 +87,9 @@ def runs_vllm(spec: Mapping[str, Any], path: str = "spec") -> bool:
     """Does a container of this pod spec run vLLM (as the rules would recognise it)?
 
     The env is what the manifest alone tells (no ConfigMaps, no cluster): enough to find
-    the command, which is all this answers.
+    the command, which is all this answers. A container whose command line the reader
+    cannot find counts when rules.recognition recognises it (the rules then name it as
+    not judged): the same answer as the engine's, whether or not the plan can be read.
     """
     containers = spec.get("containers")
     if not isinstance(containers, list):
@@ -96,7 +99,8 @@ def runs_vllm(spec: Mapping[str, Any], path: str = "spec") -> bool:
             continue
         where = f"{path}.containers[{i}]"
         env = build_env(container, where, namespace=None, config_map=no_config_map)
-        if isinstance(find_invocation(container, where, env), Invocation):
+        found = find_invocation(container, where, env)
+        if isinstance(found, Invocation) or recognise(container, where, env.values):
             return True
     return False
 
@@ -113,3 +117,45 @@ def vllm_mentions(obj: Mapping[str, Any], limit: int = 3) -> list[str]:
             if len(found) >= limit:
                 break
     return found
+
+
+def _is_builtin(obj: Mapping[str, Any]) -> bool:
+    """A kind Kubernetes itself serves (core, apps, batch, *.k8s.io)."""
+    api = obj.get("apiVersion")
+    group = api.rpartition("/")[0] if isinstance(api, str) else ""
+    return "." not in group or group.endswith(".k8s.io")
+
+
+def default_runtime(obj: Mapping[str, Any]) -> str | None:
+    """Kinds whose controller serves with vLLM unless told otherwise (nothing in the object
+    names it): why, or None."""
+    api, kind = obj.get("apiVersion"), obj.get("kind")
+    group = api.rpartition("/")[0] if isinstance(api, str) else ""
+    if (group, kind) == ("kaito.sh", "Workspace") and isinstance(obj.get("inference"), Mapping):
+        return "runs an inference preset, which KAITO serves with vLLM by default"
+    if (group, kind) == ("serving.kserve.io", "InferenceService"):
+        spec = obj.get("spec")
+        predictor = spec.get("predictor") if isinstance(spec, Mapping) else None
+        model = predictor.get("model") if isinstance(predictor, Mapping) else None
+        model_format = model.get("modelFormat") if isinstance(model, Mapping) else None
+        name = model_format.get("name") if isinstance(model_format, Mapping) else None
+        if isinstance(name, str) and name.lower() == "huggingface":
+            return (
+                "has spec.predictor.model.modelFormat huggingface, which KServe's "
+                "huggingface runtime serves with vLLM by default"
+            )
+    return None
+
+
+def object_runs_vllm(obj: Mapping[str, Any]) -> str | None:
+    """Why an object is taken to run vLLM when the rules found no vLLM container in it
+    (recognition at the object's level): a pod spec in it runs vLLM, or, for a kind whose
+    controller builds the pods, its spec names vLLM or its controller's default runtime is
+    vLLM. None when nothing says so. lint lists such objects; the engine names those of
+    the kinds it reads as not judged (issue 35)."""
+    paths = [path for path, spec in embedded_pod_specs(obj) if runs_vllm(spec)]
+    if paths:
+        return f"embeds a pod spec running vLLM at {', '.join(paths)}"
+    if not _is_builtin(obj) and (mentions := vllm_mentions(obj)):
+        return f"names vLLM at {', '.join(mentions)}; its controller builds the pods"
+    return default_runtime(obj)

@@ -12,7 +12,13 @@ sets only `args` on an image not known to run `vllm serve` while its image name 
 look like vLLM's; or a RayService's `spec.serveConfigV2`, from which Ray Serve LLM builds
 the `vllm serve` command lines, is over a limit of `rules/boundedyaml.py` (YAML aliases,
 more than 100 levels deep, more than 100,000 values, over 1 MiB) and was not read: the
-finding names `spec.serveConfigV2` and the reason (`too-deep`, `alias`, ...).
+finding names `spec.serveConfigV2` and the reason (`too-deep`, `alias`, ...). Also a
+container recognised as vLLM (rules/recognition.py: an entry point of vLLM in its command,
+args or env, vLLM's image, vLLM's options, a serving stack) whose vLLM command line the
+reader cannot find (`set --` ... `exec vllm "$@"`, `| xargs vllm`, a here-document, an
+`envFrom` source not in the set, an entry point it does not know), and a kind whose pod
+template cannot be read (an InferenceService whose ServingRuntime is elsewhere): the
+finding names what was not read and the signal, and the result's verdict is `unjudged`.
 *Symptom:* `sh: syntax error: unterminated quoted string`, or a command that is not what
 was meant.
 *Fix:* write the command as a list (`command: [vllm, serve, ...]`), fix the quoting, or
@@ -62,7 +68,9 @@ from preflight_operator.core.rules.discovery import (
     PodTemplate,
     pod_templates,
 )
-from preflight_operator.core.rules.kubeenv import build_env, unknown_marker
+from preflight_operator.core.rules.embedded import object_runs_vllm
+from preflight_operator.core.rules.kinds import kind_spec
+from preflight_operator.core.rules.kubeenv import ContainerEnv, build_env, unknown_marker
 from preflight_operator.core.rules.model import (
     DEFAULT_POLICY,
     NO_LOOKUP,
@@ -70,6 +78,13 @@ from preflight_operator.core.rules.model import (
     ContainerResult,
     Finding,
     Policy,
+)
+from preflight_operator.core.rules.recognition import (
+    ENTRYPOINT,
+    Signal,
+    describe,
+    recognise,
+    unread_parts,
 )
 from preflight_operator.core.rules.registry import REGISTRY, declare
 from preflight_operator.core.rules.resources import gpu_resources
@@ -79,7 +94,7 @@ from preflight_operator.core.rules.template import meta, running_containers
 COMMAND_UNPARSED = declare(
     "vllm-command-unparsed",
     WARN,
-    "a shell script that mentions vLLM could not be read",
+    "a vLLM command line could not be read: the container was not judged",
     Basis(MEASUREMENT, "the shell oracle: scripts run under real bash and dash"),
     fix="simplify the shell wrapper, or pass the flags as `args`",
 )
@@ -153,6 +168,11 @@ def _check_object(
         templates = pod_templates(obj, default_namespace, _resolver(namespace, manifests, lookup))
     except Exception as exc:  # a rules bug must never take the webhook or lint down
         return [_crashed(str(obj.get("kind")), "?", None, "?", exc)]
+    if not templates and kind_spec(obj) is not None:
+        # a kind the rules read, but no pod template could be read from it (a KServe
+        # InferenceService whose ServingRuntime is elsewhere): named if it runs vLLM
+        why = object_runs_vllm(obj)
+        return [] if why is None else [_no_template(obj, default_namespace, why)]
     results: list[ContainerResult] = []
     for found in templates:
         template = with_ray_workers(found, manifests.ray_workers.get(found.namespace, []))
@@ -237,7 +257,10 @@ def _crashed(
         "",
         "report this as a bug in vllm-preflight, with the manifest",
     )
-    return ContainerResult(kind, name, namespace, container, None, None, None, (finding,))
+    return ContainerResult(
+        kind, name, namespace, container, None, None, None, (finding,),
+        unjudged=f"the rules crashed: {type(exc).__name__}",
+    )  # fmt: skip
 
 
 def _getters(
@@ -294,8 +317,13 @@ def _check_container(
         service_links=_service_links(template.spec, services),
     )
     found = find_invocation(container, path, env)
-    if found is None:
-        return None
+    signals: tuple[Signal, ...] = ()
+    if found is None or (isinstance(found, Unparsed) and not found.suspected):
+        signals = recognise(container, path, env.values, stack=_stack(template))
+        if not signals:
+            return None  # nothing says this container launches vLLM
+        if found is None:
+            return _unjudged(template, container, label, path, env=env, signals=signals)
     if template.argv_paths and isinstance(found, Invocation):
         # a synthesised command: each token points at the field it was built from
         paths = template.argv_paths
@@ -303,7 +331,7 @@ def _check_container(
             found, paths=tuple(paths[i] if i < len(paths) else p for i, p in enumerate(found.paths))
         )
     if isinstance(found, Unparsed):
-        return _unparsed(template, container, label, found)
+        return _unparsed(template, label, found, signals if not found.suspected else ())
     resolver = ConfigResolver(container, template.spec, config_map)
     parsed = parse_vllm_args(list(found.argv), resolver)
     gpus = gpu_resources(container, path, template.spec, referenced)
@@ -363,25 +391,104 @@ def _unread(template: PodTemplate, field: str, why: str) -> ContainerResult:
     )
     return ContainerResult(
         template.kind, template.name, template.namespace, template.role or "?", None, None,
-        None, (finding,),
+        None, (finding,), unjudged=f"{field} was not read: {why}",
     )  # fmt: skip
 
 
-def _unparsed(
-    template: PodTemplate, container: Mapping[str, Any], label: str, found: Unparsed
-) -> ContainerResult | None:
-    if not found.suspected and "vllm" not in repr(container.get("command")) + repr(
-        container.get("args")
-    ):
-        return None  # some other script
+def _no_template(
+    obj: Mapping[str, Any], default_namespace: str | None, why: str
+) -> ContainerResult:
+    kind = str(obj.get("kind"))
+    name, namespace = meta(obj, default_namespace)
+    reason = (
+        f"{kind} {why}, but no vLLM command line can be read from it here (docs/RULES.md, "
+        "'Workload kinds', says where it is read)"
+    )
     finding = COMMAND_UNPARSED.finding(
-        f"{found.path}: {found.reason}; the vLLM command line in it was not checked",
+        f"{reason}; it was not checked",
+        "spec",
+        "include what it refers to (its ServingRuntime, its config), or check the workload "
+        "its controller creates (`kubectl get deploy NAME -o yaml | vllm-preflight lint -`)",
+    )
+    return ContainerResult(
+        kind, name, namespace, "?", None, None, None, (finding,), unjudged=reason
+    )
+
+
+def _unparsed(
+    template: PodTemplate, label: str, found: Unparsed, signals: tuple[Signal, ...]
+) -> ContainerResult:
+    """A command the reader doubts (rules.command.Unparsed): recognised as vLLM by
+    ``signals`` (or suspected by the reader itself), so unjudged, never dropped."""
+    because = f" (recognised as vLLM by: {describe(signals)})" if signals else ""
+    finding = COMMAND_UNPARSED.finding(
+        f"{found.path}: {found.reason}; the vLLM command line in it was not checked{because}",
         found.path,
         "write the command as a list (command: [vllm, serve, ...]) or fix the script's quoting",
     )
     return ContainerResult(
-        template.kind, template.name, template.namespace, label, None, None, None, (finding,)
+        template.kind, template.name, template.namespace, label, None, None, None, (finding,),
+        unjudged=found.reason,
+    )  # fmt: skip
+
+
+def _stack(template: PodTemplate) -> str | None:
+    """The serving stack's kind when its reader built the vLLM command (argv_paths)."""
+    return template.kind if template.argv_paths else None
+
+
+def _unjudged(
+    template: PodTemplate,
+    container: Mapping[str, Any],
+    label: str,
+    path: str,
+    *,
+    env: ContainerEnv,
+    signals: tuple[Signal, ...],
+) -> ContainerResult:
+    """A container recognised as vLLM (rules.recognition) whose vLLM command line the
+    reader could not find: not judged, and said so with what was not read and why it is
+    taken for vLLM (issue 35: "no vLLM workloads found" for these was a bypass)."""
+    parts = unread_parts(container, _env_from(container) if env.open_ended else ())
+    what = (
+        "; ".join(parts)
+        if parts
+        else (
+            "no vLLM command line the reader knows is in it (an entry point or a shell form it "
+            "does not read)"
+        )
     )
+    # the word that launches vLLM (a script in args[0]), else the command (or args)
+    field = next(
+        (s.field for s in signals if s.kind == ENTRYPOINT),
+        f"{path}.command" if container.get("command") else f"{path}.args",
+    )
+    reason = f"the vLLM command line could not be read: {what}"
+    finding = COMMAND_UNPARSED.finding(
+        f"{field}: {reason}; recognised as vLLM by: {describe(signals)}. Its arguments "
+        "(parallelism, GPUs, memory) were not checked",
+        field,
+        "write the vLLM command in the manifest as a list (command: [vllm, serve, MODEL, "
+        "--tensor-parallel-size, N]), with the values it needs in env or ConfigMaps of "
+        "the same set",
+    )
+    return ContainerResult(
+        template.kind, template.name, template.namespace, label, None, None, None, (finding,),
+        unjudged=reason,
+    )  # fmt: skip
+
+
+def _env_from(container: Mapping[str, Any]) -> list[str]:
+    """``configMapRef NAME`` / ``secretRef NAME`` of the container's envFrom sources."""
+    out: list[str] = []
+    sources = container.get("envFrom")
+    for source in sources if isinstance(sources, list) else ():
+        for key in ("configMapRef", "secretRef"):
+            ref = source.get(key) if isinstance(source, Mapping) else None
+            name = ref.get("name") if isinstance(ref, Mapping) else None
+            if isinstance(name, str):
+                out.append(f"{key} {name[:253]!r}")
+    return out
 
 
 def downgrade(finding: Finding) -> Finding:

@@ -23,6 +23,9 @@ RULE_ALIASES: dict[str, str] = {"vllm-env-unresolved": "plan-unresolved"}
 GiB = 1024**3
 DEFAULT_SHM_MIN_BYTES = 1 * GiB
 
+# The verdict of a vLLM container that was recognised and not judged (ContainerResult.unjudged)
+UNJUDGED = "unjudged"
+
 # The JSON result schema of `vllm-preflight lint --format json` (and of to_dict()).
 RESULT_SCHEMA = 1
 
@@ -122,6 +125,10 @@ class ContainerResult:
     # marked, rules.kubeenv) and its model: the injected check is given them
     argv: tuple[str, ...] = ()
     model: str | None = None
+    # why the container, recognised as vLLM (rules.recognition), was not judged: its vLLM
+    # command line could not be read, the field it is built from was not read, a rule
+    # crashed. "" when it was judged. Every output names it (issue 35: silence is a bypass).
+    unjudged: str = ""
 
     @property
     def workload(self) -> str:
@@ -129,7 +136,11 @@ class ContainerResult:
 
     @property
     def verdict(self) -> str:
-        return verdict_of_severities(f.severity for f in self.findings)
+        """fail, warn or pass from the findings; ``unjudged`` for a container that was not
+        judged (unless something of it fails all the same). The operator's StaticResult
+        counts an unjudged container as a warning (analysis.to_static)."""
+        verdict = verdict_of_severities(f.severity for f in self.findings)
+        return UNJUDGED if self.unjudged and verdict != FAIL else verdict
 
     @property
     def failures(self) -> tuple[Finding, ...]:
@@ -149,6 +160,7 @@ class ContainerResult:
             "gpus_requested": self.gpus_requested,
             "verdict": self.verdict,
             "findings": [f.to_dict() for f in self.findings],
+            **({"reason": self.unjudged} if self.unjudged else {}),
         }
 
 
