@@ -53,6 +53,7 @@ SHELLS = frozenset(("sh", "bash", "dash", "ash", "zsh", "ksh", "busybox"))
 MAX_STEPS = 4000
 MAX_DEPTH = 4
 _UNSET = "\x00unset\x00"
+_ASSIGN_DEFAULT = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(:?)=(.*)\}", re.DOTALL)
 _ARRAY_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\[([@*])\]\}")
 _DECLARATIONS = frozenset(("export", "readonly", "declare", "typeset", "local"))
 _SETS_NAMES = frozenset(("read", "mapfile", "readarray", "getopts", "let"))
@@ -85,6 +86,9 @@ class State:
     ifs_set: bool = False
     errexit: bool = False  # set -e: a failing command ends the script
     opaque: bool = False  # a `source`/`.`: any variable may have changed
+    # files the script wrote (`cat > /tmp/run.sh <<'EOF'`): path -> text, None if unknown
+    files: dict[str, str | None] = field(default_factory=dict)
+    executable: set[str] = field(default_factory=set)  # chmod +x after it was written
 
     def copy(self) -> State:
         return State(
@@ -94,9 +98,33 @@ class State:
             dict(self.functions),
             list(self.positional),
             self.ifs_set,
-            self.opaque,
             self.errexit,
+            self.opaque,
+            dict(self.files),
+            set(self.executable),
         )
+
+
+def shell_unknown(name: str) -> str:
+    """The marker of a shell variable whose value is not known here: shown ``${NAME}``
+    (a kubelet ``$(NAME)`` would name the container's env, which it is not)."""
+    return unknown_marker("${" + name + "}")
+
+
+def _merge_words(lists: list[list[str]], label: str) -> list[str]:
+    """The words of ``"$@"`` (or an array) after one of several paths: each word the paths
+    agree on stays; a word that differs is unknown; the words only some paths append are
+    one unknown word that names them (bash: ``set -- "$@" --x`` in an ``if``)."""
+    shortest = min(len(words) for words in lists)
+    out: list[str] = []
+    for k in range(shortest):
+        values = {words[k] for words in lists}
+        out.append(lists[0][k] if len(values) == 1 else shell_unknown(f"{label}: word {k + 1}"))
+    tails = [words[shortest:] for words in lists if len(words) > shortest]
+    if tails:
+        shown = " | ".join(dict.fromkeys(" ".join(t)[:60] for t in tails))
+        out.append(unknown_marker(f"${{{label}}} on some paths only: {shown}"))
+    return out
 
 
 def _merge(states: list[State]) -> State:
@@ -108,21 +136,28 @@ def _merge(states: list[State]) -> State:
     for name in {n for s in states for n in s.vars}:
         values = {s.vars.get(name, "\x00none") for s in states}
         if len(values) > 1:
-            out.vars[name] = unknown_marker(name)
+            out.vars[name] = shell_unknown(name)
     for name in {n for s in states for n in s.exported}:
         values = {s.exported.get(name, "\x00none") for s in states}
         if len(values) > 1:
-            out.exported[name] = unknown_marker(name)
+            out.exported[name] = shell_unknown(name)
     for name in {n for s in states for n in s.arrays}:
-        if any(s.arrays.get(name) != first.arrays.get(name) for s in states):
+        if all(name in s.arrays for s in states):
+            out.arrays[name] = _merge_words([s.arrays[name] for s in states], f"{name}[@]")
+        elif any(s.arrays.get(name) != first.arrays.get(name) for s in states):
             out.arrays.pop(name, None)
-            out.vars[name] = unknown_marker(name)
+            out.vars[name] = shell_unknown(name)
+    for name in {n for s in states for n in s.files}:
+        if any(s.files.get(name) != first.files.get(name) for s in states):
+            out.files[name] = None  # written differently on different paths
+    out.executable = set.intersection(*(s.executable for s in states))
     for name in {n for s in states for n in s.functions}:
         if any(s.functions.get(name) is not first.functions.get(name) for s in states):
             out.functions[name] = None  # defined differently on different paths
     if any(s.positional != first.positional for s in states):
-        width = max(len(s.positional) for s in states)
-        out.positional = first.positional[:1] + [unknown_marker("$@")] * max(0, width - 1)
+        out.positional = first.positional[:1] + _merge_words(
+            [s.positional[1:] for s in states], "@"
+        )
     out.ifs_set = any(s.ifs_set for s in states)
     out.errexit = any(s.errexit for s in states)
     out.opaque = any(s.opaque for s in states)
@@ -194,7 +229,7 @@ class Runner:
             value = self.state.vars[name]
             return None if value == _UNSET else value
         if self.state.opaque:
-            return unknown_marker(name)
+            return shell_unknown(name)
         if name in self.state.exported:
             return self.state.exported[name]
         return self.lookup(name)
@@ -216,7 +251,7 @@ class Runner:
             else:
                 multi = self._multi(part.text)
                 if multi is None:
-                    out.value(self._expand_param(part.text), part.quoted)
+                    out.value(self._assign_default(part.text), part.quoted)
                 elif multi[1]:  # $* or ${A[*]}: one string
                     out.value(" ".join(multi[0]), part.quoted)
                 else:
@@ -225,6 +260,28 @@ class Runner:
                             out.new_field()
                         out.value(item, part.quoted)
         return out.result()
+
+    def _assign_default(self, text: str) -> str:
+        """``${NAME:=word}`` / ``${NAME=word}`` assign the word when NAME is unset (or, with
+        the colon, empty), then expand to NAME's value (POSIX 2.6.2); other parts expand."""
+        match = _ASSIGN_DEFAULT.fullmatch(text)
+        if match is None:
+            return self._expand_param(text)
+        name, colon, default = match.groups()
+        value = self.variable(name)
+        if value is not None and has_unknown(value) and value == unknown_marker(name):
+            # the env may define it (an envFrom not read here): its value, else the default
+            value = unknown_marker(text)
+            self.commands._set(name, value, export=False)
+            return value
+        if value is not None and not (colon and value == ""):
+            return value
+        if any(c in default for c in "'\"\\`"):
+            value = shell_unknown(name)  # a quoted default: not modelled
+        else:
+            value = self._expand_param(default)
+        self.commands._set(name, value, export=False)
+        return value
 
     def _multi(self, text: str) -> tuple[list[str], bool] | None:
         """``$@``/``$*``/``${A[@]}``/``${A[*]}``: (items, joined), else None."""
@@ -427,7 +484,7 @@ class Compounds:
                 else [f for w in node.values for f in self.r.fields(w)]
             )
             if any(has_unknown(v) for v in values):
-                self.r.state.vars[node.variable or ""] = unknown_marker(node.variable or "")
+                self.r.state.vars[node.variable or ""] = shell_unknown(node.variable or "")
                 self.r._branches([lambda: self.r._list(node.body), lambda: None])
             elif values:
                 self.r.state.vars[node.variable or ""] = values[0]
@@ -504,6 +561,12 @@ class Commands:
         name = name.rstrip("+")
         if word.array is not None:
             items = [f for w in word.array for f in self.r.fields(w)]
+            if first.startswith(name + "+="):  # ARGS+=(more): appended
+                old = self.r.state.arrays.get(name)
+                if old is None:
+                    value = self.r.variable(name)
+                    old = [] if value is None else [value]
+                items = [*old, *items]
             return name, items[0] if items else "", items
         from preflight_operator.core.rules.shparse import Part  # noqa: PLC0415
 
@@ -535,9 +598,8 @@ class Commands:
                 if any(c in literal for c in "inaAlu"):
                     for w in args:  # -i, -a, -A, -l, -u change values: not modelled
                         if _is_assignment_word(w):
-                            self.r.state.vars[w.parts[0].text.split("=")[0]] = unknown_marker(
-                                w.parts[0].text.split("=")[0]
-                            )
+                            name = w.parts[0].text.split("=")[0]
+                            self.r.state.vars[name] = shell_unknown(name)
                     return None
                 continue
             if _is_assignment_word(word):
@@ -599,7 +661,7 @@ class Commands:
         if name in _SETS_NAMES or (name == "printf" and "-v" in words):
             for var in words[1:]:
                 if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", var):
-                    self.r.state.vars[var] = unknown_marker(var)
+                    self.r.state.vars[var] = shell_unknown(var)
             return None
         if name == "cd" or (name == "command" and words[1:2] in (["-v"], ["-V"])):
             return None  # `command -v NAME` looks NAME up; it runs nothing
@@ -684,6 +746,8 @@ class Programs:
                     Doubt(f"vLLM may run behind something not read here: {unwrapped.reason}")
                 )
             return None
+        if unwrapped.cleared:
+            exports.clear()  # `env -i`: vLLM gets only the words' own NAME=value
         for name, value in unwrapped.assignments:
             exports[name] = value
         start = unwrapped.start
@@ -703,8 +767,12 @@ class Programs:
             rest = ["python3", "-m", *rest]
             self._found(rest, exports, None, exact=False)
             return None
+        module = _runpy_module(rest)
+        if module is not None:
+            self._found(["python3", "-m", module, *rest[3:]], exports, None, exact=False)
+            return None
         if vllm_args_start(rest) is not None:
-            exact = not any(has_unknown(w) for w in rest)
+            exact = not unwrapped.caveat and not any(has_unknown(w) for w in rest)
             self._found(rest, exports, offset, exact)
             return None
         if has_unknown(rest[0]) and vllm_args_start(["python3", *rest[1:]]) is not None:
@@ -798,6 +866,24 @@ class Programs:
                 self.r.events.append(event)
         if child.halt == "found":
             self.r.halt = "found"
+
+
+# python -c "import runpy; runpy.run_module('vllm....', run_name='__main__')" ARGS: the
+# module runs with sys.argv = ['-c', *ARGS] (run_module leaves sys.argv alone unless
+# alter_sys=True, which replaces only argv[0]): what `python -m MODULE ARGS` runs
+_RUNPY = re.compile(
+    r"\s*import\s+runpy\s*[;\n]\s*runpy\.run_module\(\s*(['\"])(vllm(?:\.\w+)+)\1\s*,"
+    r"\s*run_name\s*=\s*(['\"])__main__\3\s*(?:,\s*alter_sys\s*=\s*(?:True|False)\s*)?\)"
+    r"\s*;?\s*"
+)
+
+
+def _runpy_module(argv: Sequence[str]) -> str | None:
+    """The module of ``python -c "import runpy; runpy.run_module('vllm...', ...)"``."""
+    if len(argv) < 3 or not argv[0].rsplit("/", 1)[-1].startswith("python") or argv[1] != "-c":
+        return None
+    match = _RUNPY.fullmatch(argv[2])
+    return match.group(2) if match else None
 
 
 def undefined_reference(name: str) -> str:
