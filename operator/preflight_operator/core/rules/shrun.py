@@ -30,6 +30,7 @@ from functools import partial
 from preflight_contract.vllm_args import vllm_args_start
 from preflight_operator.core.rules import launchers, shell
 from preflight_operator.core.rules.kubeenv import Budget, has_unknown, unknown_marker
+from preflight_operator.core.rules.shio import Streams
 from preflight_operator.core.rules.shparse import (
     AndOr,
     Case,
@@ -127,6 +128,20 @@ def _merge_words(lists: list[list[str]], label: str) -> list[str]:
     return out
 
 
+def _merge_arrays_and_files(out: State, states: list[State]) -> None:
+    first = states[0]
+    for name in {n for s in states for n in s.arrays}:
+        if all(name in s.arrays for s in states):
+            out.arrays[name] = _merge_words([s.arrays[name] for s in states], f"{name}[@]")
+        elif any(s.arrays.get(name) != first.arrays.get(name) for s in states):
+            out.arrays.pop(name, None)
+            out.vars[name] = shell_unknown(name)
+    for name in {n for s in states for n in s.files}:
+        if any(s.files.get(name) != first.files.get(name) for s in states):
+            out.files[name] = None  # written differently on different paths
+    out.executable = set.intersection(*(s.executable for s in states))
+
+
 def _merge(states: list[State]) -> State:
     """The state after one of ``states``: what differs between them is unknown."""
     first = states[0]
@@ -141,16 +156,7 @@ def _merge(states: list[State]) -> State:
         values = {s.exported.get(name, "\x00none") for s in states}
         if len(values) > 1:
             out.exported[name] = shell_unknown(name)
-    for name in {n for s in states for n in s.arrays}:
-        if all(name in s.arrays for s in states):
-            out.arrays[name] = _merge_words([s.arrays[name] for s in states], f"{name}[@]")
-        elif any(s.arrays.get(name) != first.arrays.get(name) for s in states):
-            out.arrays.pop(name, None)
-            out.vars[name] = shell_unknown(name)
-    for name in {n for s in states for n in s.files}:
-        if any(s.files.get(name) != first.files.get(name) for s in states):
-            out.files[name] = None  # written differently on different paths
-    out.executable = set.intersection(*(s.executable for s in states))
+    _merge_arrays_and_files(out, states)
     for name in {n for s in states for n in s.functions}:
         if any(s.functions.get(name) is not first.functions.get(name) for s in states):
             out.functions[name] = None  # defined differently on different paths
@@ -198,6 +204,7 @@ class Runner:
         self.compounds = Compounds(self)
         self.commands = Commands(self)
         self.programs = Programs(self)
+        self.streams = Streams(self)
 
     # -- entry points -------------------------------------------------------------------
 
@@ -347,8 +354,12 @@ class Runner:
             status = None
             for command in node.commands:
                 self._subshell(partial(self._command, command))
+                # what the next command reads: the output of this one, where known
+                self.streams.piped = self.streams.output if isinstance(command, Simple) else None
+                self.streams.output = None
                 if self.halt:
                     break
+            self.streams.piped = None
         if node.negated and status is not None:
             return not status
         return None if node.negated else status
@@ -523,6 +534,7 @@ class Commands:
 
     def __init__(self, runner: Runner) -> None:
         self.r = runner
+        self.stdin: str | None = None  # the input of the command being run, where known
 
     def _simple(self, node: Simple) -> bool | None:
         prefix: dict[str, str] = {}
@@ -542,8 +554,11 @@ class Commands:
         words: list[str] = []
         for word in node.words:
             words.extend(self.r.fields(word))
+        self.stdin = self.r.streams.stdin(node.redirects)
+        self.r.streams.piped = None
         if not words:
             return True
+        self.r.streams.run(words, node.redirects, self.stdin)
         exports = {**self.r.state.exported, **prefix}
         if any(_may_fail(r, self.r) for r in node.redirects):
             saved = self.r.cond
@@ -562,11 +577,11 @@ class Commands:
         if word.array is not None:
             items = [f for w in word.array for f in self.r.fields(w)]
             if first.startswith(name + "+="):  # ARGS+=(more): appended
-                old = self.r.state.arrays.get(name)
-                if old is None:
-                    value = self.r.variable(name)
-                    old = [] if value is None else [value]
-                items = [*old, *items]
+                before = self.r.state.arrays.get(name)
+                if before is None:
+                    scalar = self.r.variable(name)
+                    before = [] if scalar is None else [scalar]
+                items = [*before, *items]
             return name, items[0] if items else "", items
         from preflight_operator.core.rules.shparse import Part  # noqa: PLC0415
 
@@ -621,6 +636,9 @@ class Commands:
         builtin = self._builtin(words, exports)
         if builtin != "no":
             return builtin  # type: ignore[return-value]
+        if program == "xargs":
+            self.r.streams.xargs(words, self.stdin, exports)
+            return None
         self.r.programs._program(words, exports, None)
         return None
 
@@ -658,6 +676,16 @@ class Commands:
         handler = _BUILTINS.get(name)
         if handler is not None:
             return handler(self, words, exports)
+        if name == "read":
+            return self.r.streams.read(words, self.stdin)
+        if name == "printf" and words[1:2] == ["-v"]:
+            return self.r.streams.printf_v(words)
+        if name == "builtin" and len(words) > 1:
+            if self.r.dialect != "bash":  # dash has no `builtin`; a bash /bin/sh has
+                self.r.programs._doubt_if_vllm(words, "`builtin` in a POSIX sh script")
+                return None
+            inner = self._builtin(words[1:], exports)
+            return None if inner == "no" else inner
         if name in _SETS_NAMES or (name == "printf" and "-v" in words):
             for var in words[1:]:
                 if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", var):
@@ -684,8 +712,19 @@ class Commands:
         return self._eval(text)
 
     def _source(self, words: list[str], exports: dict[str, str]) -> bool | None:
-        self.r.state.opaque = True  # a file we cannot see: any variable may change
-        return None
+        text, _ = self.r.streams.script_of(words[1]) if len(words) > 1 else (None, None)
+        if text is None:
+            self.r.state.opaque = True  # a file we cannot see: any variable may change
+            return None
+        saved = self.r.state.positional
+        if len(words) > 2:
+            self.r.state.positional = [saved[0] if saved else "sh", *words[2:]]
+        status = self._eval(text)  # a file the script wrote: run here, as `.` does
+        if len(words) > 2:
+            self.r.state.positional = saved
+        if self.r.halt == "return":
+            self.r.halt = None
+        return status
 
     def _set_builtin(self, words: list[str], exports: dict[str, str]) -> bool | None:
         args = words[1:]
@@ -763,26 +802,24 @@ class Programs:
         if base in SHELLS:
             self._shell(rest, exports)
             return None
-        if unwrapped.uv_module:
-            rest = ["python3", "-m", *rest]
-            self._found(rest, exports, None, exact=False)
+        if rest[0] in self.r.state.files:
+            self._written(rest, exports)
             return None
-        module = _runpy_module(rest)
-        if module is not None:
-            self._found(["python3", "-m", module, *rest[3:]], exports, None, exact=False)
+        if self._python_forms(rest, exports, unwrapped.uv_module):
             return None
         if vllm_args_start(rest) is not None:
             exact = not unwrapped.caveat and not any(has_unknown(w) for w in rest)
             self._found(rest, exports, offset, exact)
             return None
-        if has_unknown(rest[0]) and vllm_args_start(["python3", *rest[1:]]) is not None:
-            self._found(["python3", *rest[1:]], exports, None, exact=False)
-            return None
+        self._other(rest, base)
+        return None
+
+    def _other(self, rest: list[str], base: str) -> None:
+        """A program that is not vLLM: named when vLLM may run behind it."""
         if base not in launchers.TEXT_ONLY and not has_unknown(base):
             self._doubt_if_vllm(rest, f"`{base}` is not a program vllm-preflight models")
         elif has_unknown(base):
             self._doubt_if_vllm(rest, "the program is not known here")
-        return None
 
     def _found(
         self, argv: list[str], exports: Mapping[str, str], offset: int | None, exact: bool
@@ -790,6 +827,33 @@ class Programs:
         self.r.events.append(Found(tuple(argv), dict(exports), self.r.cond, exact, offset))
         if not self.r.cond:
             self.r.halt = "found"
+
+    def _python_forms(self, rest: list[str], exports: dict[str, str], module: bool) -> bool:
+        """vLLM as a Python module whose interpreter is not named exactly (``uv run -m``,
+        ``torchrun -m``, ``$PYTHON -m``, runpy): read, never exact."""
+        argv = None
+        if module:
+            argv = ["python3", "-m", *rest]
+        elif _runpy_module(rest) is not None:
+            argv = ["python3", "-m", _runpy_module(rest) or "", *rest[3:]]
+        elif has_unknown(rest[0]) and vllm_args_start(["python3", *rest[1:]]) is not None:
+            argv = ["python3", *rest[1:]]
+        if argv is None:
+            return False
+        self._found(argv, exports, None, exact=False)
+        return True
+
+    def _written(self, words: list[str], exports: dict[str, str]) -> None:
+        """A file the script wrote, run as a program: by its ``#!`` shell."""
+        text, why = self.r.streams.script_of(words[0])
+        shell_name = None
+        if text is not None:
+            shell_name, why = self.r.streams.interpreter(words[0], text)
+        if text is None or shell_name is None:
+            if "vllm" in (text or "vllm"):
+                self.r.events.append(Doubt(f"vLLM may run behind something not read here: {why}"))
+            return
+        self._nested(shell_name, text, list(words), exports)
 
     def _doubt_if_vllm(self, words: list[str], reason: str) -> None:
         for i in range(1, len(words)):
@@ -802,6 +866,14 @@ class Programs:
     def _shell(self, words: list[str], exports: dict[str, str]) -> None:
         program = words[0].rsplit("/", 1)[-1]
         at = script_index(words)
+        operand = _file_operand(words)
+        if at is None and operand is not None and words[operand] in self.r.state.files:
+            text, why = self.r.streams.script_of(words[operand])
+            if text is None:
+                self._doubt_if_vllm(["?", "vllm", "serve"], why or "")
+                return
+            self._nested(program, text, words[operand:], exports)
+            return
         if at is None:
             if any("vllm" in w for w in words):
                 self._doubt_if_vllm(words, f"`{program}` runs a file, not a -c script")
@@ -850,6 +922,8 @@ class Programs:
         child.mentions = self.r.mentions
         child.state.exported = dict(exports)
         child.state.errexit = errexit
+        child.state.files = dict(self.r.state.files)  # the same file system
+        child.state.executable = set(self.r.state.executable)
         child.run_script(script, positional)
         for event in child.events:
             if isinstance(event, Found):
@@ -884,6 +958,16 @@ def _runpy_module(argv: Sequence[str]) -> str | None:
         return None
     match = _RUNPY.fullmatch(argv[2])
     return match.group(2) if match else None
+
+
+def _file_operand(words: Sequence[str]) -> int | None:
+    """The index of the script file of ``bash [options] FILE ARGS``, if any."""
+    i = 1
+    while i < len(words) and words[i].startswith(("-", "+")):
+        if words[i] == "--":
+            return i + 1 if i + 1 < len(words) else None
+        i += 2 if words[i] in ("-o", "+o", "-O", "+O") else 1
+    return i if i < len(words) else None
 
 
 def undefined_reference(name: str) -> str:
