@@ -519,7 +519,15 @@ def _su(
     if prog == "runuser" and any(
         a in ("-u", "--user") or a.startswith("--user=") for a in argv[i:]
     ):
-        return _skip_options(argv, i, _RUNUSER, prog)
+        at = _skip_options(argv, i, _RUNUSER, prog)
+        if (
+            isinstance(at, int)
+            and argv[at - 1] != "--"
+            and any(a.startswith("-") for a in argv[at:])
+        ):
+            # GNU getopt permutes runuser's words: the command's options are runuser's
+            return Unknown("`runuser -u` without `--` reads the command's options as its own")
+        return at
     script = None
     while i < len(argv):
         word = argv[i]

@@ -712,7 +712,9 @@ class Commands:
         return self._eval(text)
 
     def _source(self, words: list[str], exports: dict[str, str]) -> bool | None:
-        text, _ = self.r.streams.script_of(words[1]) if len(words) > 1 else (None, None)
+        # a name without a slash is looked up on PATH (dash; bash first): not that file
+        path = words[1] if len(words) > 1 and "/" in words[1] else ""
+        text, _ = self.r.streams.script_of(path)
         if text is None:
             self.r.state.opaque = True  # a file we cannot see: any variable may change
             return None
@@ -802,7 +804,7 @@ class Programs:
         if base in SHELLS:
             self._shell(rest, exports)
             return None
-        if rest[0] in self.r.state.files:
+        if "/" in rest[0] and rest[0] in self.r.state.files:  # (a bare name: PATH's)
             self._written(rest, exports)
             return None
         if self._python_forms(rest, exports, unwrapped.uv_module):
