@@ -274,6 +274,23 @@ def test_shell_variables_are_shown_as_the_script_writes_them() -> None:
     assert display(found.argv[-1]) == "${T}"
 
 
+def test_env_i_over_a_device_env_of_the_manifest_is_unread() -> None:
+    """env -i takes CUDA_VISIBLE_DEVICES=0 from vLLM: judging the manifest's value would
+    deny a healthy TP 2 (cvd-too-few); not judged, and said."""
+    container = vllm(
+        gpus=2,
+        command=["bash", "-c", f'env -i PATH="$PATH" {V}'],
+        env=[{"name": "CUDA_VISIBLE_DEVICES", "value": "0"}],
+    )
+    [result] = check(deployment(pod_spec(container)))
+    assert not [f.id for f in result.findings if f.severity == FAIL], ids(result)
+    [finding] = [f for f in result.findings if f.id == "vllm-command-unparsed"]
+    assert "CUDA_VISIBLE_DEVICES" in finding.message
+    container["command"] = ["bash", "-c", f'env -i PATH="$PATH" CUDA_VISIBLE_DEVICES=0,1 {V}']
+    [result] = check(deployment(pod_spec(container)))
+    assert "vllm-command-unparsed" not in ids(result)
+
+
 def test_env_i_clears_the_exports() -> None:
     found = _read("bash", f'export CUDA_VISIBLE_DEVICES=0\nenv -i PATH="$PATH" A=1 {V}')
     assert isinstance(found, Invocation)

@@ -788,6 +788,15 @@ class Programs:
                 )
             return None
         if unwrapped.cleared:
+            cleared = self._cleared(unwrapped.assignments)
+            if cleared:
+                self.r.events.append(
+                    Doubt(
+                        f"`env -i` clears the container's {cleared}, which the rules read from "
+                        "the manifest's env"
+                    )
+                )
+                return None
             exports.clear()  # `env -i`: vLLM gets only the words' own NAME=value
         for name, value in unwrapped.assignments:
             exports[name] = value
@@ -814,6 +823,16 @@ class Programs:
             self._found(rest, exports, offset, exact)
             return None
         self._other(rest, base)
+        return None
+
+    def _cleared(self, assignments: Sequence[tuple[str, str]]) -> str | None:
+        """A variable the rules read from the container's env that ``env -i`` takes from
+        vLLM (the rules would judge the manifest's value, which vLLM never sees)."""
+        given = {name for name, _ in assignments}
+        for name in _RULES_ENV:
+            value = self.r.lookup(name)
+            if name not in given and value is not None and not has_unknown(value):
+                return name
         return None
 
     def _other(self, rest: list[str], base: str) -> None:
@@ -960,6 +979,20 @@ def _runpy_module(argv: Sequence[str]) -> str | None:
         return None
     match = _RUNPY.fullmatch(argv[2])
     return match.group(2) if match else None
+
+
+# the container env names the rules read as vLLM's process env (rules/checks: env.py,
+# service.py, probes.py, modelfit.py through ContainerContext.process_env).
+# NVIDIA_VISIBLE_DEVICES is not one: the container runtime reads it when it creates the
+# container (and the device plugin's value replaces it); `env -i` inside changes no device.
+_RULES_ENV = (
+    "CUDA_VISIBLE_DEVICES",
+    "VLLM_PORT",
+    "HF_HUB_OFFLINE",
+    "HF_HUB_CACHE",
+    "HF_HOME",
+    "VLLM_ALLOW_LONG_MAX_MODEL_LEN",
+)
 
 
 def _file_operand(words: Sequence[str]) -> int | None:
