@@ -62,6 +62,8 @@ EXACT: list[tuple[str, str, str, tuple[str, ...]]] = [
         'exec vllm "${A[@]}"',
         WANT,
     ),
+    ("declare-a", "bash", f'declare -a A=({TP2})\nexec vllm "${{A[@]}}"', WANT),
+    ("local-a", "bash", f'f() {{ local -a A=({TP2}); vllm "${{A[@]}}"; }}\nf', WANT),
     ("set-args", "sh", f'set -- {TP2}\nexec vllm "$@"', WANT),
     ("xargs-echo", "bash", f'echo "{TP2}" | xargs vllm', WANT),
     ("xargs-echo-sh", "sh", f'echo "{TP2}" | xargs vllm', WANT),
@@ -289,6 +291,14 @@ def test_env_i_over_a_device_env_of_the_manifest_is_unread() -> None:
     container["command"] = ["bash", "-c", f'env -i PATH="$PATH" CUDA_VISIBLE_DEVICES=0,1 {V}']
     [result] = check(deployment(pod_spec(container)))
     assert "vllm-command-unparsed" not in ids(result)
+
+
+def test_written_files_are_bounded() -> None:
+    """Each `cat a a > b` doubles a file: the walk keeps a bounded text, then unknown."""
+    doubling = "echo x > a\n" + "cat a a > b\ncat b b > a\n" * 40 + "cat a | xargs vllm serve m"
+    found = _read("bash", doubling)
+    assert isinstance(found, Unparsed)
+    assert "xargs" in found.reason
 
 
 def test_env_i_clears_the_exports() -> None:

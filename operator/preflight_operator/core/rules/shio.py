@@ -19,12 +19,16 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from preflight_operator.core.rules.kubeenv import has_unknown
+from preflight_operator.core.rules.kubeenv import MAX_VALUE_CHARS, has_unknown
 from preflight_operator.core.rules.shparse import Redirect, ShellSyntax, heredoc_word
 
 if TYPE_CHECKING:
     from preflight_operator.core.rules.shrun import Runner
 
+# bounds: a file the walk keeps is at most a script's size (kubeenv.MAX_VALUE_CHARS), and
+# its text is charged to the container's expansion Budget; at most MAX_FILES paths
+MAX_FILE_CHARS = MAX_VALUE_CHARS
+MAX_FILES = 64
 _OUT_OPS = frozenset((">", ">|", ">>", "&>", "&>>"))
 _SHEBANG = re.compile(r"#!\s*(\S+)(?:[ \t]+(\S+))?[ \t]*(?:\n|$)")
 # GNU xargs options that keep "one run with every input word": the rest (-n, -L, -I, -d,
@@ -101,9 +105,12 @@ class Streams:
         files = self.r.state.files
         if append:
             before = files.get(path)
-            files[path] = None if before is None or text is None else before + text
-        else:
-            files[path] = text
+            text = None if before is None or text is None else before + text
+        if text is not None and (len(text) > MAX_FILE_CHARS or not self.r.budget.charge(len(text))):
+            text = None  # `cat a a > b; cat b b > a; ...` doubles: bounded, then unknown
+        if len(files) >= MAX_FILES and path not in files:
+            return
+        files[path] = text
 
     def _cat(self, args: list[str], stdin: str | None) -> str | None:
         if any(a.startswith("-") and a != "-" for a in args):

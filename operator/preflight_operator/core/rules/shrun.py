@@ -610,8 +610,9 @@ class Commands:
             if literal is not None and literal.startswith(("-", "+")):
                 if "x" in literal and literal.startswith("-"):
                     export = True
-                if any(c in literal for c in "inaAlu"):
-                    for w in args:  # -i, -a, -A, -l, -u change values: not modelled
+                if any(c in literal for c in "inAlu"):
+                    for w in args:  # -i, -A, -l, -u change values: not modelled (-a
+                        # is an indexed array: NAME=(...) as without it)
                         if _is_assignment_word(w):
                             name = w.parts[0].text.split("=")[0]
                             self.r.state.vars[name] = shell_unknown(name)
