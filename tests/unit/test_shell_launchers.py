@@ -93,6 +93,14 @@ EXACT: list[tuple[str, str, str, tuple[str, ...]]] = [
         "cat > ./env.sh <<'EOF'\nTP=2\nEOF\n. ./env.sh\nvllm serve m --tensor-parallel-size $TP",
         WANT,
     ),
+    ("bash-heredoc", "bash", f"bash <<'EOF'\nexec {V}\nEOF", WANT),
+    (
+        "sh-s-heredoc",
+        "sh",
+        "sh -s -- --tensor-parallel-size 2 <<'EOF'\nexec vllm serve m \"$@\"\nEOF",
+        WANT,
+    ),
+    ("echo-pipe-sh", "sh", f'echo "exec {V}" | sh', WANT),
     ("printf-v", "bash", "printf -v TP '%d' 2; vllm serve m --tensor-parallel-size \"$TP\"", WANT),
     (
         "read-herestring",
@@ -156,6 +164,16 @@ LOOSE: list[tuple[str, str, str, tuple[str, ...]]] = [
         PY_WANT,
     ),
 ]
+
+
+def test_scripts_of_unknown_text_are_silent_unless_they_name_vllm() -> None:
+    # a sidecar that renders and runs its own script is no vLLM (as `bash /x.sh` is not)
+    assert _read("bash", "envsubst < /t > /tmp/a.sh\nbash /tmp/a.sh") is None
+    assert _read("bash", "envsubst < /t > /tmp/a.sh\nchmod +x /tmp/a.sh\n/tmp/a.sh") is None
+    # as any script file not seen here: named when its words start vLLM
+    found = _read("bash", f"cat /t > /tmp/a.sh\nbash /tmp/a.sh {V}")
+    assert isinstance(found, Unparsed)
+
 
 # read with unknown words: (id, shell, script, the words that stay known)
 UNKNOWN: list[tuple[str, str, str, tuple[str, ...]]] = [

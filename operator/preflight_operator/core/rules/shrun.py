@@ -872,7 +872,7 @@ class Programs:
         if text is not None:
             shell_name, why = self.r.streams.interpreter(words[0], text)
         if text is None or shell_name is None:
-            if "vllm" in (text or "vllm"):
+            if "vllm" in (text or " ".join(words)):
                 self.r.events.append(Doubt(f"vLLM may run behind something not read here: {why}"))
             return
         self._nested(shell_name, text, list(words), exports)
@@ -889,12 +889,19 @@ class Programs:
         program = words[0].rsplit("/", 1)[-1]
         at = script_index(words)
         operand = _file_operand(words)
+        stdin = self.r.commands.stdin
         if at is None and operand is not None and words[operand] in self.r.state.files:
             text, why = self.r.streams.script_of(words[operand])
             if text is None:
-                self._doubt_if_vllm(["?", "vllm", "serve"], why or "")
+                self._doubt_if_vllm(words, why or "")
                 return
             self._nested(program, text, words[operand:], exports)
+            return
+        if at is None and stdin is not None and (operand is None or "-s" in words[1:operand]):
+            # `bash <<'EOF' ... EOF`, `echo "vllm serve ..." | sh`, `sh -s ARGS`: the
+            # script is the shell's input
+            args = words[operand:] if operand is not None else []
+            self._nested(program, stdin, [program, *args], exports)
             return
         if at is None:
             if any("vllm" in w for w in words):
