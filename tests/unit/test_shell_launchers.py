@@ -101,6 +101,19 @@ EXACT: list[tuple[str, str, str, tuple[str, ...]]] = [
         WANT,
     ),
     ("echo-pipe-sh", "sh", f'echo "exec {V}" | sh', WANT),
+    (
+        "read-blanks",
+        "bash",
+        'read -r M R <<< "m  --tensor-parallel-size 2\t--port 8000 "\nvllm serve $M $R',
+        (*WANT, "--port", "8000"),
+    ),
+    ("xargs-echo-n", "sh", f'echo -n "{TP2}" | xargs vllm', WANT),
+    (
+        "xargs-newlines",
+        "bash",
+        "printf 'serve\\nm\\n--tensor-parallel-size 2\\n' | xargs vllm",
+        WANT,
+    ),
     ("printf-v", "bash", "printf -v TP '%d' 2; vllm serve m --tensor-parallel-size \"$TP\"", WANT),
     (
         "read-herestring",
@@ -204,6 +217,7 @@ UNKNOWN: list[tuple[str, str, str, tuple[str, ...]]] = [
         "read -r T < /etc/tp; vllm serve m --tensor-parallel-size $T",
         (),
     ),
+    ("printf-v-octal", "bash", "printf -v T '%d' 02; vllm serve m --tensor-parallel-size $T", ()),
     ("printf-v-unknown", "bash", 'printf -v T "%x" 2; vllm serve m --tensor-parallel-size $T', ()),
 ]
 
@@ -211,6 +225,7 @@ UNKNOWN: list[tuple[str, str, str, tuple[str, ...]]] = [
 UNREAD: list[tuple[str, str, str, str]] = [
     ("xargs-a", "bash", "xargs -a /etc/args vllm", "xargs"),
     ("xargs-n", "bash", f'echo "{TP2}" | xargs -n 2 vllm', "xargs"),
+    ("echo-e-bash", "bash", f'echo -e "{TP2}" | xargs vllm', "xargs"),
     ("xargs-unknown-input", "bash", "cat /etc/args | xargs vllm", "xargs"),
     ("heredoc-not-chmod", "bash", f"cat > /tmp/r.sh <<'E'\n{V}\nE\n/tmp/r.sh", "chmod"),
     (

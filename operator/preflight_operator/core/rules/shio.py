@@ -156,7 +156,9 @@ class Streams:
         )
         if not known or line is None:
             return self._unknown(names)
-        fields = line.split(None, max(len(names) - 1, 0)) if names else []
+        # default IFS: space, tab, newline (not \r: a CRLF line keeps it, as bash does)
+        stripped = line.strip(" \t")
+        fields = re.split(r"[ \t]+", stripped, maxsplit=max(len(names) - 1, 0)) if stripped else []
         for k, name in enumerate(names):
             value = fields[k].rstrip(" \t") if k < len(fields) else ""
             self.r.commands._set(name, value, export=False)
@@ -203,7 +205,7 @@ class Streams:
             )
         if any(c in stdin for c in "'\"\\"):
             return self._doubt(words, stdin, "`xargs` input with quotes or backslashes")
-        items = stdin.split()
+        items = [w for w in re.split(r"[ \t\n]+", stdin) if w]  # xargs' blanks and newlines
         if not items and any(w in ("-r", "--no-run-if-empty") for w in words[1:i]):
             return None
         command = words[i:] or ["echo"]
@@ -250,6 +252,8 @@ def _echo(args: list[str], dialect: str) -> str | None:
     newline = "\n"
     if args[:1] == ["-n"]:
         args, newline = args[1:], ""
+    if dialect == "bash" and args and re.fullmatch(r"-[neE]+", args[0]):
+        return None  # bash's echo takes -e, -E and groups (-ne); dash's only -n
     text = " ".join(args)
     if "\\" in text or (dialect == "bash" and args[:1] in (["-e"], ["-E"])):
         return None  # escapes: dash's echo reads them, bash's (without -e) does not
@@ -283,7 +287,8 @@ def printf(args: Sequence[str]) -> str | None:
                 value = rest[used] if used < len(rest) else ""
                 used += 1
                 if piece != "%s":
-                    if not re.fullmatch(r"[-+]?[0-9]+", value or "0"):
+                    # (a leading 0 is octal to printf, 0x hex: not modelled)
+                    if not re.fullmatch(r"[-+]?(?:0|[1-9][0-9]*)", value or "0"):
                         return None
                     value = str(int(value or "0"))
                 out.append(value)
