@@ -4,13 +4,18 @@ The script is parsed (shparse) and walked in execution order with what the manif
 the container's env, the script's own assignments (with word splitting of unquoted
 expansions), functions (a body runs where the function is called, never where it is
 defined), ``"$@"``, ``set --``, ``eval``, nested ``sh -c``/``bash -c``/``su -c`` and the
-launchers of rules.launchers. Redirections and here-documents are not words of a command.
+launchers of rules.launchers. Redirections and here-documents are not words of a command;
+what flows through a pipe or into a file is followed where its text is certain
+(rules.shio: ``echo ... | xargs vllm``, ``read <<<``, a script written by a here-document
+then run).
 
 A branch whose taken arm is not known here (``if``, ``case``, ``&&``/``||``, a loop
-condition) is walked on every arm; assignments that differ between arms become unknown,
-and the commands met on an arm are *conditional*. The result is the first vLLM command
-that runs on every path, with the conditional ones met before it: when they all have the
-same argv that argv is the answer, else the answer is "unknown" (Doubt), never a guess.
+condition) is walked on every arm; assignments that differ between arms become unknown
+(``"$@"`` and arrays word by word: the words the arms agree on stay, the words only some
+arms append are one unknown word), and the commands met on an arm are *conditional*.
+The result is the first vLLM command that runs on every path, with the conditional ones
+met before it: when they all have the same argv that argv is the answer, else the answer
+is "unknown" (Doubt), never a guess.
 An unknown value stays an unknown marker (kubeenv) inside the argv, so the rules warn and
 never fail on it. ``exact`` says no part of the argv is a guess; the oracle test
 (tests/unit/test_shell_oracle.py) runs the scripts under the real bash and dash and holds
