@@ -228,6 +228,18 @@ UNREAD: list[tuple[str, str, str, str]] = [
     ("xargs-n", "bash", f'echo "{TP2}" | xargs -n 2 vllm', "xargs"),
     ("echo-e-bash", "bash", f'echo -e "{TP2}" | xargs vllm', "xargs"),
     ("xargs-unknown-input", "bash", "cat /etc/args | xargs vllm", "xargs"),
+    (
+        "heredoc-then-sed-i",
+        "bash",
+        f"cat > /tmp/r.sh <<'E'\n{V}\nE\nsed -i s/2/8/ /tmp/r.sh\nbash /tmp/r.sh",
+        "is changed by the script",
+    ),
+    (
+        "heredoc-then-cp",
+        "bash",
+        f"cat > /tmp/r.sh <<'E'\n{V}\nE\ncp /etc/x /tmp/r.sh\nbash /tmp/r.sh {V}",
+        "is changed by the script",
+    ),
     ("heredoc-not-chmod", "bash", f"cat > /tmp/r.sh <<'E'\n{V}\nE\n/tmp/r.sh", "chmod"),
     (
         "heredoc-python",

@@ -19,6 +19,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from preflight_operator.core.rules import launchers
 from preflight_operator.core.rules.kubeenv import MAX_VALUE_CHARS, has_unknown
 from preflight_operator.core.rules.shparse import Redirect, ShellSyntax, heredoc_word
 
@@ -30,6 +31,13 @@ if TYPE_CHECKING:
 MAX_FILE_CHARS = MAX_VALUE_CHARS
 MAX_FILES = 64
 _OUT_OPS = frozenset((">", ">|", ">>", "&>", "&>>"))
+# programs that read the files they are given and write none of them (a shell runs one)
+_READER_NAMES = (
+    "cat echo printf chmod chown tee test [ ls head tail grep egrep fgrep wc stat file md5sum "
+    "sha256sum diff cmp sh bash dash ash zsh ksh busybox source . exec command xargs sleep "
+    "true false :"
+)
+_READERS = frozenset(_READER_NAMES.split())
 _SHEBANG = re.compile(r"#!\s*(\S+)(?:[ \t]+(\S+))?[ \t]*(?:\n|$)")
 # GNU xargs options that keep "one run with every input word": the rest (-n, -L, -I, -d,
 # -0, -a, -P, ...) change how many runs or which words, and are named unread
@@ -43,6 +51,7 @@ class Streams:
         self.r = runner
         self.piped: str | None = None  # what the previous command of a pipeline wrote
         self.output: str | None = None  # what the last simple command wrote to its stdout
+        self.named: set[str] = set()  # files whose known text once named vLLM
 
     # -- input ----------------------------------------------------------------------------
 
@@ -93,6 +102,8 @@ class Streams:
         elif name == "cd":
             for path in [p for p in self.r.state.files if not p.startswith("/")]:
                 self.r.state.files[path] = None
+        else:
+            self._may_change(words)
         self.output = out
         for redirect in redirects:
             if redirect.op in _OUT_OPS and redirect.fd in (None, "1") and redirect.target:
@@ -101,6 +112,20 @@ class Streams:
                     self._write(path, out, append=redirect.op.endswith(">>"))
                 self.output = ""  # the pipe gets nothing
 
+    def _may_change(self, words: list[str]) -> None:
+        """A program that may rewrite a file it is given (``sed -i ... /tmp/run.sh``, ``cp
+        x /tmp/run.sh``, a Python script): that file's text is no longer known. (A program
+        that writes a file it is not given by name is not seen.)"""
+        if not self.r.state.files:
+            return
+        unwrapped = launchers.unwrap(words)
+        start = unwrapped.start if isinstance(unwrapped, launchers.Unwrapped) else 0
+        if start >= len(words) or words[start].rsplit("/", 1)[-1] in _READERS:
+            return
+        for path in list(self.r.state.files):
+            if any(path in word for word in words[start + 1 :]):
+                self.r.state.files[path] = None
+
     def _write(self, path: str, text: str | None, append: bool) -> None:
         files = self.r.state.files
         if append:
@@ -108,6 +133,8 @@ class Streams:
             text = None if before is None or text is None else before + text
         if text is not None and (len(text) > MAX_FILE_CHARS or not self.r.budget.charge(len(text))):
             text = None  # `cat a a > b; cat b b > a; ...` doubles: bounded, then unknown
+        if text is not None and "vllm" in text and len(self.named) < MAX_FILES:
+            self.named.add(path)
         if len(files) >= MAX_FILES and path not in files:
             return
         files[path] = text
@@ -226,6 +253,10 @@ class Streams:
             return None, None
         text = self.r.state.files[path]
         if text is None:
+            if path in self.named:  # it held a vLLM command, then changed: say so
+                self._doubt(
+                    ["vllm"], None, f"`{path}` is changed by the script in a way not read here"
+                )
             return None, f"`{path}` is written by the script with text not known here"
         return text, None
 
