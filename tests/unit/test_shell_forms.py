@@ -80,6 +80,33 @@ FORMS: list[tuple[str, list[str]]] = [
     ("function-no-args", ["bash", "-c", f'start() {{ exec {CMD} "$@"; }}; start']),
     ("function-no-args-sh", ["sh", "-c", f'start() {{ exec {CMD} "$@"; }}\nstart']),
     ("dollar-at-no-args", ["bash", "-c", f'exec {CMD} "${{@}}"']),
+    # issue 35 item 4: argv built with set --/arrays and a runtime if, here-strings,
+    # printf -v, ${X:=d}, a script written by a here-document then run
+    (
+        "set-args-if-append",
+        [
+            "bash",
+            "-c",
+            f'set -- {CMD.split(" ", 1)[1]}\nif [ -n "$X" ]; then set -- "$@" --enforce-eager; fi\n'
+            'exec vllm "$@"',
+        ],
+    ),
+    (
+        "array-append-if",
+        [
+            "bash",
+            "-c",
+            f'A=({CMD.split(" ", 1)[1]})\n[ -f /x ] && A+=(--enforce-eager)\nvllm "${{A[@]}}"',
+        ],
+    ),
+    (
+        "read-herestring",
+        ["bash", "-c", 'read -r M T <<< "m 2"\nvllm serve $M --tensor-parallel-size $T'],
+    ),
+    ("printf-v", ["bash", "-c", "printf -v T '%s' 2; vllm serve m --tensor-parallel-size $T"]),
+    ("colon-assign-default", ["sh", "-c", ': "${T:=2}"; vllm serve m --tensor-parallel-size "$T"']),
+    ("heredoc-written-run", ["bash", "-c", f"cat > r.sh <<'EOF'\nexec {CMD}\nEOF\nbash r.sh"]),
+    ("bash-stdin-heredoc", ["bash", "-c", f"bash <<'EOF'\nexec {CMD}\nEOF"]),
 ]
 
 

@@ -150,7 +150,9 @@ def test_assignment_on_one_arm_is_unknown_after() -> None:
     found = read(["bash", "-c", "TP=2\n[ -f /big ] && TP=8\nvllm serve m -tp $TP"])
     assert isinstance(found, Invocation)
     assert has_unknown(found.argv[-1])
-    assert display(found.argv[-1]) == "$(TP)"
+    # a shell variable, shown as the script writes it (a kubelet $(TP) would name the
+    # container's env, which the kubelet and the injected check would then resolve)
+    assert display(found.argv[-1]) == "${TP}"
 
 
 def test_conditional_only_command_is_read_as_conditional() -> None:
@@ -176,6 +178,10 @@ def test_set_e_makes_what_follows_an_unknown_command_conditional() -> None:
         ("mywrapper --x vllm serve m -tp 2", "mywrapper"),
         ("env -S 'vllm serve m' -tp 2", "env"),
         ("env -i A=1 vllm serve m -tp 2", "env -i"),
+        ("accelerate launch vllm serve m -tp 2", "accelerate launch"),
+        ("ray job submit -- vllm serve m -tp 2", "ray job submit"),
+        ("torchrun --nproc-per-node 2 --no-python vllm serve m -tp 2", "torchrun"),
+        ("strace -p 1 vllm serve m -tp 2", "strace"),
         ('eval "$CMD vllm serve m"', "eval"),
         ("select x in a; do vllm serve m; done", "parse"),
         ("vllm serve m -tp 2 'unbalanced", "parse"),

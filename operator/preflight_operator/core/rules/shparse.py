@@ -71,6 +71,8 @@ class Redirect:
     op: str
     target: Word | None  # None for a here-document
     heredoc: str | None = None
+    fd: str | None = None  # the io number before the operator (2>&1)
+    expands: bool = False  # a here-document whose delimiter is unquoted: $, ` and \ act
 
 
 @dataclass
@@ -372,6 +374,10 @@ class Lexer:
         return Part("lit", text[i + 1 : end], True)
 
     def _double(self) -> list[Part]:
+        return self._double_parts(end='"')
+
+    def _double_parts(self, end: str | None) -> list[Part]:
+        """The parts of double-quoted text up to ``end`` (None: the end of the text)."""
         parts: list[Part] = []
         text, n = self.text, len(self.text)
         buf: list[str] = []
@@ -387,7 +393,7 @@ class Lexer:
 
         while self.i < n:
             ch = text[self.i]
-            if ch == '"':
+            if ch == end:
                 self.i += 1
                 flush()
                 return parts or [Part("lit", "", True)]
@@ -403,12 +409,15 @@ class Lexer:
                 parts.append(self._dollar(quoted=True))
             elif ch == "`":
                 flush()
-                end = _skip_backquote(text, self.i + 1)
-                parts.append(Part("unknown", text[self.i : end], True))
-                self.i = end
+                close = _skip_backquote(text, self.i + 1)
+                parts.append(Part("unknown", text[self.i : close], True))
+                self.i = close
             else:
                 buf.append(ch)
                 self.i += 1
+        if end is None:
+            flush()
+            return parts or [Part("lit", "", True)]
         raise ShellSyntax("an unbalanced double quote")
 
     def _marker(self, quoted: bool) -> Part:
@@ -667,7 +676,7 @@ class Parser:
         target = self.next()
         if target.kind != "word":
             raise ShellSyntax(f"a redirection {token.text!r} without its target")
-        return Redirect(token.text, target.word)
+        return Redirect(token.text, target.word, fd=token.fd)
 
     def simple(self) -> Simple:
         assigns: list[Word] = []
@@ -681,7 +690,8 @@ class Parser:
             if token.kind == "heredoc":
                 # the here-document body sits where its operator was; it was read
                 self.next()
-                redirects.append(Redirect("<<", None, token.text))
+                expands = token.word is not None and not token.word.quoted
+                redirects.append(Redirect("<<", None, token.text, token.fd, expands))
                 continue
             if token.kind != "word" or token.word is None:
                 break
@@ -807,6 +817,18 @@ def _is_assignment_word(word: Word) -> bool:
     if first is None or first.kind != "lit" or first.quoted:
         return False
     return bool(re.match(r"[A-Za-z_][A-Za-z0-9_]*\+?=", first.text))
+
+
+def heredoc_word(body: str) -> Word:
+    """The body of a here-document with an unquoted delimiter as one word: parameter
+    expansion, command substitution and backslash before $ ` \\ and newline act, as in
+    double quotes, but a double quote is text (POSIX 2.7.4)."""
+    lexer = Lexer(body.replace('"', "\x01"), True)
+    try:
+        parts = lexer._double_parts(end=None)
+    except _Unbalanced:
+        raise ShellSyntax("an unbalanced $(, ${ or backquote in a here-document") from None
+    return Word(tuple(Part(p.kind, p.text.replace("\x01", '"'), True) for p in parts))
 
 
 def parse(script: str, bash: bool = True) -> CommandList:

@@ -4,13 +4,18 @@ The script is parsed (shparse) and walked in execution order with what the manif
 the container's env, the script's own assignments (with word splitting of unquoted
 expansions), functions (a body runs where the function is called, never where it is
 defined), ``"$@"``, ``set --``, ``eval``, nested ``sh -c``/``bash -c``/``su -c`` and the
-launchers of rules.launchers. Redirections and here-documents are not words of a command.
+launchers of rules.launchers. Redirections and here-documents are not words of a command;
+what flows through a pipe or into a file is followed where its text is certain
+(rules.shio: ``echo ... | xargs vllm``, ``read <<<``, a script written by a here-document
+then run).
 
 A branch whose taken arm is not known here (``if``, ``case``, ``&&``/``||``, a loop
-condition) is walked on every arm; assignments that differ between arms become unknown,
-and the commands met on an arm are *conditional*. The result is the first vLLM command
-that runs on every path, with the conditional ones met before it: when they all have the
-same argv that argv is the answer, else the answer is "unknown" (Doubt), never a guess.
+condition) is walked on every arm; assignments that differ between arms become unknown
+(``"$@"`` and arrays word by word: the words the arms agree on stay, the words only some
+arms append are one unknown word), and the commands met on an arm are *conditional*.
+The result is the first vLLM command that runs on every path, with the conditional ones
+met before it: when they all have the same argv that argv is the answer, else the answer
+is "unknown" (Doubt), never a guess.
 An unknown value stays an unknown marker (kubeenv) inside the argv, so the rules warn and
 never fail on it. ``exact`` says no part of the argv is a guess; the oracle test
 (tests/unit/test_shell_oracle.py) runs the scripts under the real bash and dash and holds
@@ -30,6 +35,7 @@ from functools import partial
 from preflight_contract.vllm_args import vllm_args_start
 from preflight_operator.core.rules import launchers, shell
 from preflight_operator.core.rules.kubeenv import Budget, has_unknown, unknown_marker
+from preflight_operator.core.rules.shio import Streams
 from preflight_operator.core.rules.shparse import (
     AndOr,
     Case,
@@ -53,6 +59,7 @@ SHELLS = frozenset(("sh", "bash", "dash", "ash", "zsh", "ksh", "busybox"))
 MAX_STEPS = 4000
 MAX_DEPTH = 4
 _UNSET = "\x00unset\x00"
+_ASSIGN_DEFAULT = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(:?)=(.*)\}", re.DOTALL)
 _ARRAY_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\[([@*])\]\}")
 _DECLARATIONS = frozenset(("export", "readonly", "declare", "typeset", "local"))
 _SETS_NAMES = frozenset(("read", "mapfile", "readarray", "getopts", "let"))
@@ -85,6 +92,9 @@ class State:
     ifs_set: bool = False
     errexit: bool = False  # set -e: a failing command ends the script
     opaque: bool = False  # a `source`/`.`: any variable may have changed
+    # files the script wrote (`cat > /tmp/run.sh <<'EOF'`): path -> text, None if unknown
+    files: dict[str, str | None] = field(default_factory=dict)
+    executable: set[str] = field(default_factory=set)  # chmod +x after it was written
 
     def copy(self) -> State:
         return State(
@@ -94,9 +104,47 @@ class State:
             dict(self.functions),
             list(self.positional),
             self.ifs_set,
-            self.opaque,
             self.errexit,
+            self.opaque,
+            dict(self.files),
+            set(self.executable),
         )
+
+
+def shell_unknown(name: str) -> str:
+    """The marker of a shell variable whose value is not known here: shown ``${NAME}``
+    (a kubelet ``$(NAME)`` would name the container's env, which it is not)."""
+    return unknown_marker("${" + name + "}")
+
+
+def _merge_words(lists: list[list[str]], label: str) -> list[str]:
+    """The words of ``"$@"`` (or an array) after one of several paths: each word the paths
+    agree on stays; a word that differs is unknown; the words only some paths append are
+    one unknown word that names them (bash: ``set -- "$@" --x`` in an ``if``)."""
+    shortest = min(len(words) for words in lists)
+    out: list[str] = []
+    for k in range(shortest):
+        values = {words[k] for words in lists}
+        out.append(lists[0][k] if len(values) == 1 else shell_unknown(f"{label}: word {k + 1}"))
+    tails = [words[shortest:] for words in lists if len(words) > shortest]
+    if tails:
+        shown = " | ".join(dict.fromkeys(" ".join(t)[:60] for t in tails))
+        out.append(unknown_marker(f"${{{label}}} on some paths only: {shown}"))
+    return out
+
+
+def _merge_arrays_and_files(out: State, states: list[State]) -> None:
+    first = states[0]
+    for name in {n for s in states for n in s.arrays}:
+        if all(name in s.arrays for s in states):
+            out.arrays[name] = _merge_words([s.arrays[name] for s in states], f"{name}[@]")
+        elif any(s.arrays.get(name) != first.arrays.get(name) for s in states):
+            out.arrays.pop(name, None)
+            out.vars[name] = shell_unknown(name)
+    for name in {n for s in states for n in s.files}:
+        if any(s.files.get(name) != first.files.get(name) for s in states):
+            out.files[name] = None  # written differently on different paths
+    out.executable = set.intersection(*(s.executable for s in states))
 
 
 def _merge(states: list[State]) -> State:
@@ -108,21 +156,19 @@ def _merge(states: list[State]) -> State:
     for name in {n for s in states for n in s.vars}:
         values = {s.vars.get(name, "\x00none") for s in states}
         if len(values) > 1:
-            out.vars[name] = unknown_marker(name)
+            out.vars[name] = shell_unknown(name)
     for name in {n for s in states for n in s.exported}:
         values = {s.exported.get(name, "\x00none") for s in states}
         if len(values) > 1:
-            out.exported[name] = unknown_marker(name)
-    for name in {n for s in states for n in s.arrays}:
-        if any(s.arrays.get(name) != first.arrays.get(name) for s in states):
-            out.arrays.pop(name, None)
-            out.vars[name] = unknown_marker(name)
+            out.exported[name] = shell_unknown(name)
+    _merge_arrays_and_files(out, states)
     for name in {n for s in states for n in s.functions}:
         if any(s.functions.get(name) is not first.functions.get(name) for s in states):
             out.functions[name] = None  # defined differently on different paths
     if any(s.positional != first.positional for s in states):
-        width = max(len(s.positional) for s in states)
-        out.positional = first.positional[:1] + [unknown_marker("$@")] * max(0, width - 1)
+        out.positional = first.positional[:1] + _merge_words(
+            [s.positional[1:] for s in states], "@"
+        )
     out.ifs_set = any(s.ifs_set for s in states)
     out.errexit = any(s.errexit for s in states)
     out.opaque = any(s.opaque for s in states)
@@ -163,6 +209,7 @@ class Runner:
         self.compounds = Compounds(self)
         self.commands = Commands(self)
         self.programs = Programs(self)
+        self.streams = Streams(self)
 
     # -- entry points -------------------------------------------------------------------
 
@@ -194,7 +241,7 @@ class Runner:
             value = self.state.vars[name]
             return None if value == _UNSET else value
         if self.state.opaque:
-            return unknown_marker(name)
+            return shell_unknown(name)
         if name in self.state.exported:
             return self.state.exported[name]
         return self.lookup(name)
@@ -216,7 +263,7 @@ class Runner:
             else:
                 multi = self._multi(part.text)
                 if multi is None:
-                    out.value(self._expand_param(part.text), part.quoted)
+                    out.value(self._assign_default(part.text), part.quoted)
                 elif multi[1]:  # $* or ${A[*]}: one string
                     out.value(" ".join(multi[0]), part.quoted)
                 else:
@@ -225,6 +272,28 @@ class Runner:
                             out.new_field()
                         out.value(item, part.quoted)
         return out.result()
+
+    def _assign_default(self, text: str) -> str:
+        """``${NAME:=word}`` / ``${NAME=word}`` assign the word when NAME is unset (or, with
+        the colon, empty), then expand to NAME's value (POSIX 2.6.2); other parts expand."""
+        match = _ASSIGN_DEFAULT.fullmatch(text)
+        if match is None:
+            return self._expand_param(text)
+        name, colon, default = match.groups()
+        value = self.variable(name)
+        if value is not None and has_unknown(value) and value == unknown_marker(name):
+            # the env may define it (an envFrom not read here): its value, else the default
+            value = unknown_marker(text)
+            self.commands._set(name, value, export=False)
+            return value
+        if value is not None and not (colon and value == ""):
+            return value
+        if any(c in default for c in "'\"\\`"):
+            value = shell_unknown(name)  # a quoted default: not modelled
+        else:
+            value = self._expand_param(default)
+        self.commands._set(name, value, export=False)
+        return value
 
     def _multi(self, text: str) -> tuple[list[str], bool] | None:
         """``$@``/``$*``/``${A[@]}``/``${A[*]}``: (items, joined), else None."""
@@ -290,8 +359,12 @@ class Runner:
             status = None
             for command in node.commands:
                 self._subshell(partial(self._command, command))
+                # what the next command reads: the output of this one, where known
+                self.streams.piped = self.streams.output if isinstance(command, Simple) else None
+                self.streams.output = None
                 if self.halt:
                     break
+            self.streams.piped = None
         if node.negated and status is not None:
             return not status
         return None if node.negated else status
@@ -427,7 +500,7 @@ class Compounds:
                 else [f for w in node.values for f in self.r.fields(w)]
             )
             if any(has_unknown(v) for v in values):
-                self.r.state.vars[node.variable or ""] = unknown_marker(node.variable or "")
+                self.r.state.vars[node.variable or ""] = shell_unknown(node.variable or "")
                 self.r._branches([lambda: self.r._list(node.body), lambda: None])
             elif values:
                 self.r.state.vars[node.variable or ""] = values[0]
@@ -466,6 +539,7 @@ class Commands:
 
     def __init__(self, runner: Runner) -> None:
         self.r = runner
+        self.stdin: str | None = None  # the input of the command being run, where known
 
     def _simple(self, node: Simple) -> bool | None:
         prefix: dict[str, str] = {}
@@ -485,8 +559,11 @@ class Commands:
         words: list[str] = []
         for word in node.words:
             words.extend(self.r.fields(word))
+        self.stdin = self.r.streams.stdin(node.redirects)
+        self.r.streams.piped = None
         if not words:
             return True
+        self.r.streams.run(words, node.redirects, self.stdin)
         exports = {**self.r.state.exported, **prefix}
         if any(_may_fail(r, self.r) for r in node.redirects):
             saved = self.r.cond
@@ -504,6 +581,12 @@ class Commands:
         name = name.rstrip("+")
         if word.array is not None:
             items = [f for w in word.array for f in self.r.fields(w)]
+            if first.startswith(name + "+="):  # ARGS+=(more): appended
+                before = self.r.state.arrays.get(name)
+                if before is None:
+                    scalar = self.r.variable(name)
+                    before = [] if scalar is None else [scalar]
+                items = [*before, *items]
             return name, items[0] if items else "", items
         from preflight_operator.core.rules.shparse import Part  # noqa: PLC0415
 
@@ -532,12 +615,12 @@ class Commands:
             if literal is not None and literal.startswith(("-", "+")):
                 if "x" in literal and literal.startswith("-"):
                     export = True
-                if any(c in literal for c in "inaAlu"):
-                    for w in args:  # -i, -a, -A, -l, -u change values: not modelled
+                if any(c in literal for c in "inAlu"):
+                    for w in args:  # -i, -A, -l, -u change values: not modelled (-a
+                        # is an indexed array: NAME=(...) as without it)
                         if _is_assignment_word(w):
-                            self.r.state.vars[w.parts[0].text.split("=")[0]] = unknown_marker(
-                                w.parts[0].text.split("=")[0]
-                            )
+                            name = w.parts[0].text.split("=")[0]
+                            self.r.state.vars[name] = shell_unknown(name)
                     return None
                 continue
             if _is_assignment_word(word):
@@ -559,6 +642,9 @@ class Commands:
         builtin = self._builtin(words, exports)
         if builtin != "no":
             return builtin  # type: ignore[return-value]
+        if program == "xargs":
+            self.r.streams.xargs(words, self.stdin, exports)
+            return None
         self.r.programs._program(words, exports, None)
         return None
 
@@ -596,10 +682,20 @@ class Commands:
         handler = _BUILTINS.get(name)
         if handler is not None:
             return handler(self, words, exports)
+        if name == "read":
+            return self.r.streams.read(words, self.stdin)
+        if name == "printf" and words[1:2] == ["-v"]:
+            return self.r.streams.printf_v(words)
+        if name == "builtin" and len(words) > 1:
+            if self.r.dialect != "bash":  # dash has no `builtin`; a bash /bin/sh has
+                self.r.programs._doubt_if_vllm(words, "`builtin` in a POSIX sh script")
+                return None
+            inner = self._builtin(words[1:], exports)
+            return None if inner == "no" else inner
         if name in _SETS_NAMES or (name == "printf" and "-v" in words):
             for var in words[1:]:
                 if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", var):
-                    self.r.state.vars[var] = unknown_marker(var)
+                    self.r.state.vars[var] = shell_unknown(var)
             return None
         if name == "cd" or (name == "command" and words[1:2] in (["-v"], ["-V"])):
             return None  # `command -v NAME` looks NAME up; it runs nothing
@@ -622,8 +718,21 @@ class Commands:
         return self._eval(text)
 
     def _source(self, words: list[str], exports: dict[str, str]) -> bool | None:
-        self.r.state.opaque = True  # a file we cannot see: any variable may change
-        return None
+        # a name without a slash is looked up on PATH (dash; bash first): not that file
+        path = words[1] if len(words) > 1 and "/" in words[1] else ""
+        text, _ = self.r.streams.script_of(path)
+        if text is None:
+            self.r.state.opaque = True  # a file we cannot see: any variable may change
+            return None
+        saved = self.r.state.positional
+        if len(words) > 2:
+            self.r.state.positional = [saved[0] if saved else "sh", *words[2:]]
+        status = self._eval(text)  # a file the script wrote: run here, as `.` does
+        if len(words) > 2:
+            self.r.state.positional = saved
+        if self.r.halt == "return":
+            self.r.halt = None
+        return status
 
     def _set_builtin(self, words: list[str], exports: dict[str, str]) -> bool | None:
         args = words[1:]
@@ -684,6 +793,17 @@ class Programs:
                     Doubt(f"vLLM may run behind something not read here: {unwrapped.reason}")
                 )
             return None
+        if unwrapped.cleared:
+            cleared = self._cleared(unwrapped.assignments)
+            if cleared:
+                self.r.events.append(
+                    Doubt(
+                        f"`env -i` clears the container's {cleared}, which the rules read from "
+                        "the manifest's env"
+                    )
+                )
+                return None
+            exports.clear()  # `env -i`: vLLM gets only the words' own NAME=value
         for name, value in unwrapped.assignments:
             exports[name] = value
         start = unwrapped.start
@@ -699,22 +819,34 @@ class Programs:
         if base in SHELLS:
             self._shell(rest, exports)
             return None
-        if unwrapped.uv_module:
-            rest = ["python3", "-m", *rest]
-            self._found(rest, exports, None, exact=False)
+        if "/" in rest[0] and rest[0] in self.r.state.files:  # (a bare name: PATH's)
+            self._written(rest, exports)
+            return None
+        if self._python_forms(rest, exports, unwrapped.uv_module):
             return None
         if vllm_args_start(rest) is not None:
-            exact = not any(has_unknown(w) for w in rest)
+            exact = not unwrapped.caveat and not any(has_unknown(w) for w in rest)
             self._found(rest, exports, offset, exact)
             return None
-        if has_unknown(rest[0]) and vllm_args_start(["python3", *rest[1:]]) is not None:
-            self._found(["python3", *rest[1:]], exports, None, exact=False)
-            return None
+        self._other(rest, base)
+        return None
+
+    def _cleared(self, assignments: Sequence[tuple[str, str]]) -> str | None:
+        """A variable the rules read from the container's env that ``env -i`` takes from
+        vLLM (the rules would judge the manifest's value, which vLLM never sees)."""
+        given = {name for name, _ in assignments}
+        for name in _RULES_ENV:
+            value = self.r.lookup(name)
+            if name not in given and value is not None and not has_unknown(value):
+                return name
+        return None
+
+    def _other(self, rest: list[str], base: str) -> None:
+        """A program that is not vLLM: named when vLLM may run behind it."""
         if base not in launchers.TEXT_ONLY and not has_unknown(base):
             self._doubt_if_vllm(rest, f"`{base}` is not a program vllm-preflight models")
         elif has_unknown(base):
             self._doubt_if_vllm(rest, "the program is not known here")
-        return None
 
     def _found(
         self, argv: list[str], exports: Mapping[str, str], offset: int | None, exact: bool
@@ -722,6 +854,33 @@ class Programs:
         self.r.events.append(Found(tuple(argv), dict(exports), self.r.cond, exact, offset))
         if not self.r.cond:
             self.r.halt = "found"
+
+    def _python_forms(self, rest: list[str], exports: dict[str, str], module: bool) -> bool:
+        """vLLM as a Python module whose interpreter is not named exactly (``uv run -m``,
+        ``torchrun -m``, ``$PYTHON -m``, runpy): read, never exact."""
+        argv = None
+        if module:
+            argv = ["python3", "-m", *rest]
+        elif _runpy_module(rest) is not None:
+            argv = ["python3", "-m", _runpy_module(rest) or "", *rest[3:]]
+        elif has_unknown(rest[0]) and vllm_args_start(["python3", *rest[1:]]) is not None:
+            argv = ["python3", *rest[1:]]
+        if argv is None:
+            return False
+        self._found(argv, exports, None, exact=False)
+        return True
+
+    def _written(self, words: list[str], exports: dict[str, str]) -> None:
+        """A file the script wrote, run as a program: by its ``#!`` shell."""
+        text, why = self.r.streams.script_of(words[0])
+        shell_name = None
+        if text is not None:
+            shell_name, why = self.r.streams.interpreter(words[0], text)
+        if text is None or shell_name is None:
+            if "vllm" in (text or " ".join(words)):
+                self.r.events.append(Doubt(f"vLLM may run behind something not read here: {why}"))
+            return
+        self._nested(shell_name, text, list(words), exports)
 
     def _doubt_if_vllm(self, words: list[str], reason: str) -> None:
         for i in range(1, len(words)):
@@ -734,6 +893,21 @@ class Programs:
     def _shell(self, words: list[str], exports: dict[str, str]) -> None:
         program = words[0].rsplit("/", 1)[-1]
         at = script_index(words)
+        operand = _file_operand(words)
+        stdin = self.r.commands.stdin
+        if at is None and operand is not None and words[operand] in self.r.state.files:
+            text, why = self.r.streams.script_of(words[operand])
+            if text is None:
+                self._doubt_if_vllm(words, why or "")
+                return
+            self._nested(program, text, words[operand:], exports)
+            return
+        if at is None and stdin is not None and (operand is None or "-s" in words[1:operand]):
+            # `bash <<'EOF' ... EOF`, `echo "vllm serve ..." | sh`, `sh -s ARGS`: the
+            # script is the shell's input
+            args = words[operand:] if operand is not None else []
+            self._nested(program, stdin, [program, *args], exports)
+            return
         if at is None:
             if any("vllm" in w for w in words):
                 self._doubt_if_vllm(words, f"`{program}` runs a file, not a -c script")
@@ -782,6 +956,8 @@ class Programs:
         child.mentions = self.r.mentions
         child.state.exported = dict(exports)
         child.state.errexit = errexit
+        child.state.files = dict(self.r.state.files)  # the same file system
+        child.state.executable = set(self.r.state.executable)
         child.run_script(script, positional)
         for event in child.events:
             if isinstance(event, Found):
@@ -798,6 +974,48 @@ class Programs:
                 self.r.events.append(event)
         if child.halt == "found":
             self.r.halt = "found"
+
+
+# python -c "import runpy; runpy.run_module('vllm....', run_name='__main__')" ARGS: the
+# module runs with sys.argv = ['-c', *ARGS] (run_module leaves sys.argv alone unless
+# alter_sys=True, which replaces only argv[0]): what `python -m MODULE ARGS` runs
+_RUNPY = re.compile(
+    r"\s*import\s+runpy\s*[;\n]\s*runpy\.run_module\(\s*(['\"])(vllm(?:\.\w+)+)\1\s*,"
+    r"\s*run_name\s*=\s*(['\"])__main__\3\s*(?:,\s*alter_sys\s*=\s*(?:True|False)\s*)?\)"
+    r"\s*;?\s*"
+)
+
+
+def _runpy_module(argv: Sequence[str]) -> str | None:
+    """The module of ``python -c "import runpy; runpy.run_module('vllm...', ...)"``."""
+    if len(argv) < 3 or not argv[0].rsplit("/", 1)[-1].startswith("python") or argv[1] != "-c":
+        return None
+    match = _RUNPY.fullmatch(argv[2])
+    return match.group(2) if match else None
+
+
+# the container env names the rules read as vLLM's process env (rules/checks: env.py,
+# service.py, probes.py, modelfit.py through ContainerContext.process_env).
+# NVIDIA_VISIBLE_DEVICES is not one: the container runtime reads it when it creates the
+# container (and the device plugin's value replaces it); `env -i` inside changes no device.
+_RULES_ENV = (
+    "CUDA_VISIBLE_DEVICES",
+    "VLLM_PORT",
+    "HF_HUB_OFFLINE",
+    "HF_HUB_CACHE",
+    "HF_HOME",
+    "VLLM_ALLOW_LONG_MAX_MODEL_LEN",
+)
+
+
+def _file_operand(words: Sequence[str]) -> int | None:
+    """The index of the script file of ``bash [options] FILE ARGS``, if any."""
+    i = 1
+    while i < len(words) and words[i].startswith(("-", "+")):
+        if words[i] == "--":
+            return i + 1 if i + 1 < len(words) else None
+        i += 2 if words[i] in ("-o", "+o", "-O", "+O") else 1
+    return i if i < len(words) else None
 
 
 def undefined_reference(name: str) -> str:
