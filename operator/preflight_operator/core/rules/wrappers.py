@@ -26,11 +26,11 @@ from preflight_operator.core.rules.template import (
 #
 # InferenceService: `spec.predictor` is a PodSpec plus `model`. With `model`, the main
 # container `kserve-container` is the (Cluster)ServingRuntime's container of that name merged
-# with `spec.predictor.model` (isvc fields win, args appended after the runtime's:
-# pkg/controller/v1beta1/inferenceservice/utils MergeRuntimeContainers). The runtime is
-# `model.runtime`, else the one that supports `model.modelFormat.name` with autoSelect, by
-# priority. Multi-node (`spec.predictor.workerSpec`): the controller computes and writes the
-# GPU limits and the TENSOR_PARALLEL_SIZE / PIPELINE_PARALLEL_SIZE env itself.
+# with `spec.predictor.model` (isvc fields win, args appended after the runtime's, command
+# and args kept apart: pkg/controller/v1beta1/inferenceservice/utils MergeRuntimeContainers).
+# The runtime is `model.runtime`, else the one that supports `model.modelFormat.name` with
+# autoSelect, by priority. Multi-node (`spec.predictor.workerSpec`): the controller computes
+# and writes the GPU limits and the TENSOR_PARALLEL_SIZE / PIPELINE_PARALLEL_SIZE env itself.
 
 SERVING_RUNTIMES = ("ServingRuntime", "ClusterServingRuntime")
 _KSERVE_MAIN = "kserve-container"
@@ -45,6 +45,10 @@ def _named(containers: Any, name: str) -> tuple[int, Mapping[str, Any]] | None:
         if isinstance(container, Mapping) and container.get("name") == name:
             return i, container
     return None
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _every(resolve: Resolve, kind: str) -> list[Mapping[str, Any]]:
@@ -87,6 +91,15 @@ def _runtime_for(
 def _merged_main(
     runtime: Mapping[str, Any], where: str, model: Mapping[str, Any], isvc: str
 ) -> tuple[dict[str, Any], tuple[str, ...]] | None:
+    """The main container KServe runs: MergeRuntimeContainers (kserve/kserve
+    pkg/controller/v1beta1/inferenceservice/utils/utils.go, commit aaac4e29) is a strategic
+    merge patch of the model over the runtime container, then ``args`` set to the runtime's
+    followed by the model's. ``command`` and ``args`` stay apart: a runtime that sets only
+    ``args`` (usual for vllm/vllm-openai) keeps the image's entrypoint, `vllm serve`, which
+    rules.command reads for the images it knows. Writing those args into ``command`` (as
+    this did until issue 35) lost the entrypoint, so such an InferenceService went unjudged.
+    ``argv_paths`` are the paths of the tokens rules.command yields: command then args, or,
+    args only on a known image, the image field twice (``vllm serve``) then the args."""
     found = _named(dig(runtime, ("spec", "containers")), _KSERVE_MAIN)
     if found is None:
         return None
@@ -97,17 +110,24 @@ def _merged_main(
         if key in model:
             container[key] = model[key]
     own = model.get("command")
-    command = [str(c) for c in (own if isinstance(own, list) else base.get("command") or [])]
+    command = own if isinstance(own, list) else base.get("command")
     prefix = "spec.predictor.model.command" if isinstance(own, list) else f"{rpath}.command"
-    paths = [f"{prefix}[{i}]" for i in range(len(command))]
+    paths: list[str] = []
+    if isinstance(command, list) and command:
+        container["command"] = [str(c) for c in command]
+        paths = [f"{prefix}[{i}]" for i in range(len(command))]
+    else:
+        image = "spec.predictor.model.image" if "image" in model else f"{rpath}.image"
+        paths = [image, image]  # the image's entrypoint, `vllm serve`
     args: list[str] = []
-    for i, arg in enumerate(base.get("args") or []):
+    for i, arg in enumerate(_listed(base.get("args"))):
         args.append(str(arg).replace("{{.Name}}", isvc))
         paths.append(f"{rpath}.args[{i}]")
-    for i, arg in enumerate(model.get("args") or []):
+    for i, arg in enumerate(_listed(model.get("args"))):
         args.append(str(arg))
         paths.append(f"spec.predictor.model.args[{i}]")
-    container["command"] = [*command, *args]
+    if args:
+        container["args"] = args
     container["name"] = _KSERVE_MAIN
     return container, tuple(paths)
 
