@@ -27,6 +27,7 @@ import yaml
 from preflight_operator.core.rules import boundedyaml
 from preflight_operator.core.rules.crdgroups import (  # issue 26
     kueue_workload,
+    model_serving,
     rolebasedgroup,
     volcano_job,
 )
@@ -39,6 +40,7 @@ from preflight_operator.core.rules.template import (
     DYNAMO,
     GENERIC,
     KSERVE,
+    KTHENA,
     KUBEAI,
     KUBERAY,
     LWS,
@@ -603,6 +605,16 @@ KINDS: tuple[KindSpec, ...] = (
         dynamo_graph,
         "spec.services{}.extraPodSpec.mainContainer (v1alpha1), spec.components[].podTemplate "
         "(v1beta1); resources.limits.gpu; multinode.nodeCount",
+        version="v1alpha1",
+        role=VALIDATED,
+    ),
+    KindSpec(  # issue 39: rules/crdgroups.py
+        "workload.serving.volcano.sh",
+        "ModelServing",
+        KTHENA,
+        model_serving,
+        "spec.template.roles[*].entryTemplate.spec and workerTemplate.spec; one group of "
+        "workerReplicas + 1 pods per role instance (GROUP_SIZE, WORKER_INDEX injected)",
         version="v1alpha1",
         role=VALIDATED,
     ),

@@ -16,6 +16,7 @@ KSERVE = "kserve"
 KUBEAI = "kubeai"
 PRODUCTION_STACK = "production-stack"
 DYNAMO = "dynamo"
+KTHENA = "kthena"
 GENERIC = "generic"
 
 
