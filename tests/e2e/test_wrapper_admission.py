@@ -291,6 +291,15 @@ def _dynamo() -> dict[str, Any]:
     return graph
 
 
+def _model_serving() -> dict[str, Any]:
+    """Kthena (issue 39): TP 8 x PP 2 over the entry pod and one worker of 4 GPUs each."""
+    serving = corpus("kthena/modelserving-multi-node.yaml", "ModelServing")
+    role = serving["spec"]["template"]["roles"][0]
+    for key in ("entryTemplate", "workerTemplate"):
+        role[key]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "4"
+    return serving
+
+
 BROKEN = {
     "RayService": (_ray_service, "ray-gpu-total"),
     "RayCluster": (_ray_cluster, "ray-gpu-total"),
@@ -298,6 +307,7 @@ BROKEN = {
     "VLLMRuntime": (_vllm_runtime, "gpu-count-too-low"),
     "LLMInferenceService": (_llm_inference_service, "gpu-count-too-low"),
     "DynamoGraphDeployment": (_dynamo, "gpu-count-too-low"),
+    "ModelServing": (_model_serving, "lws-gpu-total"),
 }
 
 

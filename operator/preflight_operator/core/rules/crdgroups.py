@@ -578,10 +578,11 @@ def model_serving(obj: Mapping[str, Any], name: str, namespace: str | None) -> l
         )
         out.append(
             PodTemplate(kind, name, namespace, entry, entry_path, f"{label}-entry", group,
-                        env, family=KTHENA)
+                        env, family=KTHENA, group_leader=True, index_env=KTHENA_INDEX_ENV)
         )  # fmt: skip
         out.append(
             PodTemplate(kind, name, namespace, worker, worker_path, f"{label}-worker", group,
-                        {**env, KTHENA_INDEX_ENV: "1"}, family=KTHENA)
+                        {**env, KTHENA_INDEX_ENV: "1"}, family=KTHENA,
+                        index_env=KTHENA_INDEX_ENV)
         )  # fmt: skip
     return out

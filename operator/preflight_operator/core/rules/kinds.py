@@ -608,16 +608,6 @@ KINDS: tuple[KindSpec, ...] = (
         version="v1alpha1",
         role=VALIDATED,
     ),
-    KindSpec(  # issue 39: rules/crdgroups.py
-        "workload.serving.volcano.sh",
-        "ModelServing",
-        KTHENA,
-        model_serving,
-        "spec.template.roles[*].entryTemplate.spec and workerTemplate.spec; one group of "
-        "workerReplicas + 1 pods per role instance (GROUP_SIZE, WORKER_INDEX injected)",
-        version="v1alpha1",
-        role=VALIDATED,
-    ),
     KindSpec(  # issue 26: rules/groups.py
         "jobset.x-k8s.io",
         "JobSet",
@@ -630,6 +620,16 @@ KINDS: tuple[KindSpec, ...] = (
         # (api/jobset/v1alpha2/jobset_types.go), and spec.suspend deletes its running pods,
         # so remediation only says that it does not apply (remediation.py).
         version="v1alpha2",
+        role=VALIDATED,
+    ),
+    KindSpec(  # issue 39: rules/crdgroups.py
+        "workload.serving.volcano.sh",
+        "ModelServing",
+        KTHENA,
+        model_serving,
+        "spec.template.roles[*].entryTemplate.spec and workerTemplate.spec; one group of "
+        "workerReplicas + 1 pods per role instance (GROUP_SIZE, WORKER_INDEX injected)",
+        version="v1alpha1",
         role=VALIDATED,
     ),
     # issue 26 (rules/crdgroups.py): LINT only. A Workload is Kueue's own record of another

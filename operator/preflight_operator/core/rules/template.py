@@ -112,6 +112,16 @@ class PodTemplate:
     # an embedded document holding this template's command line that was not read (over a
     # limit of rules.boundedyaml): the field, then why; judged as unknown, nothing else
     unread: tuple[str, str] | None = None
+    # the leader pod of its group although its role says more (a Kthena role's entry pod,
+    # role "<name>-entry"): the group rules run on it as on a LeaderWorkerSet's "leader"
+    group_leader: bool = False
+    # the variable the group's controller gives each pod its index in (LWS_WORKER_INDEX,
+    # Kthena's WORKER_INDEX): the group rules read the workers with it set
+    index_env: str = "LWS_WORKER_INDEX"
+
+    @property
+    def is_leader(self) -> bool:
+        return self.role == "leader" or self.group_leader
 
 
 def dig(obj: Any, keys: Iterable[str]) -> Any:
