@@ -65,6 +65,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from preflight_operator.core.rules.embedded import embedded_pod_specs, runs_vllm
 from preflight_operator.core.rules.groups import (
     KUEUE,
     RBG,
@@ -536,6 +537,29 @@ def _without_injected(spec: Mapping[str, Any]) -> Mapping[str, Any]:
     return changed
 
 
+def _model_serving_invalid(obj: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    """(field, what, fix) when the ModelServing CRD (tests/data/crds/kthena) refuses the
+    object: it requires spec.template with roles (1 to 4), and in each role name,
+    entryTemplate and workerReplicas."""
+    why = "is required by the Kthena ModelServing CRD: the API server rejects this object"
+    if not isinstance(dig(obj, ("spec", "template")), Mapping):
+        return "spec.template", why, "add spec.template.roles (each role's entryTemplate)"
+    roles = dig(obj, ("spec", "template", "roles"))
+    if not isinstance(roles, list) or not roles:
+        return "spec.template.roles", why, "add at least one role with its entryTemplate"
+    for i, role in _items(obj, "spec", "template", "roles"):
+        for key in ("name", "entryTemplate", "workerReplicas"):
+            if key not in role:
+                field = f"spec.template.roles[{i}].{key}"
+                fix = {
+                    "name": "name the role (prefill, decode, ...)",
+                    "entryTemplate": "add the entry pod's template (entryTemplate.spec)",
+                    "workerReplicas": "add workerReplicas (0 for a role of one pod)",
+                }[key]
+                return field, why, fix
+    return None
+
+
 def model_serving(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[PodTemplate]:
     """A ModelServing's pod templates, per role: the entry pod, alone when the role has no
     workers, else the entry and a worker of one group of ``workerReplicas + 1`` pods (like
@@ -543,6 +567,11 @@ def model_serving(obj: Mapping[str, Any], name: str, namespace: str | None) -> l
     any worker). Roles are separate engines: prefill and decode are judged each on its
     own. The entry pod's name is ``<name>-<group>-<role>-<i>-0``; index 0 stands for any."""
     kind = str(obj.get("kind", "ModelServing"))
+    invalid = _model_serving_invalid(obj)
+    if invalid is not None:
+        if not any(runs_vllm(spec, path) for path, spec in embedded_pod_specs(obj)):
+            return []
+        return [PodTemplate(kind, name, namespace, {"containers": []}, "spec", invalid=invalid)]
     out: list[PodTemplate] = []
     for i, role in _items(obj, "spec", "template", "roles"):
         base = f"spec.template.roles[{i}]"

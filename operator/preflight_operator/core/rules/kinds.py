@@ -52,6 +52,7 @@ from preflight_operator.core.rules.template import (
     dig,
     meta,
     num,
+    required,
     resolve_nothing,
 )
 from preflight_operator.core.rules.wrappers import (
@@ -194,8 +195,38 @@ def _pod(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[PodTe
 # -- LeaderWorkerSet -----------------------------------------------------------------------
 
 
+def runs_vllm_anywhere(obj: Mapping[str, Any]) -> bool:
+    """Does any pod spec embedded in ``obj`` run vLLM (an object that is not one of the
+    kind's valid shapes is still named when it is a vLLM workload)?"""
+    return any(runs_vllm(spec, path) for path, spec in embedded_pod_specs(obj))
+
+
+def invalid_template(
+    obj: Mapping[str, Any], name: str, namespace: str | None, found: tuple[str, str, str]
+) -> list[PodTemplate]:
+    """The one template of an object its kind's CRD rejects: manifest-invalid at the
+    field, nothing else read."""
+    kind = str(obj.get("kind"))
+    return [PodTemplate(kind, name, namespace, {"containers": []}, "spec", invalid=found)]
+
+
+# LeaderWorkerSet's CRD (tests/data/crds/lws, v1) requires spec.leaderWorkerTemplate and
+# in it workerTemplate: without it the API server refuses the object ("Required value").
+_LWS_REQUIRED = ("spec.leaderWorkerTemplate", "spec.leaderWorkerTemplate.workerTemplate")
+
+
 def _lws(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[PodTemplate]:
     base = "spec.leaderWorkerTemplate"
+    missing = required(obj, _LWS_REQUIRED)
+    if missing is not None:
+        if not runs_vllm_anywhere(obj):
+            return []
+        why = "is required by the LeaderWorkerSet CRD: the API server rejects this object"
+        fix = (
+            "add spec.leaderWorkerTemplate.workerTemplate (the workers' pod template; "
+            "without a leaderTemplate the leader is made from it too)"
+        )
+        return invalid_template(obj, name, namespace, (missing, why, fix))
     lwt = dig(obj, ("spec", "leaderWorkerTemplate"))
     if not isinstance(lwt, Mapping):
         return []

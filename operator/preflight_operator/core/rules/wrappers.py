@@ -20,6 +20,7 @@ from preflight_operator.core.rules.template import (
     dig,
     meta,
     num,
+    required,
 )
 
 # -- KServe ----------------------------------------------------------------------------------
@@ -316,6 +317,48 @@ def kubeai_model(obj: Mapping[str, Any], name: str, namespace: str | None) -> li
 # -- production-stack VLLMRuntime ------------------------------------------------------------
 
 
+# The CRD (tests/data/crds/production-stack, a6c01db05f65) requires spec.model (with
+# modelURL), spec.vllmConfig and spec.deploymentConfig (with image and resources). The
+# first layout (vllm-project/production-stack 5b7af2b1, 2025-05-16) kept tensorParallelSize,
+# extraArgs, env at spec and resources, image, replicas beside them; ff533f81 (2025-06-06,
+# "Refract the structure of VLLMRuntime CRD") moved them under vllmConfig and
+# deploymentConfig. Such an object is refused by today's CRD, and read as today's layout
+# it showed only "no GPU requested" (its spec.resources.gpu unread).
+_VLLM_RUNTIME_REQUIRED = (
+    "spec.model",
+    "spec.vllmConfig",
+    "spec.deploymentConfig",
+    "spec.deploymentConfig.image",
+    "spec.deploymentConfig.resources",
+)
+_VLLM_RUNTIME_OLD = {
+    "tensorParallelSize": "vllmConfig",
+    "gpuMemoryUtilization": "vllmConfig",
+    "extraArgs": "vllmConfig",
+    "env": "vllmConfig",
+    "resources": "deploymentConfig",
+    "image": "deploymentConfig",
+    "replicas": "deploymentConfig",
+}
+
+
+def _vllm_runtime_invalid(spec: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    """(field, what, fix) when the VLLMRuntime CRD refuses this spec, else None."""
+    missing = required({"spec": spec}, _VLLM_RUNTIME_REQUIRED)
+    if missing is None and isinstance(dig(spec, ("model", "modelURL")), str):
+        return None
+    field = missing or "spec.model.modelURL"
+    why = "is required by the VLLMRuntime CRD: the API server rejects this object"
+    old = sorted(k for k in _VLLM_RUNTIME_OLD if k in spec)
+    if old:
+        moves = ", ".join(f"spec.{k} to spec.{_VLLM_RUNTIME_OLD[k]}.{k}" for k in old)
+        why += " (this is the layout before production-stack's CRD restructuring, ff533f81)"
+        fix = f"move {moves}, as in operator/config/samples of production-stack"
+    else:
+        fix = f"add {field} (operator/config/samples of production-stack has one)"
+    return field, why, fix
+
+
 def vllm_runtime(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[PodTemplate]:
     """The controller writes the Deployment (operator/internal/controller/
     vllmruntime_controller.go): `vllm serve <modelURL>` with flags from spec.model and
@@ -324,6 +367,12 @@ def vllm_runtime(obj: Mapping[str, Any], name: str, namespace: str | None) -> li
     spec = obj.get("spec")
     if not isinstance(spec, Mapping):
         return []
+    invalid = _vllm_runtime_invalid(spec)
+    if invalid is not None:
+        return [
+            PodTemplate("VLLMRuntime", name, namespace, {"containers": []}, "spec",
+                        family=PRODUCTION_STACK, invalid=invalid)
+        ]  # fmt: skip
     found_model, found_vllm = spec.get("model"), spec.get("vllmConfig")
     model: Mapping[str, Any] = found_model if isinstance(found_model, Mapping) else {}
     vllm: Mapping[str, Any] = found_vllm if isinstance(found_vllm, Mapping) else {}
