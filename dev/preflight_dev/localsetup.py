@@ -39,8 +39,8 @@ def chart_crds() -> list[dict[str, Any]]:
 def install_crds(cluster: Cluster, *, lws: bool = True, wrappers: bool = False) -> None:
     """The chart's CRDs and, for tests, upstream CRDs verbatim
     from tests/data/crds: LeaderWorkerSet (``lws``) and the wrapper kinds (``wrappers``:
-    KServe, KubeRay, AIBrix, production-stack, KubeAI, Dynamo, KAITO, Kthena), applied and waited
-    for until the API server serves them (Established)."""
+    KServe, KubeRay, AIBrix, production-stack, KubeAI, Dynamo, KAITO, Kthena, OME), applied
+    and waited for until the API server serves them (Established)."""
     crds = chart_crds()
     cluster.apply(*crds)
     names = [f"crd/{crd['metadata']['name']}" for crd in crds]
@@ -83,7 +83,8 @@ def wait_established(cluster: Cluster, names: list[str], timeout: float = 180.0)
 UPSTREAM_CRD_DIR = REPO / "tests" / "data" / "crds"
 LWS_CRD_FILE = UPSTREAM_CRD_DIR / "lws" / "leaderworkerset.x-k8s.io_leaderworkersets.yaml"
 WRAPPER_CRD_PROJECTS = (
-    "kserve", "kuberay", "aibrix", "production-stack", "kubeai", "dynamo", "kaito", "kthena"
+    "kserve", "kuberay", "aibrix", "production-stack", "kubeai", "dynamo", "kaito", "kthena",
+    "ome",
 )  # fmt: skip
 
 

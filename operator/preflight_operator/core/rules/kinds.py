@@ -44,6 +44,7 @@ from preflight_operator.core.rules.template import (
     KUBEAI,
     KUBERAY,
     LWS,
+    OME,
     PRODUCTION_STACK,
     Group,
     GroupMember,
@@ -60,6 +61,7 @@ from preflight_operator.core.rules.wrappers import (
     inference_service,
     kubeai_model,
     llm_inference_service,
+    ome_runtime,
     serving_runtime,
     vllm_runtime,
 )
@@ -662,6 +664,20 @@ KINDS: tuple[KindSpec, ...] = (
         "workerReplicas + 1 pods per role instance (GROUP_SIZE, WORKER_INDEX injected)",
         version="v1alpha1",
         role=VALIDATED,
+    ),
+    # issue 35 (rules/wrappers.py): LINT only. A runtime makes no pods; OME's
+    # InferenceService builds them from it, and they are admitted as what OME creates.
+    *(
+        KindSpec(
+            "ome.io",
+            kind,
+            OME,
+            ome_runtime,
+            "spec.engineConfig / spec.decoderConfig (a PodSpec with `runner`, the main "
+            "container; `leader`, `worker` with `size` for multi-node)",
+            version="v1beta1",
+        )
+        for kind in ("ServingRuntime", "ClusterServingRuntime")
     ),
     # issue 26 (rules/crdgroups.py): LINT only. A Workload is Kueue's own record of another
     # object's pods (denying it stalls Kueue; the pods are admitted through their owner);

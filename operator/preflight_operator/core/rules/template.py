@@ -17,6 +17,7 @@ KUBEAI = "kubeai"
 PRODUCTION_STACK = "production-stack"
 DYNAMO = "dynamo"
 KTHENA = "kthena"
+OME = "ome"
 GENERIC = "generic"
 
 

@@ -14,7 +14,11 @@ from preflight_operator.core.rules.template import (
     DYNAMO,
     KSERVE,
     KUBEAI,
+    LWS,
+    OME,
     PRODUCTION_STACK,
+    Group,
+    GroupMember,
     PodTemplate,
     Resolve,
     dig,
@@ -264,6 +268,96 @@ def llm_inference_service(
                     shm_provided=True,  # the preset's pod (its volumes) is not in this object
                 )
             )  # fmt: skip
+    return out
+
+
+# -- OME ServingRuntime / ClusterServingRuntime (ome.io) -------------------------------------
+#
+# sgl-project/ome at 17b77edad23bae262e0c9adb7f12039397a5d33d: a runtime's engine is
+# `spec.engineConfig` (pkg/apis/ome/v1beta1 EngineSpec: a PodSpec inline, `runner` the main
+# container, `leader` / `worker` with `size` for multi-node), the decode side of a
+# prefill-decode runtime `spec.decoderConfig` (DecoderSpec, the same shape); `routerConfig`
+# is the router, not an engine. The controller builds the pod from the config's PodSpec and
+# merges `runner` onto the container of its name, else appends it (pkg/controller/v1beta1/
+# inferenceservice/reconcilers/common/podspec_reconciler.go resolveContainer,
+# ReconcileWorkerPodSpec; utils/merging.go MergeRuntimeContainers). A multi-node engine is
+# a LeaderWorkerSet of the leader and `worker.size` workers (LWS injects its LWS_* env).
+# A runtime makes no pods: like KServe's, no GPU here is normal (the InferenceService or an
+# AcceleratorClass may add them), a count written here is judged.
+
+_OME_PARTS = ("engineConfig", "decoderConfig")
+_OME_NOT_POD = frozenset(
+    ("runner", "leader", "worker", "minReplicas", "maxReplicas", "scaleTarget", "scaleMetric",
+     "acceleratorOverride", "annotations", "labels", "size", "config")
+)  # fmt: skip
+
+
+def _ome_pod(part: Mapping[str, Any], runner: Any) -> dict[str, Any] | None:
+    """The PodSpec of an OME engine part with its runner merged in (None: no container)."""
+    pod = {k: v for k, v in part.items() if k not in _OME_NOT_POD}
+    containers = [c for c in _listed(part.get("containers")) if isinstance(c, Mapping)]
+    if isinstance(runner, Mapping):
+        found = _named(containers, str(runner.get("name") or ""))
+        if found is None:
+            containers.append(dict(runner))
+        else:
+            containers[found[0]] = {**found[1], **runner}
+    if not containers:
+        return None
+    pod["containers"] = containers
+    return pod
+
+
+def ome_runtime(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[PodTemplate]:
+    spec = obj.get("spec")
+    if not isinstance(spec, Mapping):
+        return []
+    kind = str(obj.get("kind"))
+    out: list[PodTemplate] = []
+    for key in _OME_PARTS:
+        part = spec.get(key)
+        if not isinstance(part, Mapping):
+            continue
+        label = "engine" if key == "engineConfig" else "decoder"
+        base = f"spec.{key}"
+        leader, worker = part.get("leader"), part.get("worker")
+        if not isinstance(worker, Mapping):
+            pod = _ome_pod(part, part.get("runner"))
+            if pod is not None:
+                out.append(
+                    PodTemplate(kind, name, namespace, pod, base, label, family=OME,
+                                gpus_elsewhere=True)
+                )  # fmt: skip
+            continue
+        size = num(worker.get("size"), 1) + 1
+        held = leader if isinstance(leader, Mapping) else {}
+        lead = _ome_pod({**part, **held}, held.get("runner") or part.get("runner"))
+        work = _ome_pod(worker, held.get("runner") or part.get("runner"))
+        if lead is None or work is None:
+            continue
+        lead_path = f"{base}.leader" if held else base
+        size_path = f"{base}.worker.size"
+        group = Group(
+            size_path, LWS,
+            (GroupMember(lead, lead_path, 1, size_path),
+             GroupMember(work, f"{base}.worker", size - 1, size_path)),
+        )  # fmt: skip
+        env = {"LWS_GROUP_SIZE": str(size), "LWS_NAME": name}
+        out.append(
+            PodTemplate(kind, name, namespace, lead, lead_path, f"{label}-leader", group,
+                        {**env, "LWS_WORKER_INDEX": "0"}, family=OME, gpus_elsewhere=True,
+                        group_leader=True)
+        )  # fmt: skip
+        out.append(
+            PodTemplate(kind, name, namespace, work, f"{base}.worker", f"{label}-worker",
+                        group, {**env, "LWS_WORKER_INDEX": "1"}, family=OME,
+                        gpus_elsewhere=True)
+        )  # fmt: skip
+    if not out and isinstance(spec.get("containers"), list):
+        # the older ServingRuntimePodSpec layout: containers at spec
+        out.append(
+            PodTemplate(kind, name, namespace, spec, "spec", family=OME, gpus_elsewhere=True)
+        )
     return out
 
 
