@@ -590,10 +590,17 @@ def model_serving(obj: Mapping[str, Any], name: str, namespace: str | None) -> l
         }
         entry = _without_injected(entry)
         if workers == 0 or worker is None:
-            # no worker pod is made (GenerateWorkerPod): the entry pod is the engine
+            # the entry pod is the whole group (GenerateWorkerPod makes no pod without a
+            # workerTemplate; GROUP_SIZE still says workerReplicas + 1): a Ray head in it
+            # has no other pod to wait for, as a LeaderWorkerSet of size 1
+            alone = Group(
+                size_path, LWS,
+                (GroupMember(entry, entry_path, 1, size_path),
+                 GroupMember(entry, entry_path, 0, size_path)),
+            )  # fmt: skip
             out.append(
-                PodTemplate(kind, name, namespace, entry, entry_path, label, None,
-                            {**env, KTHENA_SIZE_ENV: "1"}, family=KTHENA)
+                PodTemplate(kind, name, namespace, entry, entry_path, label, alone, env,
+                            family=KTHENA, group_leader=True, index_env=KTHENA_INDEX_ENV)
             )  # fmt: skip
             continue
         worker = _without_injected(worker)
