@@ -391,28 +391,13 @@ def test_an_owner_reference_to_a_stack_object_buys_nothing_unless_the_stack_make
     assert real.returncode == 0, real.stderr
 
 
-def test_an_ome_runtime_is_lint_only_and_a_modelserving_is_judged(
-    k8s: Cluster, namespace: str
-) -> None:
-    """issue 35 / 39 under Enforce: an OME ServingRuntime makes no pods and is a lint-only
-    kind (OME's InferenceService builds the pods; they are admitted as what OME makes), so
-    a broken one is admitted while `lint` fails it; a Kthena ModelServing is judged at
-    its own admission: the upstream example is admitted, a broken one denied."""
-    from preflight_operator.core.rules import check_objects
-
-    runtime = corpus(
-        "ome/clusterservingruntime-vllm-llama-3-2-1b-instruct-rt.yaml", "ClusterServingRuntime"
-    )
-    runtime["kind"] = "ServingRuntime"  # namespaced, in the test's namespace
-    command = runtime["spec"]["engineConfig"]["runner"]["command"]
-    command[command.index("--tensor-parallel-size") + 1] = "4"
-    (linted,) = check_objects([runtime])
-    assert "gpu-count-too-low" in [f.id for f in linted.findings]
-    admitted = apply(k8s, runtime, namespace)
-    assert admitted.returncode == 0, admitted.stderr
+def test_a_modelserving_is_judged_at_its_own_admission(k8s: Cluster, namespace: str) -> None:
+    """issue 39 under Enforce: Kthena's upstream PD example is admitted, a broken
+    ModelServing denied (with the group rule that caught it)."""
     good = corpus("kthena/modelserving-gpu-pd-disaggregation.yaml", "ModelServing")
     admitted = apply(k8s, good, namespace)
     assert admitted.returncode == 0, admitted.stderr
     denied = apply(k8s, _model_serving(), namespace)
     assert denied.returncode != 0
     assert "ModelServing/llama-multinode cannot run" in denied.stderr, denied.stderr
+    assert "lws-gpu-total" in denied.stderr, denied.stderr

@@ -2,12 +2,12 @@
 
 Every wrapper-kind example of the real-world corpus (tests/data/realworld: InferenceService,
 ServingRuntime kinds, LLMInferenceService(Config), RayService, RayClusterFleet, StormService,
-VLLMRuntime, KubeAI Model, DynamoGraphDeployment, KAITO Workspace, Kthena ModelServing, OME
-runtimes) and every LeaderWorkerSet there is sent to the API server with `kubectl apply
---dry-run=server`: the upstream schema (validation, defaults, kubectl's strict field
-validation of unknown fields) must admit it, so that tests built on these CRDs judge what
-users really write. The one example the API server refuses without its project's operator
-is listed with the reason.
+VLLMRuntime, KubeAI Model, DynamoGraphDeployment, KAITO Workspace, Kthena ModelServing; OME's
+runtimes: test_ome_runtimes.py) and every LeaderWorkerSet there is sent to the API server
+with `kubectl apply --dry-run=server`: the upstream schema (validation, defaults, kubectl's
+strict field validation of unknown fields) must admit it, so that tests built on these CRDs
+judge what users really write. The one example the API server refuses without its
+project's operator is listed with the reason.
 No webhook of ours is registered here: this is about the CRDs alone.
 """
 
@@ -64,8 +64,6 @@ LWS_FILES = sorted(
 KTHENA_FILES = sorted(
     rel for rel in EXPECTED if any(d["kind"] == "ModelServing" for d in documents(rel))
 )
-# OME runtimes (issue 35): lint-only kinds of ome.io, also not among the skipped kinds.
-OME_FILES = sorted(rel for rel in EXPECTED if rel.startswith("ome/"))
 
 # (file, kind) -> what the API server says, and why. Everything else must be accepted.
 REJECTED = {
@@ -82,7 +80,7 @@ REJECTED = {
 def installed(k8s: Cluster) -> float:
     """Installs every upstream CRD once; returns how long it took (seconds)."""
     if not k8s.is_local:
-        pytest.skip("installs 22 third-party CRDs: only on the local control plane")
+        pytest.skip("installs 20 third-party CRDs: only on the local control plane")
     started = time.monotonic()
     localsetup.install_crds(k8s, wrappers=True)
     return time.monotonic() - started
@@ -99,7 +97,7 @@ def dry_run(
     cluster: Cluster, doc: dict[str, Any], namespace: str
 ) -> subprocess.CompletedProcess[str]:
     body = json.loads(json.dumps(doc))
-    if body["kind"] != "ClusterServingRuntime":  # the cluster-scoped kind here (KServe, OME)
+    if body["kind"] != "ClusterServingRuntime":  # the one cluster-scoped kind here
         body["metadata"]["namespace"] = namespace
     return cluster.kubectl(
         "apply", "--dry-run=server", "-o", "json", "-f", "-", input=json.dumps(body), check=False
@@ -120,7 +118,7 @@ def without_empty_required(schema: Any) -> Any:
 
 def test_every_upstream_crd_is_established_and_served(k8s: Cluster, installed: float) -> None:
     files = localsetup.upstream_crd_files(lws=True, wrappers=True)
-    assert len(files) == 22
+    assert len(files) == 20
     for path in files:
         crd = next(d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d)
         name = crd["metadata"]["name"]
@@ -135,7 +133,7 @@ def test_every_upstream_crd_is_established_and_served(k8s: Cluster, installed: f
     print(f"\n[crds] all upstream CRDs installed and Established in {installed:.1f} s")
 
 
-@pytest.mark.parametrize("rel", WRAPPER_FILES + LWS_FILES + KTHENA_FILES + OME_FILES)
+@pytest.mark.parametrize("rel", WRAPPER_FILES + LWS_FILES + KTHENA_FILES)
 def test_the_upstream_crds_accept_the_upstream_example(
     k8s: Cluster, namespace: str, rel: str
 ) -> None:
