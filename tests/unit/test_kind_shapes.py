@@ -132,3 +132,17 @@ def test_a_modelserving_role_without_an_entry_template_is_invalid() -> None:
     (result,) = check(serving)
     (f,) = result.findings
     assert (f.id, f.field) == ("manifest-invalid", "spec.template.roles[1].entryTemplate")
+
+
+def test_the_first_layout_moves_are_where_the_crd_has_the_fields() -> None:
+    crd = next(
+        d
+        for d in yaml.safe_load_all(
+            (CRDS / "production-stack/production-stack.vllm.ai_vllmruntimes.yaml").read_text()
+        )
+        if d
+    )
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    for field, section in wrappers._VLLM_RUNTIME_OLD.items():
+        assert field not in spec["properties"], field
+        assert field in spec["properties"][section]["properties"], (field, section)

@@ -425,15 +425,16 @@ _VLLM_RUNTIME_REQUIRED = (
     "spec.deploymentConfig.image",
     "spec.deploymentConfig.resources",
 )
+# where each field of the first layout lives in today's CRD (read from its schema)
 _VLLM_RUNTIME_OLD = {
-    "tensorParallelSize": "vllmConfig",
-    "gpuMemoryUtilization": "vllmConfig",
-    "extraArgs": "vllmConfig",
-    "env": "vllmConfig",
-    "resources": "deploymentConfig",
-    "image": "deploymentConfig",
-    "replicas": "deploymentConfig",
-}
+    **dict.fromkeys(
+        ("enableChunkedPrefill", "enablePrefixCaching", "tensorParallelSize",
+         "gpuMemoryUtilization", "maxLoras", "extraArgs", "v1", "env"),
+        "vllmConfig",
+    ),
+    **dict.fromkeys(("resources", "image", "replicas", "deploymentStrategy"), "deploymentConfig"),
+    "hfTokenSecret": "model",
+}  # fmt: skip
 
 
 def _vllm_runtime_invalid(spec: Mapping[str, Any]) -> tuple[str, str, str] | None:
