@@ -291,6 +291,15 @@ def _dynamo() -> dict[str, Any]:
     return graph
 
 
+def _model_serving() -> dict[str, Any]:
+    """Kthena (issue 39): TP 8 x PP 2 over the entry pod and one worker of 4 GPUs each."""
+    serving = corpus("kthena/modelserving-multi-node.yaml", "ModelServing")
+    role = serving["spec"]["template"]["roles"][0]
+    for key in ("entryTemplate", "workerTemplate"):
+        role[key]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "4"
+    return serving
+
+
 BROKEN = {
     "RayService": (_ray_service, "ray-gpu-total"),
     "RayCluster": (_ray_cluster, "ray-gpu-total"),
@@ -298,6 +307,7 @@ BROKEN = {
     "VLLMRuntime": (_vllm_runtime, "gpu-count-too-low"),
     "LLMInferenceService": (_llm_inference_service, "gpu-count-too-low"),
     "DynamoGraphDeployment": (_dynamo, "gpu-count-too-low"),
+    "ModelServing": (_model_serving, "lws-gpu-total"),
 }
 
 
@@ -379,3 +389,15 @@ def test_an_owner_reference_to_a_stack_object_buys_nothing_unless_the_stack_make
     # KServe's own child (the owner exists with that uid): its owner was judged
     real = apply(k8s, child_deployment(owner, gpus=2, tp=4), namespace)
     assert real.returncode == 0, real.stderr
+
+
+def test_a_modelserving_is_judged_at_its_own_admission(k8s: Cluster, namespace: str) -> None:
+    """issue 39 under Enforce: Kthena's upstream PD example is admitted, a broken
+    ModelServing denied (with the group rule that caught it)."""
+    good = corpus("kthena/modelserving-gpu-pd-disaggregation.yaml", "ModelServing")
+    admitted = apply(k8s, good, namespace)
+    assert admitted.returncode == 0, admitted.stderr
+    denied = apply(k8s, _model_serving(), namespace)
+    assert denied.returncode != 0
+    assert "ModelServing/llama-multinode cannot run" in denied.stderr, denied.stderr
+    assert "lws-gpu-total" in denied.stderr, denied.stderr

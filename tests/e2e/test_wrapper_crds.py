@@ -2,11 +2,12 @@
 
 Every wrapper-kind example of the real-world corpus (tests/data/realworld: InferenceService,
 ServingRuntime kinds, LLMInferenceService(Config), RayService, RayClusterFleet, StormService,
-VLLMRuntime, KubeAI Model, DynamoGraphDeployment, KAITO Workspace) and every
-LeaderWorkerSet there is sent to the API server with `kubectl apply --dry-run=server`: the
-upstream schema (validation, defaults, kubectl's strict field validation of unknown fields)
-must admit it, so that tests built on these CRDs judge what users really write. The one
-example the API server refuses without its project's operator is listed with the reason.
+VLLMRuntime, KubeAI Model, DynamoGraphDeployment, KAITO Workspace, Kthena ModelServing; OME's
+runtimes: test_ome_runtimes.py) and every LeaderWorkerSet there is sent to the API server
+with `kubectl apply --dry-run=server`: the upstream schema (validation, defaults, kubectl's
+strict field validation of unknown fields) must admit it, so that tests built on these CRDs
+judge what users really write. The one example the API server refuses without its
+project's operator is listed with the reason.
 No webhook of ours is registered here: this is about the CRDs alone.
 """
 
@@ -58,6 +59,12 @@ LWS_FILES = sorted(
     and any(doc["kind"] == "LeaderWorkerSet" for doc in documents(rel))
 )
 
+# Kthena ModelServings (issue 39): a registered kind whose every example is judged, so not
+# among the skipped kinds above.
+KTHENA_FILES = sorted(
+    rel for rel in EXPECTED if any(d["kind"] == "ModelServing" for d in documents(rel))
+)
+
 # (file, kind) -> what the API server says, and why. Everything else must be accepted.
 REJECTED = {
     # Dynamo's CRD stores v1beta1 and converts v1alpha1 through its operator's conversion
@@ -73,7 +80,7 @@ REJECTED = {
 def installed(k8s: Cluster) -> float:
     """Installs every upstream CRD once; returns how long it took (seconds)."""
     if not k8s.is_local:
-        pytest.skip("installs 19 third-party CRDs: only on the local control plane")
+        pytest.skip("installs 20 third-party CRDs: only on the local control plane")
     started = time.monotonic()
     localsetup.install_crds(k8s, wrappers=True)
     return time.monotonic() - started
@@ -111,7 +118,7 @@ def without_empty_required(schema: Any) -> Any:
 
 def test_every_upstream_crd_is_established_and_served(k8s: Cluster, installed: float) -> None:
     files = localsetup.upstream_crd_files(lws=True, wrappers=True)
-    assert len(files) == 19
+    assert len(files) == 20
     for path in files:
         crd = next(d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d)
         name = crd["metadata"]["name"]
@@ -126,7 +133,7 @@ def test_every_upstream_crd_is_established_and_served(k8s: Cluster, installed: f
     print(f"\n[crds] all upstream CRDs installed and Established in {installed:.1f} s")
 
 
-@pytest.mark.parametrize("rel", WRAPPER_FILES + LWS_FILES)
+@pytest.mark.parametrize("rel", WRAPPER_FILES + LWS_FILES + KTHENA_FILES)
 def test_the_upstream_crds_accept_the_upstream_example(
     k8s: Cluster, namespace: str, rel: str
 ) -> None:
@@ -183,3 +190,35 @@ def test_the_crds_default_what_the_controllers_read(k8s: Cluster, namespace: str
     stored = json.loads(dry_run(k8s, ray, namespace).stdout)["spec"]
     stored_group = stored["rayClusterConfig"]["workerGroupSpecs"][0]
     assert (stored_group["replicas"], stored_group["numOfHosts"]) == (0, 1)
+
+
+def test_what_the_rules_call_invalid_the_api_server_refuses(k8s: Cluster, namespace: str) -> None:
+    """issue 35 item 4: the objects `manifest-invalid` names at a required field (the
+    first-layout VLLMRuntime, a LeaderWorkerSet without workerTemplate, a ModelServing
+    role without entryTemplate) are refused by the upstream CRDs, at that field."""
+    from preflight_operator.core.rules import check_objects
+
+    old = documents("production-stack/vllmruntime-sample-first-layout.yaml")[0]
+    lws = documents("lws/vllm-gpu-lws.yaml")[0]
+    del lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]
+    serving = documents("kthena/modelserving-gpu-pd-disaggregation.yaml")[0]
+    role = serving["spec"]["template"]["roles"][1]
+    role["workerTemplate"] = role.pop("entryTemplate")
+    for doc in (old, lws, serving):
+        (result,) = check_objects([doc])
+        (finding,) = result.findings
+        assert finding.id == "manifest-invalid", (doc["kind"], result.findings)
+        refused = dry_run(k8s, doc, namespace)
+        assert refused.returncode != 0, f"{doc['kind']} accepted"
+        unknown = re.findall(r'unknown field "(spec\.[A-Za-z0-9]+)"', refused.stderr)
+        if unknown:
+            # strict field validation speaks first (the first-layout VLLMRuntime): every
+            # field it names is one the finding's fix moves
+            assert all(f"{field} to " in finding.fix for field in unknown), (
+                finding.fix,
+                refused.stderr,
+            )
+            continue
+        leaf = finding.field.rsplit(".", 1)[-1]
+        assert leaf in refused.stderr, (finding.field, refused.stderr)
+        assert "Required value" in refused.stderr, refused.stderr

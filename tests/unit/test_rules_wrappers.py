@@ -138,3 +138,35 @@ def test_the_serving_runtime_is_found_in_the_default_namespace() -> None:
     results = check_objects([service, runtime], default_namespace="team")
     judged = next(r for r in results if r.kind == "InferenceService")
     assert "gpu-count-too-low" in ids(judged)
+
+
+def args_only_runtime() -> dict[str, Any]:
+    """The KServe vLLM runtime as many write it for vllm/vllm-openai: only ``args``, the
+    image's entrypoint (`vllm serve`) runs them."""
+    runtime = corpus(*RUNTIME)
+    container = runtime["spec"]["containers"][0]
+    del container["command"]
+    container["image"] = "vllm/vllm-openai:v0.10.1"
+    container["args"] = ["/mnt/models", "--port=8080", "--served-model-name={{.Name}}"]
+    return runtime
+
+
+def test_a_runtime_with_only_args_keeps_the_image_entrypoint() -> None:
+    """MergeRuntimeContainers keeps command and args apart: TP 4 on one GPU fails, and
+    the finding points at the isvc's arg, the plan at the image's entrypoint."""
+    results = check(isvc(["--tensor-parallel-size=4"], 1), args_only_runtime())
+    service = next(r for r in results if r.kind == "InferenceService")
+    f = finding(service, "gpu-count-too-low")
+    assert f.severity == FAIL
+    assert "spec.predictor.model.args[0]" in f.fix
+    results = check(isvc(["--tensor-parallel-size=4"], 4), args_only_runtime())
+    service = next(r for r in results if r.kind == "InferenceService")
+    assert service.verdict == PASS, ids(service)
+
+
+def test_the_isvc_command_replaces_the_runtime_command() -> None:
+    service = isvc(["--tensor-parallel-size=4"], 1)
+    service["spec"]["predictor"]["model"]["command"] = ["vllm", "serve"]
+    results = check(service, corpus(*RUNTIME))
+    judged = next(r for r in results if r.kind == "InferenceService")
+    assert "gpu-count-too-low" in ids(judged)

@@ -12,6 +12,7 @@ resources.
   productionStack: VLLMRuntime (production-stack.vllm.ai)
   dynamo: DynamoGraphDeployment (nvidia.com)
   jobset: JobSet (jobset.x-k8s.io)
+  kthena: ModelServing (workload.serving.volcano.sh)
 */}}
 {{- define "vllm-preflight.wrapperKinds" -}}
 {{- $all := list
@@ -22,6 +23,7 @@ resources.
   (dict "key" "productionStack" "family" "production-stack" "group" "production-stack.vllm.ai" "resources" (list "vllmruntimes"))
   (dict "key" "dynamo" "family" "dynamo" "group" "nvidia.com" "resources" (list "dynamographdeployments"))
   (dict "key" "jobset" "family" "jobset" "group" "jobset.x-k8s.io" "resources" (list "jobsets"))
+  (dict "key" "kthena" "family" "kthena" "group" "workload.serving.volcano.sh" "resources" (list "modelservings"))
 -}}
 {{- $on := list -}}
 {{- range $all -}}

@@ -276,6 +276,11 @@ STACK_CHILDREN: dict[str, frozenset[str]] = {
     # createJobs SetControllerReference; 08dfbdfd682714a9ab929633eca8dc95315187e7), and
     # the headless Service of its subdomain; the Job controller makes the pods.
     "JobSet": frozenset({"Job"}),
+    # Kthena's ModelServing controller makes each role's entry and worker Pods itself,
+    # with itself as controller (volcano-sh/kthena pkg/model-serving-controller/utils/
+    # utils.go GenerateEntryPod, GenerateWorkerPod, newModelServingOwnerRef;
+    # 3cc057284c34469fcb0ed22a12dac84b1d120719), and a headless Service per entry pod.
+    "ModelServing": frozenset({"Pod"}),
 }
 
 

@@ -45,6 +45,17 @@ What each system really provides, read from its source:
   ``LWS_*`` variables. Roles are separate engines (prefill, decode, router) unless their
   containers form one Ray cluster (``rules.spread.ray_node``).
 
+* **Kthena ModelServing** (volcano-sh/kthena at 3cc057284c34469fcb0ed22a12dac84b1d120719,
+  ``pkg/apis/workload/v1alpha1/servinggroup_types.go`` ``Role``): ``spec.replicas``
+  serving groups, each of ``spec.template.roles[*]`` (at most 4: prefill, decode, ...), each
+  role ``replicas`` times; one instance of a role is one entry pod (``entryTemplate``) and
+  ``workerReplicas`` worker pods (``workerTemplate``), one engine. The controller
+  (``pkg/model-serving-controller/utils/utils.go`` ``createCommonEnvVars``,
+  ``addPodEnvVars``) sets in every container and init container ``GROUP_SIZE`` =
+  workerReplicas + 1, ``ENTRY_ADDRESS`` = the entry pod's name and namespace, and
+  ``WORKER_INDEX`` (entry 0, workers 1..), replacing any entry of those names the template
+  has; without a ``workerTemplate`` it makes no worker pod (``GenerateWorkerPod``).
+
 What a system does not provide is said (``DeclaredGroup.unknown``), never guessed: an
 unknown or partial shape is a warning, never a group failure.
 """
@@ -54,6 +65,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from preflight_operator.core.rules.embedded import embedded_pod_specs, runs_vllm
 from preflight_operator.core.rules.groups import (
     KUEUE,
     RBG,
@@ -67,6 +79,7 @@ from preflight_operator.core.rules.groups import (
 )
 from preflight_operator.core.rules.spread import HEAD, MEMBER, RAY, ray_node
 from preflight_operator.core.rules.template import (
+    KTHENA,
     LWS,
     Group,
     GroupMember,
@@ -490,4 +503,122 @@ def rolebasedgroup_groups(obj: Mapping[str, Any]) -> list[DeclaredGroup]:
                     rank_source="one pod: rank 0",
                 )
             )  # fmt: skip
+    return out
+
+
+# -- Kthena ModelServing -----------------------------------------------------------------------
+
+KTHENA_SIZE_ENV = "GROUP_SIZE"  # v1alpha1.GroupSizeEnv
+KTHENA_ENTRY_ENV = "ENTRY_ADDRESS"  # v1alpha1.EntryAddressEnv
+KTHENA_INDEX_ENV = "WORKER_INDEX"  # v1alpha1.WorkerIndexEnv
+_KTHENA_ENV = frozenset((KTHENA_SIZE_ENV, KTHENA_ENTRY_ENV, KTHENA_INDEX_ENV))
+
+
+def _without_injected(spec: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The pod spec less the env entries the Kthena controller replaces (addEnvVars keeps
+    only the entries of other names, then appends its own)."""
+    changed = dict(spec)
+    for key in ("containers", "initContainers"):
+        containers = spec.get(key)
+        if not isinstance(containers, list):
+            continue
+        changed[key] = [
+            {
+                **c,
+                "env": [
+                    e for e in c["env"]
+                    if not (isinstance(e, Mapping) and e.get("name") in _KTHENA_ENV)
+                ],
+            }
+            if isinstance(c, Mapping) and isinstance(c.get("env"), list)
+            else c
+            for c in containers
+        ]  # fmt: skip
+    return changed
+
+
+def _model_serving_invalid(obj: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    """(field, what, fix) when the ModelServing CRD (tests/data/crds/kthena) refuses the
+    object: it requires spec.template with roles (1 to 4), and in each role name,
+    entryTemplate and workerReplicas."""
+    why = "is required by the Kthena ModelServing CRD: the API server rejects this object"
+    if not isinstance(dig(obj, ("spec", "template")), Mapping):
+        return "spec.template", why, "add spec.template.roles (each role's entryTemplate)"
+    roles = dig(obj, ("spec", "template", "roles"))
+    if not isinstance(roles, list) or not roles:
+        return "spec.template.roles", why, "add at least one role with its entryTemplate"
+    for i, role in _items(obj, "spec", "template", "roles"):
+        for key in ("name", "entryTemplate", "workerReplicas"):
+            if key not in role:
+                field = f"spec.template.roles[{i}].{key}"
+                fix = {
+                    "name": "name the role (prefill, decode, ...)",
+                    "entryTemplate": "add the entry pod's template (entryTemplate.spec)",
+                    "workerReplicas": "add workerReplicas (0 for a role of one pod)",
+                }[key]
+                return field, why, fix
+    return None
+
+
+def model_serving(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[PodTemplate]:
+    """A ModelServing's pod templates, per role: the entry pod, alone when the role has no
+    workers, else the entry and a worker of one group of ``workerReplicas + 1`` pods (like
+    a LeaderWorkerSet's), with the env the controller injects (entry index 0; 1 stands for
+    any worker). Roles are separate engines: prefill and decode are judged each on its
+    own. The entry pod's name is ``<name>-<group>-<role>-<i>-0``; index 0 stands for any."""
+    kind = str(obj.get("kind", "ModelServing"))
+    invalid = _model_serving_invalid(obj)
+    if invalid is not None:
+        if not any(runs_vllm(spec, path) for path, spec in embedded_pod_specs(obj)):
+            return []
+        return [PodTemplate(kind, name, namespace, {"containers": []}, "spec", invalid=invalid)]
+    out: list[PodTemplate] = []
+    for i, role in _items(obj, "spec", "template", "roles"):
+        base = f"spec.template.roles[{i}]"
+        label = _text(role.get("name")) or f"roles[{i}]"
+        entry = _spec_of(role.get("entryTemplate"))
+        if entry is None:
+            continue
+        workers = _replicas(role.get("workerReplicas"), 0)
+        worker = _spec_of(role.get("workerTemplate"))
+        size_path = f"{base}.workerReplicas"
+        entry_path, worker_path = f"{base}.entryTemplate.spec", f"{base}.workerTemplate.spec"
+        env = {
+            KTHENA_SIZE_ENV: str(workers + 1),
+            KTHENA_ENTRY_ENV: f"{name}-0-{label}-0-0.{namespace or 'default'}",
+            KTHENA_INDEX_ENV: "0",
+        }
+        entry = _without_injected(entry)
+        if workers == 0 or worker is None:
+            # the entry pod is the whole group (GenerateWorkerPod makes no pod without a
+            # workerTemplate; GROUP_SIZE still says workerReplicas + 1): a Ray head in it
+            # has no other pod to wait for, as a LeaderWorkerSet of size 1
+            alone = Group(
+                size_path, LWS,
+                (GroupMember(entry, entry_path, 1, size_path),
+                 GroupMember(entry, entry_path, 0, size_path)),
+            )  # fmt: skip
+            out.append(
+                PodTemplate(kind, name, namespace, entry, entry_path, label, alone, env,
+                            family=KTHENA, group_leader=True, index_env=KTHENA_INDEX_ENV)
+            )  # fmt: skip
+            continue
+        worker = _without_injected(worker)
+        group = Group(
+            size_path,
+            LWS,
+            (
+                GroupMember(entry, entry_path, 1, size_path),
+                GroupMember(worker, worker_path, workers, size_path),
+            ),
+        )
+        out.append(
+            PodTemplate(kind, name, namespace, entry, entry_path, f"{label}-entry", group,
+                        env, family=KTHENA, group_leader=True, index_env=KTHENA_INDEX_ENV)
+        )  # fmt: skip
+        out.append(
+            PodTemplate(kind, name, namespace, worker, worker_path, f"{label}-worker", group,
+                        {**env, KTHENA_INDEX_ENV: "1"}, family=KTHENA,
+                        index_env=KTHENA_INDEX_ENV)
+        )  # fmt: skip
     return out

@@ -25,7 +25,12 @@ was meant.
 choose the branch in the manifest (a literal instead of a runtime test).
 
 ### `manifest-invalid`
-A field the rules read is malformed (`resources` or `limits` not a mapping).
+A field the rules read is malformed (`resources` or `limits` not a mapping), or a field
+the kind's own CRD requires is missing, so the API server rejects the object before any
+webhook sees it: a LeaderWorkerSet without `spec.leaderWorkerTemplate.workerTemplate`, a
+production-stack VLLMRuntime in the layout before its CRD's restructuring (no
+`spec.vllmConfig` / `spec.deploymentConfig`), a Kthena ModelServing role without
+`entryTemplate`. The finding names the field and the fix; nothing else is read.
 *Symptom:* the API server rejects the object.
 *Fix:* correct the field.
 
@@ -178,6 +183,9 @@ def _check_object(
         template = with_ray_workers(found, manifests.ray_workers.get(found.namespace, []))
         if template.unread is not None:
             results.append(_unread(template, *template.unread))
+            continue
+        if template.invalid is not None:  # the kind's CRD rejects it (rules.template)
+            results.append(_invalid(template, *template.invalid))
             continue
         for key, i, container in running_containers(template.spec):
             label = _label(template, container, f"{key}[{i}]")
@@ -529,3 +537,12 @@ def _result(
         argv=ctx.invocation.argv,
         model=ctx.parsed.model,
     )
+
+
+def _invalid(template: PodTemplate, field: str, why: str, fix: str) -> ContainerResult:
+    """An object its own kind's CRD rejects: named as invalid, at the field, not read."""
+    finding = MANIFEST_INVALID.finding(f"{field} {why}", field, fix)
+    return ContainerResult(
+        template.kind, template.name, template.namespace, template.role or "?", None, None,
+        None, (finding,),
+    )  # fmt: skip

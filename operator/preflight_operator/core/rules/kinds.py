@@ -27,6 +27,7 @@ import yaml
 from preflight_operator.core.rules import boundedyaml
 from preflight_operator.core.rules.crdgroups import (  # issue 26
     kueue_workload,
+    model_serving,
     rolebasedgroup,
     volcano_job,
 )
@@ -39,9 +40,11 @@ from preflight_operator.core.rules.template import (
     DYNAMO,
     GENERIC,
     KSERVE,
+    KTHENA,
     KUBEAI,
     KUBERAY,
     LWS,
+    OME,
     PRODUCTION_STACK,
     Group,
     GroupMember,
@@ -50,6 +53,7 @@ from preflight_operator.core.rules.template import (
     dig,
     meta,
     num,
+    required,
     resolve_nothing,
 )
 from preflight_operator.core.rules.wrappers import (
@@ -57,6 +61,7 @@ from preflight_operator.core.rules.wrappers import (
     inference_service,
     kubeai_model,
     llm_inference_service,
+    ome_runtime,
     serving_runtime,
     vllm_runtime,
 )
@@ -192,8 +197,38 @@ def _pod(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[PodTe
 # -- LeaderWorkerSet -----------------------------------------------------------------------
 
 
+def runs_vllm_anywhere(obj: Mapping[str, Any]) -> bool:
+    """Does any pod spec embedded in ``obj`` run vLLM (an object that is not one of the
+    kind's valid shapes is still named when it is a vLLM workload)?"""
+    return any(runs_vllm(spec, path) for path, spec in embedded_pod_specs(obj))
+
+
+def invalid_template(
+    obj: Mapping[str, Any], name: str, namespace: str | None, found: tuple[str, str, str]
+) -> list[PodTemplate]:
+    """The one template of an object its kind's CRD rejects: manifest-invalid at the
+    field, nothing else read."""
+    kind = str(obj.get("kind"))
+    return [PodTemplate(kind, name, namespace, {"containers": []}, "spec", invalid=found)]
+
+
+# LeaderWorkerSet's CRD (tests/data/crds/lws, v1) requires spec.leaderWorkerTemplate and
+# in it workerTemplate: without it the API server refuses the object ("Required value").
+_LWS_REQUIRED = ("spec.leaderWorkerTemplate", "spec.leaderWorkerTemplate.workerTemplate")
+
+
 def _lws(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[PodTemplate]:
     base = "spec.leaderWorkerTemplate"
+    missing = required(obj, _LWS_REQUIRED)
+    if missing is not None:
+        if not runs_vllm_anywhere(obj):
+            return []
+        why = "is required by the LeaderWorkerSet CRD: the API server rejects this object"
+        fix = (
+            "add spec.leaderWorkerTemplate.workerTemplate (the workers' pod template; "
+            "without a leaderTemplate the leader is made from it too)"
+        )
+        return invalid_template(obj, name, namespace, (missing, why, fix))
     lwt = dig(obj, ("spec", "leaderWorkerTemplate"))
     if not isinstance(lwt, Mapping):
         return []
@@ -619,6 +654,30 @@ KINDS: tuple[KindSpec, ...] = (
         # so remediation only says that it does not apply (remediation.py).
         version="v1alpha2",
         role=VALIDATED,
+    ),
+    KindSpec(  # issue 39: rules/crdgroups.py
+        "workload.serving.volcano.sh",
+        "ModelServing",
+        KTHENA,
+        model_serving,
+        "spec.template.roles[*].entryTemplate.spec and workerTemplate.spec; one group of "
+        "workerReplicas + 1 pods per role instance (GROUP_SIZE, WORKER_INDEX injected)",
+        version="v1alpha1",
+        role=VALIDATED,
+    ),
+    # issue 35 (rules/wrappers.py): LINT only. A runtime makes no pods; OME's
+    # InferenceService builds them from it, and they are admitted as what OME creates.
+    *(
+        KindSpec(
+            "ome.io",
+            kind,
+            OME,
+            ome_runtime,
+            "spec.engineConfig / spec.decoderConfig (a PodSpec with `runner`, the main "
+            "container; `leader`, `worker` with `size` for multi-node)",
+            version="v1beta1",
+        )
+        for kind in ("ServingRuntime", "ClusterServingRuntime")
     ),
     # issue 26 (rules/crdgroups.py): LINT only. A Workload is Kueue's own record of another
     # object's pods (denying it stalls Kueue; the pods are admitted through their owner);

@@ -16,6 +16,8 @@ KSERVE = "kserve"
 KUBEAI = "kubeai"
 PRODUCTION_STACK = "production-stack"
 DYNAMO = "dynamo"
+KTHENA = "kthena"
+OME = "ome"
 GENERIC = "generic"
 
 
@@ -111,6 +113,20 @@ class PodTemplate:
     # an embedded document holding this template's command line that was not read (over a
     # limit of rules.boundedyaml): the field, then why; judged as unknown, nothing else
     unread: tuple[str, str] | None = None
+    # a field the kind's own CRD requires is missing or malformed, so the API server rejects
+    # the object (rules.template.required): the field, what is wrong, the fix; judged as
+    # manifest-invalid, nothing else
+    invalid: tuple[str, str, str] | None = None
+    # the leader pod of its group although its role says more (a Kthena role's entry pod,
+    # role "<name>-entry"): the group rules run on it as on a LeaderWorkerSet's "leader"
+    group_leader: bool = False
+    # the variable the group's controller gives each pod its index in (LWS_WORKER_INDEX,
+    # Kthena's WORKER_INDEX): the group rules read the workers with it set
+    index_env: str = "LWS_WORKER_INDEX"
+
+    @property
+    def is_leader(self) -> bool:
+        return self.role == "leader" or self.group_leader
 
 
 def dig(obj: Any, keys: Iterable[str]) -> Any:
@@ -162,3 +178,14 @@ def running_containers(spec: Mapping[str, Any]) -> list[tuple[str, int, Mapping[
             if key == "containers" or container.get("restartPolicy") == "Always":
                 found.append((key, i, container))
     return found
+
+
+def required(obj: Mapping[str, Any], fields: Iterable[str]) -> str | None:
+    """The first of ``fields`` (dotted paths, each a mapping the kind's CRD lists under
+    ``required``) that ``obj`` lacks or holds as something other than a mapping; None
+    when all are there. The CRD's schema refuses such an object before any admission
+    webhook sees it: ``lint`` names it instead of reading a layout that cannot exist."""
+    for path in fields:
+        if not isinstance(dig(obj, path.split(".")), Mapping):
+            return path
+    return None

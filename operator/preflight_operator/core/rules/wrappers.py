@@ -14,23 +14,28 @@ from preflight_operator.core.rules.template import (
     DYNAMO,
     KSERVE,
     KUBEAI,
+    LWS,
+    OME,
     PRODUCTION_STACK,
+    Group,
+    GroupMember,
     PodTemplate,
     Resolve,
     dig,
     meta,
     num,
+    required,
 )
 
 # -- KServe ----------------------------------------------------------------------------------
 #
 # InferenceService: `spec.predictor` is a PodSpec plus `model`. With `model`, the main
 # container `kserve-container` is the (Cluster)ServingRuntime's container of that name merged
-# with `spec.predictor.model` (isvc fields win, args appended after the runtime's:
-# pkg/controller/v1beta1/inferenceservice/utils MergeRuntimeContainers). The runtime is
-# `model.runtime`, else the one that supports `model.modelFormat.name` with autoSelect, by
-# priority. Multi-node (`spec.predictor.workerSpec`): the controller computes and writes the
-# GPU limits and the TENSOR_PARALLEL_SIZE / PIPELINE_PARALLEL_SIZE env itself.
+# with `spec.predictor.model` (isvc fields win, args appended after the runtime's, command
+# and args kept apart: pkg/controller/v1beta1/inferenceservice/utils MergeRuntimeContainers).
+# The runtime is `model.runtime`, else the one that supports `model.modelFormat.name` with
+# autoSelect, by priority. Multi-node (`spec.predictor.workerSpec`): the controller computes
+# and writes the GPU limits and the TENSOR_PARALLEL_SIZE / PIPELINE_PARALLEL_SIZE env itself.
 
 SERVING_RUNTIMES = ("ServingRuntime", "ClusterServingRuntime")
 _KSERVE_MAIN = "kserve-container"
@@ -45,6 +50,10 @@ def _named(containers: Any, name: str) -> tuple[int, Mapping[str, Any]] | None:
         if isinstance(container, Mapping) and container.get("name") == name:
             return i, container
     return None
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _every(resolve: Resolve, kind: str) -> list[Mapping[str, Any]]:
@@ -87,6 +96,15 @@ def _runtime_for(
 def _merged_main(
     runtime: Mapping[str, Any], where: str, model: Mapping[str, Any], isvc: str
 ) -> tuple[dict[str, Any], tuple[str, ...]] | None:
+    """The main container KServe runs: MergeRuntimeContainers (kserve/kserve
+    pkg/controller/v1beta1/inferenceservice/utils/utils.go, commit aaac4e29) is a strategic
+    merge patch of the model over the runtime container, then ``args`` set to the runtime's
+    followed by the model's. ``command`` and ``args`` stay apart: a runtime that sets only
+    ``args`` (usual for vllm/vllm-openai) keeps the image's entrypoint, `vllm serve`, which
+    rules.command reads for the images it knows. Writing those args into ``command`` (as
+    this did until issue 35) lost the entrypoint, so such an InferenceService went unjudged.
+    ``argv_paths`` are the paths of the tokens rules.command yields: command then args, or,
+    args only on a known image, the image field twice (``vllm serve``) then the args."""
     found = _named(dig(runtime, ("spec", "containers")), _KSERVE_MAIN)
     if found is None:
         return None
@@ -97,17 +115,24 @@ def _merged_main(
         if key in model:
             container[key] = model[key]
     own = model.get("command")
-    command = [str(c) for c in (own if isinstance(own, list) else base.get("command") or [])]
+    command = own if isinstance(own, list) else base.get("command")
     prefix = "spec.predictor.model.command" if isinstance(own, list) else f"{rpath}.command"
-    paths = [f"{prefix}[{i}]" for i in range(len(command))]
+    paths: list[str] = []
+    if isinstance(command, list) and command:
+        container["command"] = [str(c) for c in command]
+        paths = [f"{prefix}[{i}]" for i in range(len(command))]
+    else:
+        image = "spec.predictor.model.image" if "image" in model else f"{rpath}.image"
+        paths = [image, image]  # the image's entrypoint, `vllm serve`
     args: list[str] = []
-    for i, arg in enumerate(base.get("args") or []):
+    for i, arg in enumerate(_listed(base.get("args"))):
         args.append(str(arg).replace("{{.Name}}", isvc))
         paths.append(f"{rpath}.args[{i}]")
-    for i, arg in enumerate(model.get("args") or []):
+    for i, arg in enumerate(_listed(model.get("args"))):
         args.append(str(arg))
         paths.append(f"spec.predictor.model.args[{i}]")
-    container["command"] = [*command, *args]
+    if args:
+        container["args"] = args
     container["name"] = _KSERVE_MAIN
     return container, tuple(paths)
 
@@ -246,6 +271,96 @@ def llm_inference_service(
     return out
 
 
+# -- OME ServingRuntime / ClusterServingRuntime (ome.io) -------------------------------------
+#
+# sgl-project/ome at 17b77edad23bae262e0c9adb7f12039397a5d33d: a runtime's engine is
+# `spec.engineConfig` (pkg/apis/ome/v1beta1 EngineSpec: a PodSpec inline, `runner` the main
+# container, `leader` / `worker` with `size` for multi-node), the decode side of a
+# prefill-decode runtime `spec.decoderConfig` (DecoderSpec, the same shape); `routerConfig`
+# is the router, not an engine. The controller builds the pod from the config's PodSpec and
+# merges `runner` onto the container of its name, else appends it (pkg/controller/v1beta1/
+# inferenceservice/reconcilers/common/podspec_reconciler.go resolveContainer,
+# ReconcileWorkerPodSpec; utils/merging.go MergeRuntimeContainers). A multi-node engine is
+# a LeaderWorkerSet of the leader and `worker.size` workers (LWS injects its LWS_* env).
+# A runtime makes no pods: like KServe's, no GPU here is normal (the InferenceService or an
+# AcceleratorClass may add them), a count written here is judged.
+
+_OME_PARTS = ("engineConfig", "decoderConfig")
+_OME_NOT_POD = frozenset(
+    ("runner", "leader", "worker", "minReplicas", "maxReplicas", "scaleTarget", "scaleMetric",
+     "acceleratorOverride", "annotations", "labels", "size", "config")
+)  # fmt: skip
+
+
+def _ome_pod(part: Mapping[str, Any], runner: Any) -> dict[str, Any] | None:
+    """The PodSpec of an OME engine part with its runner merged in (None: no container)."""
+    pod = {k: v for k, v in part.items() if k not in _OME_NOT_POD}
+    containers = [c for c in _listed(part.get("containers")) if isinstance(c, Mapping)]
+    if isinstance(runner, Mapping):
+        found = _named(containers, str(runner.get("name") or ""))
+        if found is None:
+            containers.append(dict(runner))
+        else:
+            containers[found[0]] = {**found[1], **runner}
+    if not containers:
+        return None
+    pod["containers"] = containers
+    return pod
+
+
+def ome_runtime(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[PodTemplate]:
+    spec = obj.get("spec")
+    if not isinstance(spec, Mapping):
+        return []
+    kind = str(obj.get("kind"))
+    out: list[PodTemplate] = []
+    for key in _OME_PARTS:
+        part = spec.get(key)
+        if not isinstance(part, Mapping):
+            continue
+        label = "engine" if key == "engineConfig" else "decoder"
+        base = f"spec.{key}"
+        leader, worker = part.get("leader"), part.get("worker")
+        if not isinstance(worker, Mapping):
+            pod = _ome_pod(part, part.get("runner"))
+            if pod is not None:
+                out.append(
+                    PodTemplate(kind, name, namespace, pod, base, label, family=OME,
+                                gpus_elsewhere=True)
+                )  # fmt: skip
+            continue
+        size = num(worker.get("size"), 1) + 1
+        held = leader if isinstance(leader, Mapping) else {}
+        lead = _ome_pod({**part, **held}, held.get("runner") or part.get("runner"))
+        work = _ome_pod(worker, held.get("runner") or part.get("runner"))
+        if lead is None or work is None:
+            continue
+        lead_path = f"{base}.leader" if held else base
+        size_path = f"{base}.worker.size"
+        group = Group(
+            size_path, LWS,
+            (GroupMember(lead, lead_path, 1, size_path),
+             GroupMember(work, f"{base}.worker", size - 1, size_path)),
+        )  # fmt: skip
+        env = {"LWS_GROUP_SIZE": str(size), "LWS_NAME": name}
+        out.append(
+            PodTemplate(kind, name, namespace, lead, lead_path, f"{label}-leader", group,
+                        {**env, "LWS_WORKER_INDEX": "0"}, family=OME, gpus_elsewhere=True,
+                        group_leader=True)
+        )  # fmt: skip
+        out.append(
+            PodTemplate(kind, name, namespace, work, f"{base}.worker", f"{label}-worker",
+                        group, {**env, "LWS_WORKER_INDEX": "1"}, family=OME,
+                        gpus_elsewhere=True)
+        )  # fmt: skip
+    if not out and isinstance(spec.get("containers"), list):
+        # the older ServingRuntimePodSpec layout: containers at spec
+        out.append(
+            PodTemplate(kind, name, namespace, spec, "spec", family=OME, gpus_elsewhere=True)
+        )
+    return out
+
+
 # -- KubeAI Model ----------------------------------------------------------------------------
 #
 # No pod template: the controller builds the pod (internal/modelcontroller/engine_vllm.go):
@@ -296,6 +411,49 @@ def kubeai_model(obj: Mapping[str, Any], name: str, namespace: str | None) -> li
 # -- production-stack VLLMRuntime ------------------------------------------------------------
 
 
+# The CRD (tests/data/crds/production-stack, a6c01db05f65) requires spec.model (with
+# modelURL), spec.vllmConfig and spec.deploymentConfig (with image and resources). The
+# first layout (vllm-project/production-stack 5b7af2b1, 2025-05-16) kept tensorParallelSize,
+# extraArgs, env at spec and resources, image, replicas beside them; ff533f81 (2025-06-06,
+# "Refract the structure of VLLMRuntime CRD") moved them under vllmConfig and
+# deploymentConfig. Such an object is refused by today's CRD, and read as today's layout
+# it showed only "no GPU requested" (its spec.resources.gpu unread).
+_VLLM_RUNTIME_REQUIRED = (
+    "spec.model",
+    "spec.vllmConfig",
+    "spec.deploymentConfig",
+    "spec.deploymentConfig.image",
+    "spec.deploymentConfig.resources",
+)
+# where each field of the first layout lives in today's CRD (read from its schema)
+_VLLM_RUNTIME_OLD = {
+    **dict.fromkeys(
+        ("enableChunkedPrefill", "enablePrefixCaching", "tensorParallelSize",
+         "gpuMemoryUtilization", "maxLoras", "extraArgs", "v1", "env"),
+        "vllmConfig",
+    ),
+    **dict.fromkeys(("resources", "image", "replicas", "deploymentStrategy"), "deploymentConfig"),
+    "hfTokenSecret": "model",
+}  # fmt: skip
+
+
+def _vllm_runtime_invalid(spec: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    """(field, what, fix) when the VLLMRuntime CRD refuses this spec, else None."""
+    missing = required({"spec": spec}, _VLLM_RUNTIME_REQUIRED)
+    if missing is None and isinstance(dig(spec, ("model", "modelURL")), str):
+        return None
+    field = missing or "spec.model.modelURL"
+    why = "is required by the VLLMRuntime CRD: the API server rejects this object"
+    old = sorted(k for k in _VLLM_RUNTIME_OLD if k in spec)
+    if old:
+        moves = ", ".join(f"spec.{k} to spec.{_VLLM_RUNTIME_OLD[k]}.{k}" for k in old)
+        why += " (this is the layout before production-stack's CRD restructuring, ff533f81)"
+        fix = f"move {moves}, as in operator/config/samples of production-stack"
+    else:
+        fix = f"add {field} (operator/config/samples of production-stack has one)"
+    return field, why, fix
+
+
 def vllm_runtime(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[PodTemplate]:
     """The controller writes the Deployment (operator/internal/controller/
     vllmruntime_controller.go): `vllm serve <modelURL>` with flags from spec.model and
@@ -304,6 +462,12 @@ def vllm_runtime(obj: Mapping[str, Any], name: str, namespace: str | None) -> li
     spec = obj.get("spec")
     if not isinstance(spec, Mapping):
         return []
+    invalid = _vllm_runtime_invalid(spec)
+    if invalid is not None:
+        return [
+            PodTemplate("VLLMRuntime", name, namespace, {"containers": []}, "spec",
+                        family=PRODUCTION_STACK, invalid=invalid)
+        ]  # fmt: skip
     found_model, found_vllm = spec.get("model"), spec.get("vllmConfig")
     model: Mapping[str, Any] = found_model if isinstance(found_model, Mapping) else {}
     vllm: Mapping[str, Any] = found_vllm if isinstance(found_vllm, Mapping) else {}

@@ -224,7 +224,7 @@ def _worker_env(
     index: int,
     config_map: Any,
 ) -> ContainerEnv:
-    injected = {**ctx.template.injected_env, "LWS_WORKER_INDEX": str(index)}
+    injected = {**ctx.template.injected_env, ctx.template.index_env: str(index)}
     return build_env(
         container, path, namespace=ctx.template.namespace, config_map=config_map, injected=injected
     )
@@ -235,7 +235,7 @@ def _applies(ctx: ContainerContext) -> bool:
     return (
         group is not None
         and group.size > 1
-        and ctx.template.role == "leader"
+        and ctx.template.is_leader
         and group.leader_path != group.worker_path
     )
 

@@ -120,7 +120,7 @@ def dp_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
         group is None
         or group.family != "lws"
         or group.size <= 1
-        or ctx.template.role != "leader"
+        or not ctx.template.is_leader
         or not ctx.own_dp_ranks
         or plan.nnodes > 1
         or plan.external_lb
@@ -226,7 +226,7 @@ def _gpu_container(spec: Mapping[str, Any], path: str) -> tuple[Mapping[str, Any
 )
 def group_total(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     group = ctx.template.group
-    if group is None or group.family != "lws" or not ctx.spread or ctx.template.role != "leader":
+    if group is None or group.family != "lws" or not ctx.spread or not ctx.template.is_leader:
         return
     if ctx.gpus_needed is None:
         return  # the plan is not known (bad or unresolved arguments)
