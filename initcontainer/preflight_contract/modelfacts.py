@@ -652,6 +652,12 @@ def quant_method_of(files: Mapping[str, Any]) -> Optional[str]:
             if name == "modelopt":
                 return _modelopt_method(quant)
             return _QUANT_OVERRIDES.get(name, name)
+        if isinstance(algo_block, Mapping) and algo_block.get("quant_algo"):
+            # a legacy ModelOpt hf_quant_config.json without producer or quant_method
+            # (nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4): vLLM normalizes it as
+            # ModelOpt (tests/config/test_model_arch_config.py
+            # test_legacy_modelopt_config_without_producer_is_normalized: modelopt_fp4)
+            return _modelopt_method(quant)
     return None
 
 
@@ -1025,24 +1031,26 @@ def weight_bytes(files: Mapping[str, Any]) -> WeightBytes:
 # -- the smallest the loaded weights can be: the certain side of the estimate --------------
 
 # MoE models whose expert layers ``moe_layer_flags`` places exactly as vLLM's model code
-# does (its docstring names the files): their experts count toward the lower bound. Other
+# does (its docstring names the files), with the keys that code reads: their experts count
+# toward the lower bound when those keys are certain and no other layout key is set. Other
 # MoE models' MLPs are left out of it (which layers hold experts is not known here).
-_MOE_LAYOUT_KNOWN = frozenset(
-    (
-        "mixtral",
-        "qwen2_moe",
-        "qwen3_moe",
-        "deepseek_v2",
-        "deepseek_v3",
-        "kimi_k2",
-        "glm4_moe",
-        "llama4_text",
-        "gpt_oss",
-        "olmoe",
-        "granitemoe",
-        "phimoe",
-    )
-)
+_DEEPSEEK_LAYOUT = ("first_k_dense_replace", "moe_layer_freq")
+_QWEN_LAYOUT = ("decoder_sparse_step", "mlp_only_layers")
+_MOE_LAYOUT_KEYS: Dict[str, Tuple[str, ...]] = {
+    "mixtral": (),
+    "qwen2_moe": _QWEN_LAYOUT,
+    "qwen3_moe": _QWEN_LAYOUT,
+    "deepseek_v2": _DEEPSEEK_LAYOUT,
+    "deepseek_v3": _DEEPSEEK_LAYOUT,
+    "kimi_k2": _DEEPSEEK_LAYOUT,
+    "glm4_moe": _DEEPSEEK_LAYOUT,
+    "llama4_text": ("interleave_moe_layer_step",),
+    "gpt_oss": (),
+    "olmoe": (),
+    "granitemoe": (),
+    "phimoe": (),
+}
+_LAYOUT_KEYS = (*_DEEPSEEK_LAYOUT, *_QWEN_LAYOUT, "interleave_moe_layer_step")
 # Keys of models whose layers are not all attention + MLP (Mamba, linear attention,
 # per-layer blocks): their layers are left out of the lower bound, the embedding stays.
 _NOT_PLAIN = re.compile(
@@ -1097,6 +1105,8 @@ def bits_floor(files: Mapping[str, Any], method: Optional[str]) -> Optional[int]
     ``num_bits``); None when not known (no lower bound then)."""
     config = files.get(CONFIG)
     if method is None:
+        if _quant_config(files) is not None or files.get(HF_QUANT) is not None:
+            return None  # a quantization block no method is read from: not known
         dtype = _dtype(config) if isinstance(config, Mapping) else None
         return 16 if dtype in (None, "float32", "bfloat16", "float16") else None
     if method in _FP8_METHODS:
@@ -1172,18 +1182,34 @@ def param_floor(
     if pattern is not None:
         total += pattern.count("*") * attn + pattern.count("-") * 2.0 * hidden * (inter or 0)
         parts.append(f"{pattern.count('*')} attention and {pattern.count('-')} MLP layers")
+        # NemotronH's experts: up and down over moe_latent_size (None: the hidden size)
+        experts = certain("n_routed_experts")
+        moe_inter = certain("moe_intermediate_size")
+        latent = certain("moe_latent_size") or hidden
+        if experts and moe_inter and pattern.count("E"):
+            total += pattern.count("E") * experts * 2.0 * latent * moe_inter
+            parts.append(f"{pattern.count('E')} x {experts} experts 2 x {latent} x {moe_inter}")
         return total, ", ".join(parts)
     if not _plain_layers(text):
         parts.append("hybrid layers not counted")
         return total, ", ".join(parts)
     total += layers * attn
     parts.append(f"{layers} x attention q+o")
-    mlp, said = _mlp_floor(text, certain, model_type, inter)
+
+    def certain_fact(key: str) -> bool:
+        fact = keyed.get(key)
+        return fact is None or fact.certain
+
+    mlp, said = _mlp_floor(text, certain, model_type, inter, certain_fact)
     return total + mlp, ", ".join(parts + said)
 
 
 def _mlp_floor(
-    text: Mapping[str, Any], certain: Any, model_type: str, inter: Optional[int]
+    text: Mapping[str, Any],
+    certain: Any,
+    model_type: str,
+    inter: Optional[int],
+    certain_fact: Any,
 ) -> Tuple[float, List[str]]:
     """``param_floor``'s MLPs: two matrices per dense layer, two per expert of a MoE
     layer of a known layout; nothing where the experts or the layout are not certain."""
@@ -1197,8 +1223,12 @@ def _mlp_floor(
         if not inter:
             return 0.0, []
         return layers * 2.0 * hidden * inter, [f"{layers} x MLP 2 x {hidden} x {inter}"]
-    if model_type not in _MOE_LAYOUT_KNOWN:
+    layout = _MOE_LAYOUT_KEYS.get(model_type)
+    if layout is None:
         return 0.0, ["MoE layers not counted"]
+    foreign = [k for k in _LAYOUT_KEYS if k not in layout and text.get(k) is not None]
+    if foreign or not all(certain_fact(k) for k in layout):
+        return 0.0, ["MoE layers not counted (their placement is not certain)"]
     sparse = sum(moe_layer_flags(text, layers))
     moe_inter = certain("moe_intermediate_size") or inter
     dense_inter = certain("intermediate_size_mlp") or inter
