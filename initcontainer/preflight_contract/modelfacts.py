@@ -406,6 +406,9 @@ class ModelFacts:
     weight_floor_bytes: Optional[int] = None
     weight_floor_text: str = ""
     kv_bytes_per_token: Optional[int] = None  # whole model, every attention layer
+    # sliding-window layers (layer_types): their KV per token, held for at most the window
+    kv_window_bytes_per_token: int = 0
+    sliding_window: Optional[int] = None
     problems: Tuple[str, ...] = ()
     # every distinct KV head count of the attention layers (per-layer NAS configs differ)
     kv_heads_per_layer: Tuple[int, ...] = ()
@@ -1362,12 +1365,9 @@ def read_facts(
     if head_dim is None and heads:
         hidden = _int(text.get("hidden_size"))
         head_dim = hidden // heads if hidden else None
-    kv_per_token: Optional[int] = None
-    if layers and use_mla:
-        width = (_int(text.get("kv_lora_rank")) or 0) + (_int(text.get("qk_rope_head_dim")) or 0)
-        kv_per_token = layers * width * 2
-    elif layers and head_dim and (kv_total or kv):
-        kv_per_token = 2 * (kv_total if kv_total is not None else layers * (kv or 0)) * head_dim * 2
+    kv_per_token, kv_window, window = _kv_per_token(
+        text, layers, use_mla=use_mla, head_dim=head_dim, kv=kv, kv_total=kv_total
+    )
     weights = weight_bytes(files)
     facts.append(Fact("weight_bytes", weights.certainty, weights.source))
     floor = weight_floor(files, trust_remote_code)
@@ -1396,12 +1396,60 @@ def read_facts(
         weight_floor_bytes=floor.value,
         weight_floor_text=floor.source if floor.value is not None else "",
         kv_bytes_per_token=kv_per_token,
+        kv_window_bytes_per_token=kv_window,
+        sliding_window=window if kv_window else None,
         problems=tuple(problems),
         kv_heads_per_layer=kv_per_layer,
         mamba2=mamba2,
         facts=tuple(facts),
         auto_map=config.get("auto_map") if isinstance(config.get("auto_map"), Mapping) else None,
     )
+
+
+def _kv_per_token(
+    text: Mapping[str, Any],
+    layers: Optional[int],
+    *,
+    use_mla: bool,
+    head_dim: Optional[int],
+    kv: Optional[int],
+    kv_total: Optional[int],
+) -> Tuple[Optional[int], int, Optional[int]]:
+    """(KV bytes per token of the layers whose cache grows with the sequence, KV bytes per
+    token of the sliding-window layers, their window) at 2 bytes an element."""
+    kv_per_token: Optional[int] = None
+    if layers and use_mla:
+        width = (_int(text.get("kv_lora_rank")) or 0) + (_int(text.get("qk_rope_head_dim")) or 0)
+        kv_per_token = layers * width * 2
+    elif layers and head_dim and (kv_total or kv):
+        kv_per_token = 2 * (kv_total if kv_total is not None else layers * (kv or 0)) * head_dim * 2
+    full, sliding = _attention_layer_kinds(text, layers)
+    window = _int(text.get("sliding_window"))
+    kv_window = 0
+    if kv_per_token and layers and full is not None and kv_total is None:
+        # per layer_types: full attention grows with the sequence, a sliding layer holds at
+        # most its window (vLLM's hybrid KV cache manager), other layers (linear
+        # attention, Mamba) hold no per-token KV at all
+        per_layer = kv_per_token // layers
+        kv_per_token = per_layer * full
+        if sliding and window:
+            kv_window = per_layer * sliding
+        else:
+            kv_per_token += per_layer * sliding
+    return kv_per_token, kv_window, window
+
+
+def _attention_layer_kinds(
+    text: Mapping[str, Any], layers: Optional[int]
+) -> Tuple[Optional[int], int]:
+    """(full-attention layers, sliding-window layers) from ``layer_types`` when it lists
+    every layer; (None, 0) otherwise (every layer is taken as full attention)."""
+    types = text.get("layer_types")
+    if not isinstance(types, list) or not layers or len(types) != layers:
+        return None, 0
+    full = sum(1 for t in types if t in ("full_attention", "chunked_attention", "attention"))
+    sliding = sum(1 for t in types if t == "sliding_attention")
+    return full, sliding
 
 
 def _kv_heads(
@@ -1740,6 +1788,10 @@ def weights_floor_fail(
     )
     more = max(2, math.ceil(floor / max(1.0, budget)))
     evidence: Dict[str, Any] = {
+        "weights_per_gpu_gib": round(
+            (facts.weight_bytes or floor) / (serving.tp * serving.pp) / GIB, 2
+        ),
+        "budget_gib": round((gpu.memory_bytes or most) * serving.gpu_memory_utilization / GIB, 2),
         "weights_floor_per_gpu_gib": round(per_gpu / GIB, 2),
         "budget_most_gib": round(budget / GIB, 2),
         "weights_floor": facts.weight_floor_text,
@@ -1778,11 +1830,14 @@ def rule_weights_fit(facts: ModelFacts, serving: Serving, gpu: Optional[Gpu]) ->
     room = budget - per_gpu - RUNTIME_OVERHEAD_BYTES
     length = serving.max_model_len or facts.max_model_len or 0
     kv_one = None
-    if facts.kv_bytes_per_token:
+    if facts.kv_bytes_per_token is not None:
         share = 1.0
         if not facts.use_mla and facts.num_kv_heads:
             share = max(1, facts.num_kv_heads // serving.tp) / facts.num_kv_heads
-        kv_one = facts.kv_bytes_per_token * share / serving.pp * length
+        held = facts.kv_bytes_per_token * length
+        if facts.kv_window_bytes_per_token and facts.sliding_window:
+            held += facts.kv_window_bytes_per_token * min(length, facts.sliding_window)
+        kv_one = held * share / serving.pp
     evidence: Dict[str, Any] = {
         "weights_per_gpu_gib": round(per_gpu / GIB, 2),
         "budget_gib": round(budget / GIB, 2),

@@ -221,3 +221,21 @@ def test_the_corpus_floors_never_exceed_the_estimates_or_published_sizes() -> No
         assert got.weight_bytes is not None, model
         assert got.weight_floor_bytes <= got.weight_bytes, (model, got.weight_floor_text)
     assert json.loads((CORPUS / "vllm_verdicts.json").read_text())
+
+
+# -- the KV cache of one sequence: sliding-window and linear-attention layers ---------------
+
+
+def test_sliding_and_linear_attention_layers_do_not_grow_with_the_sequence() -> None:
+    # gpt-oss: layer_types alternate sliding (window 128) and full attention; vLLM's
+    # hybrid KV cache manager keeps a sliding layer's cache to its window
+    oss = facts_of(files_of("openai/gpt-oss-120b"))
+    assert oss.kv_bytes_per_token == oss.kv_window_bytes_per_token == 18 * 2 * 8 * 64 * 2
+    assert oss.sliding_window == 128
+    # Qwen3.6: 30 of 40 layers are linear attention (no per-token KV): 10 full layers
+    qwen = facts_of(files_of("nvidia/Qwen3.6-35B-A3B-NVFP4"))
+    assert qwen.kv_bytes_per_token == 10 * 2 * 2 * 256 * 2
+    assert qwen.kv_window_bytes_per_token == 0
+    fit = mf.rule_weights_fit(oss, mf.Serving(max_model_len=131072), H200)
+    full_only = 18 * 2 * 8 * 64 * 2 * 131072 + 18 * 2 * 8 * 64 * 2 * 128
+    assert fit.evidence["kv_cache_one_sequence_gib"] == round(full_only / GIB, 2)
