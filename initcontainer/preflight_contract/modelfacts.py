@@ -405,6 +405,8 @@ class ModelFacts:
     # the smallest the loaded weights can be (weight_floor), with its derivation
     weight_floor_bytes: Optional[int] = None
     weight_floor_text: str = ""
+    # a GPTQ checkpoint's (bits, sym) as AutoGPTQConfig.from_config reads them
+    gptq_bits_sym: Optional[Tuple[int, bool]] = None
     kv_bytes_per_token: Optional[int] = None  # whole model, every attention layer
     # sliding-window layers (layer_types): their KV per token, held for at most the window
     kv_window_bytes_per_token: int = 0
@@ -1394,6 +1396,7 @@ def read_facts(
         weight_bytes=weights.value,
         weight_text=weights.source if weights.value is not None else "",
         weight_floor_bytes=floor.value,
+        gptq_bits_sym=_gptq_bits_sym(files) if method == "auto_gptq" else None,
         weight_floor_text=floor.source if floor.value is not None else "",
         kv_bytes_per_token=kv_per_token,
         kv_window_bytes_per_token=kv_window,
@@ -1437,6 +1440,17 @@ def _kv_per_token(
         else:
             kv_per_token += per_layer * sliding
     return kv_per_token, kv_window, window
+
+
+def _gptq_bits_sym(files: Mapping[str, Any]) -> Optional[Tuple[int, bool]]:
+    """``bits`` and ``sym`` of a GPTQ quantization_config, both stated; None otherwise."""
+    quant = _quant_config(files)
+    if quant is None:
+        return None
+    bits, sym = _int(quant.get("bits")), quant.get("sym")
+    if bits is None or not isinstance(sym, bool):
+        return None
+    return bits, sym
 
 
 def _attention_layer_kinds(
@@ -1931,7 +1945,43 @@ def rule_dtype(facts: ModelFacts, serving: Serving, gpu: Optional[Gpu]) -> Verdi
     return Verdict(DTYPE_CAPABILITY, PASS, f"dtype {chosen} runs on compute capability {cc}")
 
 
+# AutoGPTQConfig.TYPE_MAP (vllm/model_executor/layers/quantization/auto_gptq.py, read at
+# vllm-project/vllm 055e47c28003156421365af985d676fc921cb075): the
+# (bits, sym) its Marlin kernels run; any other raises in __init__. Every checkpoint with
+# quant_method gptq is claimed by AutoGPTQConfig (override_quantization_method) unless
+# --quantization names a method other than gptq / gptq_marlin / auto_gptq / marlin.
+AUTO_GPTQ_TYPES = frozenset(((4, True), (8, True)))
+_AUTO_GPTQ_USER = (None, "gptq", "gptq_marlin", "auto_gptq", "marlin")
+
+
+def rule_gptq_type(facts: ModelFacts, serving: Serving) -> Optional[Verdict]:
+    """A GPTQ checkpoint vLLM refuses at start-up whatever the GPU: (bits, sym) outside
+    AutoGPTQConfig.TYPE_MAP (3-bit, 2-bit, asymmetric 4-bit): 'Unsupported quantization
+    config: bits=3, sym=True'. desc_act (act order) is not refused there: the Marlin
+    kernels take g_idx (``has_g_idx``), so it is never a finding."""
+    if facts.quant_method != "auto_gptq" or facts.gptq_bits_sym is None:
+        return None
+    user = (serving.quantization or "").lower() or None
+    if user not in _AUTO_GPTQ_USER or facts.gptq_bits_sym in AUTO_GPTQ_TYPES:
+        return None
+    bits, sym = facts.gptq_bits_sym
+    return Verdict(
+        QUANT_CAPABILITY,
+        FAIL,
+        f"the checkpoint is GPTQ with bits={bits}, sym={sym} (config.json quantization_config)"
+        f": vLLM reads every GPTQ checkpoint with AutoGPTQConfig, whose kernels take only "
+        f"4- and 8-bit symmetric weights, and fails with 'Unsupported quantization config: "
+        f"bits={bits}, sym={sym}'",
+        "use a 4-bit or 8-bit symmetric GPTQ variant of the model (or an AWQ / FP8 one)",
+        {"quant_method": "gptq", "bits": bits, "sym": sym},
+        (Fact("gptq_bits_sym", EXACT, "config.json quantization_config bits and sym"),),
+    )
+
+
 def rule_quant(facts: ModelFacts, serving: Serving, gpu: Optional[Gpu]) -> Verdict:
+    refused = rule_gptq_type(facts, serving)
+    if refused is not None:
+        return refused
     method = serving.quantization or facts.quant_method
     if method is None:
         return Verdict(QUANT_CAPABILITY, PASS, "the model is not quantized")

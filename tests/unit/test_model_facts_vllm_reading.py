@@ -239,3 +239,39 @@ def test_sliding_and_linear_attention_layers_do_not_grow_with_the_sequence() -> 
     fit = mf.rule_weights_fit(oss, mf.Serving(max_model_len=131072), H200)
     full_only = 18 * 2 * 8 * 64 * 2 * 131072 + 18 * 2 * 8 * 64 * 2 * 128
     assert fit.evidence["kv_cache_one_sequence_gib"] == round(full_only / GIB, 2)
+
+
+# -- GPTQ checkpoints vLLM refuses at start-up ---------------------------------------------
+
+
+def _gptq(**quant: Any) -> dict[str, Any]:
+    files = copy.deepcopy(files_of("Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4"))
+    files[mf.CONFIG]["quantization_config"].update(quant)
+    return files
+
+
+@pytest.mark.parametrize(
+    ("quant", "status"),
+    [
+        ({}, mf.PASS),  # Qwen's own: bits 4, sym true, desc_act false
+        ({"bits": 8}, mf.PASS),
+        ({"desc_act": True}, mf.PASS),  # act order: Marlin takes g_idx, not refused
+        ({"bits": 3}, mf.FAIL),  # AutoGPTQConfig.TYPE_MAP has (4, True) and (8, True)
+        ({"bits": 2}, mf.FAIL),
+        ({"sym": False}, mf.FAIL),
+    ],
+)
+def test_gptq_bits_and_sym_outside_autogptq_types_fail(quant: dict[str, Any], status: str) -> None:
+    files = _gptq(**quant)
+    got = verdicts(files, mf.Serving(), H200)[mf.QUANT_CAPABILITY]
+    assert got.status == status, got.message
+    if status == mf.FAIL:
+        assert "Unsupported quantization config: bits=" in got.message
+    # --quantization naming another method takes the checkpoint away from AutoGPTQConfig
+    other = verdicts(files, mf.Serving(quantization="moe_wna16"), H200)[mf.QUANT_CAPABILITY]
+    assert other.status == mf.PASS
+
+
+def test_gptq_three_bit_is_denied_at_admission() -> None:
+    got = admit(_gptq(bits=3))
+    assert got["model-quant-capability"].severity == "fail"
