@@ -94,7 +94,8 @@ RULE_SUMMARIES: Dict[str, str] = {
     MAX_LEN: "--max-model-len above the model's maximum length",
     WEIGHTS_FIT: "the weights per GPU leave no room for the KV cache",
     DTYPE_CAPABILITY: "bfloat16 on a GPU below compute capability 8.0",
-    QUANT_CAPABILITY: "a quantization method the GPU's compute capability cannot run",
+    QUANT_CAPABILITY: "a quantization method the GPU's compute capability cannot run, or a "
+    "GPTQ bits/sym vLLM refuses",
     MAMBA_GROUPS: "a Mamba-2 layer's groups or heads do not split over the tensor-parallel size",
     ARCH_UNREGISTERED: "the model's architecture is not registered in the vLLM version the "
     "rules follow",

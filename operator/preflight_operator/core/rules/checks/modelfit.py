@@ -69,7 +69,9 @@ BASES = {
         " cache blocks') against the weights' certain lower bound",
     ),
     mf.DTYPE_CAPABILITY: Basis(VLLM_CODE, "vllm/platforms/cuda.py check_if_supports_dtype"),
-    mf.QUANT_CAPABILITY: Basis(VLLM_CODE, f"each method's get_min_capability(), {_VERDICTS}"),
+    mf.QUANT_CAPABILITY: Basis(
+        VLLM_CODE, f"each method's get_min_capability(), {_VERDICTS}; AutoGPTQConfig.TYPE_MAP"
+    ),
     mf.MAMBA_GROUPS: Basis(
         VLLM_CODE,
         "vLLM 0.33.0 (4ba787ec9) vllm/model_executor/layers/mamba/mamba_mixer2.py MambaMixer2",
