@@ -1141,6 +1141,11 @@ def _plain_layers(text: Mapping[str, Any]) -> bool:
     return isinstance(types, list) and all(t in _ATTENTION_LAYERS for t in types)
 
 
+def _is_certain(keyed: Mapping[str, Fact], key: str) -> bool:
+    fact = keyed.get(key)
+    return fact is None or fact.certain
+
+
 def param_floor(
     text: Mapping[str, Any], keyed: Mapping[str, Fact], model_type: str
 ) -> Tuple[Optional[float], str]:
@@ -1150,17 +1155,20 @@ def param_floor(
     dense MLP two matrices (up and down: gated MLPs have three), per MoE layer of a
     known layout its experts' two. Hybrid layers count nothing; Nemotron-H counts its
     pattern. (None, why) when a fact it needs is not certain."""
-    needed = ["hidden_size", "vocab_size", "num_hidden_layers", "num_attention_heads"]
-    for key in needed:
+    for key in ("hidden_size", "vocab_size"):
         fact = keyed.get(key)
         if fact is not None and not fact.certain:
             return None, f"{key} is {fact.certainty} ({fact.source})"
     hidden = _int(text.get("hidden_size"))
     vocab = _int(text.get("vocab_size"))
+    if not hidden or not vocab:
+        return None, "config.json lacks the hidden size or the vocabulary"
     layers = _int(text.get("num_hidden_layers"))
     heads = _int(text.get("num_attention_heads"))
-    if not hidden or not vocab or not layers or not heads:
-        return None, "config.json lacks the hidden size, vocabulary, layers or heads"
+    shaky = [k for k in ("num_hidden_layers", "num_attention_heads") if not _is_certain(keyed, k)]
+    if shaky or not layers or not heads:
+        # the layers are not known: the embedding alone is still certain
+        return float(vocab) * hidden, f"embedding {vocab} x {hidden}; layers not known"
 
     def certain(key: str) -> Optional[int]:
         fact = keyed.get(key)

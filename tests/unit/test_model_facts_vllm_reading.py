@@ -275,3 +275,16 @@ def test_gptq_bits_and_sym_outside_autogptq_types_fail(quant: dict[str, Any], st
 def test_gptq_three_bit_is_denied_at_admission() -> None:
     got = admit(_gptq(bits=3))
     assert got["model-quant-capability"].severity == "fail"
+
+
+def test_without_a_layer_count_the_embedding_is_still_a_floor() -> None:
+    # issue 35: no layer count meant no weights-fit finding at all. A config with no
+    # num_hidden_layers of a class not known here: the embedding alone (vocab x hidden x
+    # 16 bits) is certain, and 2M x 16384 x 2 bytes = 64 GiB does not fit a T4
+    config = {"model_type": "acme_custom", "hidden_size": 16384, "vocab_size": 2_097_152,
+              "num_attention_heads": 128, "torch_dtype": "bfloat16"}  # fmt: skip
+    got = facts_of({mf.CONFIG: config})
+    assert got.num_layers is None
+    assert got.weight_floor_bytes == 2_097_152 * 16384 * 2
+    assert "layers not known" in got.weight_floor_text
+    assert mf.rule_weights_fit(got, mf.Serving(), T4).status == mf.FAIL
