@@ -288,3 +288,34 @@ def test_without_a_layer_count_the_embedding_is_still_a_floor() -> None:
     assert got.weight_floor_bytes == 2_097_152 * 16384 * 2
     assert "layers not known" in got.weight_floor_text
     assert mf.rule_weights_fit(got, mf.Serving(), T4).status == mf.FAIL
+
+
+# -- transformers itself, where installed (dev only: pip install transformers) --------------
+
+
+def test_transformers_reads_these_configs_as_the_rules_do(tmp_path: Path) -> None:
+    """The oracle: transformers' AutoConfig on the same files (5.24.0, the version of
+    model_defaults.py, run 2026-12-06: PhiConfig with no expert key for phi-2 without
+    trust_remote_code, NemotronHConfig 88 layers from either spelling, Exaone4Config with
+    32 KV heads for exaone4_5_text)."""
+    transformers = pytest.importorskip("transformers")
+    auto = transformers.AutoConfig
+    phi = auto.from_pretrained(str(CORPUS / "microsoft/phi-2"))
+    assert type(phi).__name__ == "PhiConfig"
+    experts = [getattr(phi, k, None) for k in ("num_experts", "num_local_experts")]
+    assert not any(experts)
+    assert facts_of(files_of("microsoft/phi-2")).num_experts == 0
+    config = copy.deepcopy(files_of("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4")[mf.CONFIG])
+    pattern = config.pop("hybrid_override_pattern")
+    del config["num_hidden_layers"]
+    config["layers_block_type"] = [
+        {"M": "mamba", "E": "moe", "*": "attention", "-": "mlp"}[c] for c in pattern
+    ]
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    assert auto.from_pretrained(str(tmp_path)).num_hidden_layers == 88
+    assert facts_of({mf.CONFIG: config}).num_layers == 88
+    exaone = {"model_type": "exaone4_5", "text_config": {"model_type": "exaone4_5_text",
+              "hidden_size": 5120, "num_attention_heads": 40, "num_hidden_layers": 64}}  # fmt: skip
+    (tmp_path / "config.json").write_text(json.dumps(exaone))
+    text = auto.from_pretrained(str(tmp_path)).text_config
+    assert facts_of({mf.CONFIG: exaone}).num_kv_heads == text.num_key_value_heads
