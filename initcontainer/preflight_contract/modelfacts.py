@@ -709,6 +709,11 @@ def _ints(value: Any) -> List[int]:
     return [v for v in (_int(x) for x in value) if v is not None] if isinstance(value, list) else []
 
 
+# More layers than any model has (the largest in the corpus: 126): per-layer arithmetic
+# stops there, so a hostile config cannot make the rules loop 10^9 times.
+MAX_LAYERS = 4096
+
+
 def moe_layer_flags(text: Mapping[str, Any], layers: int) -> List[bool]:
     """Which decoder layers hold experts, as vLLM 0.33.0's model code decides: llama4.py
     ``(i + 1) % interleave_moe_layer_step == 0`` (0: none); deepseek_v2.py / glm4_moe.py
@@ -857,7 +862,7 @@ def _param_estimate(
     layers = _int(text.get("num_hidden_layers"))
     vocab = _int(text.get("vocab_size"))
     heads = _int(text.get("num_attention_heads"))
-    if not hidden or not layers or not vocab or not heads:
+    if not hidden or not layers or not vocab or not heads or layers > MAX_LAYERS:
         return None
     kv = _int(_first(text, _KV_HEAD_KEYS)[0]) or heads
     head_dim = _int(text.get("head_dim")) or hidden // heads
@@ -1166,9 +1171,9 @@ def param_floor(
     layers = _int(text.get("num_hidden_layers"))
     heads = _int(text.get("num_attention_heads"))
     shaky = [k for k in ("num_hidden_layers", "num_attention_heads") if not _is_certain(keyed, k)]
-    if shaky or not layers or not heads:
+    if shaky or not layers or not heads or layers > MAX_LAYERS:
         # the layers are not known: the embedding alone is still certain
-        return float(vocab) * hidden, f"embedding {vocab} x {hidden}; layers not known"
+        return float(vocab) * hidden, f"embedding {vocab} x {hidden}; layers not counted"
 
     def certain(key: str) -> Optional[int]:
         fact = keyed.get(key)

@@ -286,7 +286,7 @@ def test_without_a_layer_count_the_embedding_is_still_a_floor() -> None:
     got = facts_of({mf.CONFIG: config})
     assert got.num_layers is None
     assert got.weight_floor_bytes == 2_097_152 * 16384 * 2
-    assert "layers not known" in got.weight_floor_text
+    assert "layers not counted" in got.weight_floor_text
     assert mf.rule_weights_fit(got, mf.Serving(), T4).status == mf.FAIL
 
 
@@ -319,3 +319,14 @@ def test_transformers_reads_these_configs_as_the_rules_do(tmp_path: Path) -> Non
     (tmp_path / "config.json").write_text(json.dumps(exaone))
     text = auto.from_pretrained(str(tmp_path)).text_config
     assert facts_of({mf.CONFIG: exaone}).num_kv_heads == text.num_key_value_heads
+
+
+def test_a_hostile_layer_count_is_not_iterated() -> None:
+    # per-layer arithmetic (MoE placement) stops at MAX_LAYERS: a config claiming 10^9
+    # layers gets no estimate and an embedding-only floor, at once
+    config = {"model_type": "qwen3_moe", "num_hidden_layers": 10**9, "hidden_size": 4096,
+              "vocab_size": 1000, "num_attention_heads": 32, "num_experts": 8}  # fmt: skip
+    got = facts_of({mf.CONFIG: config})
+    assert got.weight_bytes is None
+    assert got.weight_floor_bytes == 1000 * 4096 * 2
+    assert mf.MAX_LAYERS >= 126  # Llama-3.1-405B, the corpus's deepest
