@@ -1120,11 +1120,15 @@ def bits_floor(files: Mapping[str, Any], method: Optional[str]) -> Optional[int]
             return None  # a quantization block no method is read from: not known
         dtype = _dtype(config) if isinstance(config, Mapping) else None
         return 16 if dtype in (None, "float32", "bfloat16", "float16") else None
+    quant = _quant_config(files)
+    if isinstance(quant, Mapping) and (
+        quant.get("sparsity_config") or "sparse" in str(quant.get("format") or "")
+    ):
+        return None  # 2:4 sparse weights are stored and run compressed: fewer bytes
     if method in _FP8_METHODS:
         return 8
     if method in _FP4_METHODS:
         return 4
-    quant = _quant_config(files)
     if quant is None:
         return None
     if method in _BITS_KEY_METHODS:

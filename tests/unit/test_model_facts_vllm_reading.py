@@ -330,3 +330,18 @@ def test_a_hostile_layer_count_is_not_iterated() -> None:
     assert got.weight_bytes is None
     assert got.weight_floor_bytes == 1000 * 4096 * 2
     assert mf.MAX_LAYERS >= 126  # Llama-3.1-405B, the corpus's deepest
+
+
+def test_two_four_sparse_weights_have_no_bits_floor() -> None:
+    # compressed-tensors 2:4 sparsity (sparsity_config, format sparse-24-bitmask) stores
+    # and runs half the elements: the dense parameter count is no lower bound
+    config = copy.deepcopy(files_of("meta-llama/Meta-Llama-3.1-70B")[mf.CONFIG])
+    config["quantization_config"] = {
+        "quant_method": "compressed-tensors",
+        "format": "sparse-24-bitmask",
+        "config_groups": {"group_0": {"weights": {"num_bits": 8, "type": "float"}}},
+        "sparsity_config": {"format": "sparse-24-bitmask", "sparsity_structure": "2:4"},
+    }
+    files = {mf.CONFIG: config}
+    assert mf.bits_floor(files, mf.quant_method_of(files)) is None
+    assert facts_of(files).weight_floor_bytes is None
