@@ -1284,8 +1284,8 @@ def _has_extra_parts(config: Mapping[str, Any]) -> bool:
 def weight_floor(files: Mapping[str, Any], trust_remote_code: bool = False) -> WeightBytes:
     """The smallest the weights can be in GPU memory once vLLM has loaded them, with its
     derivation: the larger of (a) the checkpoint's own exact bytes (``checkpoint_bytes``;
-    float32 halved; a tied head's copy taken off) where it holds nothing vLLM may skip (no
-    MTP layers, no vision tower), and (b) ``param_floor`` x ``bits_floor``. EXACT (it
+    float32 halved; one output head taken off) where it holds nothing else vLLM may skip
+    (no MTP layers, no vision tower), and (b) ``param_floor`` x ``bits_floor``. EXACT (it
     rests on the checkpoint's data or on certain facts) or FACT_UNKNOWN (value None)."""
     config = files.get(CONFIG)
     if not isinstance(config, Mapping):
@@ -1311,13 +1311,14 @@ def weight_floor(files: Mapping[str, Any], trust_remote_code: bool = False) -> W
         if method is None and _dtype(config) == "float32":
             value /= 2
             note += " (float32, loaded as 16-bit)"
-        if text.get("tie_word_embeddings") is not False:
-            vocab, hidden = _int(text.get("vocab_size")), _int(text.get("hidden_size"))
-            if not vocab or not hidden:
-                value = 0.0
-            else:
-                value -= vocab * hidden * 4.0  # a stored head copy vLLM skips, at float32
-                note += " less a tied head's copy"
+        # less one output head at float32: a tied model's stored copy, or the head a
+        # pooling runner (--runner pooling, --convert embed) never loads
+        vocab, hidden = _int(text.get("vocab_size")), _int(text.get("hidden_size"))
+        if not vocab or not hidden:
+            value = 0.0
+        else:
+            value -= vocab * hidden * 4.0
+            note += f" less one head ({vocab} x {hidden} x 4 bytes) vLLM may skip"
         if value > (best or 0):
             best, how = value, note
     if best is None or best <= 0:

@@ -192,11 +192,12 @@ def test_a_checkpoint_with_mtp_layers_or_a_vision_tower_is_not_floored_by_its_si
     got = facts_of(files)
     assert got.fact("weight_bytes").certainty == mf.EXACT
     assert got.weight_floor_text.startswith("at least 445B parameters")
-    # Llama-3.1-70B has neither: its index's total_size is the floor
+    # Llama-3.1-70B has neither: its index's total_size, less one output head at float32
+    # (a tied copy or a pooling runner's head vLLM may skip), is the floor
     llama = dict(files_of("meta-llama/Meta-Llama-3.1-70B"))
     llama[mf.INDEX] = {"metadata": {"total_size": 141 * 10**9}, "weight_map": {}}
-    assert facts_of(llama).weight_floor_bytes == 141 * 10**9
-    assert "total_size" in facts_of(llama).weight_floor_text
+    assert facts_of(llama).weight_floor_bytes == 141 * 10**9 - 128256 * 8192 * 4
+    assert "total_size less one head" in facts_of(llama).weight_floor_text
 
 
 def test_kv_cache_memory_bytes_lifts_the_utilization_from_the_budget() -> None:
