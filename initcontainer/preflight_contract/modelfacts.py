@@ -1783,8 +1783,8 @@ def weights_floor_fail(
     (``check_enough_kv_cache_memory``: 'No available memory for the cache blocks').
     None when the floor does not exceed it or anything it needs is not certain."""
     floor = facts.weight_floor_bytes
-    if floor is None or gpu is None or gpu.memory_most is None:
-        return None
+    if floor is None or gpu is None or gpu.memory_most is None or serving.hf_overrides:
+        return None  # (--hf-overrides may rewrite the config the floor was read from)
     online = (serving.quantization or "").lower()
     if online and online != (facts.quant_method or "").lower():
         return None  # --quantization quantizes at load: the loaded size is not this
@@ -1978,7 +1978,7 @@ def rule_gptq_type(facts: ModelFacts, serving: Serving) -> Optional[Verdict]:
     AutoGPTQConfig.TYPE_MAP (3-bit, 2-bit, asymmetric 4-bit): 'Unsupported quantization
     config: bits=3, sym=True'. desc_act (act order) is not refused there: the Marlin
     kernels take g_idx (``has_g_idx``), so it is never a finding."""
-    if facts.quant_method != "auto_gptq" or facts.gptq_bits_sym is None:
+    if facts.quant_method != "auto_gptq" or facts.gptq_bits_sym is None or serving.hf_overrides:
         return None
     user = (serving.quantization or "").lower() or None
     if user not in _AUTO_GPTQ_USER or facts.gptq_bits_sym in AUTO_GPTQ_TYPES:

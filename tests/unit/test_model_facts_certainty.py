@@ -202,6 +202,7 @@ def test_the_checker_fails_on_the_floor_and_warns_on_the_estimate() -> None:
         (mf.Serving(cpu_offload_gb="80"), "80 GiB of weights per GPU stay in CPU memory"),
         (mf.Serving(load_format="bitsandbytes"), "bitsandbytes changes what is loaded"),
         (mf.Serving(tp=2), "two GPUs share the weights"),
+        (mf.Serving(hf_overrides=True), "--hf-overrides may rewrite the config"),
     ],
 )
 def test_what_lowers_the_loaded_weights_lifts_the_floor_fail(args: mf.Serving, why: str) -> None:
