@@ -11,7 +11,9 @@ Semantics mirrored (vLLM 0.33.0, the version ``hack/vllm/record_verdicts.py`` re
 
 * the text config: ``text_config`` (or ``thinker_config.text_config``) of multimodal
   models, as ``get_hf_text_config`` picks it, with the transformers class defaults for
-  keys it leaves out (Gemma 3);
+  keys it leaves out (Gemma 3); the class of a ``model_type`` transformers knows, not the
+  checkpoint's ``auto_map.AutoConfig``, unless ``--trust-remote-code`` (``resolve``); a
+  text model type transformers renames read as the new one (``TEXT_TYPE_RENAMES``);
 * attention heads, KV heads, layers and experts: ``ModelArchConfigConvertorBase`` in
   ``vllm/transformers_utils/model_arch_config_convertor.py`` with the key aliases of
   ``CONFIG_FIELD_ALIASES`` (``vllm/transformers_utils/config.py``); MLA models
@@ -29,6 +31,13 @@ Semantics mirrored (vLLM 0.33.0, the version ``hack/vllm/record_verdicts.py`` re
   ``auto_gptq``), and the minimum
   capability each method's ``get_min_capability`` declares, checked in
   ``VllmConfig._get_quantization_config`` (``vllm/config/vllm.py``);
+* quantization, further: ModelOpt's ``quant_algo`` (flat or under ``quantization``) names
+  modelopt_fp4 / modelopt_mxfp8 / modelopt_mixed as its configs'
+  ``override_quantization_method`` do; GPTQ (bits, sym) outside ``AutoGPTQConfig.TYPE_MAP``
+  is refused at start-up (``rule_gptq_type``);
+* the weights as an interval (issue 35): the estimate (``weight_bytes``) warns, the certain
+  lower bound (``weight_floor``) against the most the GPU can offer fails
+  (``weights_floor_fail``);
 * TP over heads: ``ModelConfig.verify_with_parallel_config``; TP over KV heads:
   ``QKVParallelLinear`` (``vllm/model_executor/layers/linear.py``: KV heads divide over
   TP, or TP is a multiple of them and they are replicated); EP:
