@@ -405,6 +405,9 @@ def plan_from_vllm_args(
             "download_dir": parsed.download_dir,
             "tokenizer": parsed.tokenizer,
             "load_format": parsed.load_format,
+            "trust_remote_code": parsed.trust_remote_code,
+            "cpu_offload_gb": parsed.cpu_offload_gb,
+            "kv_cache_memory_bytes": parsed.kv_cache_memory_bytes,
         }
     notes = [
         f"{p.flag} {_shown(str(p.value))}: {_short(p.message)}"

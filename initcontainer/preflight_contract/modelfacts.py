@@ -11,7 +11,9 @@ Semantics mirrored (vLLM 0.33.0, the version ``hack/vllm/record_verdicts.py`` re
 
 * the text config: ``text_config`` (or ``thinker_config.text_config``) of multimodal
   models, as ``get_hf_text_config`` picks it, with the transformers class defaults for
-  keys it leaves out (Gemma 3);
+  keys it leaves out (Gemma 3); the class of a ``model_type`` transformers knows, not the
+  checkpoint's ``auto_map.AutoConfig``, unless ``--trust-remote-code`` (``resolve``); a
+  text model type transformers renames read as the new one (``TEXT_TYPE_RENAMES``);
 * attention heads, KV heads, layers and experts: ``ModelArchConfigConvertorBase`` in
   ``vllm/transformers_utils/model_arch_config_convertor.py`` with the key aliases of
   ``CONFIG_FIELD_ALIASES`` (``vllm/transformers_utils/config.py``); MLA models
@@ -29,6 +31,13 @@ Semantics mirrored (vLLM 0.33.0, the version ``hack/vllm/record_verdicts.py`` re
   ``auto_gptq``), and the minimum
   capability each method's ``get_min_capability`` declares, checked in
   ``VllmConfig._get_quantization_config`` (``vllm/config/vllm.py``);
+* quantization, further: ModelOpt's ``quant_algo`` (flat or under ``quantization``) names
+  modelopt_fp4 / modelopt_mxfp8 / modelopt_mixed as its configs'
+  ``override_quantization_method`` do; GPTQ (bits, sym) outside ``AutoGPTQConfig.TYPE_MAP``
+  is refused at start-up (``rule_gptq_type``);
+* the weights as an interval (issue 35): the estimate (``weight_bytes``) warns, the certain
+  lower bound (``weight_floor``) against the most the GPU can offer fails
+  (``weights_floor_fail``);
 * TP over heads: ``ModelConfig.verify_with_parallel_config``; TP over KV heads:
   ``QKVParallelLinear`` (``vllm/model_executor/layers/linear.py``: KV heads divide over
   TP, or TP is a multiple of them and they are replicated); EP:
@@ -94,7 +103,8 @@ RULE_SUMMARIES: Dict[str, str] = {
     MAX_LEN: "--max-model-len above the model's maximum length",
     WEIGHTS_FIT: "the weights per GPU leave no room for the KV cache",
     DTYPE_CAPABILITY: "bfloat16 on a GPU below compute capability 8.0",
-    QUANT_CAPABILITY: "a quantization method the GPU's compute capability cannot run",
+    QUANT_CAPABILITY: "a quantization method the GPU's compute capability cannot run, or a "
+    "GPTQ bits/sym vLLM refuses",
     MAMBA_GROUPS: "a Mamba-2 layer's groups or heads do not split over the tensor-parallel size",
     ARCH_UNREGISTERED: "the model's architecture is not registered in the vLLM version the "
     "rules follow",
@@ -272,19 +282,37 @@ def _fill(
     return Fact(key, DEFAULT, f"the {model_type!r} config class has no {key}")
 
 
-def resolve(config: Mapping[str, Any], model_type: str) -> Tuple[Dict[str, Any], Dict[str, Fact]]:
+def resolve(
+    config: Mapping[str, Any], model_type: str, trust_remote_code: bool = False
+) -> Tuple[Dict[str, Any], Dict[str, Fact]]:
     """The config as vLLM reads it through transformers: the keys it states, and for the
     keys it leaves out (``DEFAULTED_KEYS``) the class's default, each with its certainty.
-    A key the class does not define stays None: vLLM's own fallback applies (exact)."""
+    A key the class does not define stays None: vLLM's own fallback applies (exact).
+
+    A checkpoint's own config class (``auto_map.AutoConfig``) is built only with
+    ``--trust-remote-code``: transformers' ``AutoConfig.from_pretrained``
+    (models/auto/configuration_auto.py) takes it when ``has_remote_code and
+    trust_remote_code``, else the class of a ``model_type`` it knows (``CONFIG_MAPPING``);
+    vLLM passes ``trust_remote_code`` False unless the flag is given. So microsoft/phi-1
+    (model_type phi, an auto_map) is read with transformers' PhiConfig by default."""
     entry = _defaults_entry(model_type)
     auto_map = config.get("auto_map")
-    if isinstance(auto_map, Mapping) and "AutoConfig" in auto_map:
-        # the checkpoint ships its own config class: with --trust-remote-code transformers
-        # uses it, and its defaults are not known here
+    own_class = isinstance(auto_map, Mapping) and "AutoConfig" in auto_map
+    if own_class and (trust_remote_code or not entry):
+        # the checkpoint's own config class is what transformers builds: its defaults are
+        # not known here
         entry = None
         model_type = f"{model_type or '?'} (its own AutoConfig, auto_map)"
     merged: Dict[str, Any] = dict(config)
     facts = {key: _fill(key, config, model_type, entry, merged) for key in DEFAULTED_KEYS}
+    pattern = hybrid_pattern(config, model_type)
+    if pattern is not None:  # NemotronHConfig.num_hidden_layers is len(layers_block_type)
+        merged["num_hidden_layers"] = len(pattern)
+        facts["num_hidden_layers"] = Fact(
+            "num_hidden_layers",
+            EXACT,
+            "the length of hybrid_override_pattern / layers_block_type (NemotronHConfig)",
+        )
     for key, rule in (entry or {}).get("derived", {}).items():
         if config.get(key) is not None:
             continue
@@ -384,7 +412,15 @@ class ModelFacts:
     quant_min_capability: Optional[int] = None
     weight_bytes: Optional[int] = None  # in GPU memory once loaded
     weight_text: str = ""  # where weight_bytes came from
+    # the smallest the loaded weights can be (weight_floor), with its derivation
+    weight_floor_bytes: Optional[int] = None
+    weight_floor_text: str = ""
+    # a GPTQ checkpoint's (bits, sym) as AutoGPTQConfig.from_config reads them
+    gptq_bits_sym: Optional[Tuple[int, bool]] = None
     kv_bytes_per_token: Optional[int] = None  # whole model, every attention layer
+    # sliding-window layers (layer_types): their KV per token, held for at most the window
+    kv_window_bytes_per_token: int = 0
+    sliding_window: Optional[int] = None
     problems: Tuple[str, ...] = ()
     # every distinct KV head count of the attention layers (per-layer NAS configs differ)
     kv_heads_per_layer: Tuple[int, ...] = ()
@@ -430,6 +466,12 @@ class Serving:
     gpu_memory_utilization: float = 0.9
     allow_long_max_model_len: bool = False  # VLLM_ALLOW_LONG_MAX_MODEL_LEN
     hf_overrides: bool = False  # --hf-overrides may rewrite the config's length
+    trust_remote_code: bool = False  # --trust-remote-code: auto_map's config class
+    # --cpu-offload-gb as written (GiB of weights per GPU kept in CPU memory)
+    cpu_offload_gb: Optional[str] = None
+    # --kv-cache-memory-bytes given: vLLM sizes the cache by it, not by the utilization
+    kv_cache_memory_bytes: bool = False
+    load_format: Optional[str] = None  # --load-format as written
 
     @property
     def ep_size(self) -> int:
@@ -444,6 +486,13 @@ class Gpu:
     memory_bytes: Optional[int] = None
     capability: Optional[int] = None
     source: str = ""  # "node label nvidia.com/gpu.product=...", "NVML"
+    # the most memory the GPU can have: memory_bytes where that is measured (NVML, GPU
+    # feature discovery's nvidia.com/gpu.memory), else the product table's figure + 10%
+    memory_upper_bytes: Optional[int] = None
+
+    @property
+    def memory_most(self) -> Optional[int]:
+        return self.memory_upper_bytes or self.memory_bytes
 
 
 @dataclass(frozen=True)
@@ -494,6 +543,13 @@ def _first(config: Mapping[str, Any], keys: Tuple[str, ...]) -> Tuple[Any, str]:
     return None, ""
 
 
+# Text model types transformers renames before it looks the class up (the checkpoint keeps
+# the old name): huggingface/transformers src/transformers/models/exaone4_5/
+# configuration_exaone4_5.py (573d9f09) Exaone4_5_Config.__post_init__: "BC: EXAONE 4.5
+# first released with the text model type as `exaone4_5_text`, now changed to `exaone4`".
+TEXT_TYPE_RENAMES: Dict[str, str] = {"exaone4_5_text": "exaone4"}
+
+
 def text_part(config: Mapping[str, Any]) -> Tuple[Mapping[str, Any], str]:
     """The language model's part of a config, as vLLM's get_hf_text_config picks it, and
     its model type (the text config's own, else its class's: Gemma 3's ``gemma3_text``)."""
@@ -506,6 +562,7 @@ def text_part(config: Mapping[str, Any]) -> Tuple[Mapping[str, Any], str]:
     if isinstance(text, Mapping):
         entry = _defaults_entry(top_type) or {}
         text_type = str(text.get("model_type") or entry.get("text", ""))
+        text_type = TEXT_TYPE_RENAMES.get(text_type, text_type)
         merged, _ = resolve(text, text_type)
         if merged.get("num_attention_heads") is not None:
             return text, text_type
@@ -607,21 +664,50 @@ def quant_method_of(files: Mapping[str, Any]) -> Optional[str]:
         method = quant.get("quant_method")
         if isinstance(method, str) and method:
             name = method.lower().replace("compressed_tensors", "compressed-tensors")
+            if name == "modelopt":
+                return _modelopt_method(quant)
             return _QUANT_OVERRIDES.get(name, name)
+        if isinstance(algo_block, Mapping) and algo_block.get("quant_algo"):
+            # a legacy ModelOpt hf_quant_config.json without producer or quant_method
+            # (nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4): vLLM normalizes it as
+            # ModelOpt (tests/config/test_model_arch_config.py
+            # test_legacy_modelopt_config_without_producer_is_normalized: modelopt_fp4)
+            return _modelopt_method(quant)
     return None
+
+
+def _modelopt_method(quant: Mapping[str, Any]) -> str:
+    """The method vLLM runs a ``quant_method: modelopt`` config with: the ModelOpt
+    configs' ``override_quantization_method`` rename it by ``quant_algo``, read flat
+    (config.json's compressed-tensors-style ``quantization_config``) or under
+    ``quantization`` (``ModelOptQuantConfigBase._extract_modelopt_quant_algo``,
+    vllm/model_executor/layers/quantization/modelopt.py): NVFP4 / W4A16_NVFP4 ->
+    modelopt_fp4, MXFP8 -> modelopt_mxfp8, MIXED_PRECISION -> modelopt_mixed; the FP8
+    algorithms stay ``modelopt``."""
+    block = quant.get("quantization")
+    source = block if isinstance(block, Mapping) else quant
+    algo = str(source.get("quant_algo") or "").upper()
+    if "FP4" in algo:
+        return "modelopt_fp4"
+    if "MXFP8" in algo:
+        return "modelopt_mxfp8"
+    if algo == "MIXED_PRECISION":
+        return "modelopt_mixed"
+    return "modelopt"
 
 
 def _quant_bits(files: Mapping[str, Any], method: Optional[str]) -> Optional[float]:
     """Bits per weight of the quantized linear layers (None: not quantized / unknown)."""
     if method is None:
         return None
-    config = files.get(CONFIG)
-    quant = config.get("quantization_config") if isinstance(config, Mapping) else None
+    quant = _quant_config(files)
     if isinstance(quant, Mapping):
         bits = _int(quant.get("bits") or quant.get("w_bit") or quant.get("weight_bits"))
+        if not bits and method == "compressed-tensors":
+            bits = compressed_tensors_bits(quant)
         if bits:
             return bits + 0.25  # scales and zeros, group size 128
-    if "fp4" in method or "mxfp4" in method:
+    if "fp4" in method or "mxfp4" in method or method == "modelopt_mixed":
         return 4.25
     if "fp8" in method or method in ("modelopt", "fbgemm_fp8", "experts_int8", "mxfp8"):
         return 8.0
@@ -630,6 +716,11 @@ def _quant_bits(files: Mapping[str, Any], method: Optional[str]) -> Optional[flo
 
 def _ints(value: Any) -> List[int]:
     return [v for v in (_int(x) for x in value) if v is not None] if isinstance(value, list) else []
+
+
+# More layers than any model has (the largest in the corpus: 126): per-layer arithmetic
+# stops there, so a hostile config cannot make the rules loop 10^9 times.
+MAX_LAYERS = 4096
 
 
 def moe_layer_flags(text: Mapping[str, Any], layers: int) -> List[bool]:
@@ -694,12 +785,36 @@ def nas_layers(text: Mapping[str, Any]) -> Optional[List[Tuple[Optional[int], in
     return out
 
 
+# NemotronHConfig's layer kinds as pattern letters (transformers models/nemotron_h/
+# configuration_nemotron_h.py _list_to_pattern; "mamba"/"attention": the names older
+# Hub configs use, which remap_legacy_layer_types turns into these).
+_BLOCK_LETTERS = {
+    "linear_attention": "M",
+    "mamba": "M",
+    "moe": "E",
+    "full_attention": "*",
+    "attention": "*",
+    "mlp": "-",
+}
+
+
 def hybrid_pattern(text: Mapping[str, Any], model_type: str) -> Optional[str]:
     """Nemotron-H's layer pattern (vLLM's nemotron_h.py: M Mamba-2, * attention, - MLP,
-    E experts), None for other models."""
+    E experts), None for other models: ``hybrid_override_pattern``, else the
+    ``layers_block_type`` list of Nemotron-3 configs, as NemotronHConfig.__post_init__
+    reads them (the pattern wins). Its length IS the layer count: the class's
+    ``num_hidden_layers`` property returns ``len(layers_block_type)`` whatever config.json
+    says."""
+    if model_type != "nemotron_h":
+        return None
     pattern = text.get("hybrid_override_pattern")
-    if model_type == "nemotron_h" and isinstance(pattern, str) and pattern:
+    if isinstance(pattern, str) and pattern and set(pattern) <= set("ME*-"):
         return pattern
+    blocks = text.get("layers_block_type")
+    if isinstance(blocks, list) and blocks:
+        letters = [_BLOCK_LETTERS.get(str(b)) for b in blocks]
+        if all(letters):
+            return "".join(str(x) for x in letters)
     return None
 
 
@@ -756,7 +871,7 @@ def _param_estimate(
     layers = _int(text.get("num_hidden_layers"))
     vocab = _int(text.get("vocab_size"))
     heads = _int(text.get("num_attention_heads"))
-    if not hidden or not layers or not vocab or not heads:
+    if not hidden or not layers or not vocab or not heads or layers > MAX_LAYERS:
         return None
     kv = _int(_first(text, _KV_HEAD_KEYS)[0]) or heads
     head_dim = _int(text.get("head_dim")) or hidden // heads
@@ -781,9 +896,17 @@ def _param_estimate(
         )
         mamba = hidden * (2 * mamba_inner + groups_state + mamba_heads) + mamba_inner * hidden
         moe_inter = _int(text.get("moe_intermediate_size")) or inter
+        # Nemotron-3 Super: experts work in a latent space of moe_latent_size (None: the
+        # hidden size), with one down and one up projection per MoE layer
+        latent = _int(text.get("moe_latent_size")) or hidden
+        shared_inter = _int(text.get("moe_shared_expert_intermediate_size")) or 0
+        moe_layers = pattern.count("E")
         base = pattern.count("*") * attn + pattern.count("M") * mamba
         base += pattern.count("-") * 2.0 * hidden * inter  # relu2 MLPs: up and down
-        expert_params = pattern.count("E") * experts * 2.0 * hidden * moe_inter
+        base += moe_layers * (2.0 * hidden * shared_inter + hidden * experts)
+        if latent != hidden:
+            base += moe_layers * 2.0 * hidden * latent
+        expert_params = moe_layers * experts * 2.0 * latent * moe_inter
         return embed, float(base), expert_params
     # gated MLPs (SwiGLU: gate, up, down) have three matrices, the older fc1/fc2 two
     dense_inter = _int(text.get("intermediate_size_mlp")) or inter
@@ -925,6 +1048,293 @@ def weight_bytes(files: Mapping[str, Any]) -> WeightBytes:
     return WeightBytes(int(size), ESTIMATED, text_out)
 
 
+# -- the smallest the loaded weights can be: the certain side of the estimate --------------
+
+# MoE models whose expert layers ``moe_layer_flags`` places exactly as vLLM's model code
+# does (its docstring names the files), with the keys that code reads: their experts count
+# toward the lower bound when those keys are certain and no other layout key is set. Other
+# MoE models' MLPs are left out of it (which layers hold experts is not known here).
+_DEEPSEEK_LAYOUT = ("first_k_dense_replace", "moe_layer_freq")
+_QWEN_LAYOUT = ("decoder_sparse_step", "mlp_only_layers")
+_MOE_LAYOUT_KEYS: Dict[str, Tuple[str, ...]] = {
+    "mixtral": (),
+    "qwen2_moe": _QWEN_LAYOUT,
+    "qwen3_moe": _QWEN_LAYOUT,
+    "deepseek_v2": _DEEPSEEK_LAYOUT,
+    "deepseek_v3": _DEEPSEEK_LAYOUT,
+    "kimi_k2": _DEEPSEEK_LAYOUT,
+    "glm4_moe": _DEEPSEEK_LAYOUT,
+    "llama4_text": ("interleave_moe_layer_step",),
+    "gpt_oss": (),
+    "olmoe": (),
+    "granitemoe": (),
+    "phimoe": (),
+}
+_LAYOUT_KEYS = (*_DEEPSEEK_LAYOUT, *_QWEN_LAYOUT, "interleave_moe_layer_step")
+# Keys of models whose layers are not all attention + MLP (Mamba, linear attention,
+# per-layer blocks): their layers are left out of the lower bound, the embedding stays.
+_NOT_PLAIN = re.compile(
+    r"mamba|ssm|linear_attn|lightning|attn_layer|full_attention_interval|block_configs|"
+    r"state_size"
+)
+_ATTENTION_LAYERS = frozenset(("full_attention", "sliding_attention", "chunked_attention"))
+# Quantization methods and the fewest bits a weight of theirs takes once loaded.
+_FP8_METHODS = frozenset(
+    ("fp8", "modelopt", "fbgemm_fp8", "ptpc_fp8", "mxfp8", "modelopt_mxfp8", "deepseek_v4_fp8")
+)
+_FP4_METHODS = frozenset(("modelopt_fp4", "modelopt_mixed", "mxfp4", "gpt_oss_mxfp4"))
+_BITS_KEY_METHODS = frozenset(
+    ("gptq", "auto_gptq", "gptq_marlin", "awq", "auto_awq", "awq_marlin", "moe_wna16")
+)
+_MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_layers")
+
+
+def _quant_config(files: Mapping[str, Any]) -> Optional[Mapping[str, Any]]:
+    config = files.get(CONFIG)
+    if not isinstance(config, Mapping):
+        return None
+    for holder in (config, config.get("text_config")):
+        if isinstance(holder, Mapping):
+            for key in ("quantization_config", "compression_config"):
+                got = holder.get(key)
+                if isinstance(got, Mapping):
+                    return got
+    return None
+
+
+def compressed_tensors_bits(quant: Mapping[str, Any]) -> Optional[int]:
+    """The fewest weight bits among a compressed-tensors config's ``config_groups``
+    (``weights.num_bits``: moonshotai/Kimi-K2.5's experts are 4); None when unreadable."""
+    groups = quant.get("config_groups")
+    if not isinstance(groups, Mapping) or not groups:
+        return None
+    bits: List[int] = []
+    for group in groups.values():
+        weights = group.get("weights") if isinstance(group, Mapping) else None
+        got = _int(weights.get("num_bits")) if isinstance(weights, Mapping) else None
+        if not got or got < 1:
+            return None
+        bits.append(got)
+    return min(bits)
+
+
+def bits_floor(files: Mapping[str, Any], method: Optional[str]) -> Optional[int]:
+    """The fewest bits any weight takes in GPU memory: 16 for an unquantized checkpoint
+    (float32 is cast down to 16 bits, never below), the method's own width for a quantized
+    one (fp8: 8, fp4/mxfp4: 4, GPTQ/AWQ: ``bits``, compressed-tensors: the least
+    ``num_bits``); None when not known (no lower bound then)."""
+    config = files.get(CONFIG)
+    if method is None:
+        if _quant_config(files) is not None or files.get(HF_QUANT) is not None:
+            return None  # a quantization block no method is read from: not known
+        dtype = _dtype(config) if isinstance(config, Mapping) else None
+        return 16 if dtype in (None, "float32", "bfloat16", "float16") else None
+    quant = _quant_config(files)
+    if isinstance(quant, Mapping) and (
+        quant.get("sparsity_config") or "sparse" in str(quant.get("format") or "")
+    ):
+        return None  # 2:4 sparse weights are stored and run compressed: fewer bytes
+    if method in _FP8_METHODS:
+        return 8
+    if method in _FP4_METHODS:
+        return 4
+    if quant is None:
+        return None
+    if method in _BITS_KEY_METHODS:
+        bits = _int(quant.get("bits") or quant.get("w_bit") or quant.get("weight_bits"))
+        return bits if bits and bits > 0 else None
+    if method == "compressed-tensors":
+        return compressed_tensors_bits(quant)
+    return None
+
+
+def _plain_layers(text: Mapping[str, Any]) -> bool:
+    """Every decoder layer is attention + MLP (no Mamba, linear attention or per-layer
+    blocks; ``layer_types`` only full/sliding/chunked attention)."""
+    if any(_NOT_PLAIN.search(str(key)) for key in text):
+        return False
+    types = text.get("layer_types")
+    if types is None:
+        return True
+    return isinstance(types, list) and all(t in _ATTENTION_LAYERS for t in types)
+
+
+def _is_certain(keyed: Mapping[str, Fact], key: str) -> bool:
+    fact = keyed.get(key)
+    return fact is None or fact.certain
+
+
+def param_floor(
+    text: Mapping[str, Any], keyed: Mapping[str, Fact], model_type: str
+) -> Tuple[Optional[float], str]:
+    """The fewest parameters the model's layers can hold, counting only matrices every
+    such layer has, from certain facts only: the embedding once (vocab x hidden, tied or
+    not), per attention layer its query and output projections (MLA: the output), per
+    dense MLP two matrices (up and down: gated MLPs have three), per MoE layer of a
+    known layout its experts' two. Hybrid layers count nothing; Nemotron-H counts its
+    pattern. (None, why) when a fact it needs is not certain."""
+    for key in ("hidden_size", "vocab_size"):
+        fact = keyed.get(key)
+        if fact is not None and not fact.certain:
+            return None, f"{key} is {fact.certainty} ({fact.source})"
+    hidden = _int(text.get("hidden_size"))
+    vocab = _int(text.get("vocab_size"))
+    if not hidden or not vocab:
+        return None, "config.json lacks the hidden size or the vocabulary"
+    layers = _int(text.get("num_hidden_layers"))
+    heads = _int(text.get("num_attention_heads"))
+    shaky = [k for k in ("num_hidden_layers", "num_attention_heads") if not _is_certain(keyed, k)]
+    if shaky or not layers or not heads or layers > MAX_LAYERS:
+        # the layers are not known: the embedding alone is still certain
+        return float(vocab) * hidden, f"embedding {vocab} x {hidden}; layers not counted"
+
+    def certain(key: str) -> Optional[int]:
+        fact = keyed.get(key)
+        if fact is not None and not fact.certain:
+            return None
+        value = _int(text.get(key))
+        return value if value and value > 0 else None
+
+    # vLLM's attention: config head_dim, else hidden // heads; a head_dim that is not
+    # certain leaves attention out (it may be below hidden // heads: Mistral-Nemo)
+    head_fact = keyed.get("head_dim")
+    head_dim: Optional[int] = None
+    if head_fact is None or head_fact.certain:
+        head_dim = _int(text.get("head_dim")) or hidden // heads
+    embed = float(vocab) * hidden
+    parts = [f"embedding {vocab} x {hidden}"]
+    if text.get("kv_lora_rank"):
+        v_dim = certain("v_head_dim")
+        attn = float(heads * v_dim * hidden) if v_dim else 0.0
+    else:
+        attn = 2.0 * hidden * heads * head_dim if head_dim else 0.0
+    inter = certain("intermediate_size")
+    pattern = hybrid_pattern(text, model_type)
+    total = embed
+    if pattern is not None:
+        total += pattern.count("*") * attn + pattern.count("-") * 2.0 * hidden * (inter or 0)
+        parts.append(f"{pattern.count('*')} attention and {pattern.count('-')} MLP layers")
+        # NemotronH's experts: up and down over moe_latent_size (None: the hidden size)
+        experts = certain("n_routed_experts")
+        moe_inter = certain("moe_intermediate_size")
+        latent = certain("moe_latent_size") or hidden
+        if experts and moe_inter and pattern.count("E"):
+            total += pattern.count("E") * experts * 2.0 * latent * moe_inter
+            parts.append(f"{pattern.count('E')} x {experts} experts 2 x {latent} x {moe_inter}")
+        return total, ", ".join(parts)
+    if not _plain_layers(text):
+        parts.append("hybrid layers not counted")
+        return total, ", ".join(parts)
+    total += layers * attn
+    parts.append(f"{layers} x attention q+o")
+
+    def certain_fact(key: str) -> bool:
+        fact = keyed.get(key)
+        return fact is None or fact.certain
+
+    mlp, said = _mlp_floor(text, certain, model_type, inter, certain_fact)
+    return total + mlp, ", ".join(parts + said)
+
+
+def _mlp_floor(
+    text: Mapping[str, Any],
+    certain: Any,
+    model_type: str,
+    inter: Optional[int],
+    certain_fact: Any,
+) -> Tuple[float, List[str]]:
+    """``param_floor``'s MLPs: two matrices per dense layer, two per expert of a MoE
+    layer of a known layout; nothing where the experts or the layout are not certain."""
+    hidden = int(text["hidden_size"])
+    layers = int(text["num_hidden_layers"])
+    experts_key = next((k for k in _EXPERT_KEYS if text.get(k) is not None), "")
+    experts = certain(experts_key) if experts_key else 0
+    if experts_key and experts is None:
+        return 0.0, []  # experts unknown: MLPs left out
+    if not experts:
+        if not inter:
+            return 0.0, []
+        return layers * 2.0 * hidden * inter, [f"{layers} x MLP 2 x {hidden} x {inter}"]
+    layout = _MOE_LAYOUT_KEYS.get(model_type)
+    if layout is None:
+        return 0.0, ["MoE layers not counted"]
+    foreign = [k for k in _LAYOUT_KEYS if k not in layout and text.get(k) is not None]
+    if foreign or not all(certain_fact(k) for k in layout):
+        return 0.0, ["MoE layers not counted (their placement is not certain)"]
+    sparse = sum(moe_layer_flags(text, layers))
+    moe_inter = certain("moe_intermediate_size") or inter
+    dense_inter = certain("intermediate_size_mlp") or inter
+    total, said = 0.0, []
+    if dense_inter and layers - sparse:
+        total += (layers - sparse) * 2.0 * hidden * dense_inter
+        said.append(f"{layers - sparse} x MLP 2 x {hidden} x {dense_inter}")
+    if moe_inter and sparse:
+        total += sparse * experts * 2.0 * hidden * moe_inter
+        said.append(f"{sparse} x {experts} experts 2 x {hidden} x {moe_inter}")
+    return total, said
+
+
+def _has_extra_parts(config: Mapping[str, Any]) -> bool:
+    """Parts a checkpoint may hold that vLLM need not load: multi-token-prediction layers
+    (loaded only for speculative decoding) and non-text towers (a vision encoder)."""
+    text, _ = text_part(config)
+    for holder in (config, text):
+        for key in _MTP_KEYS:
+            got = _int(holder.get(key))
+            if got:
+                return True
+    skip = ("text_config", "quantization_config", "compression_config", "rope_scaling")
+    return any(
+        isinstance(v, Mapping) and str(k).endswith("_config") and k not in skip
+        for k, v in config.items()
+    )
+
+
+def weight_floor(files: Mapping[str, Any], trust_remote_code: bool = False) -> WeightBytes:
+    """The smallest the weights can be in GPU memory once vLLM has loaded them, with its
+    derivation: the larger of (a) the checkpoint's own exact bytes (``checkpoint_bytes``;
+    float32 halved; one output head taken off) where it holds nothing else vLLM may skip
+    (no MTP layers, no vision tower), and (b) ``param_floor`` x ``bits_floor``. EXACT (it
+    rests on the checkpoint's data or on certain facts) or FACT_UNKNOWN (value None)."""
+    config = files.get(CONFIG)
+    if not isinstance(config, Mapping):
+        return WeightBytes(None, FACT_UNKNOWN, "no config.json")
+    method = quant_method_of(files)
+    raw_text, text_type = text_part(config)
+    text, keyed = resolve(raw_text, text_type, trust_remote_code)
+    model_type = str(text_type or text.get("model_type") or "")
+    bits = bits_floor(files, method)
+    best: Optional[float] = None
+    how = ""
+    if bits is not None:
+        params, why = param_floor(text, keyed, model_type)
+        if params is not None:
+            best = params * bits / 8
+            how = f"at least {params / 1e9:.3g}B parameters ({why}) x {bits} bits"
+        else:
+            how = why
+    stored = checkpoint_bytes(files)
+    if stored.value is not None and not _has_extra_parts(config):
+        value = float(stored.value)
+        note = stored.source
+        if method is None and _dtype(config) == "float32":
+            value /= 2
+            note += " (float32, loaded as 16-bit)"
+        # less one output head at float32: a tied model's stored copy, or the head a
+        # pooling runner (--runner pooling, --convert embed) never loads
+        vocab, hidden = _int(text.get("vocab_size")), _int(text.get("hidden_size"))
+        if not vocab or not hidden:
+            value = 0.0
+        else:
+            value -= vocab * hidden * 4.0
+            note += f" less one head ({vocab} x {hidden} x 4 bytes) vLLM may skip"
+        if value > (best or 0):
+            best, how = value, note
+    if best is None or best <= 0:
+        return WeightBytes(None, FACT_UNKNOWN, how or "no certain lower bound")
+    return WeightBytes(int(best), EXACT, how)
+
+
 def _kv_layout(
     text: Mapping[str, Any], model_type: str, kv: Optional[int]
 ) -> Tuple[Optional[int], Tuple[int, ...]]:
@@ -940,15 +1350,18 @@ def _kv_layout(
     return None, ()
 
 
-def read_facts(files: Mapping[str, Any], source: str = "") -> Optional[ModelFacts]:
+def read_facts(
+    files: Mapping[str, Any], source: str = "", trust_remote_code: bool = False
+) -> Optional[ModelFacts]:
     """ModelFacts from the parsed files; None when there is no usable config.json. Keys
-    config.json leaves out take the class defaults (``resolve``); every fact the rules
-    read carries its certainty and source (``ModelFacts.facts``)."""
+    config.json leaves out take the class defaults (``resolve``; the checkpoint's own
+    config class only with ``--trust-remote-code``); every fact the rules read carries its
+    certainty and source (``ModelFacts.facts``)."""
     config = files.get(CONFIG)
     if not isinstance(config, Mapping):
         return None
     raw_text, text_type = text_part(config)
-    text, keyed = resolve(raw_text, text_type)
+    text, keyed = resolve(raw_text, text_type, trust_remote_code)
     problems: List[str] = []
     facts: List[Fact] = []
     heads = _int(text.get("num_attention_heads"))
@@ -957,7 +1370,7 @@ def read_facts(files: Mapping[str, Any], source: str = "") -> Optional[ModelFact
     facts.append(
         _combined(keyed, ("num_attention_heads",), "num_attention_heads", "num_attention_heads")
     )
-    model_type = str(text.get("model_type") or text_type or config.get("model_type") or "")
+    model_type = str(text_type or text.get("model_type") or config.get("model_type") or "")
     # MLA caches one latent vector per token and layer; vLLM still reports the heads
     use_mla = model_type in _MLA_TYPES and text.get("kv_lora_rank") is not None
     layers = _int(_first(text, _LAYER_KEYS)[0])
@@ -982,14 +1395,13 @@ def read_facts(files: Mapping[str, Any], source: str = "") -> Optional[ModelFact
     if head_dim is None and heads:
         hidden = _int(text.get("hidden_size"))
         head_dim = hidden // heads if hidden else None
-    kv_per_token: Optional[int] = None
-    if layers and use_mla:
-        width = (_int(text.get("kv_lora_rank")) or 0) + (_int(text.get("qk_rope_head_dim")) or 0)
-        kv_per_token = layers * width * 2
-    elif layers and head_dim and (kv_total or kv):
-        kv_per_token = 2 * (kv_total if kv_total is not None else layers * (kv or 0)) * head_dim * 2
+    kv_per_token, kv_window, window = _kv_per_token(
+        text, layers, use_mla=use_mla, head_dim=head_dim, kv=kv, kv_total=kv_total
+    )
     weights = weight_bytes(files)
     facts.append(Fact("weight_bytes", weights.certainty, weights.source))
+    floor = weight_floor(files, trust_remote_code)
+    facts.append(Fact("weight_bytes_floor", floor.certainty, floor.source))
     mamba2, mamba_facts = _mamba2(text, keyed, model_type)
     facts.extend(mamba_facts)
     archs = config.get("architectures")
@@ -1011,13 +1423,75 @@ def read_facts(files: Mapping[str, Any], source: str = "") -> Optional[ModelFact
         quant_min_capability=QUANT_MIN_CAPABILITY.get(method) if method else None,
         weight_bytes=weights.value,
         weight_text=weights.source if weights.value is not None else "",
+        weight_floor_bytes=floor.value,
+        gptq_bits_sym=_gptq_bits_sym(files) if method == "auto_gptq" else None,
+        weight_floor_text=floor.source if floor.value is not None else "",
         kv_bytes_per_token=kv_per_token,
+        kv_window_bytes_per_token=kv_window,
+        sliding_window=window if kv_window else None,
         problems=tuple(problems),
         kv_heads_per_layer=kv_per_layer,
         mamba2=mamba2,
         facts=tuple(facts),
         auto_map=config.get("auto_map") if isinstance(config.get("auto_map"), Mapping) else None,
     )
+
+
+def _kv_per_token(
+    text: Mapping[str, Any],
+    layers: Optional[int],
+    *,
+    use_mla: bool,
+    head_dim: Optional[int],
+    kv: Optional[int],
+    kv_total: Optional[int],
+) -> Tuple[Optional[int], int, Optional[int]]:
+    """(KV bytes per token of the layers whose cache grows with the sequence, KV bytes per
+    token of the sliding-window layers, their window) at 2 bytes an element."""
+    kv_per_token: Optional[int] = None
+    if layers and use_mla:
+        width = (_int(text.get("kv_lora_rank")) or 0) + (_int(text.get("qk_rope_head_dim")) or 0)
+        kv_per_token = layers * width * 2
+    elif layers and head_dim and (kv_total or kv):
+        kv_per_token = 2 * (kv_total if kv_total is not None else layers * (kv or 0)) * head_dim * 2
+    full, sliding = _attention_layer_kinds(text, layers)
+    window = _int(text.get("sliding_window"))
+    kv_window = 0
+    if kv_per_token and layers and full is not None and kv_total is None:
+        # per layer_types: full attention grows with the sequence, a sliding layer holds at
+        # most its window (vLLM's hybrid KV cache manager), other layers (linear
+        # attention, Mamba) hold no per-token KV at all
+        per_layer = kv_per_token // layers
+        kv_per_token = per_layer * full
+        if sliding and window:
+            kv_window = per_layer * sliding
+        else:
+            kv_per_token += per_layer * sliding
+    return kv_per_token, kv_window, window
+
+
+def _gptq_bits_sym(files: Mapping[str, Any]) -> Optional[Tuple[int, bool]]:
+    """``bits`` and ``sym`` of a GPTQ quantization_config, both stated; None otherwise."""
+    quant = _quant_config(files)
+    if quant is None:
+        return None
+    bits, sym = _int(quant.get("bits")), quant.get("sym")
+    if bits is None or not isinstance(sym, bool):
+        return None
+    return bits, sym
+
+
+def _attention_layer_kinds(
+    text: Mapping[str, Any], layers: Optional[int]
+) -> Tuple[Optional[int], int]:
+    """(full-attention layers, sliding-window layers) from ``layer_types`` when it lists
+    every layer; (None, 0) otherwise (every layer is taken as full attention)."""
+    types = text.get("layer_types")
+    if not isinstance(types, list) or not layers or len(types) != layers:
+        return None, 0
+    full = sum(1 for t in types if t in ("full_attention", "chunked_attention", "attention"))
+    sliding = sum(1 for t in types if t == "sliding_attention")
+    return full, sliding
 
 
 def _kv_heads(
@@ -1141,9 +1615,12 @@ def gpu_from_product(name: str, source: str = "") -> Gpu:
         if re.search(pattern.replace("-", " "), normal, re.IGNORECASE):
             sized = re.search(r"(\d+)\s?GB\b", normal, re.IGNORECASE)
             gib = int(sized.group(1)) if sized else memory
-            # NVIDIA's "80GB" is decimal-ish marketing: the usable total is ~79.2 GiB
+            # NVIDIA's "80GB" is decimal-ish marketing: the usable total is ~79.2 GiB.
+            # The most it can be: + 10% (NVML totals: H100 80GB 81559 MiB, A100 80GB
+            # 81920 MiB, L4 23034 MiB, T4 15360 MiB, H200 143771 MiB: all within)
             total = int(gib * GIB * 0.99) if gib else None
-            return Gpu(name, total, capability, source)
+            upper = int(gib * GIB * 1.1) if gib else None
+            return Gpu(name, total, capability, source, upper)
     return Gpu(name, None, None, source)
 
 
@@ -1298,7 +1775,94 @@ def rule_max_len(facts: ModelFacts, serving: Serving) -> Verdict:
     )
 
 
+# --load-format values that read the checkpoint's tensors as they are (others, e.g.
+# bitsandbytes or gguf, change what is loaded)
+_PLAIN_LOAD_FORMATS = frozenset(
+    (None, "auto", "safetensors", "fastsafetensors", "pt", "mistral", "runai_streamer")
+)
+
+
+def weights_floor_fail(
+    facts: ModelFacts, serving: Serving, gpu: Optional[Gpu]
+) -> Optional[Verdict]:
+    """A FAIL on the certain side of the estimate: even the smallest the weights can be
+    (``weight_floor``) over the GPUs that share them is more than the most the GPU can
+    offer (its memory's upper bound x --gpu-memory-utilization). vLLM then either runs
+    out of memory loading them or has no memory left for the KV cache
+    (``check_enough_kv_cache_memory``: 'No available memory for the cache blocks').
+    None when the floor does not exceed it or anything it needs is not certain."""
+    floor = facts.weight_floor_bytes
+    if floor is None or gpu is None or gpu.memory_most is None or serving.hf_overrides:
+        return None  # (--hf-overrides may rewrite the config the floor was read from)
+    online = (serving.quantization or "").lower()
+    if online and online != (facts.quant_method or "").lower():
+        return None  # --quantization quantizes at load: the loaded size is not this
+    if (serving.load_format or "auto").lower() not in _PLAIN_LOAD_FORMATS:
+        return None
+    # each GPU holds at least 1/TP of every split tensor and the largest pipeline stage
+    # at least 1/PP of the layers; with expert parallelism the experts spread over TP x DP
+    ranks = serving.tp * serving.pp * (serving.dp if serving.enable_expert_parallel else 1)
+    per_gpu = floor / ranks
+    offload = 0.0
+    if serving.cpu_offload_gb is not None:
+        try:
+            offload = float(serving.cpu_offload_gb)
+        except ValueError:
+            return None
+        if not math.isfinite(offload) or offload < 0:
+            return None
+    per_gpu -= offload * GIB
+    most = gpu.memory_most
+    budget = most if serving.kv_cache_memory_bytes else most * serving.gpu_memory_utilization
+    if per_gpu <= budget:
+        return None
+    measured = gpu.memory_upper_bytes is None
+    memory_text = f"{most / GIB:.1f} GiB"
+    if not measured:
+        memory_text = f"at most {memory_text} (product table + 10%)"
+    offered = (
+        f"{memory_text} (--kv-cache-memory-bytes: the whole GPU)"
+        if serving.kv_cache_memory_bytes
+        else f"{memory_text} x --gpu-memory-utilization {serving.gpu_memory_utilization:g}"
+    )
+    split = f"TP {serving.tp} x PP {serving.pp}" + (
+        f" x DP {serving.dp} (expert parallel)" if serving.enable_expert_parallel else ""
+    )
+    more = max(2, math.ceil(floor / max(1.0, budget)))
+    evidence: Dict[str, Any] = {
+        "weights_per_gpu_gib": round(
+            (facts.weight_bytes or floor) / (serving.tp * serving.pp) / GIB, 2
+        ),
+        "budget_gib": round((gpu.memory_bytes or most) * serving.gpu_memory_utilization / GIB, 2),
+        "weights_floor_per_gpu_gib": round(per_gpu / GIB, 2),
+        "budget_most_gib": round(budget / GIB, 2),
+        "weights_floor": facts.weight_floor_text,
+        "gpu_memory_most_gib": round(most / GIB, 2),
+        "gpu_memory_utilization": serving.gpu_memory_utilization,
+    }
+    return Verdict(
+        WEIGHTS_FIT,
+        FAIL,
+        f"the weights need at least {per_gpu / GIB:.1f} GiB per GPU "
+        f"({facts.weight_floor_text}; over {split}"
+        + (f", less --cpu-offload-gb {offload:g}" if offload else "")
+        + f") and {gpu.name or 'the GPU'} offers {budget / GIB:.1f} GiB = {offered}: vLLM "
+        "fails with 'CUDA out of memory' while loading or 'No available memory for the "
+        "cache blocks'",
+        f"spread the model over at least {more} GPUs (raise --tensor-parallel-size or "
+        "--pipeline-parallel-size), use a smaller quantized variant, or GPUs with more memory",
+        evidence,
+        (Fact("weight_bytes_floor", EXACT, facts.weight_floor_text),),
+    )
+
+
 def rule_weights_fit(facts: ModelFacts, serving: Serving, gpu: Optional[Gpu]) -> Verdict:
+    """FAIL only on the weights' certain lower bound (``weights_floor_fail``); the
+    estimate (weights + an estimated 2 GiB of activations and CUDA graphs + one
+    sequence's KV cache) that does not fit is a WARN that says by how much."""
+    certain = weights_floor_fail(facts, serving, gpu)
+    if certain is not None:
+        return certain
     if facts.weight_bytes is None:
         return Verdict(WEIGHTS_FIT, UNKNOWN, "the size of the weights is unknown")
     if gpu is None or gpu.memory_bytes is None:
@@ -1308,11 +1872,14 @@ def rule_weights_fit(facts: ModelFacts, serving: Serving, gpu: Optional[Gpu]) ->
     room = budget - per_gpu - RUNTIME_OVERHEAD_BYTES
     length = serving.max_model_len or facts.max_model_len or 0
     kv_one = None
-    if facts.kv_bytes_per_token:
+    if facts.kv_bytes_per_token is not None:
         share = 1.0
         if not facts.use_mla and facts.num_kv_heads:
             share = max(1, facts.num_kv_heads // serving.tp) / facts.num_kv_heads
-        kv_one = facts.kv_bytes_per_token * share / serving.pp * length
+        held = facts.kv_bytes_per_token * length
+        if facts.kv_window_bytes_per_token and facts.sliding_window:
+            held += facts.kv_window_bytes_per_token * min(length, facts.sliding_window)
+        kv_one = held * share / serving.pp
     evidence: Dict[str, Any] = {
         "weights_per_gpu_gib": round(per_gpu / GIB, 2),
         "budget_gib": round(budget / GIB, 2),
@@ -1332,18 +1899,27 @@ def rule_weights_fit(facts: ModelFacts, serving: Serving, gpu: Optional[Gpu]) ->
             f"--quantization {serving.quantization} quantizes at load: the loaded size is "
             "not the checkpoint's",
         )
+    loaded = weights.source if weights is not facts.fact("weight_bytes") else facts.weight_text
     figures = (
-        f"weights {per_gpu / GIB:.1f} GiB per GPU ({facts.weight_text}; {plan}) against "
+        f"weights {per_gpu / GIB:.1f} GiB per GPU ({loaded}; {plan}) against "
         f"{budget / GIB:.1f} GiB = {gpu.memory_bytes / GIB:.1f} GiB x "
         f"--gpu-memory-utilization {serving.gpu_memory_utilization:g} on {gpu.name or 'the GPU'}"
     )
     more = max(1, math.ceil(per_gpu * serving.tp * serving.pp / max(1.0, budget - 2 * GIB)))
     if room <= 0:
+        floor_note = (
+            f"; the weights' certain lower bound, {facts.weight_floor_bytes / GIB:.1f} GiB "
+            f"({facts.weight_floor_text}), fits"
+            if facts.weight_floor_bytes
+            else "; no certain lower bound of the weights is known"
+        )
         return Verdict(
             WEIGHTS_FIT,
-            FAIL,
-            figures + ": no memory is left for the KV cache; vLLM fails with 'CUDA out of "
-            "memory' while loading or 'No available memory for the cache blocks'",
+            WARN,
+            figures + f" leaves {room / GIB:.1f} GiB for the KV cache once an estimated "
+            f"{RUNTIME_OVERHEAD_BYTES / GIB:.0f} GiB of activations and CUDA graphs is "
+            "taken: vLLM probably fails with 'CUDA out of memory' while loading or 'No "
+            "available memory for the cache blocks'" + floor_note,
             f"spread the model over more GPUs (about {more} in all: raise "
             "--tensor-parallel-size or --pipeline-parallel-size), use a quantized variant, "
             "or raise --gpu-memory-utilization",
@@ -1397,7 +1973,43 @@ def rule_dtype(facts: ModelFacts, serving: Serving, gpu: Optional[Gpu]) -> Verdi
     return Verdict(DTYPE_CAPABILITY, PASS, f"dtype {chosen} runs on compute capability {cc}")
 
 
+# AutoGPTQConfig.TYPE_MAP (vllm/model_executor/layers/quantization/auto_gptq.py, read at
+# vllm-project/vllm 055e47c28003156421365af985d676fc921cb075): the
+# (bits, sym) its Marlin kernels run; any other raises in __init__. Every checkpoint with
+# quant_method gptq is claimed by AutoGPTQConfig (override_quantization_method) unless
+# --quantization names a method other than gptq / gptq_marlin / auto_gptq / marlin.
+AUTO_GPTQ_TYPES = frozenset(((4, True), (8, True)))
+_AUTO_GPTQ_USER = (None, "gptq", "gptq_marlin", "auto_gptq", "marlin")
+
+
+def rule_gptq_type(facts: ModelFacts, serving: Serving) -> Optional[Verdict]:
+    """A GPTQ checkpoint vLLM refuses at start-up whatever the GPU: (bits, sym) outside
+    AutoGPTQConfig.TYPE_MAP (3-bit, 2-bit, asymmetric 4-bit): 'Unsupported quantization
+    config: bits=3, sym=True'. desc_act (act order) is not refused there: the Marlin
+    kernels take g_idx (``has_g_idx``), so it is never a finding."""
+    if facts.quant_method != "auto_gptq" or facts.gptq_bits_sym is None or serving.hf_overrides:
+        return None
+    user = (serving.quantization or "").lower() or None
+    if user not in _AUTO_GPTQ_USER or facts.gptq_bits_sym in AUTO_GPTQ_TYPES:
+        return None
+    bits, sym = facts.gptq_bits_sym
+    return Verdict(
+        QUANT_CAPABILITY,
+        FAIL,
+        f"the checkpoint is GPTQ with bits={bits}, sym={sym} (config.json quantization_config)"
+        f": vLLM reads every GPTQ checkpoint with AutoGPTQConfig, whose kernels take only "
+        f"4- and 8-bit symmetric weights, and fails with 'Unsupported quantization config: "
+        f"bits={bits}, sym={sym}'",
+        "use a 4-bit or 8-bit symmetric GPTQ variant of the model (or an AWQ / FP8 one)",
+        {"quant_method": "gptq", "bits": bits, "sym": sym},
+        (Fact("gptq_bits_sym", EXACT, "config.json quantization_config bits and sym"),),
+    )
+
+
 def rule_quant(facts: ModelFacts, serving: Serving, gpu: Optional[Gpu]) -> Verdict:
+    refused = rule_gptq_type(facts, serving)
+    if refused is not None:
+        return refused
     method = serving.quantization or facts.quant_method
     if method is None:
         return Verdict(QUANT_CAPABILITY, PASS, "the model is not quantized")

@@ -117,6 +117,11 @@ _TRACKED: Tuple[_Opt, ...] = (
     _Opt("tokenizer", _STR, ("--tokenizer",)),
     _Opt("load_format", _STR, ("--load-format",)),
     _Opt("enforce_eager", _BOOL, ("--enforce-eager",)),
+    # read by the model rules: which config class transformers builds (auto_map), and
+    # what takes weights off the GPU or lifts the gpu-memory-utilization budget
+    _Opt("trust_remote_code", _BOOL, ("--trust-remote-code",)),
+    _Opt("cpu_offload_gb", _STR, ("--cpu-offload-gb",)),
+    _Opt("kv_cache_memory_bytes", _STR, ("--kv-cache-memory-bytes",)),
 )
 
 
@@ -128,7 +133,7 @@ def _words(text: str) -> frozenset[str]:
 
 _OTHER_NO_VALUE = _words(
     """
-    --trust-remote-code --enable-prefix-caching --enable-chunked-prefill
+    --enable-prefix-caching --enable-chunked-prefill
     --disable-log-stats --disable-log-requests --enable-log-requests --enable-auto-tool-choice
     --disable-custom-all-reduce --skip-tokenizer-init --enable-lora --disable-sliding-window
     --disable-cascade-attn --enable-prompt-embeds --enable-sleep-mode --enable-eplb
@@ -179,8 +184,8 @@ _OTHER_LONG = _words(
     --data-parallel-address --data-parallel-rpc-port --all2all-backend --ubatch-size
     --dbo-decode-token-threshold --dbo-prefill-token-threshold --eplb-config
     --expert-placement-strategy --max-parallel-loading-workers --worker-cls
-    --worker-extension-cls --block-size --kv-cache-memory-bytes --swap-space
-    --kv-cache-dtype --num-gpu-blocks-override --prefix-caching-hash-algo --cpu-offload-gb
+    --worker-extension-cls --block-size --swap-space
+    --kv-cache-dtype --num-gpu-blocks-override --prefix-caching-hash-algo
     --mamba-cache-dtype --mamba-ssm-cache-dtype --mamba-block-size --mamba-cache-mode
     --kv-offloading-size --kv-offloading-backend --limit-mm-per-prompt --media-io-kwargs
     --mm-processor-kwargs --mm-processor-cache-gb --mm-processor-cache-type
@@ -395,6 +400,10 @@ class ParsedArgs:
     tokenizer: Optional[str] = None
     load_format: Optional[str] = None
     enforce_eager: bool = False
+    # --trust-remote-code; --cpu-offload-gb and --kv-cache-memory-bytes as written
+    trust_remote_code: bool = False
+    cpu_offload_gb: Optional[str] = None
+    kv_cache_memory_bytes: Optional[str] = None
     config_path: Optional[str] = None
     config_loaded: bool = False
     # dest -> where its (last) value came from
@@ -984,6 +993,9 @@ class _Parser:
         r.tokenizer = self.get_str("tokenizer")
         r.load_format = self.get_str("load_format")
         r.enforce_eager = self.get_bool("enforce_eager")
+        r.trust_remote_code = self.get_bool("trust_remote_code")
+        r.cpu_offload_gb = self.get_str("cpu_offload_gb")
+        r.kv_cache_memory_bytes = self.get_str("kv_cache_memory_bytes")
         r.host = self.get_str("host")
         r.api_server_count = self.get_int("api_server_count", None, 0)
         port = self.get_int("port", None, 0)

@@ -104,9 +104,16 @@ def test_a_config_with_its_own_config_class_has_unknown_defaults() -> None:
     config = config_of("Qwen/Qwen3-30B-A3B")
     del config["num_experts"]
     config["auto_map"] = {"AutoConfig": "configuration_x.XConfig"}
-    got = facts_of({mf.CONFIG: config})
+    got = mf.read_facts({mf.CONFIG: config}, "test", trust_remote_code=True)
+    assert got is not None
     assert got.fact("num_experts").certainty == mf.FACT_UNKNOWN
     assert "its own AutoConfig" in got.fact("num_experts").source
+    # without the flag transformers ignores auto_map for a model type it knows
+    # (AutoConfig.from_pretrained: "if has_remote_code and trust_remote_code" else
+    # CONFIG_MAPPING[model_type]): Qwen3MoeConfig's default, 128 experts
+    plain = facts_of({mf.CONFIG: config})
+    assert plain.fact("num_experts").certainty == mf.DEFAULT
+    assert plain.num_experts == 128
 
 
 def test_a_dense_model_of_a_known_class_still_fails_expert_parallel() -> None:
@@ -138,28 +145,82 @@ def _llama70b_index(total: int) -> dict[str, Any]:
     }
 
 
-def test_the_engine_downgrades_a_fail_on_estimated_weight_bytes_only() -> None:
-    # 70B in bf16 on one H100: ~131 GiB of weights against 71 GiB
+def test_the_certain_lower_bound_fails_70b_on_one_h100_without_an_index() -> None:
+    # issue 35 item 5: 70B in bf16 on one H100. Only estimated before (~131 GiB: a WARN);
+    # its certain lower bound (the embedding once, q and o projections, two MLP matrices
+    # per layer: 49.4B parameters x 16 bits = 92 GiB) exceeds the most an H100 can offer
+    # (80 GiB + 10% x 0.9 = 79.2 GiB): a FAIL the engine keeps
     estimated = admit({mf.CONFIG: config_of("meta-llama/Meta-Llama-3.1-70B")}, gpus=1, **H100)
     fit = found(estimated)["model-weights-fit"]
-    assert fit.severity == "warn"
-    assert "(downgraded from fail: the size of the weights is estimated" in fit.message
+    assert fit.severity == "fail", fit.message
+    assert "downgraded" not in fit.message
+    assert "the weights need at least 92.0 GiB per GPU" in fit.message
+    assert "49.4B parameters" in fit.message
+    assert "x 16 bits" in fit.message
+    assert "at most 88.0 GiB (product table + 10%) x --gpu-memory-utilization 0.9" in fit.message
     exact = admit(_llama70b_index(141 * 10**9), gpus=1, **H100)
     fit = found(exact)["model-weights-fit"]
     assert fit.severity == "fail"
     assert "model.safetensors.index.json metadata.total_size" in fit.message
     assert "downgraded" not in fit.message
+    # two H100s: the floor (46 GiB per GPU) fits; the estimate (65.7 GiB + 2 GiB) does not
+    # leave room for a 128k sequence: a WARN, never a FAIL
+    two = admit(_llama70b_index(141 * 10**9), "-tp", "2", gpus=2, **H100)
+    assert found(two)["model-weights-fit"].severity == "warn"
 
 
-def test_the_checker_settles_a_fail_on_estimated_weights_to_a_warning() -> None:
+def test_an_estimate_that_does_not_fit_but_whose_floor_does_only_warns() -> None:
+    # Llama-3.1-8B on a T4: estimated 15 GiB against 15 x 0.9 = 13.4 GiB, but its certain
+    # lower bound (5.36B parameters x 16 bits = 10 GiB) fits in the 14.85 GiB a T4 may
+    # offer: vLLM's own profile decides; a WARN that names both
+    t4 = {"nodeSelector": {"nvidia.com/gpu.product": "Tesla-T4"}}
+    res = admit({mf.CONFIG: config_of("meta-llama/Meta-Llama-3.1-8B")}, gpus=1, **t4)
+    fit = found(res)["model-weights-fit"]
+    assert fit.severity == "warn"
+    assert "the weights' certain lower bound, 10.0 GiB" in fit.message, fit.message
+
+
+def test_the_checker_fails_on_the_floor_and_warns_on_the_estimate() -> None:
     h100 = mf.gpu_from_product("NVIDIA H100 80GB HBM3")
     estimated = run_time(
         {mf.CONFIG: config_of("meta-llama/Meta-Llama-3.1-70B")}, mf.Serving(), h100
     )
-    assert estimated[mf.WEIGHTS_FIT].status == mf.WARN
-    assert "weight_bytes is estimated" in estimated[mf.WEIGHTS_FIT].message
+    assert estimated[mf.WEIGHTS_FIT].status == mf.FAIL
     exact = run_time(_llama70b_index(141 * 10**9), mf.Serving(), h100)
     assert exact[mf.WEIGHTS_FIT].status == mf.FAIL
+    # NVML's measured total (81559 MiB) is the budget's exact side
+    nvml = mf.Gpu("NVIDIA H100 80GB HBM3", 81559 << 20, 90, "NVML")
+    assert run_time(_llama70b_index(141 * 10**9), mf.Serving(), nvml)[mf.WEIGHTS_FIT].status == (
+        mf.FAIL
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (mf.Serving(quantization="fp8"), "--quantization quantizes at load"),
+        (mf.Serving(cpu_offload_gb="80"), "80 GiB of weights per GPU stay in CPU memory"),
+        (mf.Serving(load_format="bitsandbytes"), "bitsandbytes changes what is loaded"),
+        (mf.Serving(tp=2), "two GPUs share the weights"),
+        (mf.Serving(hf_overrides=True), "--hf-overrides may rewrite the config"),
+    ],
+)
+def test_what_lowers_the_loaded_weights_lifts_the_floor_fail(args: mf.Serving, why: str) -> None:
+    h100 = mf.gpu_from_product("NVIDIA H100 80GB HBM3")
+    got = run_time(_llama70b_index(141 * 10**9), args, h100)[mf.WEIGHTS_FIT]
+    assert got.status != mf.FAIL, (why, got.message)
+
+
+def test_expert_parallel_divides_the_floor_over_data_parallel_ranks_too() -> None:
+    # DeepSeek-R1 (671B, FP8): the floor is 414 GiB (445B parameters x 8 bits); over TP 4
+    # it is 104 GiB per H200 (fits the 139.6 GiB an H200 may offer), over TP 2 207 GiB
+    # (fails); with -dp 2 -ep the experts spread over 4 ranks: no FAIL
+    h200 = mf.gpu_from_product("NVIDIA H200")
+    files = files_of("deepseek-ai/DeepSeek-R1")
+    assert run_time(files, mf.Serving(tp=4), h200)[mf.WEIGHTS_FIT].status != mf.FAIL
+    assert run_time(files, mf.Serving(tp=2), h200)[mf.WEIGHTS_FIT].status == mf.FAIL
+    spread = mf.Serving(tp=2, dp=2, enable_expert_parallel=True)
+    assert run_time(files, spread, h200)[mf.WEIGHTS_FIT].status != mf.FAIL
 
 
 def test_online_quantization_makes_the_checkpoint_size_an_estimate() -> None:

@@ -25,10 +25,11 @@ from preflight_contract.verdicts import FAIL, PASS, SKIP, WARN
 _STATUS = {mf.FAIL: FAIL, mf.WARN: WARN, mf.PASS: PASS, mf.UNKNOWN: SKIP}
 
 
-def _facts(facts: Facts) -> Optional[mf.ModelFacts]:
+def _facts(facts: Facts, options: Options) -> Optional[mf.ModelFacts]:
     if facts.model is None or facts.model.files is None:
         return None
-    return mf.read_facts(facts.model.files, facts.model.where)
+    trust = bool(options.model_args.get("trust_remote_code"))
+    return mf.read_facts(facts.model.files, facts.model.where, trust)
 
 
 def _serving(facts: Facts, options: Options) -> mf.Serving:
@@ -47,6 +48,10 @@ def _serving(facts: Facts, options: Options) -> mf.Serving:
         gpu_memory_utilization=options.gpu_memory_utilization,
         allow_long_max_model_len=allow,
         hf_overrides=bool(args.get("hf_overrides")),
+        trust_remote_code=bool(args.get("trust_remote_code")),
+        cpu_offload_gb=args.get("cpu_offload_gb"),
+        kv_cache_memory_bytes=args.get("kv_cache_memory_bytes") is not None,
+        load_format=args.get("load_format"),
     )
 
 
@@ -80,7 +85,7 @@ def _model_check(rule: str) -> Callable[[Facts, Options], List[CheckResult]]:
     def run(facts: Facts, options: Options) -> List[CheckResult]:
         if not options.model_args.get("model"):
             return skipped(rule, "no model: give the vLLM command line (--vllm-args)")
-        model = _facts(facts)
+        model = _facts(facts, options)
         if model is None:
             return skipped(rule, "the model's config.json is unknown (see 'model-config-unknown')")
         serving = _serving(facts, options)
@@ -122,7 +127,9 @@ def model_config(facts: Facts, options: Options) -> List[CheckResult]:
             "mount the model, or let the init container reach the Hub (HF_ENDPOINT, HF_TOKEN "
             "in its env), or pre-fill the Hugging Face cache (HF_HOME / HF_HUB_CACHE)",
         )
-    read = mf.read_facts(found.files, found.where)
+    read = mf.read_facts(
+        found.files, found.where, bool(options.model_args.get("trust_remote_code"))
+    )
     if read is None:
         return result(mf.UNREADABLE, WARN, f"{found.where}: config.json is not a JSON object")
     return result(

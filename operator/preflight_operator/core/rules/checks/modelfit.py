@@ -61,9 +61,17 @@ BASES = {
     mf.EP_EXPERTS: Basis(VLLM_CODE, "_verify_with_expert_parallelism, determine_expert_map"),
     mf.PP_LAYERS: Basis(VLLM_CODE, "vllm/distributed/utils.py get_pp_indices"),
     mf.MAX_LEN: Basis(VLLM_CODE, f"_get_and_verify_max_len, {_VERDICTS}"),
-    mf.WEIGHTS_FIT: Basis(HEURISTIC, "vLLM's memory profile with an estimated 2 GiB overhead"),
+    # fails only on the weights' certain lower bound against the GPU's most memory x
+    # utilization; the estimate (2 GiB of activations and CUDA graphs, the KV cache) warns
+    mf.WEIGHTS_FIT: Basis(
+        VLLM_CODE,
+        "vLLM's KV cache budget (check_enough_kv_cache_memory: 'No available memory for the"
+        " cache blocks') against the weights' certain lower bound",
+    ),
     mf.DTYPE_CAPABILITY: Basis(VLLM_CODE, "vllm/platforms/cuda.py check_if_supports_dtype"),
-    mf.QUANT_CAPABILITY: Basis(VLLM_CODE, f"each method's get_min_capability(), {_VERDICTS}"),
+    mf.QUANT_CAPABILITY: Basis(
+        VLLM_CODE, f"each method's get_min_capability(), {_VERDICTS}; AutoGPTQConfig.TYPE_MAP"
+    ),
     mf.MAMBA_GROUPS: Basis(
         VLLM_CODE,
         "vLLM 0.33.0 (4ba787ec9) vllm/model_executor/layers/mamba/mamba_mixer2.py MambaMixer2",
@@ -156,14 +164,14 @@ def gpu_of(spec: Mapping[str, Any]) -> mf.Gpu | None:
             gpu = mf.Gpu("the selected GPU", None, None, "node labels")
         else:
             return None  # several products, or nothing known about this placement
-        memory, capability = gpu.memory_bytes, gpu.capability
+        memory, capability, upper = gpu.memory_bytes, gpu.capability, gpu.memory_upper_bytes
         with_memory = term.get(MEMORY_LABEL, [])
         if len(with_memory) == 1 and with_memory[0].isdigit():
-            memory = int(with_memory[0]) << 20
+            memory, upper = int(with_memory[0]) << 20, None  # NVML's total: measured
         major, minor = term.get(MAJOR_LABEL, []), term.get(MINOR_LABEL, ["0"])
         if len(major) == 1 and major[0].isdigit() and len(minor) == 1 and minor[0].isdigit():
             capability = int(major[0]) * 10 + int(minor[0])
-        gpus.append(mf.Gpu(gpu.name, memory, capability, gpu.source))
+        gpus.append(mf.Gpu(gpu.name, memory, capability, gpu.source, upper))
     if len({(g.memory_bytes, g.capability) for g in gpus}) != 1:
         return None
     return gpus[0]
@@ -185,6 +193,10 @@ def serving_of(ctx: ContainerContext) -> mf.Serving:
         gpu_memory_utilization=parsed.gpu_memory_utilization or 0.9,
         allow_long_max_model_len=(allow or "").strip().lower() in ("1", "true"),
         hf_overrides=parsed.hf_overrides,
+        trust_remote_code=parsed.trust_remote_code,
+        cpu_offload_gb=parsed.cpu_offload_gb,
+        kv_cache_memory_bytes=parsed.kv_cache_memory_bytes is not None,
+        load_format=parsed.load_format,
     )
 
 
@@ -208,7 +220,8 @@ def model_rules(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
         files = lookup(model)
     except Exception:  # a lookup that breaks is unknown, never fatal
         files = None
-    facts = mf.read_facts(files, model) if files is not None else None
+    trust = ctx.parsed.trust_remote_code
+    facts = mf.read_facts(files, model, trust) if files is not None else None
     model_path = ctx.arg_path("model")
     if facts is None:
         yield RULE_INFO[mf.UNREADABLE].finding(
@@ -253,7 +266,7 @@ def fact_input(fact: mf.Fact, model: str) -> Input:
     """A model fact a verdict rests on, as an engine input: the engine downgrades a fail
     resting on one that is estimated (weight bytes from config arithmetic) or unknown (a
     key config.json leaves out of a config class not known here)."""
-    kind = WEIGHT_BYTES if fact.name == "weight_bytes" else MODEL_FACT
+    kind = WEIGHT_BYTES if fact.name.startswith("weight_bytes") else MODEL_FACT
     what = "the size of the weights" if kind == WEIGHT_BYTES else f"{fact.name} of {model}"
     certainty = _CERTAINTY.get(fact.certainty, UNKNOWN)
     if certainty == EXACT:
