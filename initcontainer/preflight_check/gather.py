@@ -177,6 +177,8 @@ def _cuda_view(
     if view is None:
         view, driver = collect_cuda(host.load_cuda, plan)
     facts.cuda = view
+    if plan.unknown and view.initialised:  # every GPU CUDA sees, none compared with a plan
+        facts.plan = plan.seen(view.count)
     clock.mark("cuda_view")
     if launched.deferred:  # the probe cap: only ranks CUDA has a GPU for (launch.py)
         launch_deferred(launched, options, host, view.count if view.initialised else 0)

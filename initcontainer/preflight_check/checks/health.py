@@ -88,6 +88,14 @@ def mig(facts: Facts, options: Options) -> List[CheckResult]:
             "slice and NCCL cannot join slices, so vLLM's tensor parallelism fails",
             "use TP = 1 per MIG slice, or whole GPUs (MIG disabled) for TP > 1",
         )
+    if on and facts.plan.unknown:
+        return result(
+            "mig",
+            WARN,
+            f"MIG is enabled on {', '.join(on)} and the plan is unknown: fine with TP = 1, "
+            "tensor parallelism over MIG slices fails",
+            "use TP = 1 per MIG slice, or whole GPUs (MIG disabled) for TP > 1",
+        )
     if on:
         return result("mig", PASS, f"MIG enabled on {', '.join(on)}; fine with TP = 1")
     return result("mig", PASS, "MIG disabled on every GPU the plan uses")

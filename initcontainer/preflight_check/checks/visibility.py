@@ -350,6 +350,11 @@ def gpu_count(facts: Facts, options: Options) -> List[CheckResult]:
         return unavailable
     plan = facts.plan
     have, need = facts.cuda.count, plan.gpus_needed
+    if plan.unknown:
+        return skipped(
+            "gpu-count",
+            f"plan unknown: GPU count not compared (CUDA sees {plural(have, 'GPU')}; see 'plan')",
+        )
     evidence = {"cuda_sees": have, "plan_needs": need}
     if have < need:
         cause = (

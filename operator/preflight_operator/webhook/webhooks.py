@@ -25,6 +25,7 @@ from preflight_operator.core.admission import (
     unchecked,
 )
 from preflight_operator.core.analysis import (
+    PLAN_UNKNOWN,
     Analyser,
     analyse_off_loop,
     ray_worker_target,
@@ -363,7 +364,7 @@ class AdmissionService:
             container = _container(pod, target.container)
             if container is not None and target.plan is not None and ray_role(container):
                 ray_group = await self._ray_group(pod)
-        if target.container is None or target.plan is None:
+        if target.container is None or (target.plan is None and target.reason != PLAN_UNKNOWN):
             return Skip(target.reason or "undecided")
         workload_label = workload_label_value(workload_of_pod(pod))
         outcome = plan_injection(
@@ -377,7 +378,11 @@ class AdmissionService:
             model=target.model,
             ray_group=ray_group,
             reuse=self._reuse(namespace, workload_label or "", policy.reuse_ttl_s),
-            jobset=await self._jobset(pod) if _jobset_member(pod, target.container) else None,
+            jobset=await self._jobset(pod)
+            if target.plan is not None and _jobset_member(pod, target.container)
+            else None,
+            plan_unknown=target.why,
+            plan_gpus_counted=target.gpus_counted,
         )
         container = _container(pod, target.container) or {}
         return await self._gangs.warn(pod, container, target.argv, outcome)
