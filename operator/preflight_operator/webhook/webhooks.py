@@ -27,6 +27,7 @@ from preflight_operator.core.admission import (
 from preflight_operator.core.analysis import (
     PLAN_UNKNOWN,
     Analyser,
+    InjectionTarget,
     analyse_off_loop,
     ray_worker_target,
     target_off_loop,
@@ -378,9 +379,7 @@ class AdmissionService:
             model=target.model,
             ray_group=ray_group,
             reuse=self._reuse(namespace, workload_label or "", policy.reuse_ttl_s),
-            jobset=await self._jobset(pod)
-            if target.plan is not None and _jobset_member(pod, target.container)
-            else None,
+            jobset=await self._jobset(pod) if _jobset_member(pod, target) else None,
             plan_unknown=target.why,
             plan_gpus_counted=target.gpus_counted,
         )
@@ -418,10 +417,13 @@ def _container(pod: Mapping[str, Any], name: str | None) -> Mapping[str, Any] | 
     return next((c for c in containers if isinstance(c, Mapping) and c.get("name") == name), None)
 
 
-def _jobset_member(pod: Mapping[str, Any], container: str) -> bool:
-    """Might this pod meet its JobSet's group: not a LeaderWorkerSet's, and its vLLM runs
-    its own share of a multi-node engine (only then is the JobSet read)?"""
-    return not in_lws_group(pod) and runs_own_share(_container(pod, container) or {})
+def _jobset_member(pod: Mapping[str, Any], target: InjectionTarget) -> bool:
+    """Might this pod meet its JobSet's group: not a LeaderWorkerSet's, its plan read (a
+    plan-unknown check meets no group), and its vLLM runs its own share of a multi-node
+    engine (only then is the JobSet read)?"""
+    if target.plan is None or in_lws_group(pod):
+        return False
+    return runs_own_share(_container(pod, target.container) or {})
 
 
 def _jobset_ref(pod: Mapping[str, Any]) -> WorkloadRef | None:
