@@ -6,9 +6,11 @@ is unknown (PREFLIGHT_PLAN_UNKNOWN) and why."""
 from __future__ import annotations
 
 import copy
+import logging
 from typing import Any
 
 import jsonpatch
+import pytest
 from test_inject import env_of, mutate, service, vllm_pod
 
 from preflight_check.options import parse_options
@@ -22,6 +24,8 @@ from preflight_operator.core.injection import (
     plan_injection,
     plan_unknown_value,
 )
+from preflight_operator.core.rules.model import Finding
+from preflight_operator.runtime import metrics
 
 STRACE = ["strace", "-f", "vllm", "serve", "m", "--tensor-parallel-size", "$(TP)"]
 
@@ -142,3 +146,29 @@ def test_a_plan_unknown_pod_meets_no_group_and_reuses_no_pass() -> None:
     assert envnames.GROUP_ID not in env
     assert env[envnames.DEEP_REUSE] == "[]"
     assert env[envnames.PLAN_UNKNOWN] == "why"
+
+
+def test_a_container_the_rules_crashed_on_is_not_taken_for_vllm() -> None:
+    crashed = rules.ContainerResult(
+        "Pod", "p", "team", "vllm", None, None, None,
+        (Finding("rules-internal-error", "warn", "the rules crashed", "", ""),),
+    )  # fmt: skip
+    assert injection_target([crashed]).reason == "no-gpu-request"
+
+
+def test_the_injection_is_counted_and_logged_as_plan_unknown(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def count() -> float:
+        value = metrics.REGISTRY.get_sample_value(
+            "vllm_preflight_injections_total", {"result": "injected", "reason": "plan-unknown"}
+        )
+        return value or 0.0
+
+    before = count()
+    with caplog.at_level(logging.INFO, logger="preflight_operator.handlers.admission"):
+        check_env(pod_running(STRACE, env=[{"name": "TP", "value": "2"}]))
+    assert count() == before + 1
+    assert any(
+        "injected with the plan unknown: vllm-command-unparsed" in r.message for r in caplog.records
+    )

@@ -68,7 +68,15 @@ def plan_unknown_why(result: rules.ContainerResult) -> str:
 def _plan_unknown_target(results: Sequence[rules.ContainerResult]) -> InjectionTarget | None:
     """The first of ``results`` (recognised vLLM containers that may request NVIDIA GPUs,
     those known to first) whose plan is unknown."""
-    chosen = next((r for r in results if _plan(r) is None), None)
+    # never one the rules crashed on: that says nothing of vLLM being there
+    chosen = next(
+        (
+            r
+            for r in results
+            if _plan(r) is None and not any(f.id == "rules-internal-error" for f in r.findings)
+        ),
+        None,
+    )
     if chosen is None:
         return None
     return InjectionTarget(

@@ -90,6 +90,8 @@ class Injection:
     # admission warnings the mutating webhook returns with the patch (what it read and
     # could not use, e.g. a Workload API gang: webhooks.py)
     warnings: tuple[str, ...] = ()
+    # the check goes in without a plan the rules read: why (PREFLIGHT_PLAN_UNKNOWN's text)
+    plan_unknown: str = ""
 
 
 def json_patch(pod: Mapping[str, Any], injection: Injection) -> list[dict[str, Any]]:
@@ -1034,7 +1036,13 @@ def plan_injection(
     labels = {constants.LABEL_INJECTED: "true"}
     if workload_label:
         labels[constants.LABEL_WORKLOAD] = workload_label
-    return Injection(init_containers=init, volumes=volumes, labels=labels, container=container)
+    return Injection(
+        init_containers=init,
+        volumes=volumes,
+        labels=labels,
+        container=container,
+        plan_unknown=(plan_unknown or PLAN_UNKNOWN_DEFAULT) if plan is None else "",
+    )
 
 
 def opted_out(labels: Mapping[str, str], label: str = constants.LABEL_INJECT) -> bool:
