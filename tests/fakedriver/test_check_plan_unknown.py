@@ -141,3 +141,15 @@ def test_hostile_reason_is_bounded_and_printable(tmp_path: Path) -> None:
     assert len(why) <= 300
     assert "\x1b" not in why
     assert "\n" not in why
+
+
+def test_the_deep_tier_runs_a_worker_per_gpu_and_claims_no_tp_group(tmp_path: Path) -> None:
+    env = {**UNKNOWN, envnames.TIER: "deep"}
+    run = run_check(host_with_nodes(h200_machine(2), env, 2, deep_plan={}), [], tmp_path)
+    assert run.code == 0, run.stdout
+    statuses = {c.id: c.status for c in run.report.checks}
+    assert statuses["deep-workers"] == PASS
+    assert statuses["deep-allreduce"] == SKIP
+    assert statuses["deep-peer-copy"] == SKIP
+    assert "plan unknown" in run.check("deep-allreduce").message
+    assert "deep_pass_key" not in run.report.plan  # no pass recorded for a plan nobody read
