@@ -153,3 +153,29 @@ def test_the_deep_tier_runs_a_worker_per_gpu_and_claims_no_tp_group(tmp_path: Pa
     assert statuses["deep-peer-copy"] == SKIP
     assert "plan unknown" in run.check("deep-allreduce").message
     assert "deep_pass_key" not in run.report.plan  # no pass recorded for a plan nobody read
+
+
+def test_memory_in_use_on_a_gpu_vllm_may_not_use_is_a_warning(tmp_path: Path) -> None:
+    machine = h200_machine(2)
+    machine.gpus[1].memory_used = 100 * GIB
+    run = run_check(host_with_nodes(machine, UNKNOWN, 2), [], tmp_path)
+    assert run.code == 0, run.stdout
+    memory = run.check("gpu-memory")
+    assert memory.status == WARN
+    assert "plan unknown: whether vLLM uses these GPUs" in memory.message
+    (tmp_path / "known").mkdir()
+    known = run_check(host_with_nodes(machine, {}, 2), ["--tp", "2"], tmp_path / "known")
+    assert known.check("gpu-memory").status == FAIL  # with the plan read: exact, a failure
+
+
+def test_an_unparseable_entry_fails_only_where_vllm_surely_reads_it(tmp_path: Path) -> None:
+    uuid = h200_machine(2).gpus[1].uuid
+    late = {**UNKNOWN, "CUDA_VISIBLE_DEVICES": f"0,{uuid}"}
+    run = run_check(host_with_nodes(h200_machine(2), late, 2), [], tmp_path)
+    assert run.check("vllm-device-ids").status == WARN  # TP unknown: entry 2 may be unused
+    assert "the plan is unknown: vLLM may not reach them" in run.check("vllm-device-ids").message
+    (tmp_path / "first").mkdir()
+    first = {**UNKNOWN, "CUDA_VISIBLE_DEVICES": f"{uuid},0"}
+    run = run_check(host_with_nodes(h200_machine(2), first, 2), [], tmp_path / "first")
+    assert run.check("vllm-device-ids").status == FAIL  # vLLM uses one GPU at least
+    assert run.code == 1
