@@ -4,6 +4,7 @@ carries the check's result, which ran without the plan (or recovered it at runti
 
 from __future__ import annotations
 
+import datetime
 import json
 from typing import Any
 
@@ -11,6 +12,7 @@ from test_builders_status import REF, conditions, inputs, result
 from test_loadtime import crd_schema, undeclared
 
 from preflight_contract.report import CheckResult, Report
+from preflight_operator.cli import plugin_explain, plugin_status
 from preflight_operator.core import constants
 from preflight_operator.core.gpuvalidation import build_status, plan_unknown
 from preflight_operator.core.podresults import pod_result, report_plan_note
@@ -126,3 +128,18 @@ def test_a_read_plan_shows_as_before() -> None:
     assert plan_unknown(StaticResult("unknown", has_vllm=False)) == ""
     assert json.dumps(build_status(inputs(static=None)))  # not analysed: "?"
     assert build_status(inputs(static=None))["tp"] == "?"
+
+
+def test_the_kubectl_plugin_shows_it() -> None:
+    status = build_status(inputs(static=PLANLESS, pending_pods=1))
+    item = {
+        "metadata": {"name": "pod-unread", "namespace": "ns", "creationTimestamp": ""},
+        "status": status,
+    }
+    now = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+    (row,) = plugin_status.status_rows([item], all_namespaces=False, now=now)
+    assert row[2:4] == ["unknown", "?/unknown"]  # TP and GPUS, never blank
+    text = plugin_explain.explain_view(item, [], [], workload="Pod/unread", colour=False)
+    assert "Plan:       plan unknown: vllm-command-unparsed: " in text
+    older = {"metadata": item["metadata"], "status": {"plan": {"tp": 4}}}  # before status.tp
+    assert plugin_status.status_rows([older], all_namespaces=False, now=now)[0][2] == "4"
