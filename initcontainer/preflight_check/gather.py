@@ -188,6 +188,9 @@ def _cuda_view(
         facts.deep_skipped = (
             "CUDA did not initialise"
             if not facts.cuda.initialised
+            else f"CUDA sees {facts.cuda.count} of the {plan.gpus_needed} GPU device nodes "
+            "(plan unknown: a worker per device node was started)"
+            if plan.unknown
             else f"CUDA sees {facts.cuda.count} GPUs and the plan needs {plan.gpus_needed}"
         )
     if workers and enough and options.reuse_offers:

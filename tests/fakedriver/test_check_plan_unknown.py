@@ -179,3 +179,12 @@ def test_an_unparseable_entry_fails_only_where_vllm_surely_reads_it(tmp_path: Pa
     run = run_check(host_with_nodes(h200_machine(2), first, 2), [], tmp_path / "first")
     assert run.check("vllm-device-ids").status == FAIL  # vLLM uses one GPU at least
     assert run.code == 1
+
+
+def test_deep_workers_past_what_cuda_sees_are_stopped_and_said_so(tmp_path: Path) -> None:
+    env = {**UNKNOWN, envnames.TIER: "deep", "CUDA_VISIBLE_DEVICES": "0"}
+    run = run_check(host_with_nodes(h200_machine(2), env, 2, deep_plan={}), [], tmp_path)
+    assert run.code == 0, run.stdout
+    workers = run.check("deep-workers")
+    assert workers.status == SKIP
+    assert "CUDA sees 1 of the 2 GPU device nodes (plan unknown" in workers.message
