@@ -177,6 +177,8 @@ def _cuda_view(
     if view is None:
         view, driver = collect_cuda(host.load_cuda, plan)
     facts.cuda = view
+    if plan.unknown and view.initialised:  # every GPU CUDA sees, none compared with a plan
+        facts.plan = plan.seen(view.count)
     clock.mark("cuda_view")
     if launched.deferred:  # the probe cap: only ranks CUDA has a GPU for (launch.py)
         launch_deferred(launched, options, host, view.count if view.initialised else 0)
@@ -186,6 +188,9 @@ def _cuda_view(
         facts.deep_skipped = (
             "CUDA did not initialise"
             if not facts.cuda.initialised
+            else f"CUDA sees {facts.cuda.count} of the {plan.gpus_needed} GPU device nodes "
+            "(plan unknown: a worker per device node was started)"
+            if plan.unknown
             else f"CUDA sees {facts.cuda.count} GPUs and the plan needs {plan.gpus_needed}"
         )
     if workers and enough and options.reuse_offers:

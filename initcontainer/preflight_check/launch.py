@@ -74,6 +74,12 @@ def launch(options: Options, host: Host) -> Launched:
     The probes wait for nothing. The deep workers wait at their gate until the checker
     knows CUDA sees enough GPUs.
     """
+    if options.plan.unknown:
+        # no plan to size the ranks by: one per GPU device node, as many as CUDA can see
+        # at most (or the first wave without nodes to count); a rank past what CUDA sees
+        # finds no GPU, which 'context-ranks' reports as such, never as a failure
+        nodes = host.device_nodes()
+        options.plan = options.plan.seen(FIRST_WAVE if nodes is None else nodes)
     plan = options.plan
     launched = Launched()
     if options.enabled("context-ranks") or options.enabled("thread-discipline"):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import (
     Any,
     Callable,
@@ -429,8 +429,13 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str]) -> Options:
     _read_action(args, environ, options)
     env = _EnvReader(environ, options)
     vllm_text, vllm_where = _pick(args.vllm_args, "--vllm-args", environ, envnames.VLLM_ARGS)
-    from_vllm, extra, argv_read = _read_vllm_args(vllm_text, vllm_where, env, options)
-    options.plan = _read_plan(args, environ, env, vllm_where, from_vllm)
+    unknown = _plan_unknown(args, environ)
+    if unknown:
+        from_vllm, extra, argv_read = _recover_plan(vllm_text, vllm_where, environ, options)
+        options.plan = _unknown_or_recovered(unknown, from_vllm, vllm_where, extra)
+    else:
+        from_vllm, extra, argv_read = _read_vllm_args(vllm_text, vllm_where, env, options)
+        options.plan = _read_plan(args, environ, env, vllm_where, from_vllm)
     _read_tier(args, environ, env, options)
     _read_shm_min(args, environ, env, options)
     _read_gpu_memory_utilization(args, environ, env, options, (vllm_where, extra))
@@ -483,6 +488,78 @@ def _read_vllm_args(
         options.plan_notes = list(extra.get("notes", []))
         options.model_args = dict(extra.get("model_args", {}))
     return from_vllm, extra, argv
+
+
+MAX_PLAN_UNKNOWN_CHARS = 300
+
+
+def _plan_unknown(args: argparse.Namespace, environ: Mapping[str, str]) -> str:
+    """Why the plan is unknown (PREFLIGHT_PLAN_UNKNOWN, one printable line, bounded), or ""
+    when it is not, or when a flag gives the plan (--tp/--pp/--dp-local/--vllm-args win)."""
+    if any(getattr(args, key) is not None for key in ("tp", "pp", "dp_local", "vllm_args")):
+        return ""
+    if envnames.PLAN_UNKNOWN not in environ:
+        return ""
+    text = "".join(c if c.isprintable() else " " for c in environ[envnames.PLAN_UNKNOWN])
+    line = " ".join(text.split()) or "the injector could not read the vLLM command line"
+    if len(line) > MAX_PLAN_UNKNOWN_CHARS:
+        line = line[: MAX_PLAN_UNKNOWN_CHARS - 1] + "\u2026"
+    return line
+
+
+def _recover_plan(
+    vllm_text: Optional[str], vllm_where: str, environ: Mapping[str, str], options: Options
+) -> Tuple[Dict[str, int], Dict[str, Any], List[str]]:
+    """The plan from PREFLIGHT_VLLM_ARGS as the kubelet filled it in (a size the rules could
+    not know, from a Secret or the downward API, is known now), when it reads; otherwise
+    nothing, never an error, under any action: a check that cannot read the plan of a pod
+    whose plan nobody could read validates the rest and says so (plan unknown). A value
+    PREFLIGHT_TP/PP/DP_LOCAL (copied by envFrom) is not a plan the rules read: ignored."""
+    if vllm_text is None:
+        return {}, {}, []
+    try:
+        from_vllm, extra = plan_from_vllm_args(vllm_text, vllm_where, environ)
+        argv = vllm_argv(vllm_text, vllm_where, environ)
+    except UsageError as exc:
+        return {}, {"unread": str(exc)}, []
+    try:
+        plan = _plan_of(from_vllm, vllm_where)
+    except UsageError as exc:
+        return {}, {"unread": str(exc)}, []
+    options.plan_notes = list(extra.get("notes", []))
+    options.model_args = dict(extra.get("model_args", {}))
+    extra["plan"] = plan
+    return from_vllm, extra, argv
+
+
+def _plan_of(from_vllm: Dict[str, int], where: str) -> Plan:
+    numbers = {key: parse_count(str(from_vllm[key]), f"{where} ({key})") for key in
+               ("tp", "pp", "dp_local")}  # fmt: skip
+    plan = Plan(
+        tp=numbers["tp"],
+        pp=numbers["pp"],
+        dp_local=numbers["dp_local"],
+        dcp=from_vllm.get("dcp", 1),
+        pcp=from_vllm.get("pcp", 1),
+        nodes=from_vllm.get("nodes", 1),
+    )
+    total = plan.tp * plan.pp * plan.pcp * plan.dp_local
+    if total > MAX_GPUS_PER_POD:
+        raise UsageError(f"{where}: {total} GPUs is more than {MAX_GPUS_PER_POD} per pod")
+    return plan
+
+
+def _unknown_or_recovered(
+    unknown: str, from_vllm: Dict[str, int], vllm_where: str, extra: Dict[str, Any]
+) -> Plan:
+    recovered = extra.get("plan")
+    if isinstance(recovered, Plan):
+        source = f"{vllm_where} as the kubelet filled it in (recovered at runtime)"
+        return replace(recovered, source=source, recovered=unknown)
+    why = unknown
+    if extra.get("unread"):
+        why += f"; {vllm_where} did not give it either: {_short(str(extra['unread']))}"
+    return Plan(unknown=why, source=f"unknown ({envnames.PLAN_UNKNOWN})")
 
 
 def _read_plan(

@@ -24,7 +24,12 @@ def _colour(text: str, status: str, enabled: bool) -> str:
 def render(report: Report, colour: bool = False) -> str:
     plan = report.plan
     lines: List[str] = []
-    if plan:
+    if plan and plan.get("unknown"):
+        lines.append(
+            f"vllm-preflight check: plan unknown, GPU count not compared ({plan['unknown']}); "
+            f"{plan.get('gpus_seen')} GPU(s) checked, tier {report.tier}, action {report.action}"
+        )
+    elif plan:
         lines.append(
             f"vllm-preflight check: TP {plan.get('tp')} x PP {plan.get('pp')} x DP-local "
             f"{plan.get('dp_local')} = {plan.get('gpus_needed')} GPU(s) "

@@ -8,7 +8,7 @@ slice of TP x PP GPUs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Dict, List
 
 
@@ -25,6 +25,18 @@ class Plan:
     pcp: int = 1
     # Pods (nodes) one replica spans with --nnodes; each holds its share of the GPUs.
     nodes: int = 1
+    # The plan is not known (PREFLIGHT_PLAN_UNKNOWN: the rules recognised vLLM but could
+    # not read its command line, and the pod's own env did not give it either): why. The
+    # check then validates every GPU it sees (``seen``) and compares no count with a plan.
+    unknown: str = ""
+    # The rules could not read the plan, but PREFLIGHT_VLLM_ARGS as the kubelet filled it
+    # in gave it at runtime: why the rules could not (the plan itself is exact).
+    recovered: str = ""
+
+    def seen(self, gpus: int) -> Plan:
+        """An unknown plan stretched over the ``gpus`` the check sees (one rank each, no
+        tensor-parallel group assumed); a known plan as it is."""
+        return replace(self, dp_local=max(1, gpus)) if self.unknown else self
 
     @property
     def gpus_needed(self) -> int:
@@ -43,6 +55,8 @@ class Plan:
         ]
 
     def describe(self) -> str:
+        if self.unknown:
+            return f"plan unknown ({self.unknown}); GPU count not compared"
         extra = f" x PCP {self.pcp}" if self.pcp != 1 else ""
         nodes = f" / {self.nodes} nodes" if self.nodes != 1 else ""
         return (
@@ -61,4 +75,8 @@ class Plan:
         for name in ("dcp", "pcp", "nodes"):
             if getattr(self, name) != 1:
                 out[name] = getattr(self, name)
+        if self.unknown:  # no sizes were read: none is reported as if it had been
+            out = {"unknown": self.unknown, "gpus_seen": self.dp_local, "source": self.source}
+        elif self.recovered:
+            out["recovered"] = self.recovered
         return out

@@ -20,6 +20,12 @@ VLLM_ARGS = "PREFLIGHT_VLLM_ARGS"
 # The variables PREFLIGHT_VLLM_ARGS refers to as $(NAME) for the checker to fill in after it
 # split the words (comma-separated; the injector's vllm_args_value says why).
 VLLM_ARGS_DEFERRED = "PREFLIGHT_VLLM_ARGS_DEFERRED"
+# The rules recognised vLLM in the container but could not read its parallel plan (a
+# launcher they do not model, a script, a size from a Secret): why, in a line. With it the
+# checker validates what it can without the plan (every GPU CUDA sees, the driver, /dev/shm,
+# the hardware) and says the GPU count was not compared, unless PREFLIGHT_VLLM_ARGS, as the
+# kubelet filled it in, gives the plan (recovered at runtime). Never a failure on its own.
+PLAN_UNKNOWN = "PREFLIGHT_PLAN_UNKNOWN"
 
 # The policy.
 ACTION = "PREFLIGHT_ACTION"
@@ -76,6 +82,7 @@ INJECTED: FrozenSet[str] = frozenset(
         DP_LOCAL,
         VLLM_ARGS,
         VLLM_ARGS_DEFERRED,
+        PLAN_UNKNOWN,
         ACTION,
         TIER,
         SHM_MIN,
@@ -115,6 +122,7 @@ ORIGIN: Dict[str, str] = {
     DP_LOCAL: _FROM_THE_PLAN,
     VLLM_ARGS: "the vLLM container's command line",
     VLLM_ARGS_DEFERRED: "the vLLM container's command line",
+    PLAN_UNKNOWN: "the rules' reading of the vLLM container's command line (plan not read)",
     DEEP_REUSE: "the operator's records of deep passes (PreflightPolicy spec.verdictReuse)",
     MODEL_WRITERS: "the pod's init containers that mount the model's volume writable",
     SOCKET_FALLBACK: "the PreflightPolicy's spec.groups.socketFallback",

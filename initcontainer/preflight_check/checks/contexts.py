@@ -394,7 +394,13 @@ def thread_discipline(facts: Facts, options: Options) -> List[CheckResult]:
             + ". vLLM with TP > 1 calls this from NCCL/worker threads and fails "
             + f"(e.g. '{AMP_ERROR}' "
             "on API-remoting vGPU, 'Illegal device id' with old HAMi-core)"
-            + ("" if tp > 1 else "; harmless while TP = 1"),
+            + (
+                ""
+                if tp > 1
+                else "; harmless only if vLLM runs TP = 1 (plan unknown)"
+                if facts.plan.unknown
+                else "; harmless while TP = 1"
+            ),
             "the CUDA library in this pod is not NVIDIA's driver behaviour (see 'cuda-library'): "
             "upgrade the GPU-sharing/vGPU layer (HAMi-core >= 2.8.1), or run this workload with "
             "TP = 1 per pod or on GPUs passed through without the layer",

@@ -113,6 +113,8 @@ def deep_workers(facts: Facts, options: Options) -> List[CheckResult]:
 
 @check("deep-allreduce")
 def deep_allreduce(facts: Facts, options: Options) -> List[CheckResult]:
+    if facts.plan.unknown:
+        return skipped("deep-allreduce", "plan unknown: the tensor-parallel groups are not known")
     groups = facts.plan.tp_groups()
     return _deep_check(
         "deep-allreduce",
@@ -129,6 +131,8 @@ def deep_allreduce(facts: Facts, options: Options) -> List[CheckResult]:
 
 @check("deep-peer-copy")
 def deep_peer_copy(facts: Facts, options: Options) -> List[CheckResult]:
+    if facts.plan.unknown:
+        return skipped("deep-peer-copy", "plan unknown: the tensor-parallel groups are not known")
     if facts.plan.tp < 2:
         return skipped("deep-peer-copy", "TP = 1: no neighbours to copy between")
     return _deep_check(

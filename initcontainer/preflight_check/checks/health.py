@@ -88,6 +88,14 @@ def mig(facts: Facts, options: Options) -> List[CheckResult]:
             "slice and NCCL cannot join slices, so vLLM's tensor parallelism fails",
             "use TP = 1 per MIG slice, or whole GPUs (MIG disabled) for TP > 1",
         )
+    if on and facts.plan.unknown:
+        return result(
+            "mig",
+            WARN,
+            f"MIG is enabled on {', '.join(on)} and the plan is unknown: fine with TP = 1, "
+            "tensor parallelism over MIG slices fails",
+            "use TP = 1 per MIG slice, or whole GPUs (MIG disabled) for TP > 1",
+        )
     if on:
         return result("mig", PASS, f"MIG enabled on {', '.join(on)}; fine with TP = 1")
     return result("mig", PASS, "MIG disabled on every GPU the plan uses")
@@ -142,12 +150,21 @@ def gpu_memory(facts: Facts, options: Options) -> List[CheckResult]:
     }
     if short:
         most = min(m for _, m in short)
+        # plan unknown: which GPUs vLLM uses, and its own --gpu-memory-utilization, are not
+        # known: a guess is a warning
+        unknown = facts.plan.unknown
         return result(
             "gpu-memory",
-            FAIL,
+            WARN if unknown else FAIL,
             "; ".join(line for line, _ in short)
             + ": vLLM fails with 'Free memory on device ... on startup is less than desired GPU "
-            "memory utilization'",
+            "memory utilization'"
+            + (
+                " (plan unknown: whether vLLM uses these GPUs, and at which "
+                "--gpu-memory-utilization, is not known)"
+                if unknown
+                else ""
+            ),
             f"lower --gpu-memory-utilization to {most:.2f} or less, or stop what uses the GPU",
             **evidence,
         )

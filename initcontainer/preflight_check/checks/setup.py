@@ -26,6 +26,17 @@ GPU_REQUEST_FIX = (
 @check("plan")
 def plan_check(facts: Facts, options: Options) -> List[CheckResult]:
     plan = facts.plan
+    if plan.unknown:
+        seen = plural(plan.dp_local, "GPU") if facts.cuda.initialised else "none: see 'driver'"
+        return result(
+            "plan",
+            WARN,
+            f"plan unknown: GPU count not compared ({plan.unknown}); the check validated "
+            f"every GPU CUDA sees ({seen}) without a plan",
+            "write the vLLM command as a list (command: [vllm, serve, ...]) or put the sizes "
+            "in the manifest, so that the GPU count is compared with the plan",
+            plan=plan.to_dict(),
+        )
     if options.plan_notes:
         return result(
             "plan",
@@ -36,8 +47,12 @@ def plan_check(facts: Facts, options: Options) -> List[CheckResult]:
             plan=plan.to_dict(),
             notes=options.plan_notes,
         )
+    recovered = f"; the rules could not read it ({plan.recovered})" if plan.recovered else ""
     return result(
-        "plan", PASS, f"{plan.describe()} per pod (from {plan.source})", plan=plan.to_dict()
+        "plan",
+        PASS,
+        f"{plan.describe()} per pod (from {plan.source}){recovered}",
+        plan=plan.to_dict(),
     )
 
 

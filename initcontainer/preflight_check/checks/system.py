@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import List
+from typing import Dict, List
 
 from preflight_check.checks.base import check, cuda_unavailable, result, size_text, skipped
 from preflight_check.facts import Facts
@@ -30,6 +30,8 @@ def shm(facts: Facts, options: Options) -> List[CheckResult]:
         "threshold": options.shm_min,
     }
     threshold = size_text(options.shm_min)
+    if plan.unknown:
+        return _shm_plan_unknown(facts, options, evidence)
     if not plan.uses_collectives:
         size = size_text(info.size) if info.exists else "absent"
         return result("shm", PASS, f"TP x PP = 1, NCCL is not used (/dev/shm: {size})", **evidence)
@@ -61,11 +63,40 @@ def shm(facts: Facts, options: Options) -> List[CheckResult]:
     )
 
 
+def _shm_plan_unknown(
+    facts: Facts, options: Options, evidence: Dict[str, object]
+) -> List[CheckResult]:
+    """/dev/shm without a plan: whether NCCL runs (TP x PP > 1) is not known, so a
+    /dev/shm too small for it is a warning, never a failure; with one GPU it cannot."""
+    info = facts.shm
+    assert info is not None
+    threshold = size_text(options.shm_min)
+    size = size_text(info.size) if info.exists else "absent"
+    if facts.plan.gpus_needed < 2:
+        return result(
+            "shm", PASS, f"plan unknown, one GPU: NCCL is not used (/dev/shm: {size})", **evidence
+        )
+    if not info.exists or info.size < options.shm_min:
+        return result(
+            "shm",
+            WARN,
+            f"plan unknown: /dev/shm is {size}, below {threshold}; if vLLM runs TP x PP > 1 "
+            "over these GPUs NCCL fails with 'Error while creating shared memory segment'",
+            SHM_FIX.format(size=threshold),
+            **evidence,
+        )
+    return result(
+        "shm", PASS, f"{info.path} is {size}, at least {threshold} (plan unknown)", **evidence
+    )
+
+
 @check("p2p")
 def p2p(facts: Facts, options: Options) -> List[CheckResult]:
     unavailable = cuda_unavailable(facts, "p2p")
     if unavailable:
         return unavailable
+    if facts.plan.unknown:
+        return skipped("p2p", "plan unknown: the tensor-parallel groups are not known")
     if facts.plan.tp < 2:
         return skipped("p2p", "TP = 1: no tensor-parallel peers")
     pairs = facts.cuda.peer_access

@@ -209,7 +209,8 @@ def vllm_device_ids(facts: Facts, options: Options) -> List[CheckResult]:
             "vllm-device-ids", PASS, f"every entry of {value!r} is an integer, as vLLM needs"
         )
     entries = value.split(",")
-    used = entries[: facts.plan.gpus_needed]
+    # plan unknown: vLLM surely uses only the first entry (one GPU at least)
+    used = entries[: 1 if facts.plan.unknown else facts.plan.gpus_needed]
     hit = [text for text in used if text in bad]
     suggestion = ""
     if facts.cuda.initialised and facts.nvml.available and _order_known(facts):
@@ -228,6 +229,8 @@ def vllm_device_ids(facts: Facts, options: Options) -> List[CheckResult]:
     reach = (
         "vLLM reads it when it starts its workers"
         if hit
+        else "the plan is unknown: vLLM may not reach them"
+        if facts.plan.unknown
         else f"vLLM only reads the first {facts.plan.gpus_needed} entries, so it may not reach them"
     )
     return result(
@@ -350,6 +353,11 @@ def gpu_count(facts: Facts, options: Options) -> List[CheckResult]:
         return unavailable
     plan = facts.plan
     have, need = facts.cuda.count, plan.gpus_needed
+    if plan.unknown:
+        return skipped(
+            "gpu-count",
+            f"plan unknown: GPU count not compared (CUDA sees {plural(have, 'GPU')}; see 'plan')",
+        )
     evidence = {"cuda_sees": have, "plan_needs": need}
     if have < need:
         cause = (

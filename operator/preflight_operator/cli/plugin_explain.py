@@ -131,7 +131,9 @@ def _explain_header(
         return out
     meta = gpuval.get("metadata") or {}
     plan = status.get("plan") or {}
-    plan_text = ", ".join(f"{k}={v}" for k, v in plan.items()) or "unknown"
+    plan_text = ", ".join(f"{k}={v}" for k, v in plan.items()) or str(
+        status.get("planUnknown") or "unknown"  # "plan unknown: <why>" (issue 35/36, item 3)
+    )
     out.append(f"GPUValidation: {meta.get('namespace')}/{meta.get('name')}")
     policy, action = status.get("policy") or "default", status.get("action") or "?"
     out.append(f"Policy:     {policy} (action {action})")

@@ -49,7 +49,7 @@ def status_rows(
     for item in map(clean_tree, items):
         meta = item.get("metadata") or {}
         status = item.get("status") or {}
-        tp = (status.get("plan") or {}).get("tp")
+        tp = status.get("tp", (status.get("plan") or {}).get("tp"))  # an older status: plan
         row = [
             str(meta.get("name", "")),
             str(status.get("workload") or ""),

@@ -41,6 +41,53 @@ class InjectionTarget:
     # the command line does not state (Ray)
     argv: tuple[str, ...] = ()
     model: str | None = None
+    # reason PLAN_UNKNOWN: why the plan is unknown (the rules' own finding, one line), and
+    # whether the rules counted the container's NVIDIA GPUs (else only its nvidia.com/gpu
+    # requests say it has some: a DRA claim of a class not read may be any vendor's)
+    why: str = ""
+    gpus_counted: bool = False
+
+
+# The rules recognised vLLM (they returned a result for the container) and it requests
+# GPUs, but its parallel plan was not read: the check is injected without it.
+PLAN_UNKNOWN = "plan-unknown"
+# The findings that say why a recognised vLLM has no plan, in the order they explain it.
+_UNKNOWN_WHY = ("vllm-command-unparsed", "plan-unresolved")
+
+
+def plan_unknown_why(result: rules.ContainerResult) -> str:
+    """Why ``result`` has no plan, in the rules' words (their finding), one line."""
+    findings = sorted(
+        (f for f in result.findings if f.id in _UNKNOWN_WHY), key=lambda f: _UNKNOWN_WHY.index(f.id)
+    )
+    if not findings:
+        return "the rules recognised vLLM but could not read its parallel plan"
+    return " ".join(f"{findings[0].id}: {findings[0].message}".split())[:300]
+
+
+def _plan_unknown_target(results: Sequence[rules.ContainerResult]) -> InjectionTarget | None:
+    """The first of ``results`` (recognised vLLM containers that may request NVIDIA GPUs,
+    those known to first) whose plan is unknown."""
+    # never one the rules crashed on: that says nothing of vLLM being there
+    chosen = next(
+        (
+            r
+            for r in results
+            if _plan(r) is None and not any(f.id == "rules-internal-error" for f in r.findings)
+        ),
+        None,
+    )
+    if chosen is None:
+        return None
+    return InjectionTarget(
+        chosen.container,
+        None,
+        PLAN_UNKNOWN,
+        argv=chosen.argv,
+        model=chosen.model,
+        why=plan_unknown_why(chosen),
+        gpus_counted=bool(chosen.gpus_requested),
+    )
 
 
 class Analyser(Protocol):
@@ -186,14 +233,18 @@ def injection_target(results: Sequence[rules.ContainerResult]) -> InjectionTarge
     # the runtime check is libcuda + NVML: NVIDIA GPUs only (TPU, ROCm, Neuron, ...
     # pods are judged by the static rules alone)
     with_gpus = [r for r in results if r.gpus_requested and r.platform in (None, CUDA)]
-    if not with_gpus:
+    chosen = next((r for r in with_gpus if _plan(r) is not None), None)
+    if chosen is None:
+        # GPUs not counted (an unread command line counts nothing): the injector looks at
+        # the container's own nvidia.com/gpu requests then
+        uncounted = [r for r in results if r.gpus_requested is None and r.platform in (None, CUDA)]
+        unknown = _plan_unknown_target(with_gpus + uncounted)
+        if unknown is not None:
+            return unknown
         reason = "no-gpu-request"
         if any(r.gpus_requested and r.platform not in (None, CUDA) for r in results):
             reason = "not-nvidia"
         return InjectionTarget(results[0].container, None, reason)
-    chosen = next((r for r in with_gpus if _plan(r) is not None), None)
-    if chosen is None:
-        return InjectionTarget(with_gpus[0].container, None, "undecided")
     plan = _plan(chosen)
     assert plan is not None
     pod_plan = check_plan(plan)

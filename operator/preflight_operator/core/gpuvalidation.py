@@ -169,6 +169,44 @@ def _static_condition(static: StaticResult | None) -> tuple[str, str, str]:
     return "Unknown", "NotAnalysed", "the workload's vLLM command line could not be analysed"
 
 
+PLAN_UNKNOWN = "unknown"
+PLAN_UNKNOWN_REASON = "plan-unknown"
+# the reasons a plan-unknown workload shows as plan-unknown: the rules' findings that say
+# the plan was not read, and the check's own warning of it
+_PLAN_REASONS = frozenset(("vllm-command-unparsed", "plan-unresolved", "plan", ""))
+_RESULT_REASONS = frozenset(("Passed", "PassedWithWarnings", "CheckFailed", "CheckError"))
+_UNKNOWN_WHY = ("vllm-command-unparsed", "plan-unresolved")
+
+
+def plan_unknown(static: StaticResult | None) -> str:
+    """ "plan unknown: <why>" when the rules recognised vLLM in the workload but read no
+    parallel plan (its pods' checks then ran without one: injection.py), else ""."""
+    if static is None or not static.has_vllm or static.error or static.plan is not None:
+        return ""
+    found = [f for f in static.findings if f.id in _UNKNOWN_WHY]
+    why = f"{found[0].id}: {found[0].message}" if found else "the rules read no parallel plan"
+    text = " ".join(f"plan unknown: {why}".split())
+    return text if len(text) <= 300 else text[:299] + "\u2026"
+
+
+def _mark_plan_unknown(status: dict[str, Any], unknown: str, runtime: str) -> None:
+    """planUnknown, and the REASON plan-unknown where it would name only that (the rules'
+    finding that the plan was not read, or the check's warning of it)."""
+    if not unknown:
+        return
+    status["planUnknown"] = unknown
+    if runtime not in (FAIL, ERROR) and status["reason"] in _PLAN_REASONS:
+        status["reason"] = PLAN_UNKNOWN_REASON
+
+
+def _said_planless(state: tuple[str, str, str], unknown: str) -> tuple[str, str, str]:
+    """The RuntimeChecksPassed condition of a check's result, said to rest on no plan the
+    rules read."""
+    if not unknown or state[1] not in _RESULT_REASONS:
+        return state
+    return state[0], state[1], f"{unknown}. {state[2]}"
+
+
 NOT_INJECTED = "NotInjected"
 NOT_INJECTED_REASON = "not-injected"
 
@@ -309,6 +347,8 @@ def build_status(inputs: StatusInputs) -> dict[str, Any]:
     plan = static.plan if static is not None else None
     requested = static.gpus_requested if static is not None else None
 
+    unknown = plan_unknown(static)
+    needed = "?" if plan is None else str(plan.gpus_needed)
     status: dict[str, Any] = {
         "workload": inputs.ref.display,
         "staticVerdict": static.verdict if static is not None else UNKNOWN,
@@ -316,9 +356,11 @@ def build_status(inputs: StatusInputs) -> dict[str, Any]:
         "reason": status_reason(static, runtime, live, history, inputs.unschedulable),
         "action": inputs.policy.action,
         "policy": inputs.policy.name,
-        "gpus": f"{'?' if requested is None else requested}/"
-        f"{'?' if plan is None else plan.gpus_needed}",
+        "gpus": f"{'?' if requested is None else requested}/{PLAN_UNKNOWN if unknown else needed}",
+        # the TP column: never blank where the plan was not read (issue 35/36, item 3)
+        "tp": PLAN_UNKNOWN if unknown else "?" if plan is None else str(plan.tp),
     }
+    _mark_plan_unknown(status, unknown, runtime)
     if inputs.generation is not None:
         status["observedGeneration"] = inputs.generation
     if plan is not None:
@@ -361,6 +403,7 @@ def build_status(inputs: StatusInputs) -> dict[str, Any]:
     )
     if runtime_state[1] == NOT_INJECTED and runtime == PENDING:
         status["reason"] = NOT_INJECTED_REASON
+    runtime_state = _said_planless(runtime_state, unknown)
     conditions = [
         (STATIC_CONDITION, static_state),
         (RUNTIME_CONDITION, runtime_state),

@@ -90,6 +90,8 @@ class Injection:
     # admission warnings the mutating webhook returns with the patch (what it read and
     # could not use, e.g. a Workload API gang: webhooks.py)
     warnings: tuple[str, ...] = ()
+    # the check goes in without a plan the rules read: why (PREFLIGHT_PLAN_UNKNOWN's text)
+    plan_unknown: str = ""
 
 
 def json_patch(pod: Mapping[str, Any], injection: Injection) -> list[dict[str, Any]]:
@@ -205,11 +207,16 @@ def runtime_skips(disabled: tuple[str, ...]) -> list[str]:
     return [check_id for check_id in disabled if check_id in CHECKS]
 
 
-def preflight_env(plan: Plan, policy: PolicySpec, deadline_s: int) -> list[dict[str, str]]:
-    env = {
+def preflight_env(plan: Plan | None, policy: PolicySpec, deadline_s: int) -> list[dict[str, str]]:
+    """The PREFLIGHT_* env; without a plan (the rules could not read it) no TP, PP or
+    DP-local: the checker then validates every GPU it sees (plan_unknown_env)."""
+    sizes = {} if plan is None else {
         envnames.TP: str(plan.tp),
         envnames.PP: str(plan.pp),
         envnames.DP_LOCAL: str(plan.dp_local),
+    }  # fmt: skip
+    env = {
+        **sizes,
         envnames.ACTION: policy.action,
         envnames.TIER: policy.tier,
         envnames.SHM_MIN: policy.thresholds.shm_min,
@@ -821,14 +828,16 @@ def _merged_resources(
 def reuse_env(
     env: list[dict[str, Any]],
     image: object,
-    plan: Plan,
+    plan: Plan | None,
     reuse: Callable[[str, str], Sequence[Offer]] | None,
 ) -> list[dict[str, Any]]:
     """Verdict reuse (core/verdictreuse.py): the deep passes this pod may reuse, and its node
     from the downward API. Always written, "[]" when none (the fast tier, no lookup), so a
     value copied from the vLLM container's env (or its envFrom, which env outranks) never
     reaches the check: only the operator's offers do."""
-    offered = reuse(str(image or ""), plan_shape(plan.tp, plan.pp, plan.dp_local)) if reuse else ()
+    offered: Sequence[Offer] = ()
+    if reuse is not None and plan is not None:  # no plan, no shape to match a pass on
+        offered = reuse(str(image or ""), plan_shape(plan.tp, plan.pp, plan.dp_local))
     ours = {envnames.DEEP_REUSE, envnames.NODE_NAME}
     kept = [e for e in env if e.get("name") not in ours]
     # before PREFLIGHT_VLLM_ARGS, which stays last (check_container says why)
@@ -842,7 +851,7 @@ def reuse_env(
 
 def check_container(
     vllm: Mapping[str, Any],
-    plan: Plan,
+    plan: Plan | None,
     policy: PolicySpec,
     config: InjectionConfig,
     mode: str,
@@ -890,6 +899,31 @@ def check_container(
     if vllm.get("envFrom"):
         container["envFrom"] = copy.deepcopy(vllm["envFrom"])
     return container
+
+
+PLAN_UNKNOWN_DEFAULT = "the parallel plan of the vLLM command line is unknown"
+MAX_PLAN_UNKNOWN_CHARS = 300
+
+
+def plan_unknown_value(why: str) -> str:
+    """PREFLIGHT_PLAN_UNKNOWN: why the plan is unknown, one line, bounded. It quotes the
+    manifest (the rules' finding), so every ``$`` is doubled: the kubelet expands
+    ``$(NAME)`` in env values, and the checker must get the text, not a variable's value."""
+    line = " ".join(str(why or PLAN_UNKNOWN_DEFAULT).split())
+    if len(line) > MAX_PLAN_UNKNOWN_CHARS:
+        line = line[: MAX_PLAN_UNKNOWN_CHARS - 1] + "\u2026"
+    return line.replace("$", "$$")
+
+
+def plan_unknown_env(env: list[dict[str, Any]], why: str) -> list[dict[str, Any]]:
+    """``env`` with PREFLIGHT_PLAN_UNKNOWN (in place of a value copied from the vLLM
+    container) and without PREFLIGHT_TP/PP/DP_LOCAL copied from it: the checker must not
+    take a plan the rules did not read. Before PREFLIGHT_VLLM_ARGS, which stays last."""
+    dropped = {envnames.PLAN_UNKNOWN, envnames.TP, envnames.PP, envnames.DP_LOCAL}
+    kept = [e for e in env if e.get("name") not in dropped]
+    at = next((i for i, e in enumerate(kept) if e.get("name") == envnames.VLLM_ARGS), len(kept))
+    kept[at:at] = [{"name": envnames.PLAN_UNKNOWN, "value": plan_unknown_value(why)}]
+    return kept
 
 
 def install_container(config: InjectionConfig) -> dict[str, Any]:
@@ -941,8 +975,17 @@ def plan_injection(
     ray_group: bool = False,
     reuse: Callable[[str, str], Sequence[Offer]] | None = None,
     jobset: Mapping[str, Any] | None = None,
+    plan_unknown: str = "",
+    plan_gpus_counted: bool = False,
 ) -> Injection | Skip:
     """The init containers, volumes and labels of ``pod`` after injection, or a Skip.
+    ``plan`` None: the rules recognised vLLM in ``container`` but could not read its
+    parallel plan (``plan_unknown`` says why); the check is injected all the same, told
+    so (PREFLIGHT_PLAN_UNKNOWN), and meets no group: where the reading is uncertain is
+    where the runtime check is most needed. It needs NVIDIA GPUs it can name: an
+    nvidia.com/gpu request, or DRA claims the rules counted as NVIDIA's
+    (``plan_gpus_counted``); a claim of a class not read may be another vendor's, where
+    an NVIDIA check would fail a healthy pod.
     ``ray_group``: the pod belongs to a Ray-pattern LeaderWorkerSet whose every pod gets
     the check (ray_group_ready), so its check meets the others in the group phase.
     ``jobset``: the JobSet that made the pod, as read by the webhook (None: not one, or
@@ -959,16 +1002,22 @@ def plan_injection(
         return Skip("vllm-in-sidecar", f"container {container!r} is a native sidecar")
     if vllm is None:
         return Skip("no-vllm-container", f"container {container!r} is not in the pod")
-    if plan is None:
-        return Skip("undecided", "the parallel plan of the vLLM command line is unknown")
     if not gpu_resources(vllm) and not dra_claims(vllm):
         return Skip("no-gpu-request", f"container {container!r} requests no nvidia.com/gpu")
+    if plan is None and not gpu_resources(vllm) and not plan_gpus_counted:
+        return Skip(
+            "plan-unknown-claims",
+            f"container {container!r}: plan unknown and no NVIDIA GPU counted in its DRA claims",
+        )
     taken = {constants.VOLUME_NAME, NO_TOKEN_VOLUME} & _names(spec.get("volumes"))
     if taken:
         return Skip("volume-name-taken", f"the pod already has a volume {sorted(taken)[0]!r}")
     mode = policy.injection_mode or config.mode
     check = check_container(vllm, plan, policy, config, mode, argv=argv, model=model)
-    if in_lws_group(pod) and (runs_own_share(vllm) or (ray_group and ray_role(vllm))):
+    if plan is None:
+        # recognised as vLLM, plan not read: the check still runs (issue 35/36, item 3)
+        check["env"] = plan_unknown_env(check["env"], plan_unknown)
+    elif in_lws_group(pod) and (runs_own_share(vllm) or (ray_group and ray_role(vllm))):
         check["env"] = _with_env(check["env"], group_env(pod, vllm, config.group_port))
     elif jobset is not None and runs_own_share(vllm):
         place = jobset_place(pod, jobset)
@@ -977,7 +1026,7 @@ def plan_injection(
     check["env"] = model_writers_env(check["env"], spec, vllm, model)
     # Always: under the fast tier too, so that no copied value reaches the check.
     check["env"] = reuse_env(
-        check["env"], check.get("image"), plan, reuse if policy.tier == DEEP else None
+        check["env"], check.get("image"), plan, reuse if policy.tier == DEEP and plan else None
     )
     init = [install_container(config), check]
     init += [copy.deepcopy(c) for c in spec.get("initContainers") or []]
@@ -987,7 +1036,13 @@ def plan_injection(
     labels = {constants.LABEL_INJECTED: "true"}
     if workload_label:
         labels[constants.LABEL_WORKLOAD] = workload_label
-    return Injection(init_containers=init, volumes=volumes, labels=labels, container=container)
+    return Injection(
+        init_containers=init,
+        volumes=volumes,
+        labels=labels,
+        container=container,
+        plan_unknown=(plan_unknown or PLAN_UNKNOWN_DEFAULT) if plan is None else "",
+    )
 
 
 def opted_out(labels: Mapping[str, str], label: str = constants.LABEL_INJECT) -> bool:

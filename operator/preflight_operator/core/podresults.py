@@ -75,6 +75,9 @@ class PodResult:
     # verdict reuse: "deep tier reused from the deep pass of T on this node (...)", "" when
     # the deep tier ran
     deep_reused: str = ""
+    # the check ran without a plan the rules read (report_plan_note): "plan unknown: why"
+    # or "<plan>, recovered at runtime (why the rules could not read it)"; "" otherwise
+    plan: str = ""
     # the pod's containers' start to Ready (loadtime.py), once it is Ready. Not compared:
     # it is not a new check run (run_key), and arrives after the result it rides on.
     load: LoadSample | None = dataclasses.field(default=None, compare=False)
@@ -118,6 +121,8 @@ class PodResult:
             out["group"] = group_status(self.group)
         if self.deep_reused:
             out["deepTier"] = self.deep_reused
+        if self.plan:
+            out["plan"] = self.plan
         return out
 
 
@@ -261,6 +266,33 @@ def _without_report(text: str, terminated: Mapping[str, Any], base: PodResult) -
     return dataclasses.replace(base, reason=reason, message=shorten(message), remediation=fix)
 
 
+def _size(plan: Mapping[str, Any], key: str) -> int | None:
+    value = plan.get(key)
+    ok = isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 1024
+    return value if ok else None
+
+
+def report_plan_note(plan: Any) -> str:
+    """What the GPUValidation says of a check that ran without a plan the rules read, from
+    its report's plan (any pod's text: only strings and small ints are taken, shortened):
+    "plan unknown: <why>", or "TP t x PP p x DP-local d = n GPUs, recovered at runtime
+    (<why the rules could not read it>)"; "" for a plan the injector gave."""
+    if not isinstance(plan, Mapping):
+        return ""
+    unknown, recovered = plan.get("unknown"), plan.get("recovered")
+    if isinstance(unknown, str) and unknown.strip():
+        return shorten(f"plan unknown: GPU count not compared: {unknown}")
+    if isinstance(recovered, str) and recovered.strip():
+        sizes = [_size(plan, k) for k in ("tp", "pp", "dp_local", "gpus_needed")]
+        shown = (
+            "TP {} x PP {} x DP-local {} = {} GPU(s)".format(*sizes)
+            if None not in sizes
+            else "the plan"
+        )
+        return shorten(f"{shown}, recovered at runtime (the rules could not read it: {recovered})")
+    return ""
+
+
 def _from_report(report: Report, base: PodResult) -> PodResult:
     known = [c for c in report.checks if c.id in KNOWN_IDS]
     failing = [c for c in known if c.status in (FAIL, ERROR)]
@@ -300,4 +332,5 @@ def _from_report(report: Report, base: PodResult) -> PodResult:
         deep_reused=shorten(reused) if isinstance(reused, str) else "",
         group=report.group or None,
         dropped=dropped,
+        plan=report_plan_note(report.plan),
     )

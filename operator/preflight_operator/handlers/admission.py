@@ -120,7 +120,7 @@ async def review_mutation_async(
             ops = json_patch(pod, outcome) + ops  # none when the pod carries it already
             if outcome.warnings:
                 response["warnings"] = list(outcome.warnings)
-            metrics.INJECTIONS.labels(result="injected", reason="").inc()
+            _count_injected(pod, outcome)
             result = "injected"
         else:
             metrics.INJECTIONS.labels(result="skipped", reason=outcome.reason).inc()
@@ -150,6 +150,23 @@ async def review_mutation_async(
         "kind": "AdmissionReview",
         "response": response,
     }
+
+
+def _count_injected(pod: Mapping[str, Any], injection: Injection) -> None:
+    """The injection counted; one whose plan the rules could not read is counted as
+    ``reason="plan-unknown"`` and logged with the pod's name and why: its check runs
+    without the plan (docs/CHECKS.md, "Plan unknown")."""
+    if not injection.plan_unknown:
+        metrics.INJECTIONS.labels(result="injected", reason="").inc()
+        return
+    metrics.INJECTIONS.labels(result="injected", reason="plan-unknown").inc()
+    meta = pod.get("metadata") or {}
+    logger.info(
+        "pod %s/%s injected with the plan unknown: %s",
+        meta.get("namespace"),
+        meta.get("name") or meta.get("generateName"),
+        injection.plan_unknown,
+    )
 
 
 def routes(service: AdmissionService) -> dict[str, ReviewFn]:

@@ -25,7 +25,9 @@ from preflight_operator.core.admission import (
     unchecked,
 )
 from preflight_operator.core.analysis import (
+    PLAN_UNKNOWN,
     Analyser,
+    InjectionTarget,
     analyse_off_loop,
     ray_worker_target,
     target_off_loop,
@@ -363,7 +365,7 @@ class AdmissionService:
             container = _container(pod, target.container)
             if container is not None and target.plan is not None and ray_role(container):
                 ray_group = await self._ray_group(pod)
-        if target.container is None or target.plan is None:
+        if target.container is None or (target.plan is None and target.reason != PLAN_UNKNOWN):
             return Skip(target.reason or "undecided")
         workload_label = workload_label_value(workload_of_pod(pod))
         outcome = plan_injection(
@@ -377,7 +379,9 @@ class AdmissionService:
             model=target.model,
             ray_group=ray_group,
             reuse=self._reuse(namespace, workload_label or "", policy.reuse_ttl_s),
-            jobset=await self._jobset(pod) if _jobset_member(pod, target.container) else None,
+            jobset=await self._jobset(pod) if _jobset_member(pod, target) else None,
+            plan_unknown=target.why,
+            plan_gpus_counted=target.gpus_counted,
         )
         container = _container(pod, target.container) or {}
         return await self._gangs.warn(pod, container, target.argv, outcome)
@@ -413,10 +417,13 @@ def _container(pod: Mapping[str, Any], name: str | None) -> Mapping[str, Any] | 
     return next((c for c in containers if isinstance(c, Mapping) and c.get("name") == name), None)
 
 
-def _jobset_member(pod: Mapping[str, Any], container: str) -> bool:
-    """Might this pod meet its JobSet's group: not a LeaderWorkerSet's, and its vLLM runs
-    its own share of a multi-node engine (only then is the JobSet read)?"""
-    return not in_lws_group(pod) and runs_own_share(_container(pod, container) or {})
+def _jobset_member(pod: Mapping[str, Any], target: InjectionTarget) -> bool:
+    """Might this pod meet its JobSet's group: not a LeaderWorkerSet's, its plan read (a
+    plan-unknown check meets no group), and its vLLM runs its own share of a multi-node
+    engine (only then is the JobSet read)?"""
+    if target.plan is None or in_lws_group(pod):
+        return False
+    return runs_own_share(_container(pod, target.container) or {})
 
 
 def _jobset_ref(pod: Mapping[str, Any]) -> WorkloadRef | None:
