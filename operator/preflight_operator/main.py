@@ -186,9 +186,11 @@ class _TerminalSafe(logging.Formatter):
     def __init__(self, inner: logging.Formatter | None) -> None:
         super().__init__()
         self.inner = inner or logging.Formatter()
+        # the operator's own secrets too (its HF_TOKEN for the model cache, core/modelcache.py)
+        self.hide = redact.for_process(os.environ)
 
     def format(self, record: logging.LogRecord) -> str:
-        return clean(redact.text(self.inner.format(record)))
+        return clean(self.hide.text(self.inner.format(record)))
 
 
 def configure_logging(verbose: bool) -> None:

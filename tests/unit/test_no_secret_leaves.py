@@ -254,18 +254,20 @@ def test_every_lint_format(fmt: str, tmp_path: Path, capsys: pytest.CaptureFixtu
     assert MARK in out
 
 
-def test_an_operator_log_line() -> None:
+def test_an_operator_log_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_TOKEN", "hf_OperatorOwnToken1")  # the model cache's token
     record = logging.LogRecord(
         "preflight_operator",
         logging.WARNING,
         __file__,
         1,
-        "pod said %s",
-        (_hostile_message(),),
+        "pod said %s; cache with %s",
+        (_hostile_message(), "hf_OperatorOwnToken1"),
         None,
     )
     line = _TerminalSafe(logging.Formatter("%(message)s")).format(record)
     assert not _leaks(line)
+    assert "hf_OperatorOwnToken1" not in line
     assert MARK in line
 
 
