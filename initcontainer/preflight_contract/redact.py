@@ -52,15 +52,16 @@ MAX_SECRET_ENV_CHARS = 16384
 
 # An env name that says it holds a secret.
 _SECRET_NAME = re.compile(
-    r"(?i)(token|secret|passw|passphrase|credential|api[_-]?key|access[_-]?key|private[_-]?key"
+    r"(?i)(token(?!s|iz)|secret|passw|passphrase|credential|api[_-]?key|access[_-]?key|private[_-]?key"
     r"|(^|[_-])key($|[_-])|(^|[_-])auth($|[_-])|authorization|signature|(^|[_-])sig($|[_-]))"
 )
-# Values that are switches, not secrets, whatever the name says.
-_SWITCH = re.compile(r"(?i)(true|false|yes|no|on|off|none|null|\d{1,3})\Z")
+# Values that are switches or numbers, not secrets, whatever the name says.
+_SWITCH = re.compile(r"(?i)(true|false|yes|no|on|off|none|null|[-+]?\d+(\.\d+)?)\Z")
 
 _NAME_WORDS = (
-    r"(?:token|secret|passw(?:or)?d|passphrase|pwd|credential|api[_-]?key|access[_-]?key"
-    r"|private[_-]?key|key|sig|signature|auth)"
+    r"(?:token(?!s|iz)|secret|passw(?:or)?d|passphrase|pwd|credential|api[_-]?key"
+    r"|access[_-]?key|private[_-]?key|key(?!s|file|word|board)|sig(?!n?al|ma)|signature"
+    r"|auth(?!or))"
 )
 # scheme://userinfo@ : the userinfo may hold anything but / ? # @ and white space
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]{0,31}://)[^/?#@\s'\"<>]+@")
@@ -84,7 +85,7 @@ _ASSIGNMENT = re.compile(
 )
 # --api-key X, --hf-token=X, --password X
 _FLAG = re.compile(
-    r"(?i)(--[a-z0-9-]*(?:token|secret|password|passwd|credential|api-key|access-key)"
+    r"(?i)(--[a-z0-9-]*(?:token(?!s|iz)|secret|password|passwd|credential|api-key|access-key)"
     r"[a-z0-9-]*)(=|\s+)(?!\*\*\*)(['\"]?)[^\s'\",;]+"
 )
 

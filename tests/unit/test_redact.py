@@ -47,6 +47,8 @@ KEPT = [
     "mail admin@example.com",
     "CUDA_VISIBLE_DEVICES=0,1 NCCL_IB_HCA=mlx5 TP=2",
     "the model key: its weights",
+    "--max-num-batched-tokens 8192 --max-num-seqs=256 max_tokens=4096 --tokenizer=org/tok",
+    "--ssl-keyfile=/etc/tls/key.pem tokenizer_mode=auto signal=SIGTERM author=me",
 ]
 
 
@@ -81,6 +83,8 @@ def test_the_checker_reads_its_secrets_from_its_env() -> None:
         "S_ONE": "prefixed-secret",  # an envFrom Secret with prefix S_
         "S_SHORT": "no",  # too short to search for
         "HF_HUB_DISABLE_IMPLICIT_TOKEN": "1",  # a switch, whatever its name says
+        "VLLM_MAX_TOKENS": "40960",  # a number, and tokens are no token
+        "TOKEN_COUNT": "123456",  # a number
         "HF_ENDPOINT": "http://u:url-password@mirror",  # a URL's password is one too
         "PATH": "/usr/bin:/bin",
         "HOSTNAME": "vllm-0",
@@ -91,7 +95,7 @@ def test_the_checker_reads_its_secrets_from_its_env() -> None:
     out = hide.text(text)
     for secret in ("hf_named_secret", "from-a-secret", "prefixed-secret", "url-password"):
         assert secret not in out
-    for kept in ("/usr/bin:/bin", "vllm-0", " no ", " 1 "):
+    for kept in ("/usr/bin:/bin", "vllm-0", " no ", " 1 ", "40960", "123456"):
         assert kept in out
 
 
