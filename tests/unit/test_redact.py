@@ -290,3 +290,10 @@ def test_the_token_follows_a_redirect_on_the_same_origin() -> None:
 )
 def test_keeps_credentials_is_requests_should_strip_auth(old: str, new: str, keeps: bool) -> None:
     assert modelsource.keeps_credentials(old, new) is keeps
+
+
+def test_a_huge_text_is_cut_before_the_patterns_run() -> None:
+    huge = "a" * 1_000_000 + "=HF_TOKEN=hf_at_the_end"
+    out = redact.text(huge)
+    assert len(out) == redact.MAX_TEXT
+    assert "hf_at_the_end" not in out
