@@ -94,7 +94,8 @@ reliability: venv controlplane
 		tests/e2e/test_kubectl_plugin.py
 	# issue 36 item 2: known secrets (URL userinfo, a secretKeyRef value, a token header) through
 	# every output channel, grepped for; credentials never follow a redirect to another host
-	$(PY) -m pytest -q tests/unit/test_no_secret_leaves.py tests/unit/test_redact.py
+	$(PY) -m pytest -q tests/unit/test_no_secret_leaves.py tests/unit/test_redact.py \
+		tests/e2e/test_secrets_never_written.py
 	if [ -f hack/reliability/churn.py ]; then $(PY) hack/reliability/churn.py; fi
 	# issue 34, node feedback: a tenant's report changes a node only on the operator's probe;
 	# no tenant's reuse records evict another's (one and two replicas)
