@@ -78,14 +78,14 @@ _BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{4,}")
 # X-Api-Key: x, X-Auth-Token: x, Private-Token: x
 _TOKEN_HEADER = re.compile(
     r"(?i)\b((?:x-)?[a-z0-9-]*(?:api-key|auth-token|access-token|private-token|token|secret)"
-    r"['\"]?\s*:\s*['\"]?)[^\s'\",;]+"
+    r"['\"]?\s*:\s*['\"]?)(?![{\[])[^\s'\",;]+"
 )
 # ?X-Amz-Signature=..., &sig=..., ;token=...
 _QUERY = re.compile(r"(?i)([?&;][a-z0-9_.\-]*" + _NAME_WORDS + r"[a-z0-9_.\-]*=)[^&#\s'\"<>]*")
 # HF_TOKEN=..., AWS_SECRET_ACCESS_KEY=... (an env-style name, any case, then = or ": ")
 _ASSIGNMENT = re.compile(
     r"(?i)\b([A-Za-z_][A-Za-z0-9_]*" + _NAME_WORDS + r"[A-Za-z0-9_]*['\"]?)(=|:\s?)(?!\*\*\*)"
-    r"(['\"]?)[^\s'\",;&]+"
+    r"(['\"]?)([^\s'\",;&]+)"
 )
 # --api-key X, --hf-token=X, --password X
 _FLAG = re.compile(
@@ -98,6 +98,16 @@ def secret_name(name: str) -> bool:
     """Whether an env variable's name says it holds a secret (HF_TOKEN, AWS_SECRET_ACCESS_KEY,
     DB_PASSWORD, OPENAI_API_KEY, ...)."""
     return not name.startswith(envnames.PREFIX) and bool(_SECRET_NAME.search(name))
+
+
+def _assignment(match: re.Match[str]) -> str:
+    """``NAME=value`` hidden, but for a reference to a secret (``secretKeyRef: ...``,
+    ``secretName: hf-token``: names of objects, not their contents) or a structure
+    (``secret: {...}``)."""
+    name = match.group(1).strip("'\"").lower()
+    if name.endswith(("ref", "name")) or match.group(4)[:1] in ("{", "["):
+        return match.group(0)
+    return match.group(1) + match.group(2) + match.group(3) + MARK
 
 
 def _patterns(value: str) -> str:
@@ -114,7 +124,7 @@ def _patterns(value: str) -> str:
         value = _QUERY.sub(lambda m: m.group(1) + MARK, value)
     if "=" in value or ":" in value:
         value = _TOKEN_HEADER.sub(lambda m: m.group(1) + MARK, value)
-        value = _ASSIGNMENT.sub(lambda m: m.group(1) + m.group(2) + m.group(3) + MARK, value)
+        value = _ASSIGNMENT.sub(_assignment, value)
     if "--" in value:
         value = _FLAG.sub(lambda m: m.group(1) + m.group(2) + m.group(3) + MARK, value)
     return value

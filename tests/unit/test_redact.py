@@ -49,6 +49,8 @@ KEPT = [
     "the model key: its weights",
     "--max-num-batched-tokens 8192 --max-num-seqs=256 max_tokens=4096 --tokenizer=org/tok",
     "--ssl-keyfile=/etc/tls/key.pem tokenizer_mode=auto signal=SIGTERM author=me",
+    "env: [{name: HF_TOKEN, valueFrom: {secretKeyRef: {name: hf, key: token}}}]",
+    "envFrom: [{secretRef: {name: hf}}], volumes: [{secret: {secretName: hf-token}}]",
 ]
 
 
