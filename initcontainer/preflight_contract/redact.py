@@ -68,13 +68,14 @@ _NAME_WORDS = (
     r"|auth(?!or))"
 )
 # scheme://userinfo@ : the userinfo may hold anything but / ? # @ and white space
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]{0,31}://)[^/?#@\s'\"<>]+@")
+# (not an image digest: docker-pullable://repo@sha256:...)
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]{0,31}://)[^/?#@\s'\"<>]+@(?!sha(?:256|512):)")
 # Authorization: Bearer x / Authorization=Basic x / "authorization": "token x"
 _AUTH_HEADER = re.compile(
     r"(?i)\b((?:proxy-)?authorization['\"]?\s*[:=]\s*['\"]?)"
     r"(?:(bearer|basic|token|digest)\s+)?[^\s'\",;]+"
 )
-_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{4,}")
+_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+([A-Za-z0-9._~+/=-]{4,})")
 # X-Api-Key: x, X-Auth-Token: x, Private-Token: x
 _TOKEN_HEADER = re.compile(
     r"(?i)\b((?:x-)?[a-z0-9-]*(?:api-key|auth-token|access-token|private-token|token|secret)"
@@ -90,7 +91,7 @@ _ASSIGNMENT = re.compile(
 # --api-key X, --hf-token=X, --password X
 _FLAG = re.compile(
     r"(?i)(--[a-z0-9-]*(?:token(?!s|iz)|secret|password|passwd|credential|api-key|access-key)"
-    r"[a-z0-9-]*)(=|\s+)(?!\*\*\*)(['\"]?)[^\s'\",;]+"
+    r"[a-z0-9-]*)(=|\s+)(?!\*\*\*|-)(['\"]?)[^\s'\",;]+"
 )
 
 
@@ -105,9 +106,19 @@ def _assignment(match: re.Match[str]) -> str:
     ``secretName: hf-token``: names of objects, not their contents) or a structure
     (``secret: {...}``)."""
     name = match.group(1).strip("'\"").lower()
-    if name.endswith(("ref", "name")) or match.group(4)[:1] in ("{", "["):
+    ours = name.startswith(envnames.PREFIX.lower())  # our own variables hold no secret
+    if ours or name.endswith(("ref", "name")) or match.group(4)[:1] in ("{", "["):
         return match.group(0)
     return match.group(1) + match.group(2) + match.group(3) + MARK
+
+
+def _bearer(match: re.Match[str]) -> str:
+    """``Bearer <token>`` hidden; prose (``a bearer token``, ``the basic policy``: a
+    short or lower-case word) left alone."""
+    token = match.group(2)
+    if len(token) < 8 or (token.isalpha() and token.islower()):
+        return match.group(0)
+    return match.group(1) + " " + MARK
 
 
 def _patterns(value: str) -> str:
@@ -119,7 +130,7 @@ def _patterns(value: str) -> str:
             lambda m: m.group(1) + (m.group(2) + " " if m.group(2) else "") + MARK, value
         )
     if "bearer" in lowered or "basic" in lowered:
-        value = _BEARER.sub(lambda m: m.group(1) + " " + MARK, value)
+        value = _BEARER.sub(_bearer, value)
     if "=" in value:
         value = _QUERY.sub(lambda m: m.group(1) + MARK, value)
     if "=" in value or ":" in value:

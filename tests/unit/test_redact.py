@@ -51,6 +51,9 @@ KEPT = [
     "--ssl-keyfile=/etc/tls/key.pem tokenizer_mode=auto signal=SIGTERM author=me",
     "env: [{name: HF_TOKEN, valueFrom: {secretKeyRef: {name: hf, key: token}}}]",
     "envFrom: [{secretRef: {name: hf}}], volumes: [{secret: {secretName: hf-token}}]",
+    "imageID docker-pullable://vllm@sha256:0123abcd and vllm/vllm-openai@sha256:0123abcd",
+    "a bearer token, the basic policy; flags: --api-key --ignore-patterns",
+    "PREFLIGHT_SECRET_ENV: the names; PREFLIGHT_SECRET_ENV=MODEL,AWS_*",
 ]
 
 
