@@ -37,6 +37,7 @@ verdict (redaction runs after every check has judged, on what is written).
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Tuple
 
@@ -121,16 +122,35 @@ def _bearer(match: re.Match[str]) -> str:
     return match.group(1) + " " + MARK
 
 
+# Every name rule needs one of these words: a text without any (most of them) skips them.
+_HINT = re.compile(r"(?i)token|secret|passw|passphrase|pwd|credential|key|sig|auth")
+
+
 def _patterns(value: str) -> str:
+    """The pattern rules. Texts up to 4 KiB are cached (at most 4096 of them: 16 MiB at
+    worst): a status is rewritten with the same texts at every reconcile (a 20 KB status
+    took 31 ms uncached, in the event loop; 0.2 ms cached, 5 ms cold with the name rules
+    running on every text)."""
+    return _cached(value) if len(value) <= 4096 else _uncached(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached(value: str) -> str:
+    return _uncached(value)
+
+
+def _uncached(value: str) -> str:
     if "://" in value:
         value = _USERINFO.sub(lambda m: m.group(1) + MARK + "@", value)
     lowered = value.lower()
+    if "bearer" in lowered or "basic" in lowered:
+        value = _BEARER.sub(_bearer, value)
+    if not _HINT.search(value):
+        return value
     if "auth" in lowered:
         value = _AUTH_HEADER.sub(
             lambda m: m.group(1) + (m.group(2) + " " if m.group(2) else "") + MARK, value
         )
-    if "bearer" in lowered or "basic" in lowered:
-        value = _BEARER.sub(_bearer, value)
     if "=" in value:
         value = _QUERY.sub(lambda m: m.group(1) + MARK, value)
     if "=" in value or ":" in value:
