@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, FrozenSet, Iterable, List, Mapping, Tuple
 
 from preflight_contract import envnames
 from preflight_contract.report import Report
@@ -353,12 +353,6 @@ def for_process(environ: Mapping[str, str], secret_env: str = "") -> Redactor:
     (``secret_env``, the value as the checker read it)."""
     names = expand_secret_env(parse_secret_env(secret_env), environ)
     return Redactor.from_environ(environ, names)
-
-
-def redact_mapping(values: Mapping[str, Optional[str]]) -> Dict[str, Any]:
-    """A name -> value mapping with the values of secret names replaced (for evidence
-    that lists env)."""
-    return {k: (MARK if secret_name(k) and v else v) for k, v in values.items()}
 
 
 __all__ = [
