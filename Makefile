@@ -92,6 +92,10 @@ reliability: venv controlplane
 		tests/unit/test_warn_never_blocks.py tests/e2e/test_warn_never_blocks_in_pods.py \
 		tests/unit/test_shell_forms.py \
 		tests/e2e/test_kubectl_plugin.py
+	# issue 36 item 2: known secrets (URL userinfo, a secretKeyRef value, a token header) through
+	# every output channel, grepped for; credentials never follow a redirect to another host
+	$(PY) -m pytest -q tests/unit/test_no_secret_leaves.py tests/unit/test_redact.py \
+		tests/e2e/test_secrets_never_written.py
 	if [ -f hack/reliability/churn.py ]; then $(PY) hack/reliability/churn.py; fi
 	# issue 34, node feedback: a tenant's report changes a node only on the operator's probe;
 	# no tenant's reuse records evict another's (one and two replicas)

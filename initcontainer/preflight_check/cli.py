@@ -14,7 +14,7 @@ from typing import List, Mapping, Optional, Sequence, TextIO
 from preflight_check.host import Host, real_host
 from preflight_check.options import Options, UsageError, output_paths, parse_action, parse_options
 from preflight_check.output import write_outputs
-from preflight_contract import envnames
+from preflight_contract import envnames, redact
 from preflight_contract.actions import ENFORCE
 from preflight_contract.check_ids import CHECKS
 from preflight_contract.report import CheckResult, Report
@@ -60,7 +60,7 @@ def run(options: Options, host: Host, out: TextIO, err: TextIO) -> int:
 
         report.inventory = {"traceback": traceback.format_exc(limit=6)[-2000:]}
     write_outputs(
-        report,
+        _redacted(report, host.environ),
         options.json_path,
         options.termination_log,
         termination_log_given=options.termination_log_given,
@@ -94,9 +94,10 @@ def usage_failure(
         ],
         action=action,
     )
-    err.write(f"vllm-preflight check: usage error: {clean(error)}\n")
+    hidden = _redactor(environ)
+    err.write(f"vllm-preflight check: usage error: {clean(hidden.text(error))}\n")
     write_outputs(
-        report,
+        hidden.report(report),
         json_path,
         termination_log,
         termination_log_given=termination_log is not None,
@@ -104,6 +105,21 @@ def usage_failure(
         err=err,
     )
     return report.exit_code()
+
+
+def _redactor(environ: Mapping[str, str]) -> redact.Redactor:
+    """The pod's secrets (PREFLIGHT_SECRET_ENV, names that say so, URL passwords) and the
+    pattern rules; the patterns alone should reading the env ever fail."""
+    try:
+        return redact.for_process(environ, environ.get(envnames.SECRET_ENV, ""))
+    except Exception:  # a bug here must not cost the report: the patterns still apply
+        return redact.PATTERNS
+
+
+def _redacted(report: Report, environ: Mapping[str, str]) -> Report:
+    """The report as written anywhere (stdout, --json, the termination message, and from
+    there the GPUValidation, Events and logs): no secret of the pod in it (issue 36)."""
+    return _redactor(environ).report(report)
 
 
 def main(

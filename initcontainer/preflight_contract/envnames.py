@@ -70,6 +70,10 @@ SOCKET_FALLBACK = "PREFLIGHT_SOCKET_FALLBACK"
 # read from: they run after the check, so its copy there is not final (comma-separated
 # container names; preflight_contract/modelsource.py parse_model_writers)
 MODEL_WRITERS = "PREFLIGHT_MODEL_WRITERS"
+# The vLLM container's env variables whose values come from a Secret (env valueFrom
+# secretKeyRef; ``PREFIX*`` for an envFrom Secret, whose keys the injector cannot list):
+# the checker hides their values in everything it writes (preflight_contract/redact.py).
+SECRET_ENV = "PREFLIGHT_SECRET_ENV"
 
 # The checker's own: the request its group all-reduce child reads (never injected).
 GROUP_ALLREDUCE = "PREFLIGHT_GROUP_ALLREDUCE"
@@ -99,6 +103,7 @@ INJECTED: FrozenSet[str] = frozenset(
         DEEP_REUSE,
         GROUP_IMAGE,
         MODEL_WRITERS,
+        SECRET_ENV,
         SOCKET_FALLBACK,
         GROUP_ADDRESS,
     }
@@ -125,5 +130,6 @@ ORIGIN: Dict[str, str] = {
     PLAN_UNKNOWN: "the rules' reading of the vLLM container's command line (plan not read)",
     DEEP_REUSE: "the operator's records of deep passes (PreflightPolicy spec.verdictReuse)",
     MODEL_WRITERS: "the pod's init containers that mount the model's volume writable",
+    SECRET_ENV: "the vLLM container's env entries that come from a Secret",
     SOCKET_FALLBACK: "the PreflightPolicy's spec.groups.socketFallback",
 }

@@ -129,6 +129,59 @@ def read_cache(model: str, environ: Mapping[str, str]) -> Tuple[Optional[Files],
     return None, "; ".join(reasons)
 
 
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def keeps_credentials(old_url: str, new_url: str) -> bool:
+    """Whether a redirect from ``old_url`` to ``new_url`` may carry the Authorization
+    header: only to the same origin (scheme, host, port), and from http to https on the
+    same host with default ports. This is requests' ``Session.should_strip_auth`` (which
+    ``rebuild_auth`` calls on every redirect) and what huggingface_hub gets through it:
+    the Hub redirects ``resolve/`` of an LFS file to a CDN on another host with a signed
+    URL, which needs no token, and a mirror's redirect elsewhere must not receive it.
+    urllib's own HTTPRedirectHandler copies every header it was given to any target."""
+    import urllib.parse  # noqa: PLC0415  (see _get_json)
+
+    try:
+        old, new = urllib.parse.urlsplit(old_url), urllib.parse.urlsplit(new_url)
+        old_port, new_port = old.port, new.port
+    except ValueError:
+        return False
+    if old.hostname != new.hostname:
+        return False
+    if (
+        old.scheme == "http"
+        and old_port in (80, None)
+        and new.scheme == "https"
+        and new_port in (443, None)
+    ):
+        return True
+    return old.scheme == new.scheme and (old_port or _DEFAULT_PORTS.get(old.scheme)) == (
+        new_port or _DEFAULT_PORTS.get(new.scheme)
+    )
+
+
+def _open(request: Any, timeout_s: float) -> Any:
+    """urlopen with a redirect handler that drops credentials on the way to another
+    origin (:func:`keeps_credentials`)."""
+    import urllib.request  # noqa: PLC0415  (see _get_json)
+
+    class _Redirects(urllib.request.HTTPRedirectHandler):
+        def redirect_request(  # type: ignore[no-untyped-def]  # noqa: PLR0917 (urllib's)
+            self, req, fp, code, msg, headers, newurl
+        ):
+            new = super().redirect_request(req, fp, code, msg, headers, newurl)
+            if new is not None and not keeps_credentials(req.full_url, new.full_url):
+                for name in list(new.headers):
+                    if name.lower() in ("authorization", "proxy-authorization") or (
+                        "token" in name.lower()
+                    ):
+                        del new.headers[name]
+            return new
+
+    return urllib.request.build_opener(_Redirects).open(request, timeout=timeout_s)
+
+
 def _get_json(url: str, token: Optional[str], timeout_s: float) -> Tuple[Optional[Any], str]:
     # imported here: urllib.request costs ~20 ms at start-up (measured on an H200 host,
     # docs/PERFORMANCE.md), and most checks never ask the Hub
@@ -139,7 +192,7 @@ def _get_json(url: str, token: Optional[str], timeout_s: float) -> Tuple[Optiona
     if token:
         request.add_header("Authorization", f"Bearer {token}")
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+        with _open(request, timeout_s) as response:
             body = response.read(MAX_FILE_BYTES + 1)
     except urllib.error.HTTPError as exc:
         return None, f"HTTP {exc.code}"
@@ -638,7 +691,7 @@ def _hub_call(
     if token:
         request.add_header("Authorization", f"Bearer {token}")
     try:
-        with urllib.request.urlopen(request, timeout=max(0.05, timeout_s)) as response:
+        with _open(request, max(0.05, timeout_s)) as response:
             status = response.status
             headers = {k.lower(): v for k, v in response.headers.items()}
             body = response.read(MAX_FILE_BYTES + 1) if method == "GET" else b""

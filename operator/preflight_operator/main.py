@@ -19,6 +19,7 @@ from typing import Any
 
 import kopf
 
+from preflight_contract import redact
 from preflight_contract.terminal import clean
 from preflight_operator.core.analysis import RulesAnalyser
 from preflight_operator.core.config import ConfigError, load_config
@@ -178,14 +179,18 @@ async def run(options: RunOptions) -> None:
 class _TerminalSafe(logging.Formatter):
     """A handler's own formatter, its output passed through the one sanitiser
     (preflight_contract.terminal): log lines quote API errors, peers' TLS errors and names
-    from objects, and `kubectl logs` writes them to someone's terminal."""
+    from objects, and `kubectl logs` writes them to someone's terminal. Secrets are hidden
+    first (preflight_contract.redact, issue 36): a log line is read by more people than a
+    Secret."""
 
     def __init__(self, inner: logging.Formatter | None) -> None:
         super().__init__()
         self.inner = inner or logging.Formatter()
+        # the operator's own secrets too (its HF_TOKEN for the model cache, core/modelcache.py)
+        self.hide = redact.for_process(os.environ)
 
     def format(self, record: logging.LogRecord) -> str:
-        return clean(self.inner.format(record))
+        return clean(self.hide.text(self.inner.format(record)))
 
 
 def configure_logging(verbose: bool) -> None:

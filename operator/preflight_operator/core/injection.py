@@ -27,6 +27,7 @@ from typing import Any
 from preflight_contract import envnames
 from preflight_contract.check_ids import CHECKS, DEEP
 from preflight_contract.modelsource import model_writers_value
+from preflight_contract.redact import secret_env_names
 from preflight_contract.reuse import Offer, format_offers, plan_shape
 from preflight_operator.core import constants
 from preflight_operator.core.config import InjectionConfig, PolicySpec
@@ -849,6 +850,14 @@ def reuse_env(
     return kept
 
 
+def secret_env(vllm: Mapping[str, Any]) -> list[dict[str, str]]:
+    """PREFLIGHT_SECRET_ENV: the vLLM container's env names whose values come from a Secret
+    (``PREFIX*`` for an envFrom Secret). The checker cannot tell at run time which of its
+    variables came from one, and hides their values in all it writes (issue 36)."""
+    names = secret_env_names(vllm)
+    return [{"name": envnames.SECRET_ENV, "value": ",".join(names)}] if names else []
+
+
 def check_container(
     vllm: Mapping[str, Any],
     plan: Plan | None,
@@ -860,7 +869,7 @@ def check_container(
     model: str | None = None,
 ) -> dict[str, Any]:
     image = vllm.get("image") if mode == "WorkloadImage" else config.check_image
-    ours = preflight_env(plan, policy, config.timeout_seconds)
+    ours = preflight_env(plan, policy, config.timeout_seconds) + secret_env(vllm)
     vllm_args = vllm_args_value(argv)
     if vllm_args is not None:
         text, deferred = vllm_args

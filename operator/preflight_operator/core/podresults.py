@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from preflight_contract import redact
 from preflight_contract.check_ids import CHECKS, GROUP_PHASE
 from preflight_contract.modelfacts import RULE_IDS as MODEL_CHECKS
 from preflight_contract.modelfacts import UNREADABLE as MODEL_UNREADABLE
@@ -212,8 +213,9 @@ def pod_result(pod: Mapping[str, Any]) -> PodResult | None:
             message=shorten(f"the check's report could not be read: {exc}"),
         )
     if report is None:
-        return _without_report(text, terminated, base)
-    return _from_report(report, base)
+        return _without_report(redact.text(text), terminated, base)
+    # a checker older than the redaction layer, or a hostile pod, may send secrets (issue 36)
+    return _from_report(redact.PATTERNS.report(report), base)
 
 
 def with_load(result: PodResult, pod: Mapping[str, Any]) -> PodResult:

@@ -54,7 +54,10 @@ from typing import Any
 
 from preflight_contract.verdicts import FAIL, INFO, SEVERITIES, WARN
 from preflight_contract.vllm_args import parse_vllm_args
-from preflight_operator.core.rules import checks  # noqa: F401  (registers the rules)
+from preflight_operator.core.rules import (
+    checks,  # noqa: F401  (registers the rules)
+    redaction,
+)
 from preflight_operator.core.rules.certainty import (
     HEURISTIC,
     MEASUREMENT,
@@ -521,6 +524,7 @@ def _result(
     policy: Policy,
 ) -> ContainerResult:
     kept = [downgrade(f) for f in findings if policy.enabled(f.id)]
+    kept = redaction.findings(kept, ctx.env.values)  # no secret leaves in a finding (issue 36)
     order = {severity: i for i, severity in enumerate(SEVERITIES)}
     kept.sort(key=lambda f: order.get(f.severity, len(order)))
     need = ctx.gpus_needed
