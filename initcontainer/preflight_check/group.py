@@ -222,7 +222,7 @@ def group_config(
 # A pod's name (a DNS subdomain, at most 253) and uid (the API server's UUID), as a member
 # presents them; anything else is dropped, never echoed into a report.
 _POD_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
-_POD_UID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_POD_UID = re.compile(r"[0-9a-f]{8}-(?:[0-9a-f]{4}-){3}[0-9a-f]{12}")
 
 
 def pod_name(value: Any) -> Optional[str]:

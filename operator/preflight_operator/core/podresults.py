@@ -10,6 +10,7 @@ with the log's first line, never parsed as a pass.
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -77,6 +78,9 @@ class PodResult:
     # the pod's containers' start to Ready (loadtime.py), once it is Ready. Not compared:
     # it is not a new check run (run_key), and arrives after the result it rides on.
     load: LoadSample | None = dataclasses.field(default=None, compare=False)
+    # status.podIP as the API server has it: the operator matches a group leader's counted
+    # members against it (core/groupproof.py); "" when the pod has none or it is malformed
+    ip: str = ""
 
     @property
     def trusted(self) -> bool:
@@ -99,6 +103,8 @@ class PodResult:
         }
         if self.node:
             out["node"] = self.node
+        if self.ip:
+            out["podIP"] = self.ip
         if self.checked_at:
             out["checkedAt"] = self.checked_at
         if self.reason:
@@ -131,6 +137,7 @@ _GROUP_KEYS = {
     "slowest_ms": "slowestLocalMs",
     "busbw_gbps": "busBandwidthGBps",
     "transport": "transport",  # issue 26: NCCL's inter-pod transport (NET/IB+GDR, NET/Socket)
+    "members": "members",  # the leader's roster: index/uid/address (core/groupproof.py)
 }
 
 
@@ -194,6 +201,7 @@ def pod_result(pod: Mapping[str, Any]) -> PodResult | None:
         created_by=provenance.CONTROLLER
         if provenance.trusted(pod, workload.kind, workload.name)
         else provenance.OTHER,
+        ip=pod_ip(pod),
     )
     base = with_load(base, pod)
     text = str(terminated.get("message") or "")
@@ -208,6 +216,17 @@ def pod_result(pod: Mapping[str, Any]) -> PodResult | None:
     if report is None:
         return _without_report(text, terminated, base)
     return _from_report(report, base)
+
+
+def pod_ip(pod: Mapping[str, Any]) -> str:
+    """The pod's status.podIP in its canonical form, "" when absent or not an address."""
+    text = (pod.get("status") or {}).get("podIP")
+    if not isinstance(text, str) or len(text) > 45:
+        return ""
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        return ""
 
 
 def with_load(result: PodResult, pod: Mapping[str, Any]) -> PodResult:
