@@ -583,7 +583,7 @@ def judge(
     if slowest is not None:
         evidence["slowest"] = slowest
     if rejected:
-        evidence["rejected"] = list(rejected)[:8]
+        evidence["rejected"] = list(rejected)[:16]  # groupnet.Notes: 8 and a count
     if uncompared:
         evidence["args_not_compared"] = [
             i for i in joined if members[i].get("args_from") in _UNCOMPARED

@@ -141,10 +141,10 @@ def _prove(
     listed = {uid for _, uid, _ in roster}
     for member in counting:
         if str(member.get("uid", "")) not in listed:  # displaced, or the leader never saw it
-            index = (member.get("group") or {}).get("index")
+            where = (member.get("group") or {}).get("index")
             unmatched.append(
                 _cut(
-                    f"pod {member.get('pod', '')} (member {index}) reports this group, but the "
+                    f"pod {member.get('pod', '')} (member {where}) reports this group, but the "
                     "leader did not count it"
                 )
             )
