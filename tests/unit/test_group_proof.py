@@ -154,3 +154,17 @@ def test_the_pods_address_is_the_api_servers_canonical_form() -> None:
     mapped = leader(f"1/{UID[1]}/::ffff:{ip(1)}", f"2/{UID[2]}/{ip(2)}")
     group = only([mapped, member(1), member(2)])
     assert group["membersProven"] == 2
+
+
+def test_a_pod_anyone_made_claiming_to_lead_never_shadows_the_controllers_leader() -> None:
+    forged = {
+        **leader(f"1/{UID[1]}/{ip(1)}", f"2/{UID[2]}/{ip(2)}"),
+        "pod": "forged",
+        "uid": UID[5],
+        "createdBy": "other",
+        "checkedAt": "2026-12-06T06:00:00Z",  # newer than the real leader's
+    }
+    real = leader(f"1/{UID[1]}/10.9.9.9", f"2/{UID[2]}/{ip(2)}")
+    group = only([forged, real, member(1), member(2)])
+    assert group["verdict"] == "warn"  # the real leader's roster: member 1 unmatched
+    assert group["membersProven"] == 1

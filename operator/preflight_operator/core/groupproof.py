@@ -182,6 +182,28 @@ def _view(
             out[key] = group[key]
 
 
+def _leaders(entries: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """Per group id, the entry whose view is the group's: the newest run of a pod at index
+    0 that the workload's controller made, else the newest at index 0 (a pod anyone else
+    made, claiming to lead, never shadows the controller's leader: provenance.py)."""
+    out: dict[str, Mapping[str, Any]] = {}
+    seen: set[str] = set()
+    for entry in entries:
+        group = entry.get("group")
+        pod = str(entry.get("pod", ""))
+        if not isinstance(group, Mapping) or not group.get("id") or pod in seen:
+            continue
+        seen.add(pod)
+        gid = str(group["id"])
+        if group.get("index") != 0:
+            continue
+        held = out.get(gid)
+        trusted = entry.get("createdBy") == provenance.CONTROLLER
+        if held is None or (trusted and held.get("createdBy") != provenance.CONTROLLER):
+            out[gid] = entry
+    return out
+
+
 def group_results(
     history: Sequence[Mapping[str, Any]], live: Sequence[Mapping[str, Any]] = ()
 ) -> list[dict[str, Any]]:
@@ -203,6 +225,7 @@ def group_results(
         key=lambda e: (str(e.get("checkedAt", "")), str(e.get("pod", ""))),
         reverse=True,
     )
+    chosen = _leaders([*history, *ordered])
     groups: dict[str, dict[str, Any]] = {}
     leaders: dict[str, Mapping[str, Any]] = {}
     members: dict[str, list[Mapping[str, Any]]] = {}
@@ -217,7 +240,7 @@ def group_results(
         if gid not in groups and len(groups) >= MAX_GROUPS:
             continue
         out = groups.setdefault(gid, {"group": gid, "podsReported": 0})
-        leader = group.get("index") == 0 and gid not in leaders
+        leader = chosen.get(gid) is entry
         if leader:
             leaders[gid] = entry
         else:
