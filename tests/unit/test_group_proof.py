@@ -168,3 +168,17 @@ def test_a_pod_anyone_made_claiming_to_lead_never_shadows_the_controllers_leader
     group = only([forged, real, member(1), member(2)])
     assert group["verdict"] == "warn"  # the real leader's roster: member 1 unmatched
     assert group["membersProven"] == 1
+
+
+def test_the_reasons_of_many_groups_stay_within_the_status_budget() -> None:
+    history: list[dict[str, Any]] = []
+    for g in range(16):
+        roster = [f"{i}/{UID[5]}/10.9.{g}.{i}" for i in range(1, 9)]  # 8 strangers each
+        entry = leader(*roster, joined=9)
+        entry["group"] = {**entry["group"], "id": f"ns/lws-{g}", "size": 9}
+        history.append({**entry, "pod": f"lws-{g}", "uid": f"{g:08x}-0000-4000-8000-{g:012x}"})
+    groups = group_results(history)
+    assert len(groups) == 16
+    assert all(g["verdict"] == "warn" for g in groups)
+    assert sum(len(u) for g in groups for u in g["unmatched"]) <= 8 * 1024
+    assert groups[0]["unmatched"][1] == "7 more reason(s) not listed"

@@ -39,6 +39,10 @@ from preflight_operator.core import provenance
 MAX_GROUPS = 16
 MAX_UNMATCHED = 8  # the GPUValidation's runtime.groups[].unmatched maxItems
 _TEXT = 300
+# All groups' ``unmatched`` texts together: 16 groups x 8 x 300 characters would be 38 KB,
+# more than the whole status may be (gpuvalidation.STATUS_LIMIT, 32 KiB). Past this, each
+# group keeps its first reason and counts the rest.
+UNMATCHED_BUDGET = 8 * 1024
 
 
 def _cut(text: str) -> str:
@@ -250,4 +254,15 @@ def group_results(
         if gid in leaders:
             _prove(out, leaders[gid], pods, members.get(gid, []))
         out["leaderReported"] = gid in leaders
-    return list(groups.values())
+    return _bounded(list(groups.values()))
+
+
+def _bounded(groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``groups`` with their ``unmatched`` reasons within UNMATCHED_BUDGET characters."""
+    if sum(len(u) for g in groups for u in g.get("unmatched", [])) <= UNMATCHED_BUDGET:
+        return groups
+    for group in groups:
+        reasons = group.get("unmatched") or []
+        if len(reasons) > 1:
+            group["unmatched"] = [reasons[0], f"{len(reasons) - 1} more reason(s) not listed"]
+    return groups
