@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from preflight_operator.core.groupproof import group_results
-from preflight_operator.core.podresults import pod_ip
+from preflight_operator.core.podresults import pod_ip, pod_ips
 
 UID = [f"{i:08x}-aaaa-4bbb-8ccc-{i:012x}" for i in range(6)]
 GID = "ns/lws-0"
@@ -182,3 +182,12 @@ def test_the_reasons_of_many_groups_stay_within_the_status_budget() -> None:
     assert all(g["verdict"] == "warn" for g in groups)
     assert sum(len(u) for g in groups for u in g["unmatched"]) <= 8 * 1024
     assert groups[0]["unmatched"][1] == "7 more reason(s) not listed"
+
+
+def test_a_dual_stack_member_matches_on_either_of_its_addresses() -> None:
+    status = {"podIP": "fd00::b", "podIPs": [{"ip": "fd00::b"}, {"ip": ip(1)}, {"ip": "x"}]}
+    assert pod_ips({"status": status}) == ("fd00::b", ip(1))
+    assert pod_ips({"status": {"podIPs": [{"ip": ip(1)}]}}) == ()
+    dual = {**member(1), "podIP": "fd00::b", "podIPs": ["fd00::b", ip(1)]}
+    group = only([leader(*honest_roster()), dual, member(2)])
+    assert (group["verdict"], group["membersProven"]) == ("pass", 2)

@@ -95,7 +95,10 @@ def _member_problem(
         )
     name = str(pod.get("pod", ""))
     own_ip = _address(pod.get("podIP"))
-    if not own_ip or own_ip != _address(address):
+    extra = pod.get("podIPs")
+    owned = {own_ip, *(_address(a) for a in (extra if isinstance(extra, list) else [])[:2])}
+    owned.discard("")
+    if _address(address) not in owned:
         return f"{said}: pod {name}'s IP is {own_ip or 'unknown'}, not the address the leader saw"
     if leader_trusted and pod.get("createdBy") != provenance.CONTROLLER:
         return f"{said}: pod {name} was not created by the workload's controller"

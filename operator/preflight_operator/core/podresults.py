@@ -81,6 +81,8 @@ class PodResult:
     # status.podIP as the API server has it: the operator matches a group leader's counted
     # members against it (core/groupproof.py); "" when the pod has none or it is malformed
     ip: str = ""
+    # every address of a dual-stack pod (status.podIPs), when it has more than the one
+    ips: tuple[str, ...] = ()
 
     @property
     def trusted(self) -> bool:
@@ -105,6 +107,8 @@ class PodResult:
             out["node"] = self.node
         if self.ip:
             out["podIP"] = self.ip
+        if self.ips:
+            out["podIPs"] = list(self.ips)
         if self.checked_at:
             out["checkedAt"] = self.checked_at
         if self.reason:
@@ -202,6 +206,7 @@ def pod_result(pod: Mapping[str, Any]) -> PodResult | None:
         if provenance.trusted(pod, workload.kind, workload.name)
         else provenance.OTHER,
         ip=pod_ip(pod),
+        ips=pod_ips(pod),
     )
     base = with_load(base, pod)
     text = str(terminated.get("message") or "")
@@ -220,7 +225,22 @@ def pod_result(pod: Mapping[str, Any]) -> PodResult | None:
 
 def pod_ip(pod: Mapping[str, Any]) -> str:
     """The pod's status.podIP in its canonical form, "" when absent or not an address."""
-    text = (pod.get("status") or {}).get("podIP")
+    return _canonical((pod.get("status") or {}).get("podIP"))
+
+
+def pod_ips(pod: Mapping[str, Any]) -> tuple[str, ...]:
+    """A dual-stack pod's status.podIPs (at most 2, the API server's limit: one per family),
+    canonical; () when it has one address or none."""
+    raw = (pod.get("status") or {}).get("podIPs")
+    found = [
+        _canonical(item.get("ip")) for item in (raw if isinstance(raw, list) else [])[:2]
+        if isinstance(item, Mapping)
+    ]  # fmt: skip
+    found = [f for f in found if f]
+    return tuple(found) if len(found) > 1 else ()
+
+
+def _canonical(text: Any) -> str:
     if not isinstance(text, str) or len(text) > 45:
         return ""
     try:
