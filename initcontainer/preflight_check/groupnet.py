@@ -195,12 +195,13 @@ def _take_hello(
         None,
     )
     if index in members or same_pod is not None:
-        duplicates.append(
+        reason = (
             _duplicate(index, members[index], facts)
             if index in members
             else _same_pod(index, same_pod, facts)
         )
-        _send(sock, {"proto": PROTOCOL, "type": "reject", "reason": duplicates[-1]})
+        duplicates.append(reason)
+        _send(sock, {"proto": PROTOCOL, "type": "reject", "reason": reason})
         sock.close()
         return
     members[index], conns[index] = facts, sock
