@@ -97,6 +97,10 @@ reliability: venv controlplane
 	$(PY) -m pytest -q tests/unit/test_no_secret_leaves.py tests/unit/test_redact.py \
 		tests/e2e/test_secrets_never_written.py
 	if [ -f hack/reliability/churn.py ]; then $(PY) hack/reliability/churn.py; fi
+	# issue 36 item 1: an impostor at a group's rendezvous port never makes a broken group
+	# pass; the GPUValidation names the unmatched member (~50 s)
+	$(PY) -m pytest -q tests/e2e/test_group_impostor.py tests/unit/test_check_group_impostor.py \
+		tests/unit/test_group_proof.py
 	# issue 34, node feedback: a tenant's report changes a node only on the operator's probe;
 	# no tenant's reuse records evict another's (one and two replicas)
 	$(PY) -m pytest -q tests/e2e/test_node_feedback.py tests/e2e/test_node_probe_ha.py \

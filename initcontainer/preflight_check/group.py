@@ -33,6 +33,11 @@ MAX_FRAME = 64 * 1024
 # torch.distributed's customary 29500.
 DEFAULT_PORT = 29600
 MAX_GROUP_SIZE = 1024
+# The members the leader lists with their identity in its report's group summary (which
+# rides in the 2 KiB termination message: ~60 bytes each). A group larger than this has
+# its members past the first ROSTER_MAX counted but not listed, so the operator does not
+# call it proven (docs/CHECKS.md, "Who is a member").
+ROSTER_MAX = 16
 _MAX_TEXT = 256
 _MAX_LIST = 64
 
@@ -105,6 +110,10 @@ class GroupConfig:
     args: Dict[str, str] = field(default_factory=dict)
     # where they came from (ARGS_FROM_*): the leader says which members it did not compare
     args_from: str = ""
+    # this pod's name and uid (PREFLIGHT_POD_NAME / PREFLIGHT_POD_UID, downward API): what a
+    # member presents to its leader, "" when not set or malformed (see ``roster_entry``)
+    pod: str = ""
+    uid: str = ""
 
     @property
     def is_leader(self) -> bool:
@@ -190,6 +199,8 @@ def group_config(
         raise GroupError(f"PREFLIGHT_GROUP_BACKEND={backend!r} is not one of nccl, gloo")
     node = environ.get(envnames.NODE_NAME) or environ.get("NODE_NAME") or ""
     args, args_from = engine_args(argv), _args_from(environ, argv)
+    pod = pod_name(environ.get(envnames.POD_NAME)) or ""
+    uid = pod_uid(environ.get(envnames.POD_UID)) or ""
     return GroupConfig(
         kind,
         group_id[:_MAX_TEXT],
@@ -203,7 +214,25 @@ def group_config(
         backend,
         args,
         args_from,
+        pod,
+        uid,
     )
+
+
+# A pod's name (a DNS subdomain, at most 253) and uid (the API server's UUID), as a member
+# presents them; anything else is dropped, never echoed into a report.
+_POD_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
+_POD_UID = re.compile(r"[0-9a-f]{8}-(?:[0-9a-f]{4}-){3}[0-9a-f]{12}")
+
+
+def pod_name(value: Any) -> Optional[str]:
+    text = value.strip() if isinstance(value, str) else ""
+    return text if _POD_NAME.fullmatch(text) else None
+
+
+def pod_uid(value: Any) -> Optional[str]:
+    text = value.strip().lower() if isinstance(value, str) else ""
+    return text if _POD_UID.fullmatch(text) else None
 
 
 def _args_from(environ: Mapping[str, str], argv: Sequence[str]) -> str:
@@ -379,6 +408,10 @@ def clean_facts(raw: Any) -> Dict[str, Any]:
         text = _text(facts.get(key))
         if text is not None:
             out[key] = text
+    for key, check in (("pod", pod_name), ("uid", pod_uid)):
+        valid = check(facts.get(key))
+        if valid is not None:
+            out[key] = valid
     args_raw = facts.get("args")
     args = (
         {str(k)[:64]: str(v)[:_MAX_TEXT] for k, v in list(args_raw.items())[:_MAX_LIST]}
@@ -544,11 +577,13 @@ def judge(
         "missing": missing,
         "waited_ms": round(waited_s * 1000.0, 1),
         "members": [_summary(i, members[i]) for i in joined][:16],
+        # every member counted, but the leader itself: index/uid/address it connected from
+        "roster": [roster_entry(i, members[i]) for i in joined if i != 0][:ROSTER_MAX],
     }
     if slowest is not None:
         evidence["slowest"] = slowest
     if rejected:
-        evidence["rejected"] = list(rejected)[:8]
+        evidence["rejected"] = list(rejected)[:16]  # groupnet.Notes: 8 and a count
     if uncompared:
         evidence["args_not_compared"] = [
             i for i in joined if members[i].get("args_from") in _UNCOMPARED
@@ -716,10 +751,29 @@ def _slowest(members: Mapping[int, Mapping[str, Any]]) -> Optional[Dict[str, Any
 
 def _summary(index: int, facts: Mapping[str, Any]) -> Dict[str, Any]:
     out: Dict[str, Any] = {"index": index}
-    for key in ("node", "gpu_count", "driver", "nccl", "vllm", "args_hash", "verdict", "local_ms"):
+    for key in (
+        "node",
+        "pod",
+        "uid",
+        "peer_ip",
+        "gpu_count",
+        "driver",
+        "nccl",
+        "vllm",
+        "args_hash",
+        "verdict",
+        "local_ms",
+    ):
         if facts.get(key) not in (None, ""):
             out[key] = facts[key]
     return out
+
+
+def roster_entry(index: int, facts: Mapping[str, Any]) -> str:
+    """``index/uid/peer address`` of a counted member ("?" for what it did not present):
+    the claim the operator checks against the API server. The uid is the member's word;
+    the address is what the leader's socket saw, which the member cannot choose."""
+    return f"{index}/{facts.get('uid') or '?'}/{facts.get('peer_ip') or '?'}"
 
 
 def member_outcome_unreachable(

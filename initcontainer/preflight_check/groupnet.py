@@ -35,7 +35,28 @@ from preflight_check.group import (
 RETRY_S = 0.05  # between a member's attempts to dial the leader
 HELLO_S = 5.0  # a connection must say who it is within this
 MAX_CONNECTIONS = 256  # open at once; more are refused (a flood cannot exhaust the leader)
+MAX_NOTES = 8  # rejections and duplicates kept word for word; the rest are counted
 Clock = Callable[[], float]
+
+
+class Notes(List[str]):
+    """A list of reasons that keeps the first MAX_NOTES and counts the rest: anyone who
+    can reach the port can make the leader refuse them, for as long as it listens (a loop
+    of connect-and-close is thousands a second), and nothing a peer does may grow the
+    leader's memory or its report without bound."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.more = 0
+
+    def append(self, text: str) -> None:
+        if len(self) < MAX_NOTES:
+            super().append(text[:300])
+        else:
+            self.more += 1
+
+    def listed(self) -> List[str]:
+        return list(self) + ([f"{self.more} more not listed"] if self.more else [])
 
 
 def leader_deadline(start: float, deadline: float) -> float:
@@ -70,8 +91,7 @@ def lead(
         )
     members: Dict[int, Dict[str, Any]] = {0: clean_facts(own_facts)}
     conns: Dict[int, socket.socket] = {}
-    rejected: List[str] = []
-    duplicates: List[str] = []
+    rejected, duplicates = Notes(), Notes()
     selector = selectors.DefaultSelector()
     selector.register(server, selectors.EVENT_READ, None)
     pending: Dict[socket.socket, Tuple[FrameReader, str, float]] = {}
@@ -99,8 +119,8 @@ def lead(
             config,
             members,
             waited_s=clock() - started,
-            rejected=rejected,
-            duplicates=duplicates,
+            rejected=rejected.listed(),
+            duplicates=duplicates.listed(),
         )
         if plan is not None and verdict.status != "fail":
             verdict.evidence["allreduce"] = plan(members)
@@ -166,10 +186,22 @@ def _take_hello(
         return
     index, facts = got
     selector.unregister(sock)
-    pending.pop(sock, None)
-    if index in members:
-        duplicates.append(_duplicate(index, members[index], facts))
-        _send(sock, {"proto": PROTOCOL, "type": "reject", "reason": duplicates[-1]})
+    _, peer, _ = pending.pop(sock, (None, "", 0.0))
+    # the address the socket saw, never what the peer says: facts from a peer hold no
+    # peer_ip (clean_facts drops unknown keys)
+    facts["peer_ip"] = peer.rsplit(":", 1)[0] if peer else ""
+    same_pod = next(
+        (i for i, m in members.items() if facts.get("uid") and m.get("uid") == facts["uid"]),
+        None,
+    )
+    if index in members or same_pod is not None:
+        reason = (
+            _duplicate(index, members[index], facts)
+            if index in members
+            else _same_pod(index, same_pod, facts)
+        )
+        duplicates.append(reason)
+        _send(sock, {"proto": PROTOCOL, "type": "reject", "reason": reason})
         sock.close()
         return
     members[index], conns[index] = facts, sock
@@ -221,6 +253,13 @@ def _read_hello(
         if reader.pending == 0:  # a framed message of ours: tell the sender why
             _send(sock, {"proto": PROTOCOL, "type": "reject", "reason": reason})
         return reason
+
+
+def _same_pod(index: int, other: Any, facts: Mapping[str, Any]) -> str:
+    return (
+        f"member index {index} presents pod uid {facts.get('uid')}, which member {other} "
+        "already presented: one pod is one member"
+    )
 
 
 def _duplicate(index: int, first: Mapping[str, Any], second: Mapping[str, Any]) -> str:

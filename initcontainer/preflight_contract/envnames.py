@@ -61,6 +61,11 @@ GROUP_ARGS = "PREFLIGHT_GROUP_ARGS"
 # The vLLM container's image as written (tag or @sha256 digest): members compare it (issue 26)
 GROUP_IMAGE = "PREFLIGHT_GROUP_IMAGE"
 NODE_NAME = "PREFLIGHT_NODE_NAME"
+# The pod's own name and uid (downward API), which a group member presents to its leader:
+# the leader lists every member it counted with them and the address it connected from,
+# and the operator matches each against the API server (docs/CHECKS.md, "Who is a member").
+POD_NAME = "PREFLIGHT_POD_NAME"
+POD_UID = "PREFLIGHT_POD_UID"
 # Verdict reuse (preflight_contract/reuse.py): the deep passes this pod may reuse.
 DEEP_REUSE = "PREFLIGHT_DEEP_REUSE"
 # "fail": a multi-node group whose NCCL fell back to TCP sockets while the node has RDMA
@@ -106,6 +111,8 @@ INJECTED: FrozenSet[str] = frozenset(
         SECRET_ENV,
         SOCKET_FALLBACK,
         GROUP_ADDRESS,
+        POD_NAME,
+        POD_UID,
     }
 )
 

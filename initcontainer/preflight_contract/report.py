@@ -16,6 +16,7 @@ Two forms of the same schema exist:
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -348,7 +349,8 @@ _GROUP_MAX_MEASURE = 1e9
 
 
 def group_summary(raw: Any) -> Dict[str, Any]:
-    """The group phase in at most ~300 bytes: group id, this pod's index, size, members
+    """The group phase in at most ~300 bytes (the leader adds its roster, ~60 bytes a
+    member, at most GROUP_MAX_LISTED): group id, this pod's index, size, members
     joined, missing indices, the group verdict, the slowest member, the deep tier's bus
     bandwidth. Unknown keys are dropped, texts cut; never raises."""
     if not isinstance(raw, Mapping):
@@ -372,7 +374,18 @@ def group_summary(raw: Any) -> Dict[str, Any]:
     missing = raw.get("missing")
     if isinstance(missing, list):
         out["missing"] = [m for m in missing if _whole(m)][:8]
+    members = raw.get("members")
+    if isinstance(members, list):  # the leader's roster (preflight_check.group.roster_entry)
+        out["members"] = [
+            m for m in members[:GROUP_MAX_LISTED] if isinstance(m, str) and _ROSTER.fullmatch(m)
+        ]
     return out
+
+
+# A counted member as the leader lists it: index/uid/the address it connected from ("?"
+# where it presented none); at most GROUP_MAX_LISTED (~60 bytes each).
+GROUP_MAX_LISTED = 16
+_ROSTER = re.compile(r"[0-9]{1,6}/(?:[0-9a-f-]{36}|\?)/(?:[0-9A-Fa-f:.]{2,45}|\?)")
 
 
 def _whole(value: Any) -> bool:
@@ -479,6 +492,10 @@ def _last_resort(report: Report, limit: int) -> Dict[str, Any]:
             break
     if len(json.dumps(out, separators=(",", ":"), default=str).encode()) > limit:
         out["plan"] = {}
+    too_big = len(json.dumps(out, separators=(",", ":"), default=str).encode()) > limit
+    if too_big and "group" in out:
+        # the leader's roster goes last: without it the operator calls the group unproven
+        out["group"] = {k: v for k, v in out["group"].items() if k != "members"}
     return out
 
 

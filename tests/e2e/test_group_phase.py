@@ -134,6 +134,9 @@ def kubelet_env(pod: dict[str, Any], port: int) -> dict[str, str]:
         "PREFLIGHT_GROUP_SIZE": meta["annotations"][f"{LWS}/size"],
         "PREFLIGHT_GROUP_NUMBER": meta["labels"][f"{LWS}/group-index"],
         "PREFLIGHT_NODE_NAME": pod["spec"]["nodeName"],
+        # who the member is (issue 36): the leader lists it, the operator matches it
+        "PREFLIGHT_POD_NAME": meta["name"],
+        "PREFLIGHT_POD_UID": meta["uid"],
     }
     env: dict[str, str] = {}
     for entry in check["env"]:
@@ -155,13 +158,15 @@ def kubelet_env(pod: dict[str, Any], port: int) -> dict[str, str]:
         PREFLIGHT_DEADLINE="8",
         PATH=os.environ.get("PATH", ""),
     )
+    if os.environ.get("PYTHONPATH"):  # a checkout's own code, not the one the venv installed
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     return env
 
 
-def start_check(pod: dict[str, Any], port: int, workdir: Path) -> subprocess.Popen[str]:
+def start_check(pod: dict[str, Any], port: int, workdir: Path, *fake: str) -> subprocess.Popen[str]:
     log = workdir / f"{pod['metadata']['name']}.termination-log"
     return subprocess.Popen(
-        [sys.executable, "-m", "preflight_dev.demo.fakecheck",
+        [sys.executable, "-m", "preflight_dev.demo.fakecheck", *fake,
          "--gpus", str(fakekubelet.check_gpus(pod)),
          "--shm-bytes", str(fakekubelet.check_shm_bytes(pod)),
          "--", "--termination-log", str(log)],
@@ -173,13 +178,29 @@ def play_kubelet(cluster: Cluster, pods: list[dict[str, Any]], workdir: Path) ->
     """Run every pod's check at once (they must meet), then write each pod's status."""
     port = free_port()
     running = [(pod, start_check(pod, port, workdir)) for pod in pods]
+    return finish_checks(cluster, running, workdir)
+
+
+# Every pod's check runs here, so every member dials from 127.0.0.1: the podIP the kubelet
+# would report for each (the address the leader sees; issue 36, core/groupproof.py).
+POD_IP = "127.0.0.1"
+
+
+def finish_checks(
+    cluster: Cluster, running: list[tuple[dict[str, Any], subprocess.Popen[str]]], workdir: Path
+) -> dict[str, Any]:
+    """Wait for each check and write its pod's status, as the kubelet would."""
     reports: dict[str, Any] = {}
     for pod, proc in running:
-        code = proc.wait(60)
+        out, err = proc.communicate(timeout=60)
+        code = proc.returncode
         name = pod["metadata"]["name"]
-        message = (workdir / f"{name}.termination-log").read_text()
+        log = workdir / f"{name}.termination-log"
+        assert log.exists(), (name, code, out[-2000:], err[-2000:])
+        message = log.read_text()
         reports[name] = (code, json.loads(message))
         status = fakekubelet.pod_status(pod, exit_code=code, message=message)
+        status["podIP"] = POD_IP
         cluster.kubectl(
             "patch", "pod", name, "-n", pod["metadata"]["namespace"], "--subresource=status",
             "--type=merge", "-p", json.dumps({"status": status}),
@@ -244,6 +265,9 @@ def test_a_group_that_agrees_passes_and_names_the_slowest_member(
     group = groups[0]
     assert group["group"] == f"{namespace}/agree-0"
     assert (group["verdict"], group["membersJoined"], group["leaderReported"]) == ("pass", 3, True)
+    # every member the leader counted is a pod of this group, as the API server says
+    assert group["membersProven"] == 2
+    assert "unmatched" not in group
     assert group["slowestMember"].startswith(("leader (gpu-node-", "worker "))
 
 

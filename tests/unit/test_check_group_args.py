@@ -104,6 +104,8 @@ def kubelet(pod: dict[str, Any], env: list[dict[str, Any]]) -> dict[str, str]:
         f"metadata.labels['{LWS}/group-index']": "0",
         f"metadata.annotations['{LWS}/size']": "2",
         "spec.nodeName": pod["spec"]["nodeName"],
+        "metadata.name": meta["name"],
+        "metadata.uid": meta.get("uid", ""),
     }
 
     def expand(text: str) -> str:

@@ -72,11 +72,22 @@ def entry(pod_name: str, index: int, verdict: str, **extra: Any) -> dict[str, An
 
 
 def test_the_leaders_view_is_the_groups() -> None:
+    # the leader lists both members it counted; both are pods of this workload with the
+    # address the leader saw (tests/unit/test_group_proof.py has the impostors)
+    roster = [f"1/{UID[1]}/10.0.0.11", f"2/{UID[2]}/10.0.0.12"]
     history = [
-        entry("w2", 2, "fail", joined=1),  # newest: a member that never reached the leader
-        entry("leader", 0, "warn", joined=3, slowestMember="worker 1 (n2)", busBandwidthGBps=9.5),
-        entry("w1", 1, "warn", joined=3),
-        entry("leader", 0, "pass", joined=3),  # an older run of the leader: ignored
+        proven("w2", 2, "warn", joined=3),  # newest
+        proven(
+            "leader",
+            0,
+            "warn",
+            joined=3,
+            slowestMember="worker 1 (n2)",
+            busBandwidthGBps=9.5,
+            members=roster,
+        ),
+        proven("w1", 1, "pass", joined=3),
+        proven("leader", 0, "pass", joined=3),  # an older run of the leader: ignored
     ]
     groups = group_results(history)
     assert groups == [
@@ -85,12 +96,28 @@ def test_the_leaders_view_is_the_groups() -> None:
             "podsReported": 3,
             "size": 3,
             "verdict": "warn",
+            "leaderVerdict": "warn",
             "membersJoined": 3,
+            "membersProven": 2,
             "slowestMember": "worker 1 (n2)",
             "busBandwidthGBps": 9.5,
             "leaderReported": True,
         }
     ]
+
+
+UID = {i: f"0000000{i}-0000-4000-8000-00000000000{i}" for i in range(3)}
+
+
+def proven(pod_name: str, index: int, verdict: str, **extra: Any) -> dict[str, Any]:
+    """A pod entry as PodResult.to_status writes it: uid, the API server's podIP, made by
+    the workload's controller."""
+    return {
+        **entry(pod_name, index, verdict, **extra),
+        "uid": UID[index],
+        "podIP": f"10.0.0.1{index}",
+        "createdBy": "controller",
+    }
 
 
 def test_without_the_leader_the_worst_member_view_stands() -> None:

@@ -30,11 +30,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--shm-bytes", type=int, default=None, help="size of the pod's /dev/shm (default: large)"
     )
+    parser.add_argument(
+        "--ecc-uncorrectable",
+        type=int,
+        default=0,
+        help="volatile uncorrectable ECC errors on GPU 0 (a broken GPU; default 0)",
+    )
     parser.add_argument("check_args", nargs="*", help="options of `vllm-preflight check`")
     args = parser.parse_args(argv)
     from preflight_check.cli import main as check_main  # noqa: PLC0415
 
     machine = h200_machine(max(0, args.gpus))
+    if args.ecc_uncorrectable and machine.gpus:
+        machine.gpus[0].ecc_uncorrectable = args.ecc_uncorrectable
     if args.shm_bytes is None:
         host = fake_host(machine, dict(os.environ))
     else:

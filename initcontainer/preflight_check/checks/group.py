@@ -63,6 +63,10 @@ def member_facts(
     config = options.group
     return {
         "node": (config.node if config else "") or None,
+        # who this pod is (the downward API's name and uid): the leader lists it, the
+        # operator matches it to the pod the API server knows
+        "pod": (config.pod if config else "") or None,
+        "uid": (config.uid if config else "") or None,
         "host": socket.gethostname(),
         "gpu_count": len(uuids),
         "gpu_uuids": uuids,
@@ -324,6 +328,8 @@ def summary(config: GroupConfig, results: List[CheckResult]) -> Dict[str, Any]:
             out["joined"] = len(joined)
         if isinstance(evidence.get("missing"), list):
             out["missing"] = evidence["missing"]
+        if config.is_leader and isinstance(evidence.get("roster"), list):
+            out["members"] = evidence["roster"]
         slowest = evidence.get("slowest")
         if isinstance(slowest, dict):
             out["slowest"] = str(slowest.get("member", ""))

@@ -21,8 +21,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from preflight_contract.verdicts import ERROR, FAIL, PASS, UNKNOWN, VERDICTS, WARN, rank, worst
+from preflight_contract.verdicts import ERROR, FAIL, PASS, UNKNOWN, WARN, worst
 from preflight_operator.core import constants
+from preflight_operator.core.groupproof import group_results
 from preflight_operator.core.loadtime import load_section
 from preflight_operator.core.podresults import PodResult
 from preflight_operator.core.policy import ResolvedPolicy
@@ -378,7 +379,7 @@ def build_status(inputs: StatusInputs) -> dict[str, Any]:
     }
     if history and history[0].get("checkedAt"):
         status["runtime"]["lastCheckedAt"] = history[0]["checkedAt"]
-    groups = group_results(history)
+    groups = group_results(history, [r.to_status() for r in inputs.live_results])
     if groups:
         status["runtime"]["groups"] = groups
     loaded = measured_load(prev_runtime, inputs.live_results)
@@ -431,49 +432,6 @@ def measured_load(previous_runtime: Mapping[str, Any], live: Sequence[PodResult]
     return load_section(
         previous_runtime, [r.load for r in live if r.trusted and r.load is not None]
     )
-
-
-MAX_GROUPS = 16
-
-
-def group_results(history: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Per multi-node group (a LeaderWorkerSet replica): members joined, the verdict, the
-    slowest member and the deep tier's bus bandwidth, from the newest run of each pod.
-    The leader's view (index 0) is the group's: it is the one that compared everyone;
-    without it, the worst verdict a member reported."""
-    groups: dict[str, dict[str, Any]] = {}
-    seen: set[str] = set()
-    for entry in history:  # newest first
-        group = entry.get("group")
-        pod = str(entry.get("pod", ""))
-        if not isinstance(group, Mapping) or not group.get("id") or pod in seen:
-            continue
-        seen.add(pod)
-        gid = str(group["id"])
-        if gid not in groups and len(groups) >= MAX_GROUPS:
-            continue
-        out = groups.setdefault(gid, {"group": gid, "podsReported": 0})
-        out["podsReported"] += 1
-        if isinstance(group.get("size"), int):
-            out["size"] = group["size"]
-        verdict = str(group.get("verdict", ""))
-        leader = group.get("index") == 0
-        shown = str(out.get("verdict", ""))
-        worse = verdict in VERDICTS and (shown not in VERDICTS or rank(verdict) > rank(shown))
-        if leader or (not out.get("fromLeader") and worse):
-            for key in ("verdict", "joined", "missing", "slowestMember", "slowestLocalMs"):
-                if key in group:
-                    out["membersJoined" if key == "joined" else key] = group[key]
-            if leader:
-                out["fromLeader"] = True
-        for key in ("busBandwidthGBps", "transport"):  # transport: issue 26
-            if key in group and (leader or key not in out):
-                out[key] = group[key]
-    return [
-        {k: v for k, v in g.items() if k != "fromLeader"}
-        | {"leaderReported": bool(g.get("fromLeader"))}
-        for g in groups.values()
-    ]
 
 
 def _size(value: Any) -> int:

@@ -348,6 +348,9 @@ def group_env(pod: Mapping[str, Any], vllm: Mapping[str, Any], port: int) -> lis
             "value": f"{meta.get('namespace', '')}/{lws}-$(PREFLIGHT_GROUP_NUMBER)",
         },
         {"name": envnames.NODE_NAME, "valueFrom": _field("spec.nodeName")},
+        # who this member is, for the leader to list and the operator to match
+        {"name": envnames.POD_NAME, "valueFrom": _field("metadata.name")},
+        {"name": envnames.POD_UID, "valueFrom": _field("metadata.uid")},
     ]
     return env + _member_env(vllm)
 
@@ -598,6 +601,8 @@ def jobset_group_env(
         {"name": envnames.GROUP_INDEX, "value": str(place.index)},
         {"name": envnames.GROUP_ID, "value": place.group_id},
         {"name": envnames.NODE_NAME, "valueFrom": _field("spec.nodeName")},
+        {"name": envnames.POD_NAME, "valueFrom": _field("metadata.name")},
+        {"name": envnames.POD_UID, "valueFrom": _field("metadata.uid")},
         *_member_env(vllm),
     ]
 

@@ -10,6 +10,7 @@ with the log's first line, never parsed as a pass.
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -82,6 +83,11 @@ class PodResult:
     # the pod's containers' start to Ready (loadtime.py), once it is Ready. Not compared:
     # it is not a new check run (run_key), and arrives after the result it rides on.
     load: LoadSample | None = dataclasses.field(default=None, compare=False)
+    # status.podIP as the API server has it: the operator matches a group leader's counted
+    # members against it (core/groupproof.py); "" when the pod has none or it is malformed
+    ip: str = ""
+    # every address of a dual-stack pod (status.podIPs), when it has more than the one
+    ips: tuple[str, ...] = ()
 
     @property
     def trusted(self) -> bool:
@@ -104,6 +110,10 @@ class PodResult:
         }
         if self.node:
             out["node"] = self.node
+        if self.ip:
+            out["podIP"] = self.ip
+        if self.ips:
+            out["podIPs"] = list(self.ips)
         if self.checked_at:
             out["checkedAt"] = self.checked_at
         if self.reason:
@@ -138,6 +148,7 @@ _GROUP_KEYS = {
     "slowest_ms": "slowestLocalMs",
     "busbw_gbps": "busBandwidthGBps",
     "transport": "transport",  # issue 26: NCCL's inter-pod transport (NET/IB+GDR, NET/Socket)
+    "members": "members",  # the leader's roster: index/uid/address (core/groupproof.py)
 }
 
 
@@ -201,6 +212,8 @@ def pod_result(pod: Mapping[str, Any]) -> PodResult | None:
         created_by=provenance.CONTROLLER
         if provenance.trusted(pod, workload.kind, workload.name)
         else provenance.OTHER,
+        ip=pod_ip(pod),
+        ips=pod_ips(pod),
     )
     base = with_load(base, pod)
     text = str(terminated.get("message") or "")
@@ -216,6 +229,32 @@ def pod_result(pod: Mapping[str, Any]) -> PodResult | None:
         return _without_report(redact.text(text), terminated, base)
     # a checker older than the redaction layer, or a hostile pod, may send secrets (issue 36)
     return _from_report(redact.PATTERNS.report(report), base)
+
+
+def pod_ip(pod: Mapping[str, Any]) -> str:
+    """The pod's status.podIP in its canonical form, "" when absent or not an address."""
+    return _canonical((pod.get("status") or {}).get("podIP"))
+
+
+def pod_ips(pod: Mapping[str, Any]) -> tuple[str, ...]:
+    """A dual-stack pod's status.podIPs (at most 2, the API server's limit: one per family),
+    canonical; () when it has one address or none."""
+    raw = (pod.get("status") or {}).get("podIPs")
+    found = [
+        _canonical(item.get("ip")) for item in (raw if isinstance(raw, list) else [])[:2]
+        if isinstance(item, Mapping)
+    ]  # fmt: skip
+    found = [f for f in found if f]
+    return tuple(found) if len(found) > 1 else ()
+
+
+def _canonical(text: Any) -> str:
+    if not isinstance(text, str) or len(text) > 45:
+        return ""
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        return ""
 
 
 def with_load(result: PodResult, pod: Mapping[str, Any]) -> PodResult:
