@@ -34,8 +34,10 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import json
 import re
+import subprocess
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -163,6 +165,44 @@ def _calls(tree: ast.AST, funcs: re.Pattern[str] | None) -> Iterator[tuple[ast.C
                 yield node, binds | {"__func__": func.name, "__class__": ""}
 
 
+def _kind_of(call: ast.Call, binds: dict, classes: _Classes, boolean_action: bool) -> str:
+    """'value' | 'flag' | 'bool' | 'optional' from an add_argument call's keywords."""
+    kind = "value"
+    for kw in call.keywords:
+        if kw.arg == "action":
+            text = ast.unparse(kw.value)
+            no_value = isinstance(kw.value, ast.Constant) and kw.value.value in _NO_VALUE_ACTIONS
+            if "BooleanOptionalAction" in text:
+                kind = "bool"
+            elif no_value or "StoreBoolean" in text or "store_true" in text:
+                kind = "flag"
+        elif kw.arg == "nargs" and isinstance(kw.value, ast.Constant):
+            if kw.value.value == "?" and kind == "value":
+                kind = "optional"
+        elif kw.arg is None and isinstance(_spread(kw.value), ast.Subscript):
+            # **model_kwargs["field"] (or **{**model_kwargs["field"], ...}): the field's
+            # annotation decides
+            kind = _field_kind(_spread(kw.value), binds, classes, boolean_action) or kind
+    return kind
+
+
+def _field_kind(sub: ast.expr, binds: dict, classes: _Classes, boolean_action: bool) -> str | None:
+    if not isinstance(sub, ast.Subscript):
+        return None
+    base, key = sub.value, sub.slice
+    if not (
+        isinstance(base, ast.Name)
+        and base.id in binds
+        and isinstance(key, ast.Constant)
+        and isinstance(key.value, str)
+    ):
+        return None
+    for field, annotation in classes.fields(binds[base.id]) or []:
+        if field == key.value:
+            return _bool_kind(annotation, boolean_action)
+    return None
+
+
 def _spread(node: ast.expr) -> ast.expr:
     """``{**x["f"], "default": None}`` -> ``x["f"]`` (0.12's --enable-prefix-caching)."""
     if isinstance(node, ast.Dict):
@@ -198,35 +238,7 @@ def options_of(root: Path, files: Iterable[str], funcs: re.Pattern[str] | None) 
                 for a in call.args
                 if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value[:1] == "-"
             ]
-            kind = "value"
-            for kw in call.keywords:
-                if kw.arg == "action":
-                    text = ast.unparse(kw.value)
-                    if "BooleanOptionalAction" in text:
-                        kind = "bool"
-                    elif isinstance(kw.value, ast.Constant) and kw.value.value in _NO_VALUE_ACTIONS:
-                        kind = "flag"
-                    elif "StoreBoolean" in text or "store_true" in text:
-                        kind = "flag"
-                elif kw.arg == "nargs" and isinstance(kw.value, ast.Constant):
-                    if kw.value.value == "?" and kind == "value":
-                        kind = "optional"
-                elif kw.arg is None and isinstance(_spread(kw.value), ast.Subscript):
-                    # **model_kwargs["field"] (or **{**model_kwargs["field"], ...}): the
-                    # field's annotation decides
-                    sub = _spread(kw.value)
-                    assert isinstance(sub, ast.Subscript)
-                    base = sub.value
-                    key = sub.slice
-                    if (
-                        isinstance(base, ast.Name)
-                        and base.id in binds
-                        and isinstance(key, ast.Constant)
-                        and isinstance(key.value, str)
-                    ):
-                        for field, annotation in classes.fields(binds[base.id]) or []:
-                            if field == key.value:
-                                kind = _bool_kind(annotation, boolean_action) or kind
+            kind = _kind_of(call, binds, classes, boolean_action)
             if names:
                 add(names, kind)
                 continue
@@ -290,7 +302,7 @@ def markers_of(root: Path) -> set[str]:
 def ranges(present: list[bool], releases: list[str]) -> tuple[tuple[str, str], ...]:
     out = []
     start = None
-    for i, here in enumerate(present + [False]):
+    for i, here in enumerate([*present, False]):
         if here and start is None:
             start = i
         elif not here and start is not None:
@@ -305,7 +317,8 @@ def collect(releases: list[str]) -> dict[str, dict[str, tuple[tuple[str, str], .
         root = source_dir(version)
         if not (root / "vllm" / "__init__.py").is_file():
             raise SystemExit(
-                f"gen_versions: vLLM {version} is not fetched: python3 hack/vllm/fetch_source.py {version}"
+                f"gen_versions: vLLM {version} is not fetched: "
+                f"python3 hack/vllm/fetch_source.py {version}"
             )
         api = options_of(root, API_FILES, None)
         serve = options_of(root, SERVE_FILES, _SERVE_FUNCS)
@@ -370,9 +383,7 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     releases = pinned()
     text = render(releases, collect(releases))
-    try:
-        import subprocess
-
+    with contextlib.suppress(OSError, subprocess.CalledProcessError):
         text = subprocess.run(
             [sys.executable, "-m", "ruff", "format", "--stdin-filename", str(OUT), "-"],
             input=text,
@@ -380,8 +391,6 @@ def main(argv: list[str]) -> int:
             text=True,
             check=True,
         ).stdout
-    except (OSError, subprocess.CalledProcessError):
-        pass
     if args.check:
         if not OUT.is_file() or OUT.read_text() != text:
             print(f"{OUT} is stale: run hack/vllm/gen_versions.py", file=sys.stderr)

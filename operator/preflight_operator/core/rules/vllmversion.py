@@ -142,7 +142,7 @@ def ranges_text(indexes: list[int]) -> str:
     """``[0, 1, 2, 5]`` -> ``0.4.1-0.4.3, 0.5.1`` (generated releases)."""
     out: list[str] = []
     start = prev = None
-    for i in indexes + [-2]:
+    for i in [*indexes, -2]:
         if start is not None and i == prev + 1:  # type: ignore[operator]
             prev = i
             continue
