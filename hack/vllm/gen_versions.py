@@ -311,6 +311,23 @@ def ranges(present: list[bool], releases: list[str]) -> tuple[tuple[str, str], .
     return tuple(out)
 
 
+def release_facts(version: str) -> dict[str, set[str]] | None:
+    """One fetched release, as the tables say it (for the drift test of the releases that
+    are fetched): OPTIONS, SERVE_ONLY, NO_VALUE, ENV, MARKERS; None when not fetched."""
+    root = source_dir(version)
+    if not (root / "vllm" / "__init__.py").is_file():
+        return None
+    api = options_of(root, API_FILES, None)
+    serve = options_of(root, SERVE_FILES, _SERVE_FUNCS)
+    return {
+        "OPTIONS": set(api),
+        "SERVE_ONLY": {n for n in serve if n not in api},
+        "NO_VALUE": {n for n, k in (api | serve).items() if k in ("flag", "bool")},
+        "ENV": env_of(root),
+        "MARKERS": markers_of(root),
+    }
+
+
 def collect(releases: list[str]) -> dict[str, dict[str, tuple[tuple[str, str], ...]]]:
     per: list[tuple[dict[str, str], dict[str, str], set[str], set[str]]] = []
     for version in releases:
