@@ -218,3 +218,16 @@ def test_the_table_matches_the_sources() -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
+
+
+PUBLISHED = json.loads((ROOT / "tests/data/vllm_help/published_options.json").read_text())
+
+
+@pytest.mark.parametrize("release", sorted(k for k in PUBLISHED if not k.startswith("_")))
+def test_the_table_has_every_option_vllms_docs_publish(release: str) -> None:
+    """Oracle (issue 38 item 4): the options the release's own docs print in `vllm serve
+    --help` (rendered from its parser) are all in the table generated from its source."""
+    row = _table_at(release)
+    accepted = row["OPTIONS"] | row["SERVE_ONLY"]
+    missing = [o for o in PUBLISHED[release]["options"] if o not in accepted]
+    assert missing == [], (release, PUBLISHED[release]["url"])
