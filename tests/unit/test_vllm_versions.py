@@ -65,11 +65,16 @@ LATEST = image_version("vllm/vllm-openai:latest")
 CUSTOM = image_version("acme/vllm:1")
 
 
-def test_enable_metrics_fails_on_every_version() -> None:
-    for version in (V063, V0111, LATEST, CUSTOM):
+def test_enable_metrics_fails_on_every_release_and_warns_where_it_may_be_newer() -> None:
+    for version in (V063, V0111, image_version("vllm/vllm-openai:v0.34.0")):
         verdict = judge_option("--enable-metrics", version, serve=True)
         assert verdict.refused
         assert "no vLLM release" in verdict.detail
+    # `latest`, a custom image or a tag after the table: a later release may have it
+    for version in (LATEST, CUSTOM, image_version("vllm/vllm-openai:v0.35.0")):
+        verdict = judge_option("--enable-metrics", version, serve=True)
+        assert verdict.doubt
+        assert not verdict.refused
 
 
 def test_dp_size_local_by_version() -> None:
@@ -125,9 +130,12 @@ def test_rule_fails_an_option_newer_than_the_image() -> None:
 
 
 def test_rule_fails_an_option_of_no_release_and_names_the_closest() -> None:
-    result = one(deployment(pod_spec(vllm("m", "--enable-metrics", gpus=1, image="acme/x:1"))))
+    result = one(deployment(pod_spec(vllm("m", "--enable-metrics", gpus=1))))
     f = finding(result, "vllm-args-unknown")
     assert "no vLLM release from 0.4.1 to 0.34.0" in f.message
+    assert "did you mean --enable-mfu-metrics?" in f.message
+    custom = one(deployment(pod_spec(vllm("m", "--enable-metrics", gpus=1, image="acme/x:1"))))
+    assert ids(custom) == ["vllm-args-version"]
 
 
 def test_api_server_module_says_its_own_program() -> None:

@@ -171,10 +171,15 @@ def judge_option(name: str, version: ImageVersion, serve: bool) -> OptionVerdict
     if everywhere:
         return OptionVerdict(False, False, "")
     if not having:
+        # Exact only for a release the table spans: a release after NEWEST (a `latest`
+        # pulled after this table was generated, a custom image) may have added it.
+        within = version.release is not None and version_key(version.release) <= _KEYS[-1]
         return OptionVerdict(
-            True,
-            False,
-            f"no vLLM release from {OLDEST} to {NEWEST} accepts it{_closest(name, None, serve)}",
+            within,
+            not within,
+            f"no vLLM release from {OLDEST} to {NEWEST} accepts it"
+            + ("" if within else " (a later release may)")
+            + _closest(name, None, serve),
         )
     first = facts.RELEASES[having[0]]
     if version.release is not None:
