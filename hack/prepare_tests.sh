@@ -53,8 +53,8 @@ say "vLLM $registry_version source: $(python3 hack/vllm/fetch_source.py "$regist
 # One release per era of vLLM's argument parser, for the drift test of the per-release
 # table (tests/unit/test_vllm_versions.py; hack/vllm/gen_versions.py): 0.4.1 0.4.3 0.6.3
 # 0.9.2 0.11.0 are 0.5 + 0.7 + 2.7 + 9.0 + 10.8 MB of sdists (about 24 MB; 0.33.0 is above).
-# Regenerating the whole table needs all 51 pinned releases (0.88 GB of sdists, 0.9 GB of .py
-# files extracted): not fetched here.
+# Regenerating the whole table needs all 65 pinned releases (1.08 GB of sdists, 1.1 GB of
+# .py files extracted): not fetched here.
 t=$SECONDS
 for version in 0.4.1 0.4.3 0.6.3 0.9.2 0.11.0; do
   python3 hack/vllm/fetch_source.py "$version" >/dev/null

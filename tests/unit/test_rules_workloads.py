@@ -123,7 +123,7 @@ def test_lws_worker_without_shm_is_reported() -> None:
 
 
 def test_lws_multiprocess_nodes() -> None:
-    image = "vllm/vllm-openai:v0.11.2"  # --nnodes came in 0.11.1-0.11.2 (vllm_versions.py)
+    image = "vllm/vllm-openai:v0.11.2"  # --nnodes came in 0.11.1 (vllm_versions.py)
     leader = vllm(
         "m", "-tp", "16", "--nnodes", "$(LWS_GROUP_SIZE)", "--node-rank", "0", gpus=8, image=image
     )

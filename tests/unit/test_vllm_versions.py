@@ -51,7 +51,7 @@ def test_the_table_spans_0_4_to_0_34_and_knows_the_landmarks() -> None:
     assert len(facts.RELEASES) >= 30
     # vLLM reads VLLM_PORT since 0.4.3 (vllm-project/vllm#4914)
     assert facts.ENV["VLLM_PORT"] == (("0.4.3", "0.34.0"),)
-    assert facts.OPTIONS["--data-parallel-size-local"][0][0] == "0.9.2"
+    assert facts.OPTIONS["--data-parallel-size-local"][0][0] == "0.9.0"
     assert "--enable-metrics" not in facts.OPTIONS
     assert facts.OPTIONS["--tensor-parallel-size"] == (("0.4.1", "0.34.0"),)
     # a removed option ends; a BooleanOptionalAction field has its --no- form
@@ -81,7 +81,7 @@ def test_dp_size_local_by_version() -> None:
     refused = judge_option("--data-parallel-size-local", V063, serve=True)
     assert refused.refused
     assert "0.6.3" in refused.detail
-    assert "since 0.9.2" in refused.detail
+    assert "since 0.9.0" in refused.detail
     assert judge_option("-dpl", V063, serve=True).refused
     fine = judge_option("--data-parallel-size-local", V0111, serve=True)
     assert not fine.refused
@@ -102,12 +102,11 @@ def test_abbreviations_and_options_of_every_release_pass() -> None:
 
 
 def test_a_release_between_generated_ones_is_a_doubt_not_a_fail() -> None:
-    verdict = judge_option(
-        "--data-parallel-size-local", image_version("vllm/vllm-openai:v0.9.1"), True
-    )
+    between = image_version("vllm/vllm-openai:v0.8.4")  # 0.8.3 < 0.8.4 < 0.8.5
+    verdict = judge_option("--data-parallel-size-local", between, serve=True)
     assert verdict.doubt
     assert not verdict.refused
-    assert "0.8.5.post1" in verdict.detail
+    assert "0.8.3" in verdict.detail
 
 
 def test_rule_fails_an_option_newer_than_the_image() -> None:
@@ -124,7 +123,7 @@ def test_rule_fails_an_option_newer_than_the_image() -> None:
     assert f.severity == FAIL
     assert "vllm serve: error: unrecognized arguments: --data-parallel-size-local" in f.message
     assert "0.6.3" in f.message
-    assert "0.9.2" in f.message
+    assert "0.9.0" in f.message
     ok = one(deployment(pod_spec(vllm("m", "--data-parallel-size-local", "1", gpus=1))))
     assert "vllm-args-unknown" not in ids(ok)
 

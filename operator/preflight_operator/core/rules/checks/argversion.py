@@ -18,8 +18,9 @@ Abbreviations argparse accepts (`--tensor-par`) are not refused here; underscore
 read as dashes on every release (vLLM before 0.5 did not convert them: a missed fail,
 never a false one). The message names the release judged and the first release that has
 the option, or the closest spelling. Which release accepts what: `vllm_versions.py`,
-generated from the PyPI sdists of 51 releases (every 0.4.1-0.6.6.post1 release, the last
-patch of each later minor, 0.11.0) by `hack/vllm/gen_versions.py`.
+generated from the PyPI sdists of 65 releases (every 0.4.1-0.6.6.post1 release, the last
+patch of each later minor, and the releases the real-world corpus runs) by
+`hack/vllm/gen_versions.py`.
 *Symptom:* `vllm serve: error: unrecognized arguments: --data-parallel-size-local 2`
 (`api_server.py: error: unrecognized arguments: ...` for the api_server module); the pod
 crash-loops.
@@ -32,7 +33,7 @@ be refuses an option: the newest generated release refuses it (removed or rename
 `--disable-log-requests` after 0.16.0, `--swap-space` after 0.17.1), no generated release
 has it, or the two generated releases around a known one disagree. The warning names the
 releases that accept it. Options only old releases lack (`--data-parallel-size-local`
-before 0.9.2) are not reported on an unknown image: they would warn on nearly every custom
+before 0.9.0) are not reported on an unknown image: they would warn on nearly every custom
 image of the real-world corpus (40 workloads) for releases of 2024. Where every release
 agrees, the version does not matter and nothing is said.
 *Fix:* use a release tag of vLLM's image, or check that the image's vLLM has the option.
