@@ -137,6 +137,11 @@ def test_rule_fails_an_option_of_no_release_and_names_the_closest() -> None:
     assert ids(custom) == ["vllm-args-version"]
 
 
+def test_dotted_keys_of_a_json_option_are_the_option() -> None:
+    container = vllm("m", "--compilation-config.mode", "3", "--speculative_config.method=x", gpus=1)
+    assert "vllm-args-unknown" not in ids(one(deployment(pod_spec(container))))
+
+
 def test_api_server_module_says_its_own_program() -> None:
     container = vllm(
         "--model",
