@@ -154,7 +154,7 @@ class TestTheRelease:
         want = (REPO / "LICENSE").read_bytes()
         with zipfile.ZipFile(release.one("*.whl")) as wheel:
             assert wheel.read(f"vllm_preflight-{V}.dist-info/licenses/LICENSE") == want
-        with tarfile.open(release.one("*.tar.gz")) as sdist:
+        with tarfile.open(release.one("vllm_preflight-*.tar.gz")) as sdist:
             member = sdist.extractfile(f"vllm_preflight-{V}/LICENSE")
             assert member is not None
             assert member.read() == want
@@ -189,7 +189,7 @@ class TestPip:
     def test_the_sdist_installs(
         self, release: Release, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
     ) -> None:
-        bindir = fresh_venv(tmp_path_factory.mktemp("sdist") / "venv", release.one("*.tar.gz"))
+        bindir = fresh_venv(tmp_path_factory.mktemp("sdist") / "venv", release.one("vllm_preflight-*.tar.gz"))
         env = clean_env(PATH=f"{bindir}:/usr/bin:/bin")
         assert ok([bindir / "vllm-preflight", "--version"], env=env).stdout.strip() == (
             f"vllm-preflight {V}"
