@@ -189,7 +189,9 @@ class TestPip:
     def test_the_sdist_installs(
         self, release: Release, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
     ) -> None:
-        bindir = fresh_venv(tmp_path_factory.mktemp("sdist") / "venv", release.one("vllm_preflight-*.tar.gz"))
+        bindir = fresh_venv(
+            tmp_path_factory.mktemp("sdist") / "venv", release.one("vllm_preflight-*.tar.gz")
+        )
         env = clean_env(PATH=f"{bindir}:/usr/bin:/bin")
         assert ok([bindir / "vllm-preflight", "--version"], env=env).stdout.strip() == (
             f"vllm-preflight {V}"
