@@ -223,21 +223,22 @@ def _kubectl() -> Path | None:
     return Path(result.stdout.strip().splitlines()[-1]) / "kubectl"
 
 
-class TestKrew:
-    @pytest.fixture(scope="class")
-    def krew_root(self, release: Release, tmp_path_factory: pytest.TempPathFactory) -> Path:
-        built = run([BUILD_SH, "krew"], timeout=1200)
-        if built.returncode != 0:
-            pytest.skip(f"krew could not be built: {built.stderr[-600:]}")
-        krew = Path(built.stdout.strip().splitlines()[-1]) / "krew"
-        root = tmp_path_factory.mktemp("krew")
-        ok(
-            [krew, "install", "--manifest", release.dist / "vllm-preflight.yaml",
-             "--archive", release.one(f"kubectl-vllm_preflight-v{V}-linux.tar.gz")],
-            env=clean_env(KREW_ROOT=str(root), HOME=str(root)), timeout=300,
-        )  # fmt: skip
-        return root
+@pytest.fixture(scope="module")
+def krew_root(release: Release, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    built = run([BUILD_SH, "krew"], timeout=1200)
+    if built.returncode != 0:
+        pytest.skip(f"krew could not be built: {built.stderr[-600:]}")
+    krew = Path(built.stdout.strip().splitlines()[-1]) / "krew"
+    root = tmp_path_factory.mktemp("krew")
+    ok(
+        [krew, "install", "--manifest", release.dist / "vllm-preflight.yaml",
+         "--archive", release.one(f"kubectl-vllm_preflight-v{V}-linux.tar.gz")],
+        env=clean_env(KREW_ROOT=str(root), HOME=str(root)), timeout=300,
+    )  # fmt: skip
+    return root
 
+
+class TestKrew:
     def test_krew_refuses_an_archive_the_manifest_does_not_name(
         self, release: Release, krew_root: Path, tmp_path: Path
     ) -> None:
