@@ -435,3 +435,51 @@ def test_release_artifacts_builds_helm_alone() -> None:
     target = next(line for line in makefile.splitlines() if line.startswith("release-artifacts:"))
     assert "controlplane" not in target
     assert 'bin_from_build("helm", "helm")' in (REPO / "hack/release/artifacts.py").read_text()
+
+
+class TestReleaseScript:
+    """hack/release.sh refuses before building anything: a work tree with changes, a tree
+    whose versions disagree, a tag that exists (the build itself runs in
+    tests/e2e/test_install_paths.py through the same artifacts.py)."""
+
+    @pytest.fixture
+    def clone(self, tmp_path: Path) -> Path:
+        clone = tmp_path / "clone"
+        subprocess.run(
+            ["git", "clone", "-q", "--no-local", str(REPO), str(clone)],
+            check=True, capture_output=True, timeout=300,
+        )  # fmt: skip
+        return clone
+
+    def _release(self, clone: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(clone / "hack/release.sh")], capture_output=True, text=True, timeout=120,
+            check=False, cwd=clone, env={"PATH": "/usr/bin:/bin", "PY": sys.executable},
+        )  # fmt: skip
+
+    def _git(self, clone: Path, *args: str) -> None:
+        subprocess.run(
+            ["git", "-C", str(clone), "-c", "user.name=t", "-c", "user.email=t@e", *args],
+            check=True, capture_output=True, timeout=60,
+        )  # fmt: skip
+
+    def test_a_work_tree_with_changes_is_refused(self, clone: Path) -> None:
+        (clone / "stray.txt").write_text("x")
+        result = self._release(clone)
+        assert result.returncode == 1
+        assert "the work tree has changes" in result.stderr
+
+    def test_a_disagreeing_version_is_refused(self, clone: Path) -> None:
+        init = clone / "operator/preflight_operator/__init__.py"
+        init.write_text(init.read_text().replace('__version__ = "', '__version__ = "9.'))
+        self._git(clone, "commit", "-qam", "drift")
+        result = self._release(clone)
+        assert result.returncode == 1
+        assert "preflight_operator/__init__.py: __version__ is not" in result.stderr
+
+    def test_an_existing_tag_is_refused(self, clone: Path) -> None:
+        version = dists.project_version()
+        self._git(clone, "tag", f"v{version}")
+        result = self._release(clone)
+        assert result.returncode == 1
+        assert f"tag v{version} exists" in result.stderr
