@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -483,3 +484,29 @@ class TestReleaseScript:
         result = self._release(clone)
         assert result.returncode == 1
         assert f"tag v{version} exists" in result.stderr
+
+
+def test_no_doc_installs_from_an_index_and_install_shows_the_release_commands() -> None:
+    """Nothing is published to an index (issue 40): no doc tells users to install the
+    package by name, and docs/INSTALL.md and README.md show the commands
+    tests/e2e/test_install_paths.py runs, with this version's file names."""
+    version = dists.project_version()
+    docs = [
+        REPO / "README.md",
+        REPO / ".pre-commit-hooks.yaml",
+        *sorted((REPO / "docs").rglob("*.md")),
+    ]
+    docs += sorted((REPO / "hack" / "krew").iterdir())
+    by_name = re.compile(r"pip3? install (-U |--upgrade )?vllm[-_]preflight(==|\s|$)")
+    offenders = [str(p.relative_to(REPO)) for p in docs if by_name.search(p.read_text())]
+    assert offenders == []
+    for doc in ("README.md", "docs/INSTALL.md"):
+        text = " ".join((REPO / doc).read_text().replace("\\\n", " ").split())
+        for command in (
+            f"pip install ./vllm_preflight-{version}-py3-none-any.whl",
+            "kubectl krew install --manifest vllm-preflight.yaml --archive "
+            f"kubectl-vllm_preflight-v{version}-linux.tar.gz",
+            f"python3 vllm-preflight-{version}.pyz",
+            "sha256sum --ignore-missing -c SHA256SUMS",
+        ):
+            assert command in text, (doc, command)
