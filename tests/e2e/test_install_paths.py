@@ -16,10 +16,14 @@ from those files only, with the real installers:
   this repository tagged `v<version>` in a temporary copy (the real tag is made at release,
   hack/release.sh), in a consumer repository holding a broken and a good manifest.
 
-The chart's path (package, sign, push to an OCI registry, `helm install --verify oci://`) is
-tests/e2e/test_release_oci.py; `helm test` needs pods to run, which the local control plane
-cannot (tests/e2e/test_helm_chart.py plays its script instead). LICENSE in each archive:
-checked by the release script itself (dists.check_license) and below.
+- the chart the release packaged and signed (with the release's throwaway test key),
+  `helm install --verify` from the file and, pushed to the OCI registry of
+  tests/e2e/test_release_oci.py (its fixtures reused), from `oci://`, into the session's
+  control plane. `helm test` needs its test pod to run, which the local control plane
+  cannot (no kubelet): tests/e2e/test_helm_chart.py plays the test script instead.
+
+LICENSE in each archive: checked by the release script itself (dists.check_license) and
+below.
 
 Cost: the release build about 70 s (helm cached), each virtualenv 20-60 s with a warm pip
 cache, the pre-commit hook's environment as long again.
@@ -27,6 +31,7 @@ cache, the pre-commit hook's environment as long again.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -35,9 +40,19 @@ import venv
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+# The chart's registry path is test_release_oci.py's: its registry (built from its Go
+# module), scoped namespace and install values, reused here for the release's own package.
+from test_release_oci import (  # tests/e2e is on sys.path under pytest
+    install_args,
+    registry,  # noqa: F401  (a fixture)
+    scoped_namespace,  # noqa: F401  (a fixture)
+)
+
+from preflight_dev.testing import Cluster
 from preflight_operator import __version__
 
 REPO = Path(__file__).resolve().parents[2]
@@ -331,3 +346,32 @@ class TestPreCommit:
         assert bad.returncode == 1, bad.stdout + bad.stderr
         assert "Failed" in bad.stdout
         assert "gpu-count" in bad.stdout
+
+
+class TestChart:
+    def test_the_signed_chart_installs_from_the_file_and_from_oci(
+        self,
+        k8s: Cluster,
+        release: Release,
+        registry: Any,  # noqa: F811
+        scoped_namespace: tuple[str, str],  # noqa: F811
+        tmp_path: Path,
+    ) -> None:
+        tgz, pubring = release.one(f"vllm-preflight-{V}.tgz"), release.dist / "test-key/pubring.gpg"
+        assert (release.dist / f"vllm-preflight-{V}.tgz.prov").is_file()
+        namespace, scope = scoped_namespace
+        args = install_args(registry, namespace, scope, tmp_path / "values.yaml")
+        values = ["-n", namespace, "--values", str(tmp_path / "values.yaml")]
+        # From the file (the .prov beside it), as docs/INSTALL.md shows.
+        k8s.helm("install", "vp-file", str(tgz), *values, "--verify", "--keyring", str(pubring))
+        k8s.helm("uninstall", "vp-file", "-n", namespace, "--wait")
+        # From the registry: push, then install verified by the same key.
+        k8s.helm("push", str(tgz), f"oci://{registry.host}/charts", "--plain-http")
+        name = f"vp-{scope}"
+        k8s.helm("install", name, *args, "--verify", "--keyring", str(pubring))
+        meta = json.loads(k8s.helm("get", "metadata", name, "-n", namespace, "-o", "json").stdout)
+        assert (meta["chart"], meta["version"], meta["status"]) == (
+            "vllm-preflight",
+            V,
+            "deployed",
+        )
