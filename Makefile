@@ -112,19 +112,29 @@ reliability: venv controlplane
 clean:
 	rm -rf dist build .mypy_cache .ruff_cache .pytest_cache
 
-# Release artifacts into dist/ (docs/RELEASE.md): the chart with the image digests in its
-# default values, signed (Helm provenance) and verified; the wheel and its CycloneDX SBOM;
-# SHA256SUMS. Without KEY/KEYRING it signs with a throwaway test key (dist/test-key/).
+# Release artifacts into dist/ (docs/RELEASE.md), everything a doc points at, for the
+# version in pyproject.toml: the wheel and the sdist (built from the files git tracks, the
+# wheel from the sdist; both with LICENSE), the checker zipapp, the Krew archives (with
+# LICENSE) and the manifest naming them by sha256, the chart with the image digests in its
+# default values, signed (Helm provenance) and verified, the wheel's CycloneDX SBOM (purl,
+# hashes), SHA256SUMS. It builds helm alone (hack/k8s/build.sh helm), never the control
+# plane. Without KEY/KEYRING it signs with a throwaway test key (dist/test-key/).
 #   make release-artifacts IMAGE_DIGEST=sha256:... CHECK_IMAGE_DIGEST=sha256:... \
 #        KEY="Release Key" KEYRING=~/.gnupg/secring.gpg PUBRING=~/.gnupg/pubring.gpg
 # IMAGE_REGISTRY=127.0.0.1:5000 also builds the operator image on a stand-in base (root,
 # buildah, debootstrap), pushes it signed over plain HTTP, verifies it, writes its SBOM
 # and records its digest (docs/RELEASE.md, "The image").
-.PHONY: release-artifacts
-release-artifacts: venv controlplane
+# `make release` (hack/release.sh) does the same from a clean clone of HEAD, verifies
+# SHA256SUMS and prints the tag command; `hack/release.sh --tag` makes the tag.
+.PHONY: release-artifacts release
+release-artifacts: venv
+	rm -rf dist
 	$(PY) hack/release/artifacts.py --out dist \
 	  $(if $(IMAGE_DIGEST),--image-digest '$(IMAGE_DIGEST)') \
 	  $(if $(CHECK_IMAGE_DIGEST),--check-image-digest '$(CHECK_IMAGE_DIGEST)') \
 	  $(if $(KEY),--key '$(KEY)' --keyring '$(KEYRING)') \
 	  $(if $(PUBRING),--pubring '$(PUBRING)') \
 	  $(if $(IMAGE_REGISTRY),--image-registry '$(IMAGE_REGISTRY)')
+
+release: venv
+	PY=$(abspath $(PY)) hack/release.sh
