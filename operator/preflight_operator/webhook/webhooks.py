@@ -74,6 +74,7 @@ logger = logging.getLogger(__name__)
 class Validation:
     decision: AdmissionDecision
     outcome: str  # allowed | warned | denied | skipped | over-budget | overloaded
+    unjudged: int = 0  # vLLM containers recognised but not judged (metrics: UNJUDGED)
 
 
 def overloaded_decision(
@@ -265,7 +266,8 @@ class AdmissionService:
             if not dry_run and self._denials.enabled and still_awaited():
                 self._denials.post(denied_event(ref, decision.message))
             return Validation(decision, "over-budget" if outcome == "over-budget" else "denied")
-        return Validation(decision, outcome)
+        unjudged = 0 if isinstance(static, BudgetExceeded) else static.unjudged
+        return Validation(decision, outcome, unjudged)
 
     async def _made_by_stack(self, body: Mapping[str, Any]) -> bool:
         """Was this object made by a serving stack's controller? Its controller
