@@ -96,6 +96,8 @@ reliability: venv controlplane
 	# every output channel, grepped for; credentials never follow a redirect to another host
 	$(PY) -m pytest -q tests/unit/test_no_secret_leaves.py tests/unit/test_redact.py \
 		tests/e2e/test_secrets_never_written.py
+	# issue 36 item 3: broken vLLM behind each launcher under Enforce: denied or checked
+	$(PY) -m pytest -q tests/e2e/test_launchers_admission.py tests/unit/test_shell_launchers.py
 	if [ -f hack/reliability/churn.py ]; then $(PY) hack/reliability/churn.py; fi
 	# issue 36 item 1: an impostor at a group's rendezvous port never makes a broken group
 	# pass; the GPUValidation names the unmatched member (~50 s)
