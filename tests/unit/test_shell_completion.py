@@ -68,7 +68,7 @@ def test_bash_registers_the_function(cli_bash: str) -> None:
         (["vllm-preflight", "lint", "--fo"], ["--format"]),
         (["vllm-preflight", "lint", "--format", ""], ["json", "junit", "sarif", "text"]),
         (["vllm-preflight", "lint", "--format", "s"], ["sarif"]),
-        (["vllm-preflight", "lint", "--fail-on", ""], ["deny", "fail", "warn"]),
+        (["vllm-preflight", "lint", "--fail-on", ""], ["deny", "fail", "unjudged", "warn"]),
         (["vllm-preflight", "check", "--tier", ""], ["deep", "fast"]),
         (["vllm-preflight", "check", "--tp", ""], []),  # a number: nothing to offer
         (["vllm-preflight", "check", "--tp", "2", "--tie"], ["--tier"]),
