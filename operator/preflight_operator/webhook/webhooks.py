@@ -266,8 +266,7 @@ class AdmissionService:
             if not dry_run and self._denials.enabled and still_awaited():
                 self._denials.post(denied_event(ref, decision.message))
             return Validation(decision, "over-budget" if outcome == "over-budget" else "denied")
-        unjudged = 0 if isinstance(static, BudgetExceeded) else static.unjudged
-        return Validation(decision, outcome, unjudged)
+        return Validation(decision, outcome, getattr(static, "unjudged", 0))
 
     async def _made_by_stack(self, body: Mapping[str, Any]) -> bool:
         """Was this object made by a serving stack's controller? Its controller
