@@ -63,20 +63,22 @@ unknown or partial shape is a warning, never a group failure.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
+from preflight_operator.core.rules.command import Invocation, find_invocation
 from preflight_operator.core.rules.embedded import embedded_pod_specs, runs_vllm
 from preflight_operator.core.rules.groups import (
     KUEUE,
     RBG,
     RBG_INDEX_ENV,
-    RBG_LEADER_ENV,
     RBG_SIZE_ENV,
     VOLCANO,
     DeclaredGroup,
     _count,
     _text,
 )
+from preflight_operator.core.rules.kubeenv import build_env
 from preflight_operator.core.rules.spread import HEAD, MEMBER, RAY, ray_node
 from preflight_operator.core.rules.template import (
     KTHENA,
@@ -85,7 +87,9 @@ from preflight_operator.core.rules.template import (
     GroupMember,
     PodTemplate,
     dig,
+    running_containers,
 )
+from preflight_operator.core.rules.workloadapi import engine_nodes
 
 _MAX_ITEMS = 64  # podSets, tasks, roles, roleTemplates read (Kueue caps podSets at 8)
 
@@ -120,6 +124,91 @@ def _ray_cluster(members: list[tuple[str, GroupMember]], where: str) -> Group | 
     return Group(where, RAY, (heads[0], *joining))
 
 
+# -- one engine over a gang's pods (issue 39) ---------------------------------------------------
+
+
+def _engine_words(spec: Mapping[str, Any], path: str, env: Mapping[str, str]) -> list[str] | None:
+    """The vLLM command line of the pod's container that runs vLLM, as the rules read it
+    (``find_invocation`` with the env the gang's controller injects); None when none runs
+    vLLM or it cannot be read."""
+    for key, i, container in running_containers(spec):
+        cpath = f"{path}.{key}[{i}]"
+        built = build_env(container, cpath, namespace=None, config_map=_no_config_map,
+                          injected=env)  # fmt: skip
+        found = find_invocation(container, cpath, built)
+        if isinstance(found, Invocation):
+            return list(found.argv)
+    return None
+
+
+def _no_config_map(name: str) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Gang:
+    """One vLLM engine over a gang's pods: the group the rules judge, and which of the
+    declarer's templates leads it (``leader``: its index in the members given)."""
+
+    group: Group
+    leader: int
+
+
+def leader_worker_gang(
+    members: list[tuple[str, GroupMember]], where: str, env: Mapping[str, str]
+) -> Gang | None:
+    """The gang's pods as one engine, when their own vLLM command lines say so: a template
+    states ``--nnodes N`` (N > 1, a literal: vLLM's multiprocessing across nodes) and the
+    templates are a leader (one pod, not ``--headless``) and at most one worker template
+    (``--headless``), or one template of several pods. The group is then exact, as a
+    LeaderWorkerSet's: the pods are the declarer's own counts, and every one of them runs
+    the engine's share. Anything else (no ``--nnodes``, several candidate leaders, a
+    template that runs no vLLM) is None: the pods are judged one by one, as a Job's
+    ``parallelism`` pods are (as often independent engines: batch inference)."""
+    read = [(m, _engine_words(m.spec, m.path, env)) for _, m in members]
+    if not read or any(words is None for _, words in read):
+        return None
+    nodes = [engine_nodes(words or []) for _, words in read]
+    if not any(n is not None and n > 1 for n in nodes):
+        return None
+    headless = ["--headless" in (words or []) for _, words in read]
+    if len(read) == 1:
+        only = read[0][0]
+        if only.replicas <= 1:
+            return None
+        first = GroupMember(only.spec, only.path, 1, only.replicas_path)
+        rest = GroupMember(only.spec, only.path, only.replicas - 1, only.replicas_path)
+        return Gang(Group(where, LWS, (first, rest)), 0)
+    leads = [i for i, h in enumerate(headless) if not h]
+    if len(read) != 2 or len(leads) != 1 or read[leads[0]][0].replicas != 1:
+        return None
+    lead = leads[0]
+    worker = read[1 - lead][0]
+    return Gang(Group(where, LWS, (read[lead][0], worker)), lead)
+
+
+def with_gang(
+    templates: list[PodTemplate], gang: Gang | None, offsets: tuple[tuple[str, int], ...],
+    env: Mapping[str, str],
+) -> list[PodTemplate]:  # fmt: skip
+    """The declarer's templates, each in the gang (the leader's marked so), with the env
+    its controller injects: the leader at place 0, a worker template as its first pod
+    (place 1, each variable less its offset)."""
+    if gang is None:
+        return templates
+    places = {i: 0 if i == gang.leader else 1 for i in range(len(templates))}
+    return [
+        replace(
+            t, group=gang.group, group_leader=i == gang.leader, index_offsets=offsets,
+            injected_env={
+                **t.injected_env, **env,
+                **{name: str(max(0, places[i] - at)) for name, at in offsets},
+            },
+        )
+        for i, t in enumerate(templates)
+    ]  # fmt: skip
+
+
 # -- Kueue Workload ----------------------------------------------------------------------------
 
 
@@ -145,35 +234,19 @@ def _podsets(obj: Mapping[str, Any]) -> list[tuple[str, GroupMember]]:
 
 
 def kueue_workload(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[PodTemplate]:
-    """A Workload's pod sets, one template each (role: the pod set's name). No group is
-    attached: a Workload is Kueue's quota record of another object's pods (a Job's
-    ``parallelism`` pods are as often independent engines), so its pods are judged one
-    by one, as that object's are."""
+    """A Workload's pod sets, one template each (role: the pod set's name). A Workload is
+    Kueue's quota record of another object's pods (a Job's ``parallelism`` pods are as
+    often independent engines), so its pods are judged one by one, unless their own vLLM
+    command lines make them one engine (``leader_worker_gang``: ``--nnodes``): then the
+    pod sets' counts are the group, and Kueue names no rank or leader (nothing injected:
+    a worker's ``--node-rank`` from the owner's env is unknown here, never guessed)."""
     kind = str(obj.get("kind", "Workload"))
-    return [
-        PodTemplate(kind, name, namespace, m.spec, m.path, role, None, family=KUEUE)
-        for role, m in _podsets(obj)
-    ]
-
-
-def kueue_workload_group(obj: Mapping[str, Any]) -> DeclaredGroup | None:
-    """The group a Workload declares: the sum of its pod sets' counts. Kueue names neither
-    a rank nor a leader (warnings). None without a pod set."""
     podsets = _podsets(obj)
-    if not podsets:
-        return None
-    return DeclaredGroup(
-        KUEUE,
-        _text(dig(obj, ("metadata", "name"))) or "<unnamed>",
-        sum(m.replicas for _, m in podsets),
-        None,
-        None,
-        "spec.podSets[*].count",
-        (
-            "each pod's rank (a Workload names none: the workload that owns it may)",
-            "the leader's address (a Workload names none)",
-        ),
-    )
+    templates = [
+        PodTemplate(kind, name, namespace, m.spec, m.path, role, None, family=KUEUE)
+        for role, m in podsets
+    ]
+    return with_gang(templates, leader_worker_gang(podsets, "spec.podSets[*].count", {}), (), {})
 
 
 # -- Volcano Job and PodGroup ------------------------------------------------------------------
@@ -193,13 +266,44 @@ def volcano_job(obj: Mapping[str, Any], name: str, namespace: str | None) -> lis
     tasks = _tasks(obj)
     group = _ray_cluster(tasks, "spec.tasks[*].replicas")
     in_group = {id(m) for m in group.members} if group else set()
-    return [
+    templates = [
         PodTemplate(
             kind, name, namespace, m.spec, m.path, role,
             group if id(m) in in_group else None, family=VOLCANO,
         )
         for role, m in tasks
     ]  # fmt: skip
+    if group is not None:
+        return templates
+    env, offsets = _volcano_env(obj, tasks)
+    return with_gang(templates, leader_worker_gang(tasks, "spec.tasks[*].replicas", env),
+                      offsets, env)  # fmt: skip
+
+
+def _volcano_env(
+    obj: Mapping[str, Any], tasks: list[tuple[str, GroupMember]]
+) -> tuple[dict[str, str], tuple[tuple[str, int], ...]]:
+    """The env Volcano's job plugins give every pod of the Job (``volcano_job_group`` reads
+    them), and the index variables with their offsets: ``VC_TASK_INDEX`` (and the older
+    ``VK_TASK_INDEX``, env plugin) counts within the pod's task, so a worker task after a
+    one-pod leader task starts at 0 (offset 1); the pytorch plugin's ``RANK`` counts the
+    master 0, its workers from 1 (offset 0) when the master task leads."""
+    declared = volcano_job_group(obj)
+    if declared is None:
+        return {}, ()
+    plugins = _plugins(obj)
+    env: dict[str, str] = {}
+    offsets: list[tuple[str, int]] = []
+    if "env" in plugins:
+        at = 1 if len(tasks) == 2 else 0
+        offsets += [("VC_TASK_INDEX", at), ("VK_TASK_INDEX", at)]
+    if "pytorch" in plugins and declared.leader is not None:
+        master = _flag(plugins["pytorch"], "master", "master")
+        if len(tasks) == 2 and tasks[0][0] == master and tasks[0][1].replicas == 1:
+            env["MASTER_ADDR"] = declared.leader
+            env["WORLD_SIZE"] = str(declared.size)
+            offsets.append(("RANK", 0))
+    return env, tuple(offsets)
 
 
 def _plugins(obj: Mapping[str, Any]) -> dict[str, list[str]]:
@@ -268,38 +372,6 @@ def volcano_job_group(obj: Mapping[str, Any]) -> DeclaredGroup | None:
         leader_source=leader,
         gang=minimum,
     )
-
-
-def volcano_podgroup(obj: Mapping[str, Any]) -> DeclaredGroup | None:
-    """A PodGroup's gang: ``spec.minMember`` pods (None when not a count). A PodGroup
-    names no pod's rank nor a leader."""
-    minimum = _count(dig(obj, ("spec", "minMember")))
-    if minimum is None:
-        return None
-    return DeclaredGroup(
-        VOLCANO,
-        _text(dig(obj, ("metadata", "name"))) or "<unnamed>",
-        minimum,
-        None,
-        None,
-        "spec.minMember",
-        ("each pod's rank and the leader's address (a PodGroup names neither)",),
-        gang=minimum,
-    )
-
-
-def with_podgroup(pod: DeclaredGroup, podgroup: Mapping[str, Any]) -> DeclaredGroup:
-    """A Volcano pod's group completed by its PodGroup (``minMember`` is the size the pod
-    does not carry); unchanged when the PodGroup is not the pod's or says no count."""
-    group = volcano_podgroup(podgroup)
-    if pod.system != VOLCANO or group is None or group.name != pod.name:
-        return pod
-    unknown = tuple(u for u in pod.unknown if not u.startswith("the size"))
-    return DeclaredGroup(
-        pod.system, pod.name, group.size, pod.index, pod.leader,
-        f"{pod.source}, PodGroup spec.minMember", unknown,
-        pod.rank_source, pod.leader_source, group.gang,
-    )  # fmt: skip
 
 
 # -- RoleBasedGroup ----------------------------------------------------------------------------
@@ -449,12 +521,13 @@ def rolebasedgroup(obj: Mapping[str, Any], name: str, namespace: str | None) -> 
         )
         templates.append(
             PodTemplate(kind, name, namespace, leader, path, f"{label}-leader", group,
-                        {**env, index_env: "0"}, family=RBG)
+                        {**env, index_env: "0"}, family=RBG, group_leader=True,
+                        index_env=index_env)
         )  # fmt: skip
         if size > 1:
             templates.append(
                 PodTemplate(kind, name, namespace, worker, path, f"{label}-worker", group,
-                            {**env, index_env: "1"}, family=RBG)
+                            {**env, index_env: "1"}, family=RBG, index_env=index_env)
             )  # fmt: skip
     ray = _ray_cluster(plain, "spec.roles[*].replicas")
     if ray is not None:
@@ -466,44 +539,6 @@ def rolebasedgroup(obj: Mapping[str, Any], name: str, namespace: str | None) -> 
             for t in templates
         ]  # fmt: skip
     return templates
-
-
-def rolebasedgroup_groups(obj: Mapping[str, Any]) -> list[DeclaredGroup]:
-    """The group each role of a RoleBasedGroup declares: a leader-worker role's instance
-    (``size`` pods, rank and leader from the env RBG or LeaderWorkerSet injects); a
-    standalone role's pods are engines of their own (size 1 each)."""
-    name = _text(dig(obj, ("metadata", "name"))) or "<unnamed>"
-    out = []
-    for i, role in _items(obj, "spec", "roles"):
-        label = _text(role.get("name")) or f"roles[{i}]"
-        lwp, lws = role.get("leaderWorkerPattern"), role.get("leaderWorkerSet")
-        if isinstance(lwp, Mapping):
-            out.append(
-                DeclaredGroup(
-                    RBG, f"{name}/{label}", _replicas(lwp.get("size")), None, None,
-                    f"spec.roles[{i}].leaderWorkerPattern.size",
-                    rank_source=f"{RBG_INDEX_ENV} (leader 0)",
-                    leader_source=RBG_LEADER_ENV,
-                )
-            )  # fmt: skip
-        elif isinstance(lws, Mapping):
-            out.append(
-                DeclaredGroup(
-                    RBG, f"{name}/{label}", _replicas(lws.get("size")), None, None,
-                    f"spec.roles[{i}].leaderWorkerSet.size (a LeaderWorkerSet workload)",
-                    rank_source="LWS_WORKER_INDEX (LeaderWorkerSet; leader 0)",
-                    leader_source="LWS_LEADER_ADDRESS (LeaderWorkerSet)",
-                )
-            )  # fmt: skip
-        else:
-            out.append(
-                DeclaredGroup(
-                    RBG, f"{name}/{label}", 1, 0, None, f"spec.roles[{i}] (standalone)",
-                    ("the leader's address (a standalone role's pod is its own engine)",),
-                    rank_source="one pod: rank 0",
-                )
-            )  # fmt: skip
-    return out
 
 
 # -- Kthena ModelServing -----------------------------------------------------------------------

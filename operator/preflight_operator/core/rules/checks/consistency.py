@@ -224,7 +224,10 @@ def _worker_env(
     index: int,
     config_map: Any,
 ) -> ContainerEnv:
-    injected = {**ctx.template.injected_env, ctx.template.index_env: str(index)}
+    offsets = ctx.template.index_offsets
+    if offsets is None:
+        offsets = ((ctx.template.index_env, 0),)
+    injected = {**ctx.template.injected_env, **{name: str(index - at) for name, at in offsets}}
     return build_env(
         container, path, namespace=ctx.template.namespace, config_map=config_map, injected=injected
     )
@@ -232,11 +235,13 @@ def _worker_env(
 
 def _applies(ctx: ContainerContext) -> bool:
     group = ctx.template.group
+    # one path for both (a RoleBasedGroup's template with leader and worker patches):
+    # the patched specs themselves tell whether there is another template to compare
     return (
         group is not None
         and group.size > 1
         and ctx.template.is_leader
-        and group.leader_path != group.worker_path
+        and (group.leader_path != group.worker_path or group.leader_spec != group.worker_spec)
     )
 
 

@@ -1,0 +1,209 @@
+"""Issue 39: every declarer of a gang reaches the group rules through one path
+(``rules.crdgroups.leader_worker_gang``): a Volcano Job's tasks, a Kueue Workload's pod sets,
+a JobSet's replicated Jobs, and (through their own leader-worker readers) RoleBasedGroup and
+Kthena roles. For each, ``lint``'s engine (``check_objects``) gives a group finding for a
+broken gang (the leader's TP differs from the workers', ``--nnodes`` differs from the pods)
+and none for a good one; the mutation test disconnects the shared path and watches every
+declarer's finding go."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from preflight_operator.core.rules import crdgroups, kinds
+from preflight_operator.core.rules.engine import check_objects
+
+MODEL = "Qwen/Qwen2.5-7B-Instruct"
+SHM = {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}}
+
+
+def pod(
+    command: list[str], gpus: int = 4, image: str = "vllm/vllm-openai:v0.11.0"
+) -> dict[str, Any]:
+    return {
+        "containers": [
+            {
+                "name": "vllm",
+                "image": image,
+                "command": command,
+                "resources": {"limits": {"nvidia.com/gpu": gpus}},
+                "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}],
+            }
+        ],
+        "volumes": [SHM],
+    }
+
+
+def leader(tp: int = 8, nnodes: int = 2, addr: str = "leader-0") -> dict[str, Any]:
+    return pod(["vllm", "serve", MODEL, "--tensor-parallel-size", str(tp), "--nnodes",
+                str(nnodes), "--node-rank", "0", "--master-addr", addr])  # fmt: skip
+
+
+def worker(rank: str, tp: int = 8, nnodes: int = 2, addr: str = "leader-0") -> dict[str, Any]:
+    line = (f"vllm serve {MODEL} --tensor-parallel-size {tp} --nnodes {nnodes} "
+            f"--node-rank {rank} --master-addr {addr} --headless")  # fmt: skip
+    return pod(["sh", "-c", line])
+
+
+def volcano(lead: dict[str, Any], work: dict[str, Any], workers: int = 1) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "vllm-mn", "namespace": "ml"},
+        "spec": {
+            "minAvailable": 1 + workers,
+            "schedulerName": "volcano",
+            "plugins": {"env": [], "svc": []},
+            "tasks": [
+                {"name": "leader", "replicas": 1, "template": {"spec": lead}},
+                {"name": "worker", "replicas": workers, "template": {"spec": work}},
+            ],
+        },
+    }
+
+
+def kueue(lead: dict[str, Any], work: dict[str, Any], workers: int = 1) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": "vllm-mn", "namespace": "ml"},
+        "spec": {
+            "queueName": "user-queue",
+            "podSets": [
+                {"name": "leader", "count": 1, "template": {"spec": lead}},
+                {"name": "worker", "count": workers, "template": {"spec": work}},
+            ],
+        },
+    }
+
+
+def jobset(lead: dict[str, Any], work: dict[str, Any], workers: int = 1) -> dict[str, Any]:
+    def rjob(name: str, spec: dict[str, Any], parallelism: int) -> dict[str, Any]:
+        job = {"parallelism": parallelism, "completions": parallelism,
+               "completionMode": "Indexed", "template": {"spec": spec}}  # fmt: skip
+        return {"name": name, "replicas": 1, "template": {"spec": job}}
+
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "vllm-mn", "namespace": "ml"},
+        "spec": {"replicatedJobs": [rjob("leader", lead, 1), rjob("worker", work, workers)]},
+    }
+
+
+def rbg(lead: dict[str, Any], work: dict[str, Any], workers: int = 1) -> dict[str, Any]:
+    # one template, the worker's command as the worker patch (RBG's leader-worker pattern)
+    return {
+        "apiVersion": "workloads.x-k8s.io/v1alpha2",
+        "kind": "RoleBasedGroup",
+        "metadata": {"name": "vllm-mn", "namespace": "ml"},
+        "spec": {
+            "roles": [
+                {
+                    "name": "engine",
+                    "replicas": 1,
+                    "leaderWorkerPattern": {
+                        "size": 1 + workers,
+                        "template": {"spec": lead},
+                        "workerTemplatePatch": {"spec": work},
+                    },
+                }
+            ]
+        },
+    }
+
+
+# Each declarer with the rank expression its own controller makes right for worker 1.
+DECLARERS: dict[str, tuple[Callable[..., dict[str, Any]], str]] = {
+    # the env plugin's VC_TASK_INDEX counts within the worker task: worker 1 is index 0
+    "volcano-job": (volcano, "$((VC_TASK_INDEX+1))"),
+    # Kueue names no index: a literal rank, right for the one worker
+    "kueue-workload": (kueue, "1"),
+    # a worker Job's completion index counts from 0 after the one-pod leader Job
+    "jobset": (jobset, "$((JOB_COMPLETION_INDEX+1))"),
+    "rolebasedgroup": (rbg, "$(RBG_LWP_WORKER_INDEX)"),
+}
+GROUP_RULES = frozenset(
+    ("lws-args-mismatch", "lws-nnodes-mismatch", "lws-rank-mismatch", "lws-image-mismatch",
+     "lws-gpu-total", "lws-dp-mismatch", "lws-args-default", "lws-worker-not-headless",
+     "lws-master-addr-mismatch", "lws-nccl-env-mismatch")
+)  # fmt: skip
+
+
+def findings(obj: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(f.id, f.severity) for r in check_objects([obj]) for f in r.findings]
+
+
+def group_findings(obj: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(rule, sev) for rule, sev in findings(obj) if rule in GROUP_RULES]
+
+
+@pytest.mark.parametrize("declarer", sorted(DECLARERS))
+def test_a_good_gang_has_no_group_finding(declarer: str) -> None:
+    make, rank = DECLARERS[declarer]
+    obj = make(leader(), worker(rank))
+    assert findings(obj) == []
+
+
+@pytest.mark.parametrize("declarer", sorted(DECLARERS))
+def test_members_whose_tp_differs_fail_the_gang(declarer: str) -> None:
+    make, rank = DECLARERS[declarer]
+    obj = make(leader(tp=8), worker(rank, tp=4))
+    assert ("lws-args-mismatch", "fail") in group_findings(obj)
+
+
+@pytest.mark.parametrize("declarer", sorted(DECLARERS))
+def test_nnodes_other_than_the_gang_fails(declarer: str) -> None:
+    make, rank = DECLARERS[declarer]
+    # three pods (1 + 2 workers) told --nnodes 2
+    obj = make(leader(nnodes=2), worker(rank, nnodes=2), workers=2)
+    assert ("lws-nnodes-mismatch", "fail") in group_findings(obj)
+
+
+@pytest.mark.parametrize("declarer", sorted(DECLARERS))
+def test_an_image_other_than_the_leaders_warns(declarer: str) -> None:
+    make, rank = DECLARERS[declarer]
+    work = worker(rank)
+    work["containers"][0]["image"] = "vllm/vllm-openai:v0.10.2"
+    assert ("lws-image-mismatch", "warn") in group_findings(make(leader(), work))
+
+
+def test_a_volcano_worker_ranked_by_its_task_index_alone_claims_the_leaders_rank() -> None:
+    """VC_TASK_INDEX counts within the task (Volcano's env plugin): the worker task's first
+    pod is 0, the leader's rank, which is a certain failure."""
+    obj = volcano(leader(), worker("$(VC_TASK_INDEX)"))
+    assert ("lws-rank-mismatch", "fail") in group_findings(obj)
+
+
+def test_a_gang_of_independent_engines_is_not_grouped() -> None:
+    """No --nnodes: a Volcano task's replicas are as often independent engines (batch
+    inference); they stay judged one by one, with no group finding."""
+    single = pod(["vllm", "serve", MODEL, "--tensor-parallel-size", "4"])
+    obj = volcano(single, copy.deepcopy(single), workers=3)
+    assert group_findings(obj) == []
+    assert all(t.group is None for t in kinds.pod_templates(obj, None))
+
+
+def test_two_leaders_are_not_guessed_into_one_gang() -> None:
+    """Neither template is --headless: which pod leads is not known, so no group (and no
+    group verdict) rests on a guess."""
+    obj = volcano(leader(), leader())
+    assert all(t.group is None for t in kinds.pod_templates(obj, None))
+
+
+@pytest.mark.parametrize("declarer", ["volcano-job", "kueue-workload", "jobset"])
+def test_mutation_disconnecting_the_gang_path_loses_every_finding(
+    declarer: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The declarers reach the rules only through leader_worker_gang: with it cut, the
+    broken gang above has no group finding (so the tests above fail)."""
+    make, rank = DECLARERS[declarer]
+    obj = make(leader(tp=8), worker(rank, tp=4))
+    assert group_findings(obj)
+    monkeypatch.setattr(crdgroups, "leader_worker_gang", lambda *a, **k: None)
+    monkeypatch.setattr(kinds, "leader_worker_gang", lambda *a, **k: None)
+    assert group_findings(obj) == []
