@@ -293,3 +293,42 @@ def test_without_a_reader_nothing_is_read_or_said() -> None:
 )
 def test_engine_nodes_reads_only_a_literal_count(argv: list[str], nodes: int | None) -> None:
     assert workloadapi.engine_nodes(argv) == nodes
+
+
+# -- issue 39: a gang declared on the pod's own labels (groups.pod_group) ----------------------
+
+
+def declared_pod(labels: dict[str, str], annotations: dict[str, str]) -> dict[str, Any]:
+    body = pod(group=None)
+    body["metadata"]["labels"] = labels
+    body["metadata"]["annotations"] = annotations
+    return body
+
+
+def test_a_volcano_pod_says_its_size_is_its_podgroups_and_reads_nothing() -> None:
+    api = Api({})
+    result = mutate(service(api), declared_pod({}, {"scheduling.k8s.io/group-name": "vllm-pg"}))
+    (warning,) = result.warnings
+    assert "pod of a volcano group 'vllm-pg'" in warning
+    assert "spec.minMember" in warning
+    assert api.reads == []  # the PodGroup is not read at admission
+    assert not [n for n in check_env(result) if n.startswith("PREFLIGHT_GROUP_")]
+
+
+def test_a_kueue_pod_group_member_says_no_leader_is_named() -> None:
+    labels = {"kueue.x-k8s.io/pod-group-name": "g"}
+    notes = {"kueue.x-k8s.io/pod-group-total-count": "2"}
+    (warning,) = mutate(service(Api({})), declared_pod(labels, notes)).warnings
+    assert "the leader's address (Kueue pod groups name none)" in warning
+
+
+def test_a_one_pod_engine_of_a_volcano_group_is_not_warned() -> None:
+    body = declared_pod({}, {"scheduling.k8s.io/group-name": "vllm-pg"})
+    body["spec"]["containers"][0]["command"] = ["sh", "-c", "vllm serve m -tp 8"]
+    assert mutate(service(Api({})), body).warnings == ()
+
+
+def test_volcanos_own_annotation_names_the_podgroup_too() -> None:
+    notes = {"scheduling.volcano.sh/group-name": "vllm-pg"}
+    (warning,) = mutate(service(Api({})), declared_pod({}, notes)).warnings
+    assert "pod of a volcano group 'vllm-pg'" in warning

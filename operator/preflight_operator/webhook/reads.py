@@ -162,7 +162,9 @@ class WorkloadApiGangs:
         gang's minCount is a minimum, not the group's size."""
         ref = workloadapi.reference(pod)
         lws = in_lws_group(pod)
-        if ref is None or self._api_get is None or not (lws or runs_own_share(container)):
+        if ref is None:
+            return declared_note(pod, container, lws=lws)
+        if self._api_get is None or not (lws or runs_own_share(container)):
             return ""
         namespace = str((pod.get("metadata") or {}).get("namespace", ""))
         obj: Mapping[str, Any] | None = None
@@ -186,6 +188,24 @@ class WorkloadApiGangs:
             return ""
         nodes = _lws_size(pod) if lws else workloadapi.engine_nodes(argv)
         return workloadapi.admission_note(group, nodes, has_group=lws or _coordinated(pod))
+
+
+def declared_note(pod: Mapping[str, Any], container: Mapping[str, Any], *, lws: bool) -> str:
+    """What to say of the Kueue pod group, Volcano PodGroup or RoleBasedGroup a multi-node
+    vLLM pod declares on its own labels and annotations (``groups.pod_group``, issue 39):
+    what its system does not put on the pod (a Volcano pod's size is its PodGroup's
+    ``spec.minMember``; Kueue names no leader), as a warning; "" when the pod says it all
+    (a RoleBasedGroup leader-worker pod), names no such group, runs its engine on one pod,
+    or has a group of its own (a LeaderWorkerSet's; a JobSet pod's group is the injector's,
+    read from its JobSet). Nothing is read from the API server for it: the object a
+    Volcano pod names (its PodGroup) is not fetched, so its ``minMember`` is not compared
+    with the engine's nodes at admission (``lint`` judges a Volcano Job whole)."""
+    if lws or not runs_own_share(container):
+        return ""
+    declared = groups.pod_group(pod)
+    if declared is None or declared.system == groups.JOBSET:
+        return ""
+    return groups.declared_warning(declared)
 
 
 def _pod_display(pod: Mapping[str, Any]) -> str:

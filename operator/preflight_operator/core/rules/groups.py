@@ -54,7 +54,12 @@ COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 KUEUE_GROUP = "kueue.x-k8s.io/pod-group-name"
 KUEUE_TOTAL = "kueue.x-k8s.io/pod-group-total-count"
 KUEUE_INDEX = "kueue.x-k8s.io/pod-group-pod-index"
+# volcano-sh/apis pkg/apis/scheduling/v1beta1/labels.go (vendored in volcano-sh/volcano):
+# KubeGroupNameAnnotationKey and VolcanoGroupNameAnnotationKey (GroupName, the PodGroup's
+# own API group, + "/group-name"), each "the annotation key of Pod to identify which
+# PodGroup it belongs to"
 VOLCANO_GROUP = "scheduling.k8s.io/group-name"
+VOLCANO_GROUP_OWN = "scheduling.volcano.sh/group-name"
 # RoleBasedGroup (sgl-project/rbg api/workloads/constants/{label,env}.go at 993491fb)
 _RBG = "rbg.workloads.x-k8s.io/"
 RBG_GROUP = _RBG + "group-name"
@@ -136,7 +141,7 @@ def pod_group(pod: Mapping[str, Any]) -> DeclaredGroup | None:
             KUEUE, kueue, size, index, None, f"{KUEUE_GROUP}, {KUEUE_TOTAL}", tuple(unknown),
             rank_source=KUEUE_INDEX if index is not None else "",
         )  # fmt: skip
-    volcano = _text(notes.get(VOLCANO_GROUP))
+    volcano = _text(notes.get(VOLCANO_GROUP)) or _text(notes.get(VOLCANO_GROUP_OWN))
     if volcano:
         return DeclaredGroup(
             VOLCANO,
@@ -144,7 +149,7 @@ def pod_group(pod: Mapping[str, Any]) -> DeclaredGroup | None:
             None,
             None,
             None,
-            VOLCANO_GROUP,
+            f"{VOLCANO_GROUP} or {VOLCANO_GROUP_OWN}",
             (
                 "the size (the PodGroup's spec.minMember, another object)",
                 "this pod's index and the leader's address (Volcano puts neither on the pod)",
