@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from preflight_operator.core.rules import crdgroups, kinds
 from preflight_operator.core.rules.engine import check_objects
@@ -207,3 +209,52 @@ def test_mutation_disconnecting_the_gang_path_loses_every_finding(
     monkeypatch.setattr(crdgroups, "leader_worker_gang", lambda *a, **k: None)
     monkeypatch.setattr(kinds, "leader_worker_gang", lambda *a, **k: None)
     assert group_findings(obj) == []
+
+
+# -- the corpus: upstream examples with a vLLM container written for these tests ---------------
+
+GROUPS = Path(__file__).resolve().parents[1] / "data" / "groups" / "vllm"
+
+
+def corpus(name: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load((GROUPS / name).read_text())
+    return loaded
+
+
+def test_volcanos_pytorch_example_running_vllm_is_one_engine_and_passes() -> None:
+    obj = corpus("volcano-pytorch-vllm.yaml")
+    found = kinds.pod_templates(obj, None)
+    assert [(t.role, t.is_leader) for t in found] == [("master", True), ("worker", False)]
+    group = found[0].group
+    assert group is not None
+    assert group.size == 3
+    # the pytorch plugin's env, master 0, workers from 1
+    assert found[0].injected_env["RANK"] == "0"
+    assert found[0].injected_env["MASTER_ADDR"] == "pytorch-job-master-0.pytorch-job"
+    assert findings(obj) == []
+
+
+def test_volcanos_pytorch_example_with_a_task_short_of_nnodes_fails() -> None:
+    obj = corpus("volcano-pytorch-vllm.yaml")
+    obj["spec"]["tasks"][1]["replicas"] = 1
+    assert ("lws-nnodes-mismatch", "fail") in group_findings(obj)
+
+
+def test_volcanos_pytorch_example_led_by_rank_0_warns_of_a_worker_not_headless() -> None:
+    """With --headless dropped, both templates could lead; the master task's first pod
+    runs --node-rank $(RANK) = 0 under the pytorch plugin, so it does, and the worker that
+    is not --headless is the LeaderWorkerSet rules' warning."""
+    obj = corpus("volcano-pytorch-vllm.yaml")
+    obj["spec"]["tasks"][1]["template"]["spec"]["containers"][0]["command"].remove("--headless")
+    assert group_findings(obj) == [("lws-worker-not-headless", "warn")]
+
+
+def test_kueues_workload_example_running_vllm_is_grouped_and_its_rank_unknown() -> None:
+    """One pod set of 3 pods whose vLLM says --nnodes 3: one engine over the pod set. Kueue
+    names no index, so $(JOB_COMPLETION_INDEX) is unknown here: a warning that says so,
+    never a group verdict resting on it."""
+    obj = corpus("kueue-workload-vllm.yaml")
+    (found,) = kinds.pod_templates(obj, None)
+    assert found.group is not None
+    assert found.group.size == 3
+    assert findings(obj) == [("plan-unresolved", "warn")]

@@ -154,33 +154,52 @@ class Gang:
     leader: int
 
 
+def _node_rank(words: list[str]) -> str | None:
+    """The literal ``--node-rank`` a command line gives (the last one, as argparse)."""
+    found = None
+    for i, word in enumerate(words[:4096]):
+        name, eq, value = word.partition("=")
+        if name in ("--node-rank", "--node_rank"):
+            found = value if eq else (words[i + 1] if i + 1 < len(words) else None)
+    return found
+
+
 def leader_worker_gang(
-    members: list[tuple[str, GroupMember]], where: str, env: Mapping[str, str]
+    members: list[tuple[str, GroupMember]],
+    where: str,
+    env: Mapping[str, str],
+    first: Mapping[str, Mapping[str, str]] | None = None,
 ) -> Gang | None:
     """The gang's pods as one engine, when their own vLLM command lines say so: a template
     states ``--nnodes N`` (N > 1, a literal: vLLM's multiprocessing across nodes) and the
-    templates are a leader (one pod, not ``--headless``) and at most one worker template
-    (``--headless``), or one template of several pods. The group is then exact, as a
-    LeaderWorkerSet's: the pods are the declarer's own counts, and every one of them runs
-    the engine's share. Anything else (no ``--nnodes``, several candidate leaders, a
-    template that runs no vLLM) is None: the pods are judged one by one, as a Job's
-    ``parallelism`` pods are (as often independent engines: batch inference)."""
-    read = [(m, _engine_words(m.spec, m.path, env)) for _, m in members]
+    templates are a leader (one pod) and at most one worker template, or one template of
+    several pods. The leader is the one template not ``--headless``, else the one whose
+    first pod (its env in ``first``, by member name, over ``env``) runs ``--node-rank 0``.
+    The group is then exact, as a LeaderWorkerSet's: the pods are the declarer's own
+    counts, and every one of them runs the engine's share. Anything else (no ``--nnodes``,
+    no single leader, a template that runs no vLLM) is None: the pods are judged one by
+    one, as a Job's ``parallelism`` pods are (as often independent engines: batch
+    inference)."""
+    own = first or {}
+    read = [(m, _engine_words(m.spec, m.path, {**env, **own.get(n, {})})) for n, m in members]
     if not read or any(words is None for _, words in read):
         return None
     nodes = [engine_nodes(words or []) for _, words in read]
     if not any(n is not None and n > 1 for n in nodes):
         return None
-    headless = ["--headless" in (words or []) for _, words in read]
     if len(read) == 1:
         only = read[0][0]
         if only.replicas <= 1:
             return None
-        first = GroupMember(only.spec, only.path, 1, only.replicas_path)
+        first_pod = GroupMember(only.spec, only.path, 1, only.replicas_path)
         rest = GroupMember(only.spec, only.path, only.replicas - 1, only.replicas_path)
-        return Gang(Group(where, LWS, (first, rest)), 0)
-    leads = [i for i, h in enumerate(headless) if not h]
-    if len(read) != 2 or len(leads) != 1 or read[leads[0]][0].replicas != 1:
+        return Gang(Group(where, LWS, (first_pod, rest)), 0)
+    if len(read) != 2:
+        return None
+    leads = [i for i, (_, words) in enumerate(read) if "--headless" not in (words or [])]
+    if len(leads) != 1:
+        leads = [i for i, (_, words) in enumerate(read) if _node_rank(words or []) == "0"]
+    if len(leads) != 1 or read[leads[0]][0].replicas != 1:
         return None
     lead = leads[0]
     worker = read[1 - lead][0]
@@ -258,52 +277,63 @@ def _tasks(obj: Mapping[str, Any]) -> list[tuple[str, GroupMember]]:
 
 
 def volcano_job(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[PodTemplate]:
-    """A Volcano Job's tasks, one template each (role: the task's name). Tasks whose
-    containers form one Ray cluster (a head task of one pod, tasks that join it) are one
-    Ray group, counted by ``replicas`` (what Volcano creates); otherwise each task's pods
-    are judged one by one (a task of N replicas is as often N engines)."""
+    """A Volcano Job's tasks, one template each (role: the task's name), each with the env
+    Volcano's job plugins give its first pod (``_volcano_env``). Tasks whose containers
+    form one Ray cluster (a head task of one pod, tasks that join it) are one Ray group,
+    counted by ``replicas`` (what Volcano creates); tasks whose vLLM says ``--nnodes`` are
+    one engine (``leader_worker_gang``); otherwise each task's pods are judged one by one
+    (a task of N replicas is as often N engines)."""
     kind = str(obj.get("kind", "Job"))
     tasks = _tasks(obj)
     group = _ray_cluster(tasks, "spec.tasks[*].replicas")
     in_group = {id(m) for m in group.members} if group else set()
+    env, offsets, first = _volcano_env(obj, tasks)
     templates = [
         PodTemplate(
             kind, name, namespace, m.spec, m.path, role,
-            group if id(m) in in_group else None, family=VOLCANO,
+            group if id(m) in in_group else None, {**env, **first[role]}, family=VOLCANO,
         )
         for role, m in tasks
     ]  # fmt: skip
     if group is not None:
         return templates
-    env, offsets = _volcano_env(obj, tasks)
-    return with_gang(templates, leader_worker_gang(tasks, "spec.tasks[*].replicas", env),
-                      offsets, env)  # fmt: skip
+    gang = leader_worker_gang(tasks, "spec.tasks[*].replicas", env, first)
+    if gang is not None and gang.leader != 0 and any(n == "RANK" for n, _ in offsets):
+        offsets = tuple(o for o in offsets if o[0] != "RANK")  # RANK 0 is the master task's
+    return with_gang(templates, gang, offsets, env)
 
 
 def _volcano_env(
     obj: Mapping[str, Any], tasks: list[tuple[str, GroupMember]]
-) -> tuple[dict[str, str], tuple[tuple[str, int], ...]]:
-    """The env Volcano's job plugins give every pod of the Job (``volcano_job_group`` reads
-    them), and the index variables with their offsets: ``VC_TASK_INDEX`` (and the older
-    ``VK_TASK_INDEX``, env plugin) counts within the pod's task, so a worker task after a
-    one-pod leader task starts at 0 (offset 1); the pytorch plugin's ``RANK`` counts the
-    master 0, its workers from 1 (offset 0) when the master task leads."""
+) -> tuple[dict[str, str], tuple[tuple[str, int], ...], dict[str, dict[str, str]]]:
+    """(the env Volcano's job plugins give every pod of the Job, the index variables with
+    their offsets in a gang, each task's first pod's index variables). ``VC_TASK_INDEX``
+    (and the older ``VK_TASK_INDEX``, env plugin) counts within the pod's task: 0 for
+    every task's first pod, and a worker task after a one-pod leader task counts from 0
+    (offset 1). The pytorch plugin (``volcano_job_group`` reads it) sets ``MASTER_ADDR``,
+    ``WORLD_SIZE`` and ``RANK``: the master 0, worker i+1 (offset 0 when the master task
+    leads)."""
     declared = volcano_job_group(obj)
+    first: dict[str, dict[str, str]] = {role: {} for role, _ in tasks}
     if declared is None:
-        return {}, ()
+        return {}, (), first
     plugins = _plugins(obj)
     env: dict[str, str] = {}
     offsets: list[tuple[str, int]] = []
     if "env" in plugins:
         at = 1 if len(tasks) == 2 else 0
         offsets += [("VC_TASK_INDEX", at), ("VK_TASK_INDEX", at)]
+        for values in first.values():
+            values.update(VC_TASK_INDEX="0", VK_TASK_INDEX="0")
     if "pytorch" in plugins and declared.leader is not None:
         master = _flag(plugins["pytorch"], "master", "master")
+        env["MASTER_ADDR"] = declared.leader
+        env["WORLD_SIZE"] = str(declared.size)
+        for role, values in first.items():
+            values["RANK"] = "0" if role == master else "1"
         if len(tasks) == 2 and tasks[0][0] == master and tasks[0][1].replicas == 1:
-            env["MASTER_ADDR"] = declared.leader
-            env["WORLD_SIZE"] = str(declared.size)
             offsets.append(("RANK", 0))
-    return env, tuple(offsets)
+    return env, tuple(offsets), first
 
 
 def _plugins(obj: Mapping[str, Any]) -> dict[str, list[str]]:

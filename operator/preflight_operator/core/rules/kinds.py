@@ -486,7 +486,8 @@ def _jobset_gang(obj: Mapping[str, Any], templates: list[PodTemplate]) -> list[P
     0: offset 1); with several Jobs per template the index restarts in each, so none is
     given and a worker's rank is unknown here, never guessed."""
     members = jobset_members(obj)
-    gang = leader_worker_gang(members, "spec.replicatedJobs[*].replicas x parallelism", {})
+    first = {str(t.role): t.injected_env for t in templates}
+    gang = leader_worker_gang(members, "spec.replicatedJobs[*].replicas x parallelism", {}, first)
     if gang is None:
         return templates
     jobs = dig(obj, ("spec", "replicatedJobs"))
