@@ -258,3 +258,14 @@ def test_kueues_workload_example_running_vllm_is_grouped_and_its_rank_unknown() 
     assert found.group is not None
     assert found.group.size == 3
     assert findings(obj) == [("plan-unresolved", "warn")]
+
+
+def test_the_fix_names_the_declarers_own_variables() -> None:
+    """A Volcano worker is told to rank itself by VC_TASK_INDEX + 1 (the env plugin's
+    index within its task), not by a LeaderWorkerSet variable its pods never get; the
+    --nnodes fix names no size variable where Volcano sets none."""
+    obj = volcano(leader(tp=6, nnodes=3), worker("$(VC_TASK_INDEX)", tp=6, nnodes=3), workers=1)
+    fixes = {f.id: f.fix for r in check_objects([obj]) for f in r.findings}
+    assert "$((VC_TASK_INDEX+1))" in fixes["lws-rank-mismatch"]
+    assert "LWS_" not in fixes["lws-nnodes-mismatch"]
+    assert "LWS_" not in fixes["lws-rank-mismatch"]

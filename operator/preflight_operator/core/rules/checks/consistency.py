@@ -91,7 +91,7 @@ from preflight_operator.core.rules.model import Finding, Policy
 from preflight_operator.core.rules.registry import RULE_INFO, declare, register
 from preflight_operator.core.rules.resources import gpu_resources
 from preflight_operator.core.rules.shrun import literal_references
-from preflight_operator.core.rules.template import running_containers
+from preflight_operator.core.rules.template import PodTemplate, running_containers
 
 ARG_DEFAULT = declare(
     "lws-args-default",
@@ -434,9 +434,9 @@ def rank_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
         if not wparsed.plan_valid:
             return
         if mp_nodes:
-            stop = _node_rank_finding(index, worker, wparsed, winv) or _master_addr_missing(
-                ctx, worker, winv
-            )
+            stop = _node_rank_finding(
+                index, worker, wparsed, winv, ctx.template
+            ) or _master_addr_missing(ctx, worker, winv)
             if stop is not None:
                 yield stop
                 return
@@ -460,8 +460,22 @@ def rank_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
             return
 
 
+def index_word(template: PodTemplate) -> str:
+    """How a worker's command line names its place in the group, for a fix: the variable
+    its declarer's controller sets (``$(LWS_WORKER_INDEX)``, ``$(RBG_LWP_WORKER_INDEX)``,
+    Volcano's ``$((VC_TASK_INDEX+1))`` after a one-pod leader task), or words when the
+    declarer sets none (a Kueue Workload)."""
+    offsets = template.index_offsets
+    if offsets is None:
+        return f"$({template.index_env})"
+    if not offsets:
+        return "the pod's place in the group (its declarer sets no index variable)"
+    name, at = offsets[0]
+    return f"$({name})" if at == 0 else f"$(({name}+{at})) (in sh -c)"
+
+
 def _node_rank_finding(
-    index: int, worker: WorkerView, wparsed: ParsedArgs, winv: Invocation
+    index: int, worker: WorkerView, wparsed: ParsedArgs, winv: Invocation, template: PodTemplate
 ) -> Finding | None:
     """``--nnodes``: worker ``index`` must run ``--node-rank index``."""
     origin = wparsed.origins.get("node_rank")
@@ -474,7 +488,7 @@ def _node_rank_finding(
         f"{'' if origin else ', vLLM default'}), so two nodes claim rank {got} "
         f"and node {index} never joins: start-up hangs",
         path,
-        "pass --node-rank $(LWS_WORKER_INDEX) in the worker template",
+        f"pass --node-rank {index_word(template)} in the worker template",
     )
 
 

@@ -204,9 +204,21 @@ def nnodes_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
         f"({group.size_path}): the missing nodes never join and start-up hangs in "
         "torch.distributed initialisation",
         ctx.arg_path("nnodes"),
-        f"make --nnodes equal {group.size_path} ({group.size}), e.g. --nnodes $(LWS_GROUP_SIZE)",
+        f"make --nnodes equal {group.size_path} ({group.size}){_size_hint(ctx)}",
         inputs=(plan_input(ctx),),
     )
+
+
+# the variable each declarer's controller sets to the group's size (LeaderWorkerSet,
+# RoleBasedGroup, Kthena, Volcano's pytorch plugin)
+_SIZE_ENV = ("LWS_GROUP_SIZE", "RBG_LWP_GROUP_SIZE", "GROUP_SIZE", "WORLD_SIZE")
+
+
+def _size_hint(ctx: ContainerContext) -> str:
+    """ ", e.g. --nnodes $(VAR)" with the size variable the group's controller sets, or ""
+    when it sets none (a Kueue Workload, a JobSet, Volcano without the pytorch plugin)."""
+    name = next((n for n in _SIZE_ENV if n in ctx.template.injected_env), None)
+    return f", e.g. --nnodes $({name})" if name else ""
 
 
 def _gpu_container(spec: Mapping[str, Any], path: str) -> tuple[Mapping[str, Any], str] | None:
