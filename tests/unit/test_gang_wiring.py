@@ -197,20 +197,6 @@ def test_two_leaders_are_not_guessed_into_one_gang() -> None:
     assert all(t.group is None for t in kinds.pod_templates(obj, None))
 
 
-@pytest.mark.parametrize("declarer", ["volcano-job", "kueue-workload", "jobset"])
-def test_mutation_disconnecting_the_gang_path_loses_every_finding(
-    declarer: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The declarers reach the rules only through leader_worker_gang: with it cut, the
-    broken gang above has no group finding (so the tests above fail)."""
-    make, rank = DECLARERS[declarer]
-    obj = make(leader(tp=8), worker(rank, tp=4))
-    assert group_findings(obj)
-    monkeypatch.setattr(crdgroups, "leader_worker_gang", lambda *a, **k: None)
-    monkeypatch.setattr(kinds, "leader_worker_gang", lambda *a, **k: None)
-    assert group_findings(obj) == []
-
-
 # -- the corpus: upstream examples with a vLLM container written for these tests ---------------
 
 GROUPS = Path(__file__).resolve().parents[1] / "data" / "groups" / "vllm"
@@ -269,3 +255,74 @@ def test_the_fix_names_the_declarers_own_variables() -> None:
     assert "$((VC_TASK_INDEX+1))" in fixes["lws-rank-mismatch"]
     assert "LWS_" not in fixes["lws-nnodes-mismatch"]
     assert "LWS_" not in fixes["lws-rank-mismatch"]
+
+
+# -- pods naming one Volcano PodGroup in the checked manifests --------------------------------
+
+
+def podgroup_pods(lead: dict[str, Any], work: dict[str, Any]) -> list[dict[str, Any]]:
+    """A PodGroup (Volcano's own example's shape, minMember 2) and two bare Pods naming it
+    in ``scheduling.k8s.io/group-name`` (volcano-sh/apis labels.go
+    KubeGroupNameAnnotationKey)."""
+    notes = {"scheduling.k8s.io/group-name": "vllm-pg"}
+
+    def bare(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": "ml", "annotations": notes},
+                "spec": {**spec, "schedulerName": "volcano"}}  # fmt: skip
+
+    podgroup = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "vllm-pg", "namespace": "ml"},
+        "spec": {"minMember": 2},
+    }
+    return [podgroup, bare("leader", lead), bare("worker", work)]
+
+
+def set_findings(objs: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return [(f.id, f.severity) for r in check_objects(objs) for f in r.findings]
+
+
+def test_pods_naming_one_podgroup_are_one_engine_and_a_good_one_passes() -> None:
+    assert set_findings(podgroup_pods(leader(), worker("1"))) == []
+
+
+def test_pods_naming_one_podgroup_with_different_tp_fail() -> None:
+    """Two pods of one engine with different TP: certain whatever else names the group."""
+    found = set_findings(podgroup_pods(leader(tp=8), worker("1", tp=4)))
+    assert ("lws-args-mismatch", "fail") in found
+
+
+def test_a_podgroups_pod_count_is_an_estimate_so_nnodes_warns() -> None:
+    """--nnodes 3 over the 2 pods found naming the PodGroup: a third may be elsewhere, so
+    the LeaderWorkerSet rule's failure is a warning that says the count was estimated."""
+    objs = podgroup_pods(leader(tp=6, nnodes=3), worker("1", tp=6, nnodes=3))
+    results = check_objects(objs)
+    nnodes = [f for r in results for f in r.findings if f.id == "lws-nnodes-mismatch"]
+    assert nnodes
+    assert all(f.severity == "warn" for f in nnodes)
+    assert "pods elsewhere may name it too" in nnodes[0].message
+
+
+def test_a_pod_alone_in_its_podgroup_is_judged_alone() -> None:
+    """One pod found naming the PodGroup: no gang to judge, no group finding."""
+    objs = podgroup_pods(leader(), worker("1"))[:2]
+    assert [rule for rule, _ in set_findings(objs) if rule in GROUP_RULES] == []
+
+
+@pytest.mark.parametrize("declarer", ["volcano-job", "kueue-workload", "jobset", "podgroup"])
+def test_mutation_cutting_the_gang_path_in_crdgroups_loses_the_finding(
+    declarer: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every declarer but RoleBasedGroup (its own leader-worker reader) goes through
+    crdgroups.leader_worker_gang (kinds imports it for JobSet)."""
+    if declarer == "podgroup":
+        objs = podgroup_pods(leader(tp=8), worker("1", tp=4))
+    else:
+        make, rank = DECLARERS[declarer]
+        objs = [make(leader(tp=8), worker(rank, tp=4))]
+    assert ("lws-args-mismatch", "fail") in set_findings(objs)
+    monkeypatch.setattr(crdgroups, "leader_worker_gang", lambda *a, **k: None)
+    monkeypatch.setattr(kinds, "leader_worker_gang", lambda *a, **k: None)
+    assert [rule for rule, _ in set_findings(objs) if rule in GROUP_RULES] == []

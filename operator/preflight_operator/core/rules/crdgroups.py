@@ -74,6 +74,8 @@ from preflight_operator.core.rules.groups import (
     RBG_INDEX_ENV,
     RBG_SIZE_ENV,
     VOLCANO,
+    VOLCANO_GROUP,
+    VOLCANO_GROUP_OWN,
     DeclaredGroup,
     _count,
     _text,
@@ -180,6 +182,8 @@ def leader_worker_gang(
     no single leader, a template that runs no vLLM) is None: the pods are judged one by
     one, as a Job's ``parallelism`` pods are (as often independent engines: batch
     inference)."""
+    if not 1 <= len(members) <= 2:
+        return None  # no single leader-worker shape: nothing read
     own = first or {}
     read = [(m, _engine_words(m.spec, m.path, {**env, **own.get(n, {})})) for n, m in members]
     if not read or any(words is None for _, words in read):
@@ -194,8 +198,6 @@ def leader_worker_gang(
         first_pod = GroupMember(only.spec, only.path, 1, only.replicas_path)
         rest = GroupMember(only.spec, only.path, only.replicas - 1, only.replicas_path)
         return Gang(Group(where, LWS, (first_pod, rest)), 0)
-    if len(read) != 2:
-        return None
     leads = [i for i, (_, words) in enumerate(read) if "--headless" not in (words or [])]
     if len(leads) != 1:
         leads = [i for i, (_, words) in enumerate(read) if _node_rank(words or []) == "0"]
@@ -226,6 +228,66 @@ def with_gang(
         )
         for i, t in enumerate(templates)
     ]  # fmt: skip
+
+
+# -- pods naming one Volcano PodGroup, in a manifest set (issue 39) ----------------------------
+
+# objects whose pod template may name a PodGroup, and where their pod count is written
+_PODGROUP_HOLDERS = {
+    "Pod": ((), "", None),
+    "Deployment": (("spec", "template"), "spec.template", "spec.replicas"),
+    "StatefulSet": (("spec", "template"), "spec.template", "spec.replicas"),
+    "ReplicaSet": (("spec", "template"), "spec.template", "spec.replicas"),
+    "Job": (("spec", "template"), "spec.template", "spec.parallelism"),
+}
+
+
+def podgroup_member(obj: Mapping[str, Any]) -> tuple[str, str, GroupMember] | None:
+    """(the Volcano PodGroup its pods name, ``Kind/name``, its pods as a member) of a
+    Pod, Deployment, StatefulSet, ReplicaSet or Job whose pod metadata carries
+    ``scheduling.k8s.io/group-name`` or ``scheduling.volcano.sh/group-name``; None else."""
+    holder = _PODGROUP_HOLDERS.get(str(obj.get("kind")))
+    if holder is None or str(obj.get("apiVersion", "")) not in ("v1", "apps/v1", "batch/v1"):
+        return None
+    keys, base, count_path = holder
+    pod = dig(obj, keys) if keys else obj
+    notes = dig(pod, ("metadata", "annotations"))
+    if not isinstance(notes, Mapping):
+        return None
+    name = _text(notes.get(VOLCANO_GROUP)) or _text(notes.get(VOLCANO_GROUP_OWN))
+    spec = dig(pod, ("spec",))
+    if not name or not isinstance(spec, Mapping):
+        return None
+    count = 1 if count_path is None else _replicas(dig(obj, count_path.split(".")))
+    path = f"{base}.spec" if base else "spec"
+    label = f"{obj.get('kind')}/{_text(dig(obj, ('metadata', 'name')))}"
+    return name, label, GroupMember(spec, path, count, count_path or "metadata.name")
+
+
+def with_podgroup_gang(
+    template: PodTemplate, podgroup: str, members: list[tuple[str, GroupMember]]
+) -> PodTemplate:
+    """A workload's template grouped with the other workloads of the checked manifests
+    whose pods name the same Volcano PodGroup, when their vLLM makes them one engine
+    (``leader_worker_gang``). Estimated: other pods outside the checked files may name it
+    too, so a failure resting on the pod count is a warning. No index variable (a PodGroup
+    numbers no pod). The template as it is otherwise."""
+    if template.group is not None or template.generic:
+        return template
+    label = f"{template.kind}/{template.name}"
+    mine = [i for i, (who, m) in enumerate(members) if who == label and m.path == template.path]
+    if len(mine) != 1:
+        return template
+    where = f"the pods naming Volcano PodGroup {podgroup!r} in the checked manifests"
+    gang = leader_worker_gang(members, where, {})
+    if gang is None:
+        return template
+    group = replace(
+        gang.group,
+        estimated=f"counts only {where} ({', '.join(who for who, _ in members)}): "
+        "pods elsewhere may name it too",
+    )
+    return replace(template, group=group, group_leader=mine[0] == gang.leader, index_offsets=())
 
 
 # -- Kueue Workload ----------------------------------------------------------------------------

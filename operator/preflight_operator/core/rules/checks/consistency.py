@@ -81,7 +81,14 @@ from typing import Any
 
 from preflight_contract.verdicts import FAIL, WARN
 from preflight_contract.vllm_args import ParsedArgs, parse_vllm_args
-from preflight_operator.core.rules.certainty import HEURISTIC, VLLM_CODE, Basis, Input
+from preflight_operator.core.rules.certainty import (
+    DEVICE_COUNT,
+    ESTIMATED,
+    HEURISTIC,
+    VLLM_CODE,
+    Basis,
+    Input,
+)
 from preflight_operator.core.rules.command import Invocation, find_invocation
 from preflight_operator.core.rules.config import ConfigResolver
 from preflight_operator.core.rules.context import ContainerContext
@@ -460,6 +467,16 @@ def rank_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
             return
 
 
+def _pods_inputs(template: PodTemplate) -> tuple[Input, ...]:
+    """The group's pod count as an input of a rank finding: estimated where the group is
+    (pods found by a name they share in the checked files: others may share it), so a
+    failure resting on it is a warning."""
+    group = template.group
+    if group is None or not group.estimated:
+        return ()
+    return (Input(DEVICE_COUNT, "the group's pod count", ESTIMATED, group.estimated),)
+
+
 def index_word(template: PodTemplate) -> str:
     """How a worker's command line names its place in the group, for a fix: the variable
     its declarer's controller sets (``$(LWS_WORKER_INDEX)``, ``$(RBG_LWP_WORKER_INDEX)``,
@@ -489,6 +506,7 @@ def _node_rank_finding(
         f"and node {index} never joins: start-up hangs",
         path,
         f"pass --node-rank {index_word(template)} in the worker template",
+        inputs=_pods_inputs(template),
     )
 
 

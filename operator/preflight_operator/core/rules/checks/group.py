@@ -132,7 +132,7 @@ def dp_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     if started == plan.dp:
         return
     where = ctx.arg_path("data_parallel_size")
-    inputs = (plan_input(ctx), _workers_dp_local(ctx))
+    inputs = (plan_input(ctx), _workers_dp_local(ctx), pods_input(group))
     sizes = (
         f"--data-parallel-size {plan.dp}, but {group.size} pods ({group.size_path}) x "
         f"--data-parallel-size-local {plan.dp_local} start {started} DP ranks"
@@ -205,7 +205,7 @@ def nnodes_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
         "torch.distributed initialisation",
         ctx.arg_path("nnodes"),
         f"make --nnodes equal {group.size_path} ({group.size}){_size_hint(ctx)}",
-        inputs=(plan_input(ctx),),
+        inputs=(plan_input(ctx), pods_input(group)),
     )
 
 
@@ -258,14 +258,14 @@ def group_total(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
             worker_limit,
             f"give each pod {need // group.size if need % group.size == 0 else 'its share of'}"
             f" GPUs, or change {group.size_path} / the parallel sizes",
-            inputs=(plan_input(ctx),),
+            inputs=(plan_input(ctx), pods_input(group)),
         )
     elif have > need + policy.extra_gpus_allowed * group.size:
         yield GROUP_EXTRA.finding(
             f"the group of {group.size} pods requests {have} GPUs but vLLM uses {need}",
             worker_limit,
             "request only the GPUs the engine uses",
-            inputs=(plan_input(ctx),),
+            inputs=(plan_input(ctx), pods_input(group)),
         )
     # worker pods run vLLM's GPU processes too: /dev/shm for the ranks Ray places on
     # one (one per GPU when the group has exactly the engine's GPUs; else at most its GPUs)
