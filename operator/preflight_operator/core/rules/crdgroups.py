@@ -28,7 +28,14 @@ What each system really provides, read from its source:
   named.
 * **Volcano PodGroup** (same commit, ``.../scheduling/v1beta1/types.go``): ``spec.minMember``
   pods are placed all or none; a pod names its PodGroup in the annotation
-  ``scheduling.k8s.io/group-name`` (``rules.groups``).
+  ``scheduling.k8s.io/group-name`` or ``scheduling.volcano.sh/group-name``
+  (``.../scheduling/v1beta1/labels.go``; ``rules.groups``). ``lint`` groups the checked
+  workloads naming one PodGroup (``with_podgroup_gang``, an estimated count); the
+  PodGroup object itself is not read (its ``minMember`` is a gang, not the size).
+
+Issue 39: every declarer reaches the group rules through ``leader_worker_gang`` (pods whose
+vLLM says ``--nnodes``: one engine, a leader and a worker template) or a Ray cluster
+(``_ray_cluster``); docs/RULES.md, "Gangs: which declarers reach the group rules".
 * **RoleBasedGroup** (sgl-project/rbg at 993491fba9bfdf377d3cd18c8833da20ce0ec87b,
   ``api/workloads/v1alpha2/rolebasedgroup_types.go``): ``spec.roles[*]`` each ``replicas``
   instances of a ``standalonePattern`` (one pod) or a ``leaderWorkerPattern`` (``size``
