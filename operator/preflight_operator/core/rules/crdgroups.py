@@ -33,9 +33,6 @@ What each system really provides, read from its source:
   workloads naming one PodGroup (``with_podgroup_gang``, an estimated count); the
   PodGroup object itself is not read (its ``minMember`` is a gang, not the size).
 
-Issue 39: every declarer reaches the group rules through ``leader_worker_gang`` (pods whose
-vLLM says ``--nnodes``: one engine, a leader and a worker template) or a Ray cluster
-(``_ray_cluster``); docs/RULES.md, "Gangs: which declarers reach the group rules".
 * **RoleBasedGroup** (sgl-project/rbg at 993491fba9bfdf377d3cd18c8833da20ce0ec87b,
   ``api/workloads/v1alpha2/rolebasedgroup_types.go``): ``spec.roles[*]`` each ``replicas``
   instances of a ``standalonePattern`` (one pod) or a ``leaderWorkerPattern`` (``size``
@@ -65,6 +62,10 @@ vLLM says ``--nnodes``: one engine, a leader and a worker template) or a Ray clu
 
 What a system does not provide is said (``DeclaredGroup.unknown``), never guessed: an
 unknown or partial shape is a warning, never a group failure.
+
+Issue 39: every declarer reaches the group rules through ``leader_worker_gang`` (pods whose
+vLLM says ``--nnodes``: one engine, a leader and a worker template) or a Ray cluster
+(``_ray_cluster``); docs/RULES.md, "Gangs: which declarers reach the group rules".
 """
 
 from __future__ import annotations
