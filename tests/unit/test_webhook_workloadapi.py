@@ -305,14 +305,65 @@ def declared_pod(labels: dict[str, str], annotations: dict[str, str]) -> dict[st
     return body
 
 
-def test_a_volcano_pod_says_its_size_is_its_podgroups_and_reads_nothing() -> None:
-    api = Api({})
-    result = mutate(service(api), declared_pod({}, {"scheduling.k8s.io/group-name": "vllm-pg"}))
-    (warning,) = result.warnings
-    assert "pod of a volcano group 'vllm-pg'" in warning
-    assert "spec.minMember" in warning
-    assert api.reads == []  # the PodGroup is not read at admission
-    assert not [n for n in check_env(result) if n.startswith("PREFLIGHT_GROUP_")]
+VOLCANO_PG = "/apis/scheduling.volcano.sh/v1beta1/namespaces/team/podgroups/vllm-pg"
+
+
+def volcano_podgroup(min_member: Any, name: str = "vllm-pg") -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "team"},
+        "spec": {"minMember": min_member},
+    }
+
+
+def test_a_volcano_pod_says_its_size_is_its_podgroups_and_reads_it_once() -> None:
+    api = Api({VOLCANO_PG: volcano_podgroup(2)})
+    svc = service(api)
+    for i in range(2):
+        body = declared_pod({}, {"scheduling.k8s.io/group-name": "vllm-pg"})
+        body["metadata"]["name"] = f"vllm-{i}"
+        result = mutate(svc, body)
+        (warning,) = result.warnings
+        assert "pod of a volcano group 'vllm-pg'" in warning
+        assert "spec.minMember" in warning
+        assert "less than" not in warning  # minMember 2 holds --nnodes 2 together
+        assert not [n for n in check_env(result) if n.startswith("PREFLIGHT_GROUP_")]
+    assert api.reads == [VOLCANO_PG]  # cached for the burst
+
+
+def test_a_volcano_podgroup_smaller_than_the_engine_is_a_warning() -> None:
+    api = Api({VOLCANO_PG: volcano_podgroup(1)})
+    body = declared_pod({}, {"scheduling.k8s.io/group-name": "vllm-pg"})
+    (warning,) = mutate(service(api), body).warnings
+    assert "spec.minMember 1, less than the 2 pods the engine needs at once" in warning
+
+
+def test_a_forbidden_volcano_podgroup_names_its_chart_value() -> None:
+    api = Api({VOLCANO_PG: ApiError(403)})
+    body = declared_pod({}, {"scheduling.k8s.io/group-name": "vllm-pg"})
+    (warning,) = mutate(service(api), body).warnings
+    assert "rbac.volcanoPodGroupRead" in warning
+    assert "rbac.workloadApiRead" not in warning
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        volcano_podgroup(1, name="other"),
+        volcano_podgroup("1"),
+        volcano_podgroup(10**9),
+        {**volcano_podgroup(1), "apiVersion": "v1"},
+        ["not", "an", "object"],
+        "x" * 10_000,
+    ],
+)
+def test_a_hostile_volcano_podgroup_is_unknown_never_a_minimum(answer: Any) -> None:
+    api = Api({VOLCANO_PG: answer})
+    body = declared_pod({}, {"scheduling.k8s.io/group-name": "vllm-pg"})
+    (warning,) = mutate(service(api), body).warnings
+    assert "less than" not in warning
+    assert "its gang is not known" in warning or "minMember" in warning
 
 
 def test_a_kueue_pod_group_member_says_no_leader_is_named() -> None:

@@ -298,6 +298,36 @@ def with_podgroup_gang(
     return replace(template, group=group, group_leader=mine[0] == gang.leader, index_offsets=())
 
 
+PODGROUP_VERSION = "scheduling.volcano.sh/v1beta1"  # the PodGroup version Volcano serves
+
+
+def podgroup_path(namespace: str, name: str) -> str:
+    """The API path of the Volcano PodGroup a pod names (both names already checked as
+    Kubernetes names by the caller)."""
+    return f"/apis/{PODGROUP_VERSION}/namespaces/{namespace}/podgroups/{name}"
+
+
+def podgroup_min_member(
+    obj: Any, name: str, namespace: str
+) -> tuple[int | None, str]:  # fmt: skip
+    """(``spec.minMember``, "") of the PodGroup read for a pod that names ``name`` in
+    ``namespace``; (None, why) when the object read is not that PodGroup or holds no count
+    (hostile: only a mapping of this kind, version, name and namespace is read)."""
+    if not isinstance(obj, Mapping):
+        return None, f"the PodGroup {name!r} (read a {type(obj).__name__}, not an object)"
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    if obj.get("kind") != "PodGroup" or obj.get("apiVersion") != PODGROUP_VERSION:
+        return None, f"the PodGroup {name!r} (the object read is not a {PODGROUP_VERSION} PodGroup)"
+    if meta.get("name") != name or meta.get("namespace") not in (None, namespace):
+        return None, f"the PodGroup {name!r} (the object read is another one)"
+    value = dig(obj, ("spec", "minMember"))  # int32 in the CRD: the API server sends an int
+    count = _count(value) if isinstance(value, int) else None
+    if count is None:
+        return None, f"the PodGroup {name!r} (its spec.minMember is not a count)"
+    return count, ""
+
+
 # -- Kueue Workload ----------------------------------------------------------------------------
 
 
