@@ -156,7 +156,11 @@ def test_every_refused_embedded_document_is_a_warning_never_a_failure(
     results = [r for r in check(*objs) if r.container != "?"]
     assert results
     for result in results:
-        assert result.verdict == WARN, (name, [(f.id, f.message) for f in result.findings])
+        # unjudged (issue 35: its command line not read) or a warning: never a failure
+        assert result.verdict in (WARN, "unjudged"), (
+            name,
+            [(f.id, f.message) for f in result.findings],
+        )
         unread = [
             f
             for f in result.findings
