@@ -96,6 +96,8 @@ reliability: venv controlplane
 	# every output channel, grepped for; credentials never follow a redirect to another host
 	$(PY) -m pytest -q tests/unit/test_no_secret_leaves.py tests/unit/test_redact.py \
 		tests/e2e/test_secrets_never_written.py
+	# issue 36 item 3: broken vLLM behind each launcher under Enforce: denied or checked
+	$(PY) -m pytest -q tests/e2e/test_launchers_admission.py tests/unit/test_shell_launchers.py
 	if [ -f hack/reliability/churn.py ]; then $(PY) hack/reliability/churn.py; fi
 	# issue 36 item 1: an impostor at a group's rendezvous port never makes a broken group
 	# pass; the GPUValidation names the unmatched member (~50 s)
@@ -112,19 +114,29 @@ reliability: venv controlplane
 clean:
 	rm -rf dist build .mypy_cache .ruff_cache .pytest_cache
 
-# Release artifacts into dist/ (docs/RELEASE.md): the chart with the image digests in its
-# default values, signed (Helm provenance) and verified; the wheel and its CycloneDX SBOM;
-# SHA256SUMS. Without KEY/KEYRING it signs with a throwaway test key (dist/test-key/).
+# Release artifacts into dist/ (docs/RELEASE.md), everything a doc points at, for the
+# version in pyproject.toml: the wheel and the sdist (built from the files git tracks, the
+# wheel from the sdist; both with LICENSE), the checker zipapp, the Krew archives (with
+# LICENSE) and the manifest naming them by sha256, the chart with the image digests in its
+# default values, signed (Helm provenance) and verified, the wheel's CycloneDX SBOM (purl,
+# hashes), SHA256SUMS. It builds helm alone (hack/k8s/build.sh helm), never the control
+# plane. Without KEY/KEYRING it signs with a throwaway test key (dist/test-key/).
 #   make release-artifacts IMAGE_DIGEST=sha256:... CHECK_IMAGE_DIGEST=sha256:... \
 #        KEY="Release Key" KEYRING=~/.gnupg/secring.gpg PUBRING=~/.gnupg/pubring.gpg
 # IMAGE_REGISTRY=127.0.0.1:5000 also builds the operator image on a stand-in base (root,
 # buildah, debootstrap), pushes it signed over plain HTTP, verifies it, writes its SBOM
 # and records its digest (docs/RELEASE.md, "The image").
-.PHONY: release-artifacts
-release-artifacts: venv controlplane
+# `make release` (hack/release.sh) does the same from a clean clone of HEAD, verifies
+# SHA256SUMS and prints the tag command; `hack/release.sh --tag` makes the tag.
+.PHONY: release-artifacts release
+release-artifacts: venv
+	rm -rf dist
 	$(PY) hack/release/artifacts.py --out dist \
 	  $(if $(IMAGE_DIGEST),--image-digest '$(IMAGE_DIGEST)') \
 	  $(if $(CHECK_IMAGE_DIGEST),--check-image-digest '$(CHECK_IMAGE_DIGEST)') \
 	  $(if $(KEY),--key '$(KEY)' --keyring '$(KEYRING)') \
 	  $(if $(PUBRING),--pubring '$(PUBRING)') \
 	  $(if $(IMAGE_REGISTRY),--image-registry '$(IMAGE_REGISTRY)')
+
+release: venv
+	PY=$(abspath $(PY)) hack/release.sh

@@ -5,13 +5,15 @@
 #
 #   - the control plane (etcd, kube-apiserver, controller-manager, scheduler, kubectl, helm),
 #     the chart's tools (promtool, helm-docs), the real node's kubelet and pause, the next
-#     Kubernetes (the Workload API tests) and the OCI registry (the release tests), all
+#     Kubernetes (the Workload API tests), the OCI registry (the release tests), helm alone
+#     (make release-artifacts) and krew (the install-path e2e), all
 #     built from the pinned Go modules in hack/k8s into ~/.cache/vllm-preflight (cached:
 #     a second run builds nothing);
 #   - the source of the vLLM release the generated registry table names (its PyPI sdist's
 #     .py files, into the same cache), which the drift test regenerates the table from;
 #   - as root, with apt-get: buildah, debootstrap and dash (the image build and the shell
-#     oracle), containerd, runc and the CNI plugins (the real node). Best effort: without
+#     oracle), containerd, runc and the CNI plugins (the real node), zsh and fish (the
+#     completion tests). Best effort: without
 #     them, or without root, those tests skip and pytest's summary says why (-ra).
 #
 # Before this script, `.ci/run` did these steps and `make test` did not: on a fresh clone
@@ -61,7 +63,12 @@ for version in 0.4.1 0.4.3 0.6.3 0.9.2 0.11.0; do
 done
 say "vLLM 0.4.1-0.11.0 sources for the version table ($((SECONDS - t)) s)"
 
-for set in controlplane tools node next registry; do
+# Shells for tests/unit/test_shell_completion.py (bash is always there).
+if ! command -v zsh >/dev/null || ! command -v fish >/dev/null; then
+  apt_install zsh fish
+fi
+
+for set in controlplane tools node next registry helm krew; do
   t=$SECONDS
   hack/k8s/build.sh "$set" >/dev/null
   say "$set ready ($((SECONDS - t)) s)"

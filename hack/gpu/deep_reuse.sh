@@ -5,7 +5,8 @@
 #   1. the deep tier runs and passes: its report carries `deep_pass_key` (the hardware key
 #      of these GPUs and this driver), which the operator would record on the Node;
 #   2. the offer the injector would write for that record (PREFLIGHT_DEEP_REUSE, this node
-#      in PREFLIGHT_NODE_NAME): the deep tier is skipped, `deep-reuse` names the pod and time;
+#      in PREFLIGHT_NODE_NAME; sealed: no node, pod or key in it): the deep tier is skipped,
+#      `deep-reuse` names the time of the pass;
 #   3. the same offer with another hardware key (one GPU swapped, a driver update): refused,
 #      the deep tier runs again.
 # Each run is timed whole (wall seconds of the process, as a restart pays it), REPS times.
@@ -50,11 +51,18 @@ summary first
 KEY=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["plan"]["deep_pass_key"])' "$OUT/first-1.json")
 NOW=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 UNTIL=$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)
-OFFER="[{\"node\":\"$NODE\",\"key\":\"$KEY\",\"pod\":\"bench/vllm-0\",\"at\":\"$NOW\",\"until\":\"$UNTIL\"}]"
+# the sealed offer the injector writes (preflight_contract.reuse.Offer.sealed), made with the
+# contract inside the zipapp; the other one is sealed over another hardware key
+offer() {  # offer KEY
+  PYTHONPATH="$ZIP/src" "$PY" -c 'import sys
+from preflight_contract.reuse import Offer, format_offers
+print(format_offers([Offer.sealed(*sys.argv[1:])]))' "$NODE" "$1" bench/vllm-0 "$NOW" "$UNTIL"
+}
+OFFER=$(offer "$KEY")
 echo "== 2. the offer of that pass: $OFFER"
 run reused "$OFFER"
 summary reused
-OTHER=${OFFER/$KEY/00000000000000000000000000000000}
+OTHER=$(offer 00000000000000000000000000000000)
 echo "== 3. an offer for other hardware: $OTHER"
 run other "$OTHER"
 summary other

@@ -13,6 +13,13 @@
 #   build.sh node            kubelet (same module and stamps as the control plane) and
 #                            pause, our sandbox process (only the real node needs them)
 #     -> ${VLLM_PREFLIGHT_CACHE:-~/.cache/vllm-preflight}/node-<version>-<key>/bin
+#   build.sh helm            helm alone (the same build as the control plane's): what
+#                            `make release-artifacts` needs to package the chart, without
+#                            building a control plane first
+#     -> ${VLLM_PREFLIGHT_CACHE:-~/.cache/vllm-preflight}/helm-<version>-<key>/bin
+#   build.sh krew            krew, the kubectl plugin manager (sigs.k8s.io/krew, pinned by
+#                            krew/go.mod alone), for the install-path e2e
+#     -> ${VLLM_PREFLIGHT_CACHE:-~/.cache/vllm-preflight}/krew-<version>-<key>/bin
 #   build.sh registry        registry, the CNCF distribution registry (its registry
 #                            package with the filesystem driver: registry/main.go), a
 #                            local OCI registry for the release e2e (docs/RELEASE.md)
@@ -34,9 +41,11 @@ target=${1:-controlplane}
 # that only run where a set is already built ask this way).
 cached_only=${2:-}
 case $target/$cached_only in
-  controlplane/ | next/ | tools/ | node/ | registry/) ;;
+  controlplane/ | next/ | tools/ | node/ | registry/ | helm/ | krew/) ;;
   controlplane/--cached | next/--cached | tools/--cached | node/--cached | registry/--cached) ;;
-  *) echo "usage: hack/k8s/build.sh [controlplane|next|tools|node|registry] [--cached]" >&2; exit 2 ;;
+  helm/--cached | krew/--cached) ;;
+  *) echo "usage: hack/k8s/build.sh [controlplane|next|tools|node|registry|helm|krew]" \
+          "[--cached]" >&2; exit 2 ;;
 esac
 
 if ! command -v go >/dev/null; then
@@ -99,7 +108,19 @@ elif [ "$target" = registry ]; then
   dest="$cache/registry-$rversion"
   steps=("registry|$here/registry|.|$rver|")
   what="the OCI registry (about 2 minutes on 2 cores the first time"
-elif [ "$target" = controlplane ] || [ "$target" = next ]; then
+elif [ "$target" = krew ]; then
+  # krew's release build (hack/make-binaries.sh) stamps internal/version's gitTag.
+  kmod=sigs.k8s.io/krew
+  krversion=$(awk -v m="$kmod" '$1 == "require" && $2 == m {print $3; exit}' "$here/krew/go.mod")
+  if [ -z "$krversion" ]; then
+    echo "hack/k8s/build.sh: $here/krew/go.mod does not require $kmod" >&2
+    exit 2
+  fi
+  inputs=("$here/krew/go.mod" "$here/krew/go.sum")
+  dest="$cache/krew-$krversion"
+  steps=("krew|$here/krew|$kmod/cmd/krew|-X $kmod/internal/version.gitTag=$krversion|")
+  what="krew (about a minute on 2 cores the first time"
+elif [ "$target" = controlplane ] || [ "$target" = next ] || [ "$target" = helm ]; then
   # helm's own release build (its Makefile) also stamps the Kubernetes version that
   # `helm template`/`helm lint` assume without a cluster or --kube-version: client-go's
   # v0.X.Y in helm's module becomes 1.X. Without it helm assumes v1.20.0 and refuses any
@@ -112,16 +133,23 @@ elif [ "$target" = controlplane ] || [ "$target" = next ]; then
   for p in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
     hver="$hver -X $p.k8sVersionMajor=$hmajor -X $p.k8sVersionMinor=$hminor"
   done
-  inputs=("$kdir/go.mod" "$kdir/go.sum" "$here/helm/go.mod" "$here/helm/go.sum"
-          "$kdir/etcd/main.go")
-  dest="$cache/k8s-$kversion"
-  steps=("etcd|$kdir|./etcd||"
-         "kube-apiserver|$kdir|k8s.io/kubernetes/cmd/kube-apiserver|$kver|"
-         "kube-controller-manager|$kdir|k8s.io/kubernetes/cmd/kube-controller-manager|$kver|"
-         "kube-scheduler|$kdir|k8s.io/kubernetes/cmd/kube-scheduler|$kver|"
-         "kubectl|$kdir|k8s.io/kubernetes/cmd/kubectl|$kver|"
-         "helm|$here/helm|helm.sh/helm/v3/cmd/helm|$hver|")
-  what="the local control plane (about 6-7 minutes on 2 cores the first time"
+  if [ "$target" = helm ]; then
+    inputs=("$here/helm/go.mod" "$here/helm/go.sum")
+    dest="$cache/helm-$HELM_VERSION"
+    steps=("helm|$here/helm|helm.sh/helm/v3/cmd/helm|$hver|")
+    what="helm alone (about 2 minutes on 2 cores the first time"
+  else
+    inputs=("$kdir/go.mod" "$kdir/go.sum" "$here/helm/go.mod" "$here/helm/go.sum"
+            "$kdir/etcd/main.go")
+    dest="$cache/k8s-$kversion"
+    steps=("etcd|$kdir|./etcd||"
+           "kube-apiserver|$kdir|k8s.io/kubernetes/cmd/kube-apiserver|$kver|"
+           "kube-controller-manager|$kdir|k8s.io/kubernetes/cmd/kube-controller-manager|$kver|"
+           "kube-scheduler|$kdir|k8s.io/kubernetes/cmd/kube-scheduler|$kver|"
+           "kubectl|$kdir|k8s.io/kubernetes/cmd/kubectl|$kver|"
+           "helm|$here/helm|helm.sh/helm/v3/cmd/helm|$hver|")
+    what="the local control plane (about 6-7 minutes on 2 cores the first time"
+  fi
 else
   # promtool as Prometheus' release build (.promu.yml) stamps it; `remove_all_sd` is
   # Prometheus' own build tag that leaves out the service-discovery plugins (cloud SDKs)

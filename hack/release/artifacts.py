@@ -49,6 +49,7 @@ from typing import Any
 import tomllib  # Python >= 3.11: the release runs in the dev venv
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import dists  # hack/release/dists.py
 import image  # hack/release/image.py
 
 REPO = Path(__file__).resolve().parents[2]
@@ -57,6 +58,8 @@ CHART = REPO / "charts" / "vllm-preflight"
 PYPROJECT = REPO / "pyproject.toml"
 CONSTRAINTS = REPO / "constraints.txt"
 SBOM_TOOL = HERE / "sbom-tool.txt"
+BUILD_TOOL = HERE / "build-tool.txt"
+KREW_BUILD = REPO / "hack" / "krew" / "build.py"
 BUILD_SH = REPO / "hack" / "k8s" / "build.sh"
 DIGEST = re.compile(r"^sha256:[a-f0-9]{64}$")
 # The values that carry a digest: the top-level block and its description for errors.
@@ -94,7 +97,7 @@ def helm_bin() -> Path:
     env = os.environ.get("VLLM_PREFLIGHT_K8S_BIN", "").strip()
     if env:
         return Path(env) / "helm"
-    return bin_from_build("controlplane", "helm")
+    return bin_from_build("helm", "helm")  # helm alone: no control plane to build
 
 
 # ---- image digests in the chart's default values ---------------------------------------
@@ -239,38 +242,57 @@ def _venv_python(path: Path) -> Path:
     return path / "bin" / "python"
 
 
-def sbom_tool() -> Path:
-    """cyclonedx-py from the pin in sbom-tool.txt, in a virtualenv in the cache (built once
-    per pin and Python version, like hack/k8s/build.sh's binaries)."""
+def _tool_venv(pins: Path, stem: str) -> Path:
+    """A virtualenv in the cache holding what `pins` pins (built once per pin file and
+    Python version, like hack/k8s/build.sh's binaries); its directory."""
     cache = Path(os.environ.get("VLLM_PREFLIGHT_CACHE") or Path.home() / ".cache/vllm-preflight")
-    key = hashlib.sha256(SBOM_TOOL.read_bytes() + sys.version.encode()).hexdigest()[:12]
-    home = cache / f"sbom-tool-{key}"
-    tool = home / "bin" / "cyclonedx-py"
-    if os.access(tool, os.X_OK):
-        return tool
-    partial = cache / f"sbom-tool-{key}.partial"
+    key = hashlib.sha256(pins.read_bytes() + sys.version.encode()).hexdigest()[:12]
+    home = cache / f"{stem}-{key}"
+    if os.access(_venv_python(home), os.X_OK) and (home / ".complete").is_file():
+        return home
+    partial = cache / f"{stem}-{key}.partial"
     shutil.rmtree(partial, ignore_errors=True)
     venv.EnvBuilder(with_pip=True).create(partial)
     _run(
-        [str(_venv_python(partial)), "-m", "pip", "install", "-q", "-r", str(SBOM_TOOL)],
-        what="pip install of the SBOM generator (hack/release/sbom-tool.txt)",
+        [str(_venv_python(partial)), "-m", "pip", "install", "-q", "-r", str(pins)],
+        what=f"pip install of hack/release/{pins.name}",
     )
+    (partial / ".complete").write_text(pins.read_text())
     shutil.rmtree(home, ignore_errors=True)
     partial.rename(home)
-    # The venv's scripts name the .partial path in their shebang: run them through python.
-    return tool
+    return home
+
+
+def sbom_tool() -> Path:
+    """cyclonedx-py from the pin in sbom-tool.txt, in its cached virtualenv.
+    The venv's scripts name the .partial path in their shebang: run them through python."""
+    cache = Path(os.environ.get("VLLM_PREFLIGHT_CACHE") or Path.home() / ".cache/vllm-preflight")
+    key = hashlib.sha256(SBOM_TOOL.read_bytes() + sys.version.encode()).hexdigest()[:12]
+    tool = cache / f"sbom-tool-{key}" / "bin" / "cyclonedx-py"
+    if os.access(tool, os.X_OK):  # built before .complete markers existed
+        return tool
+    return _tool_venv(SBOM_TOOL, "sbom-tool") / "bin" / "cyclonedx-py"
+
+
+def build_tool() -> Path:
+    """The python of the virtualenv holding PyPA `build` (build-tool.txt)."""
+    return _venv_python(_tool_venv(BUILD_TOOL, "build-tool"))
 
 
 def generate_sbom(wheel: Path, out: Path) -> Path:
-    """The wheel installed with its runtime dependencies into a fresh virtualenv, described
-    by `cyclonedx-py environment`; the root component gets the wheel's sha256."""
+    """The wheel installed with its runtime dependencies into a fresh virtualenv, from the
+    files `pip download` fetched (dists.wheelhouse), described by `cyclonedx-py
+    environment`; the root component gets the wheel's sha256 and a purl, every component
+    the sha256 of the file it was installed from."""
     tool = sbom_tool()
     with tempfile.TemporaryDirectory(prefix="sbom-env-") as tmp:
         env = Path(tmp) / "env"
+        hashes = dists.wheelhouse(wheel, CONSTRAINTS, Path(tmp) / "wheelhouse", _run)
         # No pip or setuptools seeded into it: only what installing the wheel brings.
         venv.EnvBuilder(with_pip=False).create(env)
         _run(
             [sys.executable, "-m", "pip", "--python", str(_venv_python(env)), "install", "-q",
+             "--no-index", "--find-links", str(Path(tmp) / "wheelhouse"),
              "-c", str(CONSTRAINTS), str(wheel)],
             what="pip install of the wheel into the SBOM's virtualenv",
         )  # fmt: skip
@@ -283,8 +305,7 @@ def generate_sbom(wheel: Path, out: Path) -> Path:
             what="cyclonedx-py environment",
         )  # fmt: skip
     doc = json.loads(sbom.read_text())
-    root = doc.setdefault("metadata", {}).setdefault("component", {})
-    root["hashes"] = [{"alg": "SHA-256", "content": sha256_file(wheel)}]
+    dists.enrich_sbom(doc, hashes, wheel)
     sbom.write_text(json.dumps(doc, indent=2, sort_keys=False) + "\n")
     return sbom
 
@@ -372,7 +393,7 @@ def check_sbom(doc: Any, pyproject_text: str, wheel_sha256: str | None = None) -
         problems += _check_dependency(dep, comp)
         if comp is not None and comp.get("bom-ref") not in direct_refs:
             problems.append(f"dependencies: the root component does not depend on {dep!r}")
-    return problems
+    return problems + dists.hash_problems(doc)
 
 
 _VALIDATE = """
@@ -553,6 +574,41 @@ def release_image(registry: str, out: Path, key: SigningKey) -> tuple[str, list[
     return digest, [sbom, policy]
 
 
+def _krew() -> Any:
+    """hack/krew/build.py as a module."""
+    sys.path.insert(0, str(KREW_BUILD.parent))
+    try:
+        import build as krew_build  # noqa: PLC0415 - hack/krew/build.py
+
+        return krew_build
+    finally:
+        sys.path.remove(str(KREW_BUILD.parent))
+
+
+def python_artifacts(out: Path, *, sbom: bool = True) -> list[Path]:
+    """The sdist and the wheel (from the staged tree), the wheel's SBOM, the checker
+    zipapp, the Krew archives and the manifest naming them; LICENSE checked in the sdist,
+    the wheel and each Krew archive. The paths written."""
+    version = dists.project_version()
+    with tempfile.TemporaryDirectory(prefix="release-src-") as tmp:
+        sdist, wheel = dists.build_dists(out, build_tool(), _run, Path(tmp))
+    krew_files = _krew().build(out)
+    archives = [p for p in krew_files if p.name.endswith(".tar.gz")]
+    problems = dists.check_license(wheel, sdist, archives, REPO / "LICENSE")
+    if problems:
+        raise ReleaseError("LICENSE is missing: " + "; ".join(problems))
+    made = [sdist, wheel, dists.build_zipapp(out, version, _run), *krew_files]
+    if sbom:
+        doc_path = generate_sbom(wheel, out)
+        problems = check_sbom(
+            json.loads(doc_path.read_text()), PYPROJECT.read_text(), sha256_file(wheel)
+        )
+        if problems:
+            raise ReleaseError("the SBOM is incomplete: " + "; ".join(problems))
+        made.append(doc_path)
+    return made
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=REPO / "dist")
@@ -572,6 +628,9 @@ def main(argv: list[str]) -> int:
     out: Path = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     try:
+        problems = dists.version_problems()
+        if problems:
+            raise ReleaseError("the tree is not one version: " + "; ".join(problems))
         digests = {
             block: value
             for block, value in (
@@ -597,23 +656,15 @@ def main(argv: list[str]) -> int:
                 raise ReleaseError(f"--image-registry: building the image {reason}")
             digests["image"], image_files = release_image(args.image_registry, out, key)
             made += image_files
+        made += python_artifacts(out, sbom=not args.no_sbom)
         helm = helm_bin()
         with tempfile.TemporaryDirectory(prefix="chart-stage-") as stage:
             staged = stage_chart(Path(stage), digests)
             tgz = package_chart(helm, staged, out, key)
         made += [tgz, tgz.with_name(tgz.name + ".prov")]
         print(verify_chart(helm, tgz, key.pubring).strip(), file=sys.stderr)
-        if not args.no_sbom:
-            wheel = build_wheel(out)
-            sbom = generate_sbom(wheel, out)
-            problems = check_sbom(
-                json.loads(sbom.read_text()), PYPROJECT.read_text(), sha256_file(wheel)
-            )
-            if problems:
-                raise ReleaseError("the SBOM is incomplete: " + "; ".join(problems))
-            made += [wheel, sbom]
         sums = write_sums(out, made)
-    except (ReleaseError, image.ImageError) as err:
+    except (ReleaseError, image.ImageError, RuntimeError) as err:
         print(f"release-artifacts: {err}", file=sys.stderr)
         return 1
     for path in [*made, sums]:

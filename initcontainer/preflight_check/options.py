@@ -25,6 +25,7 @@ from typing import (
     TypeVar,
 )
 
+from preflight_check import __version__
 from preflight_check.group import GroupConfig, GroupError, group_config
 from preflight_check.plan import Plan
 from preflight_contract import actions, envnames
@@ -210,6 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     output.add_argument("--list-checks", action="store_true", help="list check ids and exit")
+    output.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return parser
 
 

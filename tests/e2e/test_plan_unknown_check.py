@@ -2,8 +2,9 @@
 item 3, issue 36 item 3), through the real API server and webhooks, under the default
 policy (Enforce), in an opted-in namespace:
 
-- `strace -f vllm serve m --tensor-parallel-size $(TP)`: a launcher the rules do not
-  model. The pod is admitted with the rules' warning and injected with the plan unknown;
+- `accelerate launch -m vllm.entrypoints.cli.main serve m --tensor-parallel-size $(TP)`:
+  a launcher the rules name as unread. The pod is admitted with the rules' warning and
+  injected with the plan unknown;
   the real checker, run on the env the kubelet would give its container over a fake GPU
   view, validates the GPUs without comparing their count and warns so (exit 0); its
   result reaches the GPUValidation, which says "plan unknown" and carries it.
@@ -95,10 +96,10 @@ def reported(cluster: Cluster, namespace: str, pod: str) -> dict[str, Any]:
 
 
 def check_the_launcher(cluster: Cluster, namespace: str, tmp_path: Path) -> None:
-    """`strace -f vllm serve ...`: checked without the plan, a warning, not a failure."""
+    """`accelerate launch ... serve ...`: checked without the plan, a warning, not a failure."""
     pod = injected(cluster, namespace, "unread")
     environ, run = run_injected_check(pod, tmp_path, {})
-    assert "strace" in environ[envnames.PLAN_UNKNOWN]
+    assert "accelerate" in environ[envnames.PLAN_UNKNOWN]
     assert envnames.TP not in environ
     assert run.code == 0, run.stdout
     plan_check = next(c for c in run.report.checks if c.id == "plan")
@@ -154,7 +155,10 @@ def test_an_unread_vllm_gets_the_check_and_its_gpuvalidation_says_plan_unknown(
                 "stringData": {"tp": "2"},
             }
         )
-        strace = ["strace", "-f", "vllm", "serve", "m", "--tensor-parallel-size", "$(TP)"]
+        # a launcher named unread (accelerate keeps its process count in a config file);
+        # strace, the first example, is read since issue 36 item 3
+        strace = ["accelerate", "launch", "-m", "vllm.entrypoints.cli.main",
+                  "serve", "m", "--tensor-parallel-size", "$(TP)"]  # fmt: skip
         unread = vllm_pod("unread", namespace, strace, [{"name": "TP", "value": "2"}])
         sized = vllm_pod(
             "sized", namespace, ["vllm", "serve", "m", "--tensor-parallel-size", "$(TP)"],

@@ -66,6 +66,27 @@ def apply(cluster: Cluster, obj: dict[str, Any]) -> subprocess.CompletedProcess[
 def test_an_unreadable_vllm_is_admitted_with_a_warning_that_says_so(
     k8s: Cluster, operator: OperatorProcess, namespace: str
 ) -> None:
+    # accelerate launch: its process count is in a config file, the launcher is named unread
+    container = {
+        "name": "vllm",
+        "image": "python:3.12-slim",
+        "envFrom": [{"configMapRef": {"name": "vllm-settings"}}],
+        "command": ["accelerate", "launch", "-m", "vllm.entrypoints.cli.main", "serve", "m",
+                    "--tensor-parallel-size", "2"],
+        "resources": {"limits": {"nvidia.com/gpu": "1"}},
+    }  # fmt: skip
+    result = apply(k8s, deployment("unread", container, namespace))
+    assert result.returncode == 0, result.stderr  # a warning, never a denial
+    assert "Warning: vllm-preflight warn: vllm-command-unparsed" in result.stderr, result.stderr
+    assert "accelerate" in result.stderr
+
+
+def test_the_issues_built_argv_is_now_read_and_denied(
+    k8s: Cluster, operator: OperatorProcess, namespace: str
+) -> None:
+    """The issue's measured case (`set --` ... an `if` appending to "$@" ... `exec vllm
+    "$@"`, envFrom of a ConfigMap not in the cluster) was "no vLLM workloads found"; the
+    shell reader now merges "$@" word by word, so TP 2 on one GPU is literal: denied."""
     container = {
         "name": "vllm",
         "image": "python:3.12-slim",
@@ -74,10 +95,8 @@ def test_an_unreadable_vllm_is_admitted_with_a_warning_that_says_so(
         "resources": {"limits": {"nvidia.com/gpu": "1"}},
     }
     result = apply(k8s, deployment("built", container, namespace))
-    assert result.returncode == 0, result.stderr  # a warning, never a denial
-    assert "Warning: vllm-preflight warn: vllm-command-unparsed" in result.stderr, result.stderr
-    assert "could not be read" in result.stderr
-    assert "set --" in result.stderr
+    assert result.returncode != 0, result.stdout
+    assert "gpu-count-too-low" in result.stderr, result.stderr
 
 
 def test_a_client_of_vllm_is_admitted_silently(

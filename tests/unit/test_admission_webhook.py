@@ -205,6 +205,25 @@ def test_a_crash_in_the_webhook_admits_and_is_counted() -> None:
     assert after == before + 1
 
 
+def test_an_unjudged_vllm_container_is_warned_and_counted() -> None:
+    """Issue 35 item 2: a vLLM container whose command line is not read is never silent:
+    admitted under Enforce with the vllm-command-unparsed warning, and counted in
+    vllm_preflight_unjudged_containers_total; a judged workload does not move the counter."""
+    body = copy.deepcopy(GOOD)
+    container = body["spec"]["template"]["spec"]["containers"][0]
+    container["command"] = ["sh", "-c", "exec vllm serve m -tp 2 'unterminated"]
+    container.pop("args", None)
+    svc, _ = service("Enforce")
+    before = metrics.UNJUDGED._value.get()
+    answer = review(body, svc)
+    assert answer["allowed"] is True
+    assert any("vllm-command-unparsed" in w for w in answer["warnings"])
+    assert metrics.UNJUDGED._value.get() == before + 1
+    review(GOOD, svc)
+    review(BAD, svc)
+    assert metrics.UNJUDGED._value.get() == before + 1
+
+
 # -- what a serving stack made: trusted only when its owner is confirmed --------------------
 
 

@@ -139,7 +139,7 @@ def test_a_1200_deep_serve_config_is_a_warning_naming_the_field() -> None:
     assert len(json.dumps(service)) < 3000
     results = check(service)
     (serve,) = [r for r in results if "vllm-command-unparsed" in ids(r)]
-    assert serve.verdict == WARN
+    assert serve.verdict in (WARN, "unjudged")  # never a failure (issue 35: unjudged)
     (finding,) = serve.findings
     assert finding.field == "spec.serveConfigV2"
     assert "nested deeper than 100 levels (too-deep)" in finding.message
@@ -156,7 +156,11 @@ def test_every_refused_embedded_document_is_a_warning_never_a_failure(
     results = [r for r in check(*objs) if r.container != "?"]
     assert results
     for result in results:
-        assert result.verdict == WARN, (name, [(f.id, f.message) for f in result.findings])
+        # unjudged (issue 35: its command line not read) or a warning: never a failure
+        assert result.verdict in (WARN, "unjudged"), (
+            name,
+            [(f.id, f.message) for f in result.findings],
+        )
         unread = [
             f
             for f in result.findings

@@ -781,6 +781,18 @@ class TestRBAC:
         assert {r for r in granted if r[0] == "scheduling.k8s.io"} == api
         assert "workloadApiRead" in render_error(sets=["rbac.workloadApiRead=yes"])
 
+    def test_volcano_podgroups_are_read_only_where_granted(self) -> None:
+        """rbac.volcanoPodGroupRead (off by default) grants get, and only get, on the
+        Volcano PodGroups pods name (webhook/reads.py reads them at a pod's admission)."""
+        default = rule_set(one(render(), "ClusterRole", FULLNAME)["rules"])
+        assert not {r for r in default if r[0] == "scheduling.volcano.sh"}
+        on = render(sets=["rbac.volcanoPodGroupRead=true"])
+        granted = rule_set(one(on, "ClusterRole", FULLNAME)["rules"])
+        assert {r for r in granted if r[0] == "scheduling.volcano.sh"} == {
+            ("scheduling.volcano.sh", "podgroups", "get")
+        }
+        assert "volcanoPodGroupRead" in render_error(sets=["rbac.volcanoPodGroupRead=yes"])
+
     def test_nothing_sensitive_or_wildcard(self) -> None:
         objs = render()
         for role in find(objs, "ClusterRole") + find(objs, "Role"):

@@ -174,9 +174,93 @@ def test_lines_in_a_multi_document_stream_and_a_list(
         for r in doc["runs"][0]["results"]
         if r["ruleId"] == "gpu-count-too-low"
     }
-    assert found["Deployment/b"]["region"]["startLine"] == limit_lines[0]
+    # Helm's `# Source:` comment names the template the document came from (its first
+    # line: the rendered lines are not the template's); a document without one stays stdin
+    assert found["Deployment/b"]["artifactLocation"] == {
+        "uri": "chart/templates/deploy.yaml",
+        "uriBaseId": lint_sarif.SRCROOT,
+    }
+    assert found["Deployment/b"]["region"]["startLine"] == 1
     assert found["Deployment/in-list"]["region"]["startLine"] == limit_lines[1]
-    assert found["Deployment/b"]["artifactLocation"]["uri"] == "%3Cstdin%3E"
+    assert found["Deployment/in-list"]["artifactLocation"]["uri"] == "%3Cstdin%3E"
+    assert limit_lines[0] < limit_lines[1]
+
+
+def test_kustomizes_origin_annotation_locates_a_document_from_stdin(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`kustomize build` with `buildMetadata: [originAnnotations]` writes where each
+    object came from (config.kubernetes.io/origin, a YAML text with `path:`)."""
+    bad = deployment(pod_spec(vllm("m", "--tensor-parallel-size", "4", gpus=2)), name="k")
+    bad["metadata"]["annotations"] = {
+        lint_sarif.ORIGIN_ANNOTATION: "path: overlays/prod/deployment.yaml\n"
+    }
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(yaml.safe_dump(bad).encode())))
+    _, doc = sarif(capsys, "-")
+    (low,) = [r for r in doc["runs"][0]["results"] if r["ruleId"] == "gpu-count-too-low"]
+    assert low["locations"][0]["physicalLocation"]["artifactLocation"] == {
+        "uri": "overlays/prod/deployment.yaml",
+        "uriBaseId": lint_sarif.SRCROOT,
+    }
+
+
+def test_uris_are_relative_to_the_base_with_its_uri_base_id(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    repo = tmp_path / "repo"
+    (repo / "k8s").mkdir(parents=True)
+    manifest = repo / "k8s" / "bad.yaml"
+    manifest.write_text(BAD.read_text())
+    _, doc = sarif(capsys, "--sarif-base", str(repo), str(manifest))
+    (run,) = doc["runs"]
+    assert run["originalUriBaseIds"] == {lint_sarif.SRCROOT: {"uri": repo.as_uri() + "/"}}
+    artifact = run["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert artifact == {"uri": "k8s/bad.yaml", "uriBaseId": lint_sarif.SRCROOT}
+    # a file outside the base: an absolute file URI, no base
+    _, doc = sarif(capsys, "--sarif-base", str(repo / "k8s" / "none"), str(manifest))
+    artifact = doc["runs"][0]["results"][0]["locations"][0]["physicalLocation"]
+    assert artifact["artifactLocation"] == {"uri": manifest.as_uri()}
+
+
+def test_fingerprints_survive_a_line_inserted_above_a_finding(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Issue 40: alerts track across commits. The same findings after a line is added
+    above them: the same partialFingerprints, other lines; two findings never share one."""
+    manifest = tmp_path / "bad.yaml"
+    manifest.write_text(BAD.read_text())
+    _, before = sarif(capsys, "--sarif-base", str(tmp_path), str(manifest))
+    manifest.write_text("# a comment a later commit added\n" + BAD.read_text())
+    _, after = sarif(capsys, "--sarif-base", str(tmp_path), str(manifest))
+
+    def prints(doc: dict[str, Any]) -> dict[str, tuple[str, int]]:
+        return {
+            r["ruleId"]: (
+                r["partialFingerprints"][lint_sarif.FINGERPRINT],
+                r["locations"][0]["physicalLocation"]["region"]["startLine"],
+            )
+            for r in doc["runs"][0]["results"]
+        }
+
+    old, new = prints(before), prints(after)
+    assert set(old) == set(new) == {"gpu-count-too-low", "shm-missing"}
+    for rule in old:
+        assert new[rule][0] == old[rule][0]
+        assert new[rule][1] == old[rule][1] + 1
+    assert len({fp for fp, _ in old.values()}) == len(old)
+
+
+def test_rules_have_a_name_and_messages_keep_the_fix_apart(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _, doc = sarif(capsys, str(BAD))
+    (run,) = doc["runs"]
+    names = {r["id"]: r["name"] for r in run["tool"]["driver"]["rules"]}
+    assert names["gpu-count-too-low"] == "GpuCountTooLow"
+    assert len(set(names.values())) == len(names)
+    assert all(r["fullDescription"]["text"] for r in run["tool"]["driver"]["rules"])
+    low = next(r for r in run["results"] if r["ruleId"] == "gpu-count-too-low")
+    assert "\nFix: request 4 GPUs" in low["message"]["text"]
 
 
 def test_a_field_the_document_lacks_points_at_the_deepest_part_it_has() -> None:

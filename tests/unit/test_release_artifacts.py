@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -95,6 +96,7 @@ def good_sbom() -> dict[str, Any]:
                 "name": "vllm-preflight",
                 "version": "0.1.0",
                 "hashes": [{"alg": "SHA-256", "content": "ab" * 32}],
+                "purl": "pkg:pypi/vllm-preflight@0.1.0?file_name=x.whl",
             }
         },
         "components": [
@@ -104,6 +106,7 @@ def good_sbom() -> dict[str, Any]:
                 "name": d,
                 "version": "1.0",
                 "purl": f"pkg:pypi/{d}@1.0",
+                "hashes": [{"alg": "SHA-256", "content": "cd" * 32}],
             }
             for d in deps
         ],
@@ -145,6 +148,12 @@ class TestCheckSbom:
             (lambda d: d.update(components="nope"), "no component for"),
             (lambda d: d["dependencies"][0]["dependsOn"].pop(0), "does not depend on 'kopf'"),
             (lambda d: d.pop("dependencies"), "does not depend on"),
+            (lambda d: d["metadata"]["component"].pop("purl"), "no pkg:pypi purl (got None)"),
+            (lambda d: d["components"][1].pop("hashes"), "'nvidia-ml-py' has no SHA-256"),
+            (
+                lambda d: d["components"][0].update(hashes=[{"alg": "MD5", "content": "0" * 32}]),
+                "'kopf' has no SHA-256",
+            ),
         ],
     )
     def test_what_is_missing_is_named(self, break_it: Any, problem: str) -> None:
@@ -333,3 +342,171 @@ class TestImageTrust:
         assert config == {
             "docker": {"127.0.0.1:5000": {"lookaside": url, "lookaside-staging": url}}
         }
+
+
+# ---- the Python artifacts (hack/release/dists.py) -------------------------------------
+import dists  # noqa: E402  (hack/release/dists.py; on sys.path above)
+
+
+class TestDists:
+    @pytest.mark.parametrize(
+        ("filename", "identity"),
+        [
+            ("PyYAML-6.0.2-cp311-cp311-manylinux_2_17_x86_64.whl", ("pyyaml", "6.0.2")),
+            ("nvidia_ml_py-12.570.86-py3-none-any.whl", ("nvidia-ml-py", "12.570.86")),
+            ("iso8601-2.1.0.tar.gz", ("iso8601", "2.1.0")),
+            ("python_json_logger-3.2.1.tar.gz", ("python-json-logger", "3.2.1")),
+            ("README.md", None),
+        ],
+    )
+    def test_dist_identity(self, filename: str, identity: tuple[str, str] | None) -> None:
+        assert dists.dist_identity(filename) == identity
+
+    def test_enrich_gives_the_root_a_purl_and_each_component_its_files_hash(
+        self, tmp_path: Path
+    ) -> None:
+        wheel = tmp_path / "vllm_preflight-0.1.0-py3-none-any.whl"
+        wheel.write_bytes(b"wheel")
+        doc = good_sbom()
+        for comp in doc["components"]:
+            comp.pop("hashes")
+        del doc["metadata"]["component"]["purl"]
+        assert dists.hash_problems(doc)
+        hashes = {(c["name"], "1.0"): "ef" * 32 for c in doc["components"]}
+        dists.enrich_sbom(doc, hashes, wheel)
+        root = doc["metadata"]["component"]
+        assert root["purl"] == (
+            "pkg:pypi/vllm-preflight@0.1.0?file_name=vllm_preflight-0.1.0-py3-none-any.whl"
+        )
+        assert root["hashes"] == [{"alg": "SHA-256", "content": artifacts.sha256_file(wheel)}]
+        assert dists.hash_problems(doc) == []
+        assert artifacts.check_sbom(doc, PYPROJECT, artifacts.sha256_file(wheel)) == []
+
+    def test_the_tree_is_one_version(self) -> None:
+        """pyproject.toml, both packages' __version__, the chart and CHANGELOG.md agree
+        (hack/release.sh and the release script refuse otherwise)."""
+        assert dists.version_problems() == []
+
+    def test_a_disagreeing_version_is_named(self, tmp_path: Path) -> None:
+        for rel in (
+            "pyproject.toml",
+            "CHANGELOG.md",
+            "charts/vllm-preflight/Chart.yaml",
+            "initcontainer/preflight_check/__init__.py",
+            "operator/preflight_operator/__init__.py",
+        ):
+            (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / rel).write_text((REPO / rel).read_text())
+        chart = tmp_path / "charts/vllm-preflight/Chart.yaml"
+        chart.write_text(chart.read_text().replace('appVersion: "0.1.0"', 'appVersion: "0.2.0"'))
+        (tmp_path / "CHANGELOG.md").write_text("# Changelog\n")
+        problems = dists.version_problems(tmp_path)
+        assert any("appVersion" in p for p in problems), problems
+        assert any("CHANGELOG.md" in p for p in problems), problems
+        assert len(problems) == 2
+
+    def test_license_is_checked_in_every_archive(self, tmp_path: Path) -> None:
+        import io
+        import tarfile
+        import zipfile
+
+        license_file = tmp_path / "LICENSE"
+        license_file.write_text("the licence")
+        wheel = tmp_path / "x-1.0-py3-none-any.whl"
+        with zipfile.ZipFile(wheel, "w") as z:
+            z.writestr("x-1.0.dist-info/licenses/LICENSE", "the licence")
+        sdist = tmp_path / "x-1.0.tar.gz"
+        krew = tmp_path / "k.tar.gz"
+        for path, name in ((sdist, "x-1.0/LICENSE"), (krew, "README")):
+            with tarfile.open(path, "w:gz") as tar:
+                info = tarfile.TarInfo(name)
+                info.size = len(b"the licence")
+                tar.addfile(info, io.BytesIO(b"the licence"))
+        assert dists.check_license(wheel, sdist, [krew], license_file) == [
+            "k.tar.gz has no LICENSE equal to LICENSE"
+        ]
+        license_file.write_text("another")
+        assert len(dists.check_license(wheel, sdist, [], license_file)) == 2
+
+
+def test_release_artifacts_builds_helm_alone() -> None:
+    """`make release-artifacts` needs no control plane (issue 40): helm comes from
+    `hack/k8s/build.sh helm`, and the make target does not depend on `controlplane`."""
+    makefile = (REPO / "Makefile").read_text()
+    target = next(line for line in makefile.splitlines() if line.startswith("release-artifacts:"))
+    assert "controlplane" not in target
+    assert 'bin_from_build("helm", "helm")' in (REPO / "hack/release/artifacts.py").read_text()
+
+
+class TestReleaseScript:
+    """hack/release.sh refuses before building anything: a work tree with changes, a tree
+    whose versions disagree, a tag that exists (the build itself runs in
+    tests/e2e/test_install_paths.py through the same artifacts.py)."""
+
+    @pytest.fixture
+    def clone(self, tmp_path: Path) -> Path:
+        clone = tmp_path / "clone"
+        subprocess.run(
+            ["git", "clone", "-q", "--no-local", str(REPO), str(clone)],
+            check=True, capture_output=True, timeout=300,
+        )  # fmt: skip
+        return clone
+
+    def _release(self, clone: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(clone / "hack/release.sh")], capture_output=True, text=True, timeout=120,
+            check=False, cwd=clone, env={"PATH": "/usr/bin:/bin", "PY": sys.executable},
+        )  # fmt: skip
+
+    def _git(self, clone: Path, *args: str) -> None:
+        subprocess.run(
+            ["git", "-C", str(clone), "-c", "user.name=t", "-c", "user.email=t@e", *args],
+            check=True, capture_output=True, timeout=60,
+        )  # fmt: skip
+
+    def test_a_work_tree_with_changes_is_refused(self, clone: Path) -> None:
+        (clone / "stray.txt").write_text("x")
+        result = self._release(clone)
+        assert result.returncode == 1
+        assert "the work tree has changes" in result.stderr
+
+    def test_a_disagreeing_version_is_refused(self, clone: Path) -> None:
+        init = clone / "operator/preflight_operator/__init__.py"
+        init.write_text(init.read_text().replace('__version__ = "', '__version__ = "9.'))
+        self._git(clone, "commit", "-qam", "drift")
+        result = self._release(clone)
+        assert result.returncode == 1
+        assert "preflight_operator/__init__.py: __version__ is not" in result.stderr
+
+    def test_an_existing_tag_is_refused(self, clone: Path) -> None:
+        version = dists.project_version()
+        self._git(clone, "tag", f"v{version}")
+        result = self._release(clone)
+        assert result.returncode == 1
+        assert f"tag v{version} exists" in result.stderr
+
+
+def test_no_doc_installs_from_an_index_and_install_shows_the_release_commands() -> None:
+    """Nothing is published to an index (issue 40): no doc tells users to install the
+    package by name, and docs/INSTALL.md and README.md show the commands
+    tests/e2e/test_install_paths.py runs, with this version's file names."""
+    version = dists.project_version()
+    docs = [
+        REPO / "README.md",
+        REPO / ".pre-commit-hooks.yaml",
+        *sorted((REPO / "docs").rglob("*.md")),
+    ]
+    docs += sorted((REPO / "hack" / "krew").iterdir())
+    by_name = re.compile(r"pip3? install (-U |--upgrade )?vllm[-_]preflight(==|\s|$)")
+    offenders = [str(p.relative_to(REPO)) for p in docs if by_name.search(p.read_text())]
+    assert offenders == []
+    for doc in ("README.md", "docs/INSTALL.md"):
+        text = " ".join((REPO / doc).read_text().replace("\\\n", " ").split())
+        for command in (
+            f"pip install ./vllm_preflight-{version}-py3-none-any.whl",
+            "kubectl krew install --manifest vllm-preflight.yaml --archive "
+            f"kubectl-vllm_preflight-v{version}-linux.tar.gz",
+            f"python3 vllm-preflight-{version}.pyz",
+            "sha256sum --ignore-missing -c SHA256SUMS",
+        ):
+            assert command in text, (doc, command)

@@ -24,11 +24,9 @@ def test_jobset_coordinator_example_is_one_group_led_by_the_coordinator() -> Non
     found = groups.jobset(obj, "coordinator-example", "team")
     assert [t.role for t in found] == ["driver", "workers"]
     assert found[0].group is None  # judged as Job pods: no Ray spreading assumed
-    group = groups.jobset_group(obj)
-    assert group is not None
-    assert group.size == 5
-    assert group.family == groups.JOBSET
-    assert [m.replicas for m in group.members] == [1, 4]
+    members = groups.jobset_members(obj)
+    assert sum(m.replicas for _, m in members) == 5
+    assert [m.replicas for _, m in members] == [1, 4]
     assert found[0].path == "spec.replicatedJobs[1].template.spec.template.spec"
 
 
@@ -40,19 +38,17 @@ def test_jobset_mnist_example_through_the_registry() -> None:
     found = pod_templates(obj, "default")
     assert len(found) == 1
     assert found[0].family == groups.JOBSET
-    group = groups.jobset_group(obj)
-    assert group is not None
-    assert group.size == 4
+    assert sum(m.replicas for _, m in groups.jobset_members(obj)) == 4
 
 
 def test_a_single_pod_jobset_is_no_group_and_odd_counts_are_read_as_one() -> None:
     obj = load("jobset-mnist.yaml")
     job = obj["spec"]["replicatedJobs"][0]
     job["template"]["spec"]["parallelism"] = 1
-    assert groups.jobset_group(obj) is None
+    assert [m.replicas for _, m in groups.jobset_members(obj)] == [1]
     job["replicas"] = "many"
     job["template"]["spec"]["parallelism"] = True
-    assert groups.jobset_group(obj) is None
+    assert [m.replicas for _, m in groups.jobset_members(obj)] == [1]
     assert len(groups.jobset(obj, "pytorch", None)) == 1
     assert groups.jobset({"spec": {"replicatedJobs": "x"}}, "n", None) == []
 

@@ -170,6 +170,19 @@ def test_signals_are_each_named() -> None:
     assert fields[OPTIONS] == "spec.containers[0].args[0]"
 
 
+def test_an_entrypoint_script_given_vllms_serve_is_recognised() -> None:
+    """Issue 36: `args: [serve, M, --tensor-parallel-size, 8]` on an image of its own,
+    whose entrypoint script hands them to vLLM: recognised (so checked at run time), while
+    `serve` alone, or vLLM's option without `serve`, says nothing."""
+    script = {"name": "c", "image": PLAIN_IMAGE, "command": ["/opt/start.sh"]}
+    given = {**script, "args": ["serve", "m", "--tensor-parallel-size", "8"]}
+    assert {s.kind for s in recognise(given, "c")} == {OPTIONS}
+    assert recognise({**script, "args": ["serve", "--port", "8080"]}, "c") == ()
+    assert recognise({**script, "args": ["--tensor-parallel-size", "8"]}, "c") == ()
+    sglang = {**given, "command": ["python3", "-m", "sglang.launch_server"]}
+    assert recognise(sglang, "c") == ()
+
+
 def test_recognition_is_bounded() -> None:
     # a megabyte of text costs one linear scan, and what is past MAX_TEXT is not read
     huge = "x " * 600_000 + "vllm serve m"

@@ -293,3 +293,93 @@ def test_without_a_reader_nothing_is_read_or_said() -> None:
 )
 def test_engine_nodes_reads_only_a_literal_count(argv: list[str], nodes: int | None) -> None:
     assert workloadapi.engine_nodes(argv) == nodes
+
+
+# -- issue 39: a gang declared on the pod's own labels (groups.pod_group) ----------------------
+
+
+def declared_pod(labels: dict[str, str], annotations: dict[str, str]) -> dict[str, Any]:
+    body = pod(group=None)
+    body["metadata"]["labels"] = labels
+    body["metadata"]["annotations"] = annotations
+    return body
+
+
+VOLCANO_PG = "/apis/scheduling.volcano.sh/v1beta1/namespaces/team/podgroups/vllm-pg"
+
+
+def volcano_podgroup(min_member: Any, name: str = "vllm-pg") -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "team"},
+        "spec": {"minMember": min_member},
+    }
+
+
+def test_a_volcano_pod_says_its_size_is_its_podgroups_and_reads_it_once() -> None:
+    api = Api({VOLCANO_PG: volcano_podgroup(2)})
+    svc = service(api)
+    for i in range(2):
+        body = declared_pod({}, {"scheduling.k8s.io/group-name": "vllm-pg"})
+        body["metadata"]["name"] = f"vllm-{i}"
+        result = mutate(svc, body)
+        (warning,) = result.warnings
+        assert "pod of a volcano group 'vllm-pg'" in warning
+        assert "spec.minMember" in warning
+        assert "less than" not in warning  # minMember 2 holds --nnodes 2 together
+        assert not [n for n in check_env(result) if n.startswith("PREFLIGHT_GROUP_")]
+    assert api.reads == [VOLCANO_PG]  # cached for the burst
+
+
+def test_a_volcano_podgroup_smaller_than_the_engine_is_a_warning() -> None:
+    api = Api({VOLCANO_PG: volcano_podgroup(1)})
+    body = declared_pod({}, {"scheduling.k8s.io/group-name": "vllm-pg"})
+    (warning,) = mutate(service(api), body).warnings
+    assert "spec.minMember 1, less than the 2 pods the engine needs at once" in warning
+
+
+def test_a_forbidden_volcano_podgroup_names_its_chart_value() -> None:
+    api = Api({VOLCANO_PG: ApiError(403)})
+    body = declared_pod({}, {"scheduling.k8s.io/group-name": "vllm-pg"})
+    (warning,) = mutate(service(api), body).warnings
+    assert "rbac.volcanoPodGroupRead" in warning
+    assert "rbac.workloadApiRead" not in warning
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        volcano_podgroup(1, name="other"),
+        volcano_podgroup("1"),
+        volcano_podgroup(10**9),
+        {**volcano_podgroup(1), "apiVersion": "v1"},
+        ["not", "an", "object"],
+        "x" * 10_000,
+    ],
+)
+def test_a_hostile_volcano_podgroup_is_unknown_never_a_minimum(answer: Any) -> None:
+    api = Api({VOLCANO_PG: answer})
+    body = declared_pod({}, {"scheduling.k8s.io/group-name": "vllm-pg"})
+    (warning,) = mutate(service(api), body).warnings
+    assert "less than" not in warning
+    assert "its gang is not known" in warning or "minMember" in warning
+
+
+def test_a_kueue_pod_group_member_says_no_leader_is_named() -> None:
+    labels = {"kueue.x-k8s.io/pod-group-name": "g"}
+    notes = {"kueue.x-k8s.io/pod-group-total-count": "2"}
+    (warning,) = mutate(service(Api({})), declared_pod(labels, notes)).warnings
+    assert "the leader's address (Kueue pod groups name none)" in warning
+
+
+def test_a_one_pod_engine_of_a_volcano_group_is_not_warned() -> None:
+    body = declared_pod({}, {"scheduling.k8s.io/group-name": "vllm-pg"})
+    body["spec"]["containers"][0]["command"] = ["sh", "-c", "vllm serve m -tp 8"]
+    assert mutate(service(Api({})), body).warnings == ()
+
+
+def test_volcanos_own_annotation_names_the_podgroup_too() -> None:
+    notes = {"scheduling.volcano.sh/group-name": "vllm-pg"}
+    (warning,) = mutate(service(Api({})), declared_pod({}, notes)).warnings
+    assert "pod of a volcano group 'vllm-pg'" in warning

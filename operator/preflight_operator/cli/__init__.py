@@ -19,12 +19,13 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "operator": ("preflight_operator.main", "run the Kubernetes operator and webhooks"),
 }
 
-USAGE = "usage: vllm-preflight {check,lint,operator} [options]   (-h on each for help)"
+USAGE = "usage: vllm-preflight {check,lint,operator,completion} [options]   (-h on each for help)"
 
 
 def _help() -> str:
     lines = [USAGE, "", "subcommands:"]
     lines += [f"  {name:<9} {text}" for name, (_, text) in SUBCOMMANDS.items()]
+    lines.append("  completion print a shell completion script: completion {bash,zsh,fish}")
     return "\n".join(lines)
 
 
@@ -37,6 +38,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"vllm-preflight {__version__}")
         return 0
     name, rest = args[0], args[1:]
+    if name == "completion":  # not in SUBCOMMANDS: it reads their parsers, it has none
+        from preflight_operator.cli import completion  # noqa: PLC0415 - only here
+
+        return completion.main(rest)
     if name not in SUBCOMMANDS:
         print(f"vllm-preflight: unknown subcommand {name!r}\n{_help()}", file=sys.stderr)
         return 2

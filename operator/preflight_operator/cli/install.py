@@ -32,6 +32,11 @@ def install(source: Path, dest: Path) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args in (["--version"], ["-V"]):
+        from preflight_operator import __version__  # noqa: PLC0415 - this path only
+
+        print(f"vllm-preflight-install {__version__}")
+        return 0
     if len(args) != 1 or args[0] in ("-h", "--help"):
         print(USAGE, file=sys.stderr if args[:1] != ["--help"] else sys.stdout)
         return 0 if args[:1] in (["-h"], ["--help"]) else 2

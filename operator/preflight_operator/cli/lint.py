@@ -71,6 +71,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("paths", nargs="*", metavar="FILE|DIR|-", help="manifests; - is stdin")
     parser.add_argument("--format", choices=("text", "json", "sarif", "junit"), default="text")
     parser.add_argument(
+        "--sarif-base",
+        metavar="DIR",
+        help="--format sarif: the directory file URIs are relative to (uriBaseId %%SRCROOT%%; "
+        "default: the working directory; a file outside it gets an absolute file URI)",
+    )
+    parser.add_argument(
         "--fail-on",
         choices=FAIL_ON,
         default=FAIL_ON_DENY,
@@ -170,7 +176,9 @@ def _report(
             annotate(doc, judged)
         _write(sys.stdout, json.dumps(doc, indent=2) + "\n")
     elif args.format == "sarif":
-        sarif = sarif_document(judged, sources, problems, _skipped(judged, sources, args))
+        sarif = sarif_document(
+            judged, sources, problems, _skipped(judged, sources, args), base=args.sarif_base
+        )
         _write(sys.stdout, json.dumps(sarif, indent=2) + "\n")
     elif args.format == "junit":
         skipped = _skipped(judged, sources, args)

@@ -142,6 +142,7 @@ def to_static(results: Sequence[rules.ContainerResult]) -> StaticResult:
         findings=bounded_findings(findings),
         plan=_plan(planned),
         gpus_requested=planned.gpus_requested,
+        unjudged=sum(1 for r in results if r.verdict == rules.UNJUDGED),
     )
 
 

@@ -51,6 +51,8 @@ class StaticResult:
     gpus_requested: int | None = None
     has_vllm: bool = True
     error: str = ""  # the rules engine crashed: recorded, never blocking
+    # vLLM containers recognised but not judged (their command line not read: issue 35)
+    unjudged: int = 0
 
     @property
     def failures(self) -> tuple[Finding, ...]:

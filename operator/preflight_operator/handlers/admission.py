@@ -76,6 +76,8 @@ def _validation_response(
         metrics.ADMISSIONS.labels(webhook=webhook, outcome="error").inc()
     else:
         metrics.ADMISSIONS.labels(webhook=webhook, outcome=result.outcome).inc()
+        if result.unjudged:
+            metrics.UNJUDGED.inc(result.unjudged)
         decision = result.decision
         if decision.warnings:
             response["warnings"] = list(decision.warnings)

@@ -62,6 +62,14 @@ ADMISSIONS = Counter(
     ["webhook", "outcome"],
     registry=REGISTRY,
 )
+UNJUDGED = Counter(
+    "vllm_preflight_unjudged_containers_total",
+    "vLLM containers the validating webhook recognised but could not judge (their command"
+    " line not read: admitted with a vllm-command-unparsed warning, and checked at run time"
+    " with the plan unknown). Silence would be a bypass (issue 35): a rise says which"
+    " launch forms the rules do not read yet.",
+    registry=REGISTRY,
+)
 WEBHOOK_LATENCY = Histogram(
     "vllm_preflight_webhook_duration_seconds",
     "Time spent in the admission handler (rules, policy, patch), by webhook.",

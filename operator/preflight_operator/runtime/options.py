@@ -8,6 +8,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from preflight_operator import __version__
 from preflight_operator.core import constants
 from preflight_operator.core.workloads import FAMILIES
 from preflight_operator.runtime.writegate import (
@@ -72,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
         "GPU preflight check, results on GPUValidation objects (docs/OPERATOR.md).",
     )
     add = parser.add_argument
+    add("--version", action="version", version=f"%(prog)s {__version__}")
     add(
         "--config",
         type=Path,

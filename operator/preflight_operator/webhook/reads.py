@@ -1,6 +1,6 @@
 """What the webhook reads of other objects for a pod's admission, each kept briefly: the
-pod's workload (or the JobSet that made it), and the Workload API gang a multi-node vLLM pod
-names (issue 26).
+pod's workload (or the JobSet that made it), and the Workload API gang (issue 26) or the
+Volcano PodGroup (issue 39) a multi-node vLLM pod names.
 
 Why a class of its own: the admission service decides; reading the cluster's other objects
 (a pod's workload, its JobSet, its gang) is a second job with its own cache, timeouts and
@@ -27,7 +27,7 @@ from preflight_operator.core.injection import (
     jobset_name,
     runs_own_share,
 )
-from preflight_operator.core.rules import groups, workloadapi
+from preflight_operator.core.rules import crdgroups, groups, workloadapi
 from preflight_operator.core.workloads import WorkloadRef
 
 logger = logging.getLogger(__name__)
@@ -152,6 +152,36 @@ class WorkloadApiGangs:
         self._cache.put(key, now, found)
         return found
 
+    async def _volcano_gang(self, pod: Mapping[str, Any], argv: Sequence[str]) -> str:
+        """What a Volcano pod's PodGroup says of its gang (issue 39): read (cached, bounded,
+        judged by ``crdgroups.podgroup_min_member``) only for a multi-node vLLM pod that
+        names one; a ``minMember`` under the engine's ``--nnodes`` is a warning (Volcano
+        may start fewer pods than the engine waits for), never a failure. "" otherwise."""
+        declared = groups.pod_group(pod)
+        if declared is None or declared.system != groups.VOLCANO or self._api_get is None:
+            return ""
+        namespace = str((pod.get("metadata") or {}).get("namespace", ""))
+        if apinames.problem(apinames.NAME, declared.name) or apinames.problem(
+            apinames.NAMESPACE, namespace
+        ):
+            return ""
+        path = crdgroups.podgroup_path(namespace, declared.name)
+        found, missing = await self._read((namespace, "volcano/PodGroup", declared.name), path)
+        if missing:
+            why = missing.replace("rbac.workloadApiRead", "rbac.volcanoPodGroupRead")
+            return f"its PodGroup {declared.name!r} was not read ({why})"
+        count, problem = crdgroups.podgroup_min_member(found, declared.name, namespace)
+        nodes = workloadapi.engine_nodes(argv)
+        if count is None:
+            return f"its gang is not known: {problem}"
+        if nodes is not None and count < nodes:
+            return (
+                f"its PodGroup {declared.name!r} has spec.minMember {count}, less than the "
+                f"{nodes} pods the engine needs at once (--nnodes {nodes}): Volcano may start "
+                "the gang with fewer, and the engine waits for the rest"
+            )
+        return ""
+
     async def note(
         self, pod: Mapping[str, Any], container: Mapping[str, Any], argv: Sequence[str]
     ) -> str:
@@ -162,7 +192,11 @@ class WorkloadApiGangs:
         gang's minCount is a minimum, not the group's size."""
         ref = workloadapi.reference(pod)
         lws = in_lws_group(pod)
-        if ref is None or self._api_get is None or not (lws or runs_own_share(container)):
+        if ref is None:
+            note = declared_note(pod, container, lws=lws)
+            gang = await self._volcano_gang(pod, argv) if note else ""
+            return "; ".join(p for p in (note, gang) if p)
+        if self._api_get is None or not (lws or runs_own_share(container)):
             return ""
         namespace = str((pod.get("metadata") or {}).get("namespace", ""))
         obj: Mapping[str, Any] | None = None
@@ -186,6 +220,22 @@ class WorkloadApiGangs:
             return ""
         nodes = _lws_size(pod) if lws else workloadapi.engine_nodes(argv)
         return workloadapi.admission_note(group, nodes, has_group=lws or _coordinated(pod))
+
+
+def declared_note(pod: Mapping[str, Any], container: Mapping[str, Any], *, lws: bool) -> str:
+    """What to say of the Kueue pod group, Volcano PodGroup or RoleBasedGroup a multi-node
+    vLLM pod declares on its own labels and annotations (``groups.pod_group``, issue 39):
+    what its system does not put on the pod (a Volcano pod's size is its PodGroup's
+    ``spec.minMember``; Kueue names no leader), as a warning; "" when the pod says it all
+    (a RoleBasedGroup leader-worker pod), names no such group, runs its engine on one pod,
+    or has a group of its own (a LeaderWorkerSet's; a JobSet pod's group is the injector's,
+    read from its JobSet). A Volcano pod's PodGroup is then read (``_volcano_gang``)."""
+    if lws or not runs_own_share(container):
+        return ""
+    declared = groups.pod_group(pod)
+    if declared is None or declared.system == groups.JOBSET:
+        return ""
+    return groups.declared_warning(declared)
 
 
 def _pod_display(pod: Mapping[str, Any]) -> str:

@@ -74,6 +74,7 @@ logger = logging.getLogger(__name__)
 class Validation:
     decision: AdmissionDecision
     outcome: str  # allowed | warned | denied | skipped | over-budget | overloaded
+    unjudged: int = 0  # vLLM containers recognised but not judged (metrics: UNJUDGED)
 
 
 def overloaded_decision(
@@ -265,7 +266,7 @@ class AdmissionService:
             if not dry_run and self._denials.enabled and still_awaited():
                 self._denials.post(denied_event(ref, decision.message))
             return Validation(decision, "over-budget" if outcome == "over-budget" else "denied")
-        return Validation(decision, outcome)
+        return Validation(decision, outcome, getattr(static, "unjudged", 0))
 
     async def _made_by_stack(self, body: Mapping[str, Any]) -> bool:
         """Was this object made by a serving stack's controller? Its controller

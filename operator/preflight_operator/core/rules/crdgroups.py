@@ -28,7 +28,11 @@ What each system really provides, read from its source:
   named.
 * **Volcano PodGroup** (same commit, ``.../scheduling/v1beta1/types.go``): ``spec.minMember``
   pods are placed all or none; a pod names its PodGroup in the annotation
-  ``scheduling.k8s.io/group-name`` (``rules.groups``).
+  ``scheduling.k8s.io/group-name`` or ``scheduling.volcano.sh/group-name``
+  (``.../scheduling/v1beta1/labels.go``; ``rules.groups``). ``lint`` groups the checked
+  workloads naming one PodGroup (``with_podgroup_gang``, an estimated count); the
+  PodGroup object itself is not read (its ``minMember`` is a gang, not the size).
+
 * **RoleBasedGroup** (sgl-project/rbg at 993491fba9bfdf377d3cd18c8833da20ce0ec87b,
   ``api/workloads/v1alpha2/rolebasedgroup_types.go``): ``spec.roles[*]`` each ``replicas``
   instances of a ``standalonePattern`` (one pod) or a ``leaderWorkerPattern`` (``size``
@@ -58,25 +62,33 @@ What each system really provides, read from its source:
 
 What a system does not provide is said (``DeclaredGroup.unknown``), never guessed: an
 unknown or partial shape is a warning, never a group failure.
+
+Issue 39: every declarer reaches the group rules through ``leader_worker_gang`` (pods whose
+vLLM says ``--nnodes``: one engine, a leader and a worker template) or a Ray cluster
+(``_ray_cluster``); docs/RULES.md, "Gangs: which declarers reach the group rules".
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
+from preflight_operator.core.rules.command import Invocation, find_invocation
 from preflight_operator.core.rules.embedded import embedded_pod_specs, runs_vllm
 from preflight_operator.core.rules.groups import (
     KUEUE,
     RBG,
     RBG_INDEX_ENV,
-    RBG_LEADER_ENV,
     RBG_SIZE_ENV,
     VOLCANO,
+    VOLCANO_GROUP,
+    VOLCANO_GROUP_OWN,
     DeclaredGroup,
     _count,
     _text,
 )
+from preflight_operator.core.rules.kubeenv import build_env
 from preflight_operator.core.rules.spread import HEAD, MEMBER, RAY, ray_node
 from preflight_operator.core.rules.template import (
     KTHENA,
@@ -85,7 +97,9 @@ from preflight_operator.core.rules.template import (
     GroupMember,
     PodTemplate,
     dig,
+    running_containers,
 )
+from preflight_operator.core.rules.workloadapi import engine_nodes
 
 _MAX_ITEMS = 64  # podSets, tasks, roles, roleTemplates read (Kueue caps podSets at 8)
 
@@ -120,6 +134,200 @@ def _ray_cluster(members: list[tuple[str, GroupMember]], where: str) -> Group | 
     return Group(where, RAY, (heads[0], *joining))
 
 
+# -- one engine over a gang's pods (issue 39) ---------------------------------------------------
+
+
+def _engine_words(spec: Mapping[str, Any], path: str, env: Mapping[str, str]) -> list[str] | None:
+    """The vLLM command line of the pod's container that runs vLLM, as the rules read it
+    (``find_invocation`` with the env the gang's controller injects); None when none runs
+    vLLM or it cannot be read."""
+    for key, i, container in running_containers(spec):
+        cpath = f"{path}.{key}[{i}]"
+        built = build_env(container, cpath, namespace=None, config_map=_no_config_map,
+                          injected=env)  # fmt: skip
+        found = find_invocation(container, cpath, built)
+        if isinstance(found, Invocation):
+            return list(found.argv)
+    return None
+
+
+def _no_config_map(name: str) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Gang:
+    """One vLLM engine over a gang's pods: the group the rules judge, and which of the
+    declarer's templates leads it (``leader``: its index in the members given)."""
+
+    group: Group
+    leader: int
+
+
+def _node_rank(words: list[str]) -> str | None:
+    """The literal ``--node-rank`` a command line gives (the last one, as argparse)."""
+    found = None
+    for i, word in enumerate(words[:4096]):
+        name, eq, value = word.partition("=")
+        if name in ("--node-rank", "--node_rank"):
+            found = value if eq else (words[i + 1] if i + 1 < len(words) else None)
+    return found
+
+
+def leader_worker_gang(
+    members: list[tuple[str, GroupMember]],
+    where: str,
+    env: Mapping[str, str],
+    first: Mapping[str, Mapping[str, str]] | None = None,
+) -> Gang | None:
+    """The gang's pods as one engine, when their own vLLM command lines say so: a template
+    states ``--nnodes N`` (N > 1, a literal: vLLM's multiprocessing across nodes) and the
+    templates are a leader (one pod) and at most one worker template, or one template of
+    several pods. The leader is the one template not ``--headless``, else the one whose
+    first pod (its env in ``first``, by member name, over ``env``) runs ``--node-rank 0``.
+    The group is then exact, as a LeaderWorkerSet's: the pods are the declarer's own
+    counts, and every one of them runs the engine's share. Anything else (no ``--nnodes``,
+    no single leader, a template that runs no vLLM) is None: the pods are judged one by
+    one, as a Job's ``parallelism`` pods are (as often independent engines: batch
+    inference)."""
+    if not 1 <= len(members) <= 2:
+        return None  # no single leader-worker shape: nothing read
+    own = first or {}
+    read = [(m, _engine_words(m.spec, m.path, {**env, **own.get(n, {})})) for n, m in members]
+    if not read or any(words is None for _, words in read):
+        return None
+    nodes = [engine_nodes(words or []) for _, words in read]
+    if not any(n is not None and n > 1 for n in nodes):
+        return None
+    if len(read) == 1:
+        only = read[0][0]
+        if only.replicas <= 1:
+            return None
+        first_pod = GroupMember(only.spec, only.path, 1, only.replicas_path)
+        rest = GroupMember(only.spec, only.path, only.replicas - 1, only.replicas_path)
+        return Gang(Group(where, LWS, (first_pod, rest)), 0)
+    leads = [i for i, (_, words) in enumerate(read) if "--headless" not in (words or [])]
+    if len(leads) != 1:
+        leads = [i for i, (_, words) in enumerate(read) if _node_rank(words or []) == "0"]
+    if len(leads) != 1 or read[leads[0]][0].replicas != 1:
+        return None
+    lead = leads[0]
+    worker = read[1 - lead][0]
+    return Gang(Group(where, LWS, (read[lead][0], worker)), lead)
+
+
+def with_gang(
+    templates: list[PodTemplate], gang: Gang | None, offsets: tuple[tuple[str, int], ...],
+    env: Mapping[str, str],
+) -> list[PodTemplate]:  # fmt: skip
+    """The declarer's templates, each in the gang (the leader's marked so), with the env
+    its controller injects: the leader at place 0, a worker template as its first pod
+    (place 1, each variable less its offset)."""
+    if gang is None:
+        return templates
+    places = {i: 0 if i == gang.leader else 1 for i in range(len(templates))}
+    return [
+        replace(
+            t, group=gang.group, group_leader=i == gang.leader, index_offsets=offsets,
+            injected_env={
+                **t.injected_env, **env,
+                **{name: str(max(0, places[i] - at)) for name, at in offsets},
+            },
+        )
+        for i, t in enumerate(templates)
+    ]  # fmt: skip
+
+
+# -- pods naming one Volcano PodGroup, in a manifest set (issue 39) ----------------------------
+
+# objects whose pod template may name a PodGroup, and where their pod count is written
+_PODGROUP_HOLDERS = {
+    "Pod": ((), "", None),
+    "Deployment": (("spec", "template"), "spec.template", "spec.replicas"),
+    "StatefulSet": (("spec", "template"), "spec.template", "spec.replicas"),
+    "ReplicaSet": (("spec", "template"), "spec.template", "spec.replicas"),
+    "Job": (("spec", "template"), "spec.template", "spec.parallelism"),
+}
+
+
+def podgroup_member(obj: Mapping[str, Any]) -> tuple[str, str, GroupMember] | None:
+    """(the Volcano PodGroup its pods name, ``Kind/name``, its pods as a member) of a
+    Pod, Deployment, StatefulSet, ReplicaSet or Job whose pod metadata carries
+    ``scheduling.k8s.io/group-name`` or ``scheduling.volcano.sh/group-name``; None else."""
+    holder = _PODGROUP_HOLDERS.get(str(obj.get("kind")))
+    if holder is None or str(obj.get("apiVersion", "")) not in ("v1", "apps/v1", "batch/v1"):
+        return None
+    keys, base, count_path = holder
+    pod = dig(obj, keys) if keys else obj
+    notes = dig(pod, ("metadata", "annotations"))
+    if not isinstance(notes, Mapping):
+        return None
+    name = _text(notes.get(VOLCANO_GROUP)) or _text(notes.get(VOLCANO_GROUP_OWN))
+    spec = dig(pod, ("spec",))
+    if not name or not isinstance(spec, Mapping):
+        return None
+    count = 1 if count_path is None else _replicas(dig(obj, count_path.split(".")))
+    path = f"{base}.spec" if base else "spec"
+    label = f"{obj.get('kind')}/{_text(dig(obj, ('metadata', 'name')))}"
+    return name, label, GroupMember(spec, path, count, count_path or "metadata.name")
+
+
+def with_podgroup_gang(
+    template: PodTemplate, podgroup: str, members: list[tuple[str, GroupMember]]
+) -> PodTemplate:
+    """A workload's template grouped with the other workloads of the checked manifests
+    whose pods name the same Volcano PodGroup, when their vLLM makes them one engine
+    (``leader_worker_gang``). Estimated: other pods outside the checked files may name it
+    too, so a failure resting on the pod count is a warning. No index variable (a PodGroup
+    numbers no pod). The template as it is otherwise."""
+    if template.group is not None or template.generic:
+        return template
+    label = f"{template.kind}/{template.name}"
+    mine = [i for i, (who, m) in enumerate(members) if who == label and m.path == template.path]
+    if len(mine) != 1:
+        return template
+    where = f"the pods naming Volcano PodGroup {podgroup!r} in the checked manifests"
+    gang = leader_worker_gang(members, where, {})
+    if gang is None:
+        return template
+    group = replace(
+        gang.group,
+        estimated=f"counts only {where} ({', '.join(who for who, _ in members)}): "
+        "pods elsewhere may name it too",
+    )
+    return replace(template, group=group, group_leader=mine[0] == gang.leader, index_offsets=())
+
+
+PODGROUP_VERSION = "scheduling.volcano.sh/v1beta1"  # the PodGroup version Volcano serves
+
+
+def podgroup_path(namespace: str, name: str) -> str:
+    """The API path of the Volcano PodGroup a pod names (both names already checked as
+    Kubernetes names by the caller)."""
+    return f"/apis/{PODGROUP_VERSION}/namespaces/{namespace}/podgroups/{name}"
+
+
+def podgroup_min_member(
+    obj: Any, name: str, namespace: str
+) -> tuple[int | None, str]:  # fmt: skip
+    """(``spec.minMember``, "") of the PodGroup read for a pod that names ``name`` in
+    ``namespace``; (None, why) when the object read is not that PodGroup or holds no count
+    (hostile: only a mapping of this kind, version, name and namespace is read)."""
+    if not isinstance(obj, Mapping):
+        return None, f"the PodGroup {name!r} (read a {type(obj).__name__}, not an object)"
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    if obj.get("kind") != "PodGroup" or obj.get("apiVersion") != PODGROUP_VERSION:
+        return None, f"the PodGroup {name!r} (the object read is not a {PODGROUP_VERSION} PodGroup)"
+    if meta.get("name") != name or meta.get("namespace") not in (None, namespace):
+        return None, f"the PodGroup {name!r} (the object read is another one)"
+    value = dig(obj, ("spec", "minMember"))  # int32 in the CRD: the API server sends an int
+    count = _count(value) if isinstance(value, int) else None
+    if count is None:
+        return None, f"the PodGroup {name!r} (its spec.minMember is not a count)"
+    return count, ""
+
+
 # -- Kueue Workload ----------------------------------------------------------------------------
 
 
@@ -145,35 +353,19 @@ def _podsets(obj: Mapping[str, Any]) -> list[tuple[str, GroupMember]]:
 
 
 def kueue_workload(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[PodTemplate]:
-    """A Workload's pod sets, one template each (role: the pod set's name). No group is
-    attached: a Workload is Kueue's quota record of another object's pods (a Job's
-    ``parallelism`` pods are as often independent engines), so its pods are judged one
-    by one, as that object's are."""
+    """A Workload's pod sets, one template each (role: the pod set's name). A Workload is
+    Kueue's quota record of another object's pods (a Job's ``parallelism`` pods are as
+    often independent engines), so its pods are judged one by one, unless their own vLLM
+    command lines make them one engine (``leader_worker_gang``: ``--nnodes``): then the
+    pod sets' counts are the group, and Kueue names no rank or leader (nothing injected:
+    a worker's ``--node-rank`` from the owner's env is unknown here, never guessed)."""
     kind = str(obj.get("kind", "Workload"))
-    return [
-        PodTemplate(kind, name, namespace, m.spec, m.path, role, None, family=KUEUE)
-        for role, m in _podsets(obj)
-    ]
-
-
-def kueue_workload_group(obj: Mapping[str, Any]) -> DeclaredGroup | None:
-    """The group a Workload declares: the sum of its pod sets' counts. Kueue names neither
-    a rank nor a leader (warnings). None without a pod set."""
     podsets = _podsets(obj)
-    if not podsets:
-        return None
-    return DeclaredGroup(
-        KUEUE,
-        _text(dig(obj, ("metadata", "name"))) or "<unnamed>",
-        sum(m.replicas for _, m in podsets),
-        None,
-        None,
-        "spec.podSets[*].count",
-        (
-            "each pod's rank (a Workload names none: the workload that owns it may)",
-            "the leader's address (a Workload names none)",
-        ),
-    )
+    templates = [
+        PodTemplate(kind, name, namespace, m.spec, m.path, role, None, family=KUEUE)
+        for role, m in podsets
+    ]
+    return with_gang(templates, leader_worker_gang(podsets, "spec.podSets[*].count", {}), (), {})
 
 
 # -- Volcano Job and PodGroup ------------------------------------------------------------------
@@ -185,21 +377,63 @@ def _tasks(obj: Mapping[str, Any]) -> list[tuple[str, GroupMember]]:
 
 
 def volcano_job(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[PodTemplate]:
-    """A Volcano Job's tasks, one template each (role: the task's name). Tasks whose
-    containers form one Ray cluster (a head task of one pod, tasks that join it) are one
-    Ray group, counted by ``replicas`` (what Volcano creates); otherwise each task's pods
-    are judged one by one (a task of N replicas is as often N engines)."""
+    """A Volcano Job's tasks, one template each (role: the task's name), each with the env
+    Volcano's job plugins give its first pod (``_volcano_env``). Tasks whose containers
+    form one Ray cluster (a head task of one pod, tasks that join it) are one Ray group,
+    counted by ``replicas`` (what Volcano creates); tasks whose vLLM says ``--nnodes`` are
+    one engine (``leader_worker_gang``); otherwise each task's pods are judged one by one
+    (a task of N replicas is as often N engines)."""
     kind = str(obj.get("kind", "Job"))
     tasks = _tasks(obj)
     group = _ray_cluster(tasks, "spec.tasks[*].replicas")
     in_group = {id(m) for m in group.members} if group else set()
-    return [
+    env, offsets, first = _volcano_env(obj, tasks)
+    templates = [
         PodTemplate(
             kind, name, namespace, m.spec, m.path, role,
-            group if id(m) in in_group else None, family=VOLCANO,
+            group if id(m) in in_group else None, {**env, **first[role]}, family=VOLCANO,
         )
         for role, m in tasks
     ]  # fmt: skip
+    if group is not None:
+        return templates
+    gang = leader_worker_gang(tasks, "spec.tasks[*].replicas", env, first)
+    if gang is not None and gang.leader != 0 and any(n == "RANK" for n, _ in offsets):
+        offsets = tuple(o for o in offsets if o[0] != "RANK")  # RANK 0 is the master task's
+    return with_gang(templates, gang, offsets, env)
+
+
+def _volcano_env(
+    obj: Mapping[str, Any], tasks: list[tuple[str, GroupMember]]
+) -> tuple[dict[str, str], tuple[tuple[str, int], ...], dict[str, dict[str, str]]]:
+    """(the env Volcano's job plugins give every pod of the Job, the index variables with
+    their offsets in a gang, each task's first pod's index variables). ``VC_TASK_INDEX``
+    (and the older ``VK_TASK_INDEX``, env plugin) counts within the pod's task: 0 for
+    every task's first pod, and a worker task after a one-pod leader task counts from 0
+    (offset 1). The pytorch plugin (``volcano_job_group`` reads it) sets ``MASTER_ADDR``,
+    ``WORLD_SIZE`` and ``RANK``: the master 0, worker i+1 (offset 0 when the master task
+    leads)."""
+    declared = volcano_job_group(obj)
+    first: dict[str, dict[str, str]] = {role: {} for role, _ in tasks}
+    if declared is None:
+        return {}, (), first
+    plugins = _plugins(obj)
+    env: dict[str, str] = {}
+    offsets: list[tuple[str, int]] = []
+    if "env" in plugins:
+        at = 1 if len(tasks) == 2 else 0
+        offsets += [("VC_TASK_INDEX", at), ("VK_TASK_INDEX", at)]
+        for values in first.values():
+            values.update(VC_TASK_INDEX="0", VK_TASK_INDEX="0")
+    if "pytorch" in plugins and declared.leader is not None:
+        master = _flag(plugins["pytorch"], "master", "master")
+        env["MASTER_ADDR"] = declared.leader
+        env["WORLD_SIZE"] = str(declared.size)
+        for role, values in first.items():
+            values["RANK"] = "0" if role == master else "1"
+        if len(tasks) == 2 and tasks[0][0] == master and tasks[0][1].replicas == 1:
+            offsets.append(("RANK", 0))
+    return env, tuple(offsets), first
 
 
 def _plugins(obj: Mapping[str, Any]) -> dict[str, list[str]]:
@@ -268,38 +502,6 @@ def volcano_job_group(obj: Mapping[str, Any]) -> DeclaredGroup | None:
         leader_source=leader,
         gang=minimum,
     )
-
-
-def volcano_podgroup(obj: Mapping[str, Any]) -> DeclaredGroup | None:
-    """A PodGroup's gang: ``spec.minMember`` pods (None when not a count). A PodGroup
-    names no pod's rank nor a leader."""
-    minimum = _count(dig(obj, ("spec", "minMember")))
-    if minimum is None:
-        return None
-    return DeclaredGroup(
-        VOLCANO,
-        _text(dig(obj, ("metadata", "name"))) or "<unnamed>",
-        minimum,
-        None,
-        None,
-        "spec.minMember",
-        ("each pod's rank and the leader's address (a PodGroup names neither)",),
-        gang=minimum,
-    )
-
-
-def with_podgroup(pod: DeclaredGroup, podgroup: Mapping[str, Any]) -> DeclaredGroup:
-    """A Volcano pod's group completed by its PodGroup (``minMember`` is the size the pod
-    does not carry); unchanged when the PodGroup is not the pod's or says no count."""
-    group = volcano_podgroup(podgroup)
-    if pod.system != VOLCANO or group is None or group.name != pod.name:
-        return pod
-    unknown = tuple(u for u in pod.unknown if not u.startswith("the size"))
-    return DeclaredGroup(
-        pod.system, pod.name, group.size, pod.index, pod.leader,
-        f"{pod.source}, PodGroup spec.minMember", unknown,
-        pod.rank_source, pod.leader_source, group.gang,
-    )  # fmt: skip
 
 
 # -- RoleBasedGroup ----------------------------------------------------------------------------
@@ -449,12 +651,13 @@ def rolebasedgroup(obj: Mapping[str, Any], name: str, namespace: str | None) -> 
         )
         templates.append(
             PodTemplate(kind, name, namespace, leader, path, f"{label}-leader", group,
-                        {**env, index_env: "0"}, family=RBG)
+                        {**env, index_env: "0"}, family=RBG, group_leader=True,
+                        index_env=index_env)
         )  # fmt: skip
         if size > 1:
             templates.append(
                 PodTemplate(kind, name, namespace, worker, path, f"{label}-worker", group,
-                            {**env, index_env: "1"}, family=RBG)
+                            {**env, index_env: "1"}, family=RBG, index_env=index_env)
             )  # fmt: skip
     ray = _ray_cluster(plain, "spec.roles[*].replicas")
     if ray is not None:
@@ -466,44 +669,6 @@ def rolebasedgroup(obj: Mapping[str, Any], name: str, namespace: str | None) -> 
             for t in templates
         ]  # fmt: skip
     return templates
-
-
-def rolebasedgroup_groups(obj: Mapping[str, Any]) -> list[DeclaredGroup]:
-    """The group each role of a RoleBasedGroup declares: a leader-worker role's instance
-    (``size`` pods, rank and leader from the env RBG or LeaderWorkerSet injects); a
-    standalone role's pods are engines of their own (size 1 each)."""
-    name = _text(dig(obj, ("metadata", "name"))) or "<unnamed>"
-    out = []
-    for i, role in _items(obj, "spec", "roles"):
-        label = _text(role.get("name")) or f"roles[{i}]"
-        lwp, lws = role.get("leaderWorkerPattern"), role.get("leaderWorkerSet")
-        if isinstance(lwp, Mapping):
-            out.append(
-                DeclaredGroup(
-                    RBG, f"{name}/{label}", _replicas(lwp.get("size")), None, None,
-                    f"spec.roles[{i}].leaderWorkerPattern.size",
-                    rank_source=f"{RBG_INDEX_ENV} (leader 0)",
-                    leader_source=RBG_LEADER_ENV,
-                )
-            )  # fmt: skip
-        elif isinstance(lws, Mapping):
-            out.append(
-                DeclaredGroup(
-                    RBG, f"{name}/{label}", _replicas(lws.get("size")), None, None,
-                    f"spec.roles[{i}].leaderWorkerSet.size (a LeaderWorkerSet workload)",
-                    rank_source="LWS_WORKER_INDEX (LeaderWorkerSet; leader 0)",
-                    leader_source="LWS_LEADER_ADDRESS (LeaderWorkerSet)",
-                )
-            )  # fmt: skip
-        else:
-            out.append(
-                DeclaredGroup(
-                    RBG, f"{name}/{label}", 1, 0, None, f"spec.roles[{i}] (standalone)",
-                    ("the leader's address (a standalone role's pod is its own engine)",),
-                    rank_source="one pod: rank 0",
-                )
-            )  # fmt: skip
-    return out
 
 
 # -- Kthena ModelServing -----------------------------------------------------------------------

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from preflight_operator.core.rules.crdgroups import podgroup_member, with_podgroup_gang
 from preflight_operator.core.rules.kinds import pod_templates
 from preflight_operator.core.rules.spread import ray_worker_member
 from preflight_operator.core.rules.template import Group, GroupMember, PodTemplate, meta
@@ -34,12 +35,29 @@ class ManifestSet:
     services: dict[str | None, list[Mapping[str, Any]]] = field(default_factory=dict)
     referenced: dict[tuple[str | None, str, str], Mapping[str, Any]] = field(default_factory=dict)
     ray_workers: dict[str | None, list[GroupMember]] = field(default_factory=dict)
+    # (namespace, Volcano PodGroup) -> the workloads whose pods name it, as members
+    # (rules.crdgroups.podgroup_member; with_podgroup_gang groups them)
+    podgroups: dict[tuple[str | None, str], list[tuple[str, GroupMember]]] = field(
+        default_factory=dict
+    )
+
+    def with_gang(self, template: PodTemplate, obj: Mapping[str, Any]) -> PodTemplate:
+        """``template`` grouped with the workloads naming its Volcano PodGroup (issue 39)."""
+        found = podgroup_member(obj)
+        if found is None:
+            return template
+        members = self.podgroups.get((template.namespace, found[0]), [])
+        return with_podgroup_gang(template, found[0], members)
 
     @classmethod
     def of(cls, objects: Iterable[Mapping[str, Any]], default_namespace: str | None) -> ManifestSet:
         found = cls()
         for obj in objects:
             kind = obj.get("kind")
+            member = podgroup_member(obj)
+            if member is not None:
+                key = (meta(obj, default_namespace)[1], member[0])
+                found.podgroups.setdefault(key, []).append(member[1:])
             worker = ray_worker_member(obj)
             if worker is not None:
                 found.ray_workers.setdefault(meta(obj, default_namespace)[1], []).append(worker)

@@ -184,6 +184,7 @@ def _check_object(
     results: list[ContainerResult] = []
     for found in templates:
         template = with_ray_workers(found, manifests.ray_workers.get(found.namespace, []))
+        template = manifests.with_gang(template, obj)  # a Volcano PodGroup's (issue 39)
         if template.unread is not None:
             results.append(_unread(template, *template.unread))
             continue

@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from preflight_operator.core.rules.template import Group, GroupMember, PodTemplate, dig
+from preflight_operator.core.rules.template import GroupMember, PodTemplate, dig
 
 JOBSET = "jobset"
 KUEUE = "kueue"
@@ -54,7 +54,12 @@ COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 KUEUE_GROUP = "kueue.x-k8s.io/pod-group-name"
 KUEUE_TOTAL = "kueue.x-k8s.io/pod-group-total-count"
 KUEUE_INDEX = "kueue.x-k8s.io/pod-group-pod-index"
+# volcano-sh/apis pkg/apis/scheduling/v1beta1/labels.go (vendored in volcano-sh/volcano):
+# KubeGroupNameAnnotationKey and VolcanoGroupNameAnnotationKey (GroupName, the PodGroup's
+# own API group, + "/group-name"), each "the annotation key of Pod to identify which
+# PodGroup it belongs to"
 VOLCANO_GROUP = "scheduling.k8s.io/group-name"
+VOLCANO_GROUP_OWN = "scheduling.volcano.sh/group-name"
 # RoleBasedGroup (sgl-project/rbg api/workloads/constants/{label,env}.go at 993491fb)
 _RBG = "rbg.workloads.x-k8s.io/"
 RBG_GROUP = _RBG + "group-name"
@@ -136,7 +141,7 @@ def pod_group(pod: Mapping[str, Any]) -> DeclaredGroup | None:
             KUEUE, kueue, size, index, None, f"{KUEUE_GROUP}, {KUEUE_TOTAL}", tuple(unknown),
             rank_source=KUEUE_INDEX if index is not None else "",
         )  # fmt: skip
-    volcano = _text(notes.get(VOLCANO_GROUP))
+    volcano = _text(notes.get(VOLCANO_GROUP)) or _text(notes.get(VOLCANO_GROUP_OWN))
     if volcano:
         return DeclaredGroup(
             VOLCANO,
@@ -144,7 +149,7 @@ def pod_group(pod: Mapping[str, Any]) -> DeclaredGroup | None:
             None,
             None,
             None,
-            VOLCANO_GROUP,
+            f"{VOLCANO_GROUP} or {VOLCANO_GROUP_OWN}",
             (
                 "the size (the PodGroup's spec.minMember, another object)",
                 "this pod's index and the leader's address (Volcano puts neither on the pod)",
@@ -257,8 +262,9 @@ def _parallelism(job_spec: Any) -> int:
     return 1 if counted is None else counted
 
 
-def _jobset_members(obj: Mapping[str, Any]) -> list[tuple[str, GroupMember]]:
-    """(replicated Job name, member) of each replicated Job, the coordinator's first."""
+def jobset_members(obj: Mapping[str, Any]) -> list[tuple[str, GroupMember]]:
+    """(replicated Job name, member) of each replicated Job, the coordinator's first: its
+    pods are the Job's ``replicas`` x ``parallelism``."""
     jobs = dig(obj, ("spec", "replicatedJobs"))
     if not isinstance(jobs, list):
         return []
@@ -281,26 +287,16 @@ def _jobset_members(obj: Mapping[str, Any]) -> list[tuple[str, GroupMember]]:
     return members
 
 
-def jobset_group(obj: Mapping[str, Any]) -> Group | None:
-    """The pods of a JobSet as one group (every replicated Job's ``replicas`` x its
-    ``parallelism``; the coordinator's replicated Job leads, else the first); None for one
-    pod or no template."""
-    members = _jobset_members(obj)
-    if sum(m.replicas for _, m in members) <= 1:
-        return None
-    return Group(
-        "spec.replicatedJobs[*].replicas x parallelism", JOBSET, tuple(m for _, m in members)
-    )
-
-
 def jobset(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[PodTemplate]:
     """A JobSet's pod templates, one per replicated Job (role: its name), each judged as a
-    Job's pod is. The group (``jobset_group``) is not attached: the rules read a group of
-    pods whose command line does not say ``--nnodes`` as one engine Ray spreads over them
+    Job's pod is. No group is attached here: the rules read a group of pods whose command
+    line does not say ``--nnodes`` as one engine Ray spreads over them
     (``ContainerContext.spread``), which is what a LeaderWorkerSet means and not what a
-    JobSet does (its Jobs are as often N independent engines, batch inference)."""
+    JobSet does (its Jobs are as often N independent engines, batch inference). The JobSet
+    kind (``rules.kinds``) groups its pods only when their vLLM says ``--nnodes``
+    (``rules.crdgroups.leader_worker_gang``, over ``jobset_members``)."""
     kind = str(obj.get("kind", "JobSet"))
     return [
         PodTemplate(kind, name, namespace, m.spec, m.path, rjob, None, family=JOBSET)
-        for rjob, m in _jobset_members(obj)
+        for rjob, m in jobset_members(obj)
     ]

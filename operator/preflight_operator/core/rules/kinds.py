@@ -27,12 +27,14 @@ import yaml
 from preflight_operator.core.rules import boundedyaml
 from preflight_operator.core.rules.crdgroups import (  # issue 26
     kueue_workload,
+    leader_worker_gang,
     model_serving,
     rolebasedgroup,
     volcano_job,
+    with_gang,
 )
 from preflight_operator.core.rules.embedded import embedded_pod_specs, runs_vllm
-from preflight_operator.core.rules.groups import JOBSET, jobset  # issue 26
+from preflight_operator.core.rules.groups import JOBSET, jobset, jobset_members  # issue 26
 from preflight_operator.core.rules.spread import generic_group
 from preflight_operator.core.rules.template import (
     AIBRIX,
@@ -468,12 +470,39 @@ def _jobset(obj: Mapping[str, Any], name: str, namespace: str | None) -> list[Po
         for r in (jobs if isinstance(jobs, list) else [])
         if isinstance(r, Mapping)
     }
-    return [
+    templates = [
         replace(t, injected_env={"JOB_COMPLETION_INDEX": "0", **t.injected_env})
         if indexed.get(str(t.role))
         else t
         for t in jobset(obj, name, namespace)
     ]
+    return _jobset_gang(obj, templates)
+
+
+def _jobset_gang(obj: Mapping[str, Any], templates: list[PodTemplate]) -> list[PodTemplate]:
+    """The JobSet's pods as one engine when their vLLM says ``--nnodes`` (issue 39,
+    ``leader_worker_gang``). A pod's place is its Job's completion index: exact when each
+    replicated Job is one Indexed Job (a worker Job after a one-pod leader Job counts from
+    0: offset 1); with several Jobs per template the index restarts in each, so none is
+    given and a worker's rank is unknown here, never guessed."""
+    members = jobset_members(obj)
+    first = {str(t.role): t.injected_env for t in templates}
+    gang = leader_worker_gang(members, "spec.replicatedJobs[*].replicas x parallelism", {}, first)
+    if gang is None:
+        return templates
+    jobs = dig(obj, ("spec", "replicatedJobs"))
+    counts = {
+        str(r.get("name")): r.get("replicas", 1)
+        for r in (jobs[:64] if isinstance(jobs, list) else [])
+        if isinstance(r, Mapping)
+    }
+    indexed = all(
+        counts.get(str(t.role)) == 1 and "JOB_COMPLETION_INDEX" in t.injected_env for t in templates
+    )
+    at = 1 if len(templates) == 2 else 0
+    offsets = (("JOB_COMPLETION_INDEX", at),) if indexed else ()
+    # the templates and the members are in one order (both from jobset_members)
+    return with_gang(templates, gang, offsets, {})
 
 
 KINDS: tuple[KindSpec, ...] = (

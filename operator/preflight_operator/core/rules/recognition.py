@@ -23,7 +23,9 @@ or waits with ``nc -z vllm 8000`` is not a vLLM server and is not recognised. Th
   images of rules.accelerators) and the command does not run a program known not to be
   vLLM (``sleep``, ``ray``, ``curl``, ...): the image's whole purpose is vLLM.
 * ``options``: the command or args use two or more of vLLM's own options beyond ``--model``
-  (``--tensor-parallel-size``, ``--gpu-memory-utilization``, ...).
+  (``--tensor-parallel-size``, ``--gpu-memory-utilization``, ...), or the args start with
+  vLLM's ``serve`` and use one of them (an entrypoint script of the image's own, given
+  vLLM's arguments: issue 36).
 * ``stack``: the pod was built from a serving stack's object whose controller runs vLLM
   (the kind's reader synthesised its command line).
 
@@ -221,7 +223,11 @@ def recognise(
         signals.append(Signal(IMAGE, at + "image", f"the image {image[:200]!r} is vLLM's"))
     tokens = {w.split("=", 1)[0] for _, text in words for w in text.split()}
     options = sorted(tokens & _STRONG_OPTIONS)
-    if len(options) >= 2 and not other:
+    args = container.get("args")
+    # an entrypoint script handed vLLM's own subcommand and options (`args: [serve, M,
+    # --tensor-parallel-size, 8]` on an image of its own): the script passes them to vLLM
+    given_serve = isinstance(args, list) and args[:1] == ["serve"] and bool(options)
+    if (len(options) >= 2 or given_serve) and not other:
         field = next(
             (f for f, t in words if {w.split("=", 1)[0] for w in t.split()} & _STRONG_OPTIONS), ""
         )

@@ -123,6 +123,11 @@ class PodTemplate:
     # the variable the group's controller gives each pod its index in (LWS_WORKER_INDEX,
     # Kthena's WORKER_INDEX): the group rules read the workers with it set
     index_env: str = "LWS_WORKER_INDEX"
+    # a gang whose controller numbers its pods otherwise (rules.crdgroups.leader_worker_gang:
+    # a Volcano task's VC_TASK_INDEX counts within the task): (variable, offset) pairs, each
+    # set to the pod's place in the group less the offset; used instead of index_env when
+    # given, and none at all for a gang that names no index (a Kueue Workload)
+    index_offsets: tuple[tuple[str, int], ...] | None = None
 
     @property
     def is_leader(self) -> bool:

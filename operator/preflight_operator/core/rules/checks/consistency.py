@@ -81,7 +81,14 @@ from typing import Any
 
 from preflight_contract.verdicts import FAIL, WARN
 from preflight_contract.vllm_args import ParsedArgs, parse_vllm_args
-from preflight_operator.core.rules.certainty import HEURISTIC, VLLM_CODE, Basis, Input
+from preflight_operator.core.rules.certainty import (
+    DEVICE_COUNT,
+    ESTIMATED,
+    HEURISTIC,
+    VLLM_CODE,
+    Basis,
+    Input,
+)
 from preflight_operator.core.rules.command import Invocation, find_invocation
 from preflight_operator.core.rules.config import ConfigResolver
 from preflight_operator.core.rules.context import ContainerContext
@@ -91,7 +98,7 @@ from preflight_operator.core.rules.model import Finding, Policy
 from preflight_operator.core.rules.registry import RULE_INFO, declare, register
 from preflight_operator.core.rules.resources import gpu_resources
 from preflight_operator.core.rules.shrun import literal_references
-from preflight_operator.core.rules.template import running_containers
+from preflight_operator.core.rules.template import PodTemplate, running_containers
 
 ARG_DEFAULT = declare(
     "lws-args-default",
@@ -224,7 +231,10 @@ def _worker_env(
     index: int,
     config_map: Any,
 ) -> ContainerEnv:
-    injected = {**ctx.template.injected_env, ctx.template.index_env: str(index)}
+    offsets = ctx.template.index_offsets
+    if offsets is None:
+        offsets = ((ctx.template.index_env, 0),)
+    injected = {**ctx.template.injected_env, **{name: str(index - at) for name, at in offsets}}
     return build_env(
         container, path, namespace=ctx.template.namespace, config_map=config_map, injected=injected
     )
@@ -232,11 +242,13 @@ def _worker_env(
 
 def _applies(ctx: ContainerContext) -> bool:
     group = ctx.template.group
+    # one path for both (a RoleBasedGroup's template with leader and worker patches):
+    # the patched specs themselves tell whether there is another template to compare
     return (
         group is not None
         and group.size > 1
         and ctx.template.is_leader
-        and group.leader_path != group.worker_path
+        and (group.leader_path != group.worker_path or group.leader_spec != group.worker_spec)
     )
 
 
@@ -429,9 +441,9 @@ def rank_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
         if not wparsed.plan_valid:
             return
         if mp_nodes:
-            stop = _node_rank_finding(index, worker, wparsed, winv) or _master_addr_missing(
-                ctx, worker, winv
-            )
+            stop = _node_rank_finding(
+                index, worker, wparsed, winv, ctx.template
+            ) or _master_addr_missing(ctx, worker, winv)
             if stop is not None:
                 yield stop
                 return
@@ -455,8 +467,32 @@ def rank_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
             return
 
 
+def _pods_inputs(template: PodTemplate) -> tuple[Input, ...]:
+    """The group's pod count as an input of a rank finding: estimated where the group is
+    (pods found by a name they share in the checked files: others may share it), so a
+    failure resting on it is a warning."""
+    group = template.group
+    if group is None or not group.estimated:
+        return ()
+    return (Input(DEVICE_COUNT, "the group's pod count", ESTIMATED, group.estimated),)
+
+
+def index_word(template: PodTemplate) -> str:
+    """How a worker's command line names its place in the group, for a fix: the variable
+    its declarer's controller sets (``$(LWS_WORKER_INDEX)``, ``$(RBG_LWP_WORKER_INDEX)``,
+    Volcano's ``$((VC_TASK_INDEX+1))`` after a one-pod leader task), or words when the
+    declarer sets none (a Kueue Workload)."""
+    offsets = template.index_offsets
+    if offsets is None:
+        return f"$({template.index_env})"
+    if not offsets:
+        return "the pod's place in the group (its declarer sets no index variable)"
+    name, at = offsets[0]
+    return f"$({name})" if at == 0 else f"$(({name}+{at})) (in sh -c)"
+
+
 def _node_rank_finding(
-    index: int, worker: WorkerView, wparsed: ParsedArgs, winv: Invocation
+    index: int, worker: WorkerView, wparsed: ParsedArgs, winv: Invocation, template: PodTemplate
 ) -> Finding | None:
     """``--nnodes``: worker ``index`` must run ``--node-rank index``."""
     origin = wparsed.origins.get("node_rank")
@@ -469,7 +505,8 @@ def _node_rank_finding(
         f"{'' if origin else ', vLLM default'}), so two nodes claim rank {got} "
         f"and node {index} never joins: start-up hangs",
         path,
-        "pass --node-rank $(LWS_WORKER_INDEX) in the worker template",
+        f"pass --node-rank {index_word(template)} in the worker template",
+        inputs=_pods_inputs(template),
     )
 
 

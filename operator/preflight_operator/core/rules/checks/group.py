@@ -132,7 +132,7 @@ def dp_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     if started == plan.dp:
         return
     where = ctx.arg_path("data_parallel_size")
-    inputs = (plan_input(ctx), _workers_dp_local(ctx))
+    inputs = (plan_input(ctx), _workers_dp_local(ctx), pods_input(group))
     sizes = (
         f"--data-parallel-size {plan.dp}, but {group.size} pods ({group.size_path}) x "
         f"--data-parallel-size-local {plan.dp_local} start {started} DP ranks"
@@ -204,9 +204,21 @@ def nnodes_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
         f"({group.size_path}): the missing nodes never join and start-up hangs in "
         "torch.distributed initialisation",
         ctx.arg_path("nnodes"),
-        f"make --nnodes equal {group.size_path} ({group.size}), e.g. --nnodes $(LWS_GROUP_SIZE)",
-        inputs=(plan_input(ctx),),
+        f"make --nnodes equal {group.size_path} ({group.size}){_size_hint(ctx)}",
+        inputs=(plan_input(ctx), pods_input(group)),
     )
+
+
+# the variable each declarer's controller sets to the group's size (LeaderWorkerSet,
+# RoleBasedGroup, Kthena, Volcano's pytorch plugin)
+_SIZE_ENV = ("LWS_GROUP_SIZE", "RBG_LWP_GROUP_SIZE", "GROUP_SIZE", "WORLD_SIZE")
+
+
+def _size_hint(ctx: ContainerContext) -> str:
+    """ ", e.g. --nnodes $(VAR)" with the size variable the group's controller sets, or ""
+    when it sets none (a Kueue Workload, a JobSet, Volcano without the pytorch plugin)."""
+    name = next((n for n in _SIZE_ENV if n in ctx.template.injected_env), None)
+    return f", e.g. --nnodes $({name})" if name else ""
 
 
 def _gpu_container(spec: Mapping[str, Any], path: str) -> tuple[Mapping[str, Any], str] | None:
@@ -246,14 +258,14 @@ def group_total(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
             worker_limit,
             f"give each pod {need // group.size if need % group.size == 0 else 'its share of'}"
             f" GPUs, or change {group.size_path} / the parallel sizes",
-            inputs=(plan_input(ctx),),
+            inputs=(plan_input(ctx), pods_input(group)),
         )
     elif have > need + policy.extra_gpus_allowed * group.size:
         yield GROUP_EXTRA.finding(
             f"the group of {group.size} pods requests {have} GPUs but vLLM uses {need}",
             worker_limit,
             "request only the GPUs the engine uses",
-            inputs=(plan_input(ctx),),
+            inputs=(plan_input(ctx), pods_input(group)),
         )
     # worker pods run vLLM's GPU processes too: /dev/shm for the ranks Ray places on
     # one (one per GPU when the group has exactly the engine's GPUs; else at most its GPUs)
