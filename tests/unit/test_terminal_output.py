@@ -264,7 +264,14 @@ def test_operator_log_lines_are_clean() -> None:
     try:
         main.configure_logging(verbose=False)
         main.configure_logging(verbose=False)  # twice: wrapped once
-        logging.getLogger("preflight_operator.test").warning("peer said %s", HOSTILE)
+        # a logger of this test's own, enabled whatever earlier tests left behind (a
+        # dictConfig disables existing loggers; kopf sets levels): only the sanitiser is
+        # under test here
+        logging.disable(logging.NOTSET)
+        logger = logging.getLogger("vllm_preflight_terminal_output_test")
+        logger.disabled, logger.propagate = False, True
+        logger.setLevel(logging.INFO)
+        logger.warning("peer said %s", HOSTILE)
     finally:
         root.removeHandler(handler)
     written = stream.getvalue()

@@ -31,6 +31,7 @@ from preflight_contract.redact import secret_env_names
 from preflight_contract.reuse import Offer, format_offers, plan_shape
 from preflight_operator.core import constants
 from preflight_operator.core.config import InjectionConfig, PolicySpec
+from preflight_operator.core.kthenaplace import KthenaPlace, kthena_place
 from preflight_operator.core.rules.groups import (
     COMPLETION_INDEX,
     JOBSET_COORDINATOR,
@@ -589,11 +590,12 @@ def jobset_place(pod: Mapping[str, Any], jobset: Mapping[str, Any]) -> JobSetPla
 
 
 def jobset_group_env(
-    place: JobSetPlace, vllm: Mapping[str, Any], port: int
+    place: JobSetPlace | KthenaPlace, vllm: Mapping[str, Any], port: int
 ) -> list[dict[str, Any]]:
-    """The group phase's env of a JobSet pod. Literal values, unlike a LeaderWorkerSet's
-    downward-API references: the index is arithmetic over the JobSet's spec (which the
-    downward API cannot do), and every value it comes from is in the pod at CREATE."""
+    """The group phase's env of a JobSet or Kthena ModelServing pod. Literal values, unlike
+    a LeaderWorkerSet's downward-API references: a JobSet's index is arithmetic over the
+    JobSet's spec (which the downward API cannot do), a ModelServing's is an env value of
+    the pod (no label says it), and every value is in the pod at CREATE."""
     return [
         {"name": envnames.GROUP_PORT, "value": str(port)},
         {"name": envnames.GROUP_ADDRESS, "value": place.address},
@@ -976,6 +978,27 @@ def _is_sidecar(pod: Mapping[str, Any], name: str) -> bool:
     return False
 
 
+def _group_phase_env(
+    pod: Mapping[str, Any],
+    vllm: Mapping[str, Any],
+    port: int,
+    ray_group: bool,
+    jobset: Mapping[str, Any] | None,
+) -> list[dict[str, Any]]:
+    """The group phase's env of a pod whose every member runs the check (none else): a
+    LeaderWorkerSet's, a JobSet's where jobset_place finds its place, a Kthena
+    ModelServing role's where kthena_place does (issue 39 item 2)."""
+    if in_lws_group(pod) and (runs_own_share(vllm) or (ray_group and ray_role(vllm))):
+        return group_env(pod, vllm, port)
+    if not runs_own_share(vllm):
+        return []
+    if jobset is not None:
+        place = jobset_place(pod, jobset)
+        return jobset_group_env(place, vllm, port) if isinstance(place, JobSetPlace) else []
+    kthena = kthena_place(pod, vllm, MAX_GROUP_MEMBERS)
+    return jobset_group_env(kthena, vllm, port) if isinstance(kthena, KthenaPlace) else []
+
+
 def plan_injection(
     pod: Mapping[str, Any],
     *,
@@ -1031,12 +1054,10 @@ def plan_injection(
     if plan is None:
         # recognised as vLLM, plan not read: the check still runs (issue 35/36, item 3)
         check["env"] = plan_unknown_env(check["env"], plan_unknown)
-    elif in_lws_group(pod) and (runs_own_share(vllm) or (ray_group and ray_role(vllm))):
-        check["env"] = _with_env(check["env"], group_env(pod, vllm, config.group_port))
-    elif jobset is not None and runs_own_share(vllm):
-        place = jobset_place(pod, jobset)
-        if isinstance(place, JobSetPlace):
-            check["env"] = _with_env(check["env"], jobset_group_env(place, vllm, config.group_port))
+    else:
+        check["env"] = _with_env(
+            check["env"], _group_phase_env(pod, vllm, config.group_port, ray_group, jobset)
+        )
     check["env"] = model_writers_env(check["env"], spec, vllm, model)
     # Always: under the fast tier too, so that no copied value reaches the check.
     check["env"] = reuse_env(

@@ -1,0 +1,112 @@
+"""A Kthena ModelServing pod's place in its role's group, read from the pod itself.
+
+Kthena's controller (volcano-sh/kthena at 3cc057284c34469fcb0ed22a12dac84b1d120719,
+``pkg/model-serving-controller/utils/utils.go``) makes each role instance's entry pod and
+``workerReplicas`` worker pods itself, with the ModelServing as controller
+(``newModelServingOwnerRef``). Before it creates a pod it writes, as literal values, into
+every container and init container (``createCommonEnvVars``, ``addPodEnvVars``):
+
+* ``GROUP_SIZE`` = workerReplicas + 1;
+* ``ENTRY_ADDRESS`` = ``<entry pod name>.<namespace>`` (the entry pod's headless Service has
+  the pod's name);
+* ``WORKER_INDEX``: 0 for the entry pod, 1.. for the workers;
+
+and labels the pod ``modelserving.volcano.sh/group-name`` (``<ms>-<i>``) and
+``modelserving.volcano.sh/role-id`` (``<role>-<j>``) (``createBasePod``). All of it is in
+the pod the webhook sees at CREATE, so the place needs no read of the ModelServing; the
+injected check (an init container added after the controller wrote the env) gets the same
+values as PREFLIGHT_GROUP_*. Why not the downward API: these are env values, not labels.
+
+Whatever the pod says is a claim: a malformed or missing value leaves the pod out of the
+group phase (a reason, never a guess), and the operator proves membership itself when the
+members meet (``core.groupproof``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+GROUP_LABEL = "modelserving.volcano.sh/group-name"  # v1alpha1.GroupNameLabelKey
+ROLE_ID_LABEL = "modelserving.volcano.sh/role-id"  # v1alpha1.RoleIDKey
+SIZE_ENV = "GROUP_SIZE"  # v1alpha1.GroupSizeEnv
+ADDRESS_ENV = "ENTRY_ADDRESS"  # v1alpha1.EntryAddressEnv
+INDEX_ENV = "WORKER_INDEX"  # v1alpha1.WorkerIndexEnv
+_API_GROUP = "workload.serving.volcano.sh/"
+
+# <pod name>.<namespace>: DNS labels joined by dots, at most 253 characters
+_ADDRESS = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)+")
+_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
+
+
+@dataclass(frozen=True)
+class KthenaPlace:
+    """This pod's place in its role instance's group."""
+
+    group_id: str  # <namespace>/<group-name>/<role-id>
+    address: str  # the entry pod's address: the member 0 listens there
+    size: int  # workerReplicas + 1
+    index: int  # WORKER_INDEX; the entry pod's is 0
+
+
+def made_by_model_serving(pod: Mapping[str, Any]) -> bool:
+    """The pod's controller is a ModelServing (it names itself so; a claim the group
+    proof checks when the members meet)."""
+    owners = (pod.get("metadata") or {}).get("ownerReferences")
+    if not isinstance(owners, list):
+        return False
+    for owner in owners:
+        if isinstance(owner, Mapping) and owner.get("controller") is True:
+            api = owner.get("apiVersion")
+            return (
+                owner.get("kind") == "ModelServing"
+                and isinstance(api, str)
+                and (api.startswith(_API_GROUP))
+            )
+    return False
+
+
+def _literal(container: Mapping[str, Any], name: str) -> str | None:
+    """The container's last literal value of ``name`` (the controller's, appended after
+    the template's entries of other names), None when absent or not literal."""
+    value: str | None = None
+    env = container.get("env")
+    for entry in env if isinstance(env, list) else []:
+        if isinstance(entry, Mapping) and entry.get("name") == name:
+            raw = entry.get("value")
+            value = raw if isinstance(raw, str) and "valueFrom" not in entry else None
+    return value
+
+
+def kthena_place(
+    pod: Mapping[str, Any], vllm: Mapping[str, Any], max_members: int
+) -> KthenaPlace | str:
+    """The place of a ModelServing pod, or why it has none."""
+    if not made_by_model_serving(pod):
+        return "the pod's controller is not a ModelServing"
+    meta = pod.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    labels = labels if isinstance(labels, Mapping) else {}
+    group, role = labels.get(GROUP_LABEL), labels.get(ROLE_ID_LABEL)
+    if not (isinstance(group, str) and _NAME.fullmatch(group)):
+        return f"the pod has no valid label {GROUP_LABEL}"
+    if not (isinstance(role, str) and _NAME.fullmatch(role)):
+        return f"the pod has no valid label {ROLE_ID_LABEL}"
+    size_text, index_text = _literal(vllm, SIZE_ENV), _literal(vllm, INDEX_ENV)
+    address = _literal(vllm, ADDRESS_ENV)
+    if not (size_text and size_text.isdigit() and index_text and index_text.isdigit()):
+        return f"the vLLM container has no whole {SIZE_ENV} and {INDEX_ENV}"
+    size, index = int(size_text), int(index_text)
+    if not 2 <= size <= max_members:
+        return f"{SIZE_ENV}={size}: a group is 2 to {max_members}"
+    if index >= size:
+        return f"{INDEX_ENV}={index} is outside a group of {size}"
+    if not (address and len(address) <= 253 and _ADDRESS.fullmatch(address)):
+        return f"the vLLM container has no valid {ADDRESS_ENV} (<entry pod>.<namespace>)"
+    namespace = str(meta.get("namespace") or "")
+    entry = f"{group}-{role}-0.{namespace}"  # GeneratePodName(group, roleID, 0)
+    if address != entry:
+        return f"{ADDRESS_ENV} is not this role instance's entry pod ({entry})"
+    return KthenaPlace(f"{namespace}/{group}/{role}", address, size, index)
