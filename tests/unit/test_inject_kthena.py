@@ -17,7 +17,7 @@ import pytest
 from preflight_check.group import group_config
 from preflight_operator.core.analysis import RulesAnalyser
 from preflight_operator.core.config import InjectionConfig, PolicySpec
-from preflight_operator.core.injection import Injection, plan_injection
+from preflight_operator.core.injection import Injection, literal_env, plan_injection
 from preflight_operator.core.kthenaplace import KthenaPlace, kthena_place
 from preflight_operator.core.static import Plan
 
@@ -113,9 +113,9 @@ def test_entry_and_worker_meet_at_the_entry_pod() -> None:
 
 
 def test_three_workers_are_a_group_of_four() -> None:
-    assert kthena_place(pod(3, workers=3), pod(3, workers=3)["spec"]["containers"][0], 1024) == (
-        KthenaPlace("team/ds-0/prefill-0", "ds-0-prefill-0-0.team", 4, 3)
-    )
+    assert kthena_place(
+        pod(3, workers=3), literal_env(pod(3, workers=3)["spec"]["containers"][0]), 1024
+    ) == (KthenaPlace("team/ds-0/prefill-0", "ds-0-prefill-0-0.team", 4, 3))
 
 
 def _no_controller(p: dict[str, Any]) -> None:
@@ -173,7 +173,7 @@ def _from_field(p: dict[str, Any]) -> None:
 def test_a_pod_that_is_not_what_kthena_makes_meets_no_group(change: Any, why: str) -> None:
     body = copy.deepcopy(pod(1))
     change(body)
-    place = kthena_place(body, body["spec"]["containers"][0], 1024)
+    place = kthena_place(body, literal_env(body["spec"]["containers"][0]), 1024)
     assert isinstance(place, str)
     assert why in place
     env = check_env(body)
@@ -183,5 +183,5 @@ def test_a_pod_that_is_not_what_kthena_makes_meets_no_group(change: Any, why: st
 
 def test_a_role_of_one_pod_meets_no_group() -> None:
     body = pod(0, workers=0)
-    assert isinstance(kthena_place(body, body["spec"]["containers"][0], 1024), str)
+    assert isinstance(kthena_place(body, literal_env(body["spec"]["containers"][0]), 1024), str)
     assert "PREFLIGHT_GROUP_ADDRESS" not in check_env(body)

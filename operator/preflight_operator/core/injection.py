@@ -677,7 +677,9 @@ HF_CACHE_ENV = ("HF_HOME", "HF_HUB_CACHE")
 HF_DEFAULT_CACHE = "/.cache/huggingface"
 
 
-def _literal_env(vllm: Mapping[str, Any]) -> dict[str, str]:
+def literal_env(vllm: Mapping[str, Any]) -> dict[str, str]:
+    """The container's env entries of a literal value without $( ) references (the last of
+    a name wins, as in the kubelet)."""
     out: dict[str, str] = {}
     for e in vllm.get("env") or []:
         if isinstance(e, Mapping) and isinstance(e.get("value"), str) and "$(" not in e["value"]:
@@ -705,7 +707,7 @@ def model_mounts(vllm: Mapping[str, Any], model: str | None) -> list[dict[str, A
     wanted: list[str] = []
     if model and model.startswith("/") and not has_unknown(model):
         wanted.append(model)
-    env = _literal_env(vllm)
+    env = literal_env(vllm)
     wanted += [env[name] for name in HF_CACHE_ENV if env.get(name, "").startswith("/")]
     if env.get("HOME", "").startswith("/"):
         wanted.append(env["HOME"].rstrip("/") + HF_DEFAULT_CACHE)
@@ -995,7 +997,7 @@ def _group_phase_env(
     if jobset is not None:
         place = jobset_place(pod, jobset)
         return jobset_group_env(place, vllm, port) if isinstance(place, JobSetPlace) else []
-    kthena = kthena_place(pod, vllm, MAX_GROUP_MEMBERS)
+    kthena = kthena_place(pod, literal_env(vllm), MAX_GROUP_MEMBERS)
     return jobset_group_env(kthena, vllm, port) if isinstance(kthena, KthenaPlace) else []
 
 

@@ -29,16 +29,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from preflight_operator.core.provenance import controller_owner
+from preflight_operator.core.rules.crdgroups import (
+    KTHENA_ENTRY_ENV as ADDRESS_ENV,
+)
+from preflight_operator.core.rules.crdgroups import (
+    KTHENA_INDEX_ENV as INDEX_ENV,
+)
+from preflight_operator.core.rules.crdgroups import (
+    KTHENA_SIZE_ENV as SIZE_ENV,
+)
+
 GROUP_LABEL = "modelserving.volcano.sh/group-name"  # v1alpha1.GroupNameLabelKey
 ROLE_ID_LABEL = "modelserving.volcano.sh/role-id"  # v1alpha1.RoleIDKey
-SIZE_ENV = "GROUP_SIZE"  # v1alpha1.GroupSizeEnv
-ADDRESS_ENV = "ENTRY_ADDRESS"  # v1alpha1.EntryAddressEnv
-INDEX_ENV = "WORKER_INDEX"  # v1alpha1.WorkerIndexEnv
 _API_GROUP = "workload.serving.volcano.sh/"
-
-# <pod name>.<namespace>: DNS labels joined by dots, at most 253 characters
-_ADDRESS = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)+")
-_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
+_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")  # a DNS subdomain
 
 
 @dataclass(frozen=True)
@@ -54,36 +59,21 @@ class KthenaPlace:
 def made_by_model_serving(pod: Mapping[str, Any]) -> bool:
     """The pod's controller is a ModelServing (it names itself so; a claim the group
     proof checks when the members meet)."""
-    owners = (pod.get("metadata") or {}).get("ownerReferences")
-    if not isinstance(owners, list):
-        return False
-    for owner in owners:
-        if isinstance(owner, Mapping) and owner.get("controller") is True:
-            api = owner.get("apiVersion")
-            return (
-                owner.get("kind") == "ModelServing"
-                and isinstance(api, str)
-                and (api.startswith(_API_GROUP))
-            )
-    return False
-
-
-def _literal(container: Mapping[str, Any], name: str) -> str | None:
-    """The container's last literal value of ``name`` (the controller's, appended after
-    the template's entries of other names), None when absent or not literal."""
-    value: str | None = None
-    env = container.get("env")
-    for entry in env if isinstance(env, list) else []:
-        if isinstance(entry, Mapping) and entry.get("name") == name:
-            raw = entry.get("value")
-            value = raw if isinstance(raw, str) and "valueFrom" not in entry else None
-    return value
+    owner = controller_owner(pod)
+    api = owner.get("apiVersion") if owner is not None else None
+    return (
+        owner is not None
+        and owner.get("kind") == "ModelServing"
+        and isinstance(api, str)
+        and api.startswith(_API_GROUP)
+    )
 
 
 def kthena_place(
-    pod: Mapping[str, Any], vllm: Mapping[str, Any], max_members: int
+    pod: Mapping[str, Any], env: Mapping[str, str], max_members: int
 ) -> KthenaPlace | str:
-    """The place of a ModelServing pod, or why it has none."""
+    """The place of a ModelServing pod, or why it has none. ``env``: the vLLM container's
+    literal env values (injection.literal_env), where the controller wrote its own."""
     if not made_by_model_serving(pod):
         return "the pod's controller is not a ModelServing"
     meta = pod.get("metadata") or {}
@@ -94,8 +84,8 @@ def kthena_place(
         return f"the pod has no valid label {GROUP_LABEL}"
     if not (isinstance(role, str) and _NAME.fullmatch(role)):
         return f"the pod has no valid label {ROLE_ID_LABEL}"
-    size_text, index_text = _literal(vllm, SIZE_ENV), _literal(vllm, INDEX_ENV)
-    address = _literal(vllm, ADDRESS_ENV)
+    size_text, index_text = env.get(SIZE_ENV), env.get(INDEX_ENV)
+    address = env.get(ADDRESS_ENV)
     if not (size_text and size_text.isdigit() and index_text and index_text.isdigit()):
         return f"the vLLM container has no whole {SIZE_ENV} and {INDEX_ENV}"
     size, index = int(size_text), int(index_text)
@@ -103,8 +93,6 @@ def kthena_place(
         return f"{SIZE_ENV}={size}: a group is 2 to {max_members}"
     if index >= size:
         return f"{INDEX_ENV}={index} is outside a group of {size}"
-    if not (address and len(address) <= 253 and _ADDRESS.fullmatch(address)):
-        return f"the vLLM container has no valid {ADDRESS_ENV} (<entry pod>.<namespace>)"
     namespace = str(meta.get("namespace") or "")
     entry = f"{group}-{role}-0.{namespace}"  # GeneratePodName(group, roleID, 0)
     if address != entry:
