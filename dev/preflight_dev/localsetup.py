@@ -47,17 +47,23 @@ def install_crds(cluster: Cluster, *, lws: bool = True, wrappers: bool = False) 
     crds = chart_crds()
     cluster.apply(*crds)
     names = [f"crd/{crd['metadata']['name']}" for crd in crds]
-    upstream = upstream_crd_files(lws=lws, wrappers=wrappers)
-    if upstream:
-        # Server-side apply: most of these exceed the 256 KiB annotation that client-side
-        # apply keeps (last-applied-configuration) and would be refused.
-        files = [arg for path in upstream for arg in ("-f", str(path))]
-        applied = cluster.kubectl(
-            "apply", "--server-side", "--force-conflicts", "--field-manager=vllm-preflight-tests",
-            "-o", "name", *files, timeout=300,
-        )  # fmt: skip
-        names += applied.stdout.split()
     wait_established(cluster, names)
+    apply_upstream_crds(cluster, *upstream_crd_files(lws=lws, wrappers=wrappers))
+
+
+def apply_upstream_crds(cluster: Cluster, *paths: Path) -> None:
+    """Upstream CRD files (tests/data/crds, verbatim), applied and waited for until the API
+    server serves them (Established). Server-side apply: most of them exceed the 256 KiB
+    annotation that client-side apply keeps (last-applied-configuration) and would be
+    refused."""
+    if not paths:
+        return
+    files = [arg for path in paths for arg in ("-f", str(path))]
+    applied = cluster.kubectl(
+        "apply", "--server-side", "--force-conflicts", "--field-manager=vllm-preflight-tests",
+        "-o", "name", *files, timeout=300,
+    )  # fmt: skip
+    wait_established(cluster, applied.stdout.split())
 
 
 def wait_established(cluster: Cluster, names: list[str], timeout: float = 180.0) -> None:

@@ -42,12 +42,7 @@ CRD_FILES = [
 def cluster(k8s: Cluster) -> Cluster:
     if not k8s.is_local:
         pytest.skip("needs the local control plane")
-    files = [arg for path in CRD_FILES for arg in ("-f", str(path))]
-    applied = k8s.kubectl(
-        "apply", "--server-side", "--force-conflicts", "--field-manager=vllm-preflight-tests",
-        "-o", "name", *files, timeout=300,
-    )  # fmt: skip
-    localsetup.wait_established(k8s, applied.stdout.split())
+    localsetup.apply_upstream_crds(k8s, *CRD_FILES)
     return k8s
 
 

@@ -42,11 +42,7 @@ def operator(k8s: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     if not k8s.is_local:
         pytest.skip("needs the local control plane: the API server calls webhooks on 127.0.0.1")
     localsetup.install_crds(k8s)
-    applied = k8s.kubectl(
-        "apply", "--server-side", "--force-conflicts", "--field-manager=vllm-preflight-tests",
-        "-o", "name", "-f", str(CRD), timeout=300,
-    )  # fmt: skip
-    localsetup.wait_established(k8s, applied.stdout.split())
+    localsetup.apply_upstream_crds(k8s, CRD)
     op = localoperator.start_with_webhooks(k8s, tmp_path_factory.mktemp("kthena"))
     yield op
     localoperator.remove_webhooks(k8s)
