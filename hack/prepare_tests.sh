@@ -52,6 +52,16 @@ say "real node: $(command -v containerd || echo no containerd) $(command -v runc
 t=$SECONDS
 registry_version=$(sed -n 's/^VLLM_VERSION = "\(.*\)"$/\1/p' initcontainer/preflight_contract/vllm_registry.py)
 say "vLLM $registry_version source: $(python3 hack/vllm/fetch_source.py "$registry_version") ($((SECONDS - t)) s)"
+# One release per era of vLLM's argument parser, for the drift test of the per-release
+# table (tests/unit/test_vllm_versions.py; hack/vllm/gen_versions.py): 0.4.1 0.4.3 0.6.3
+# 0.9.2 0.11.0 are 0.5 + 0.7 + 2.7 + 9.0 + 10.8 MB of sdists (about 24 MB; 0.33.0 is above).
+# Regenerating the whole table needs all 65 pinned releases (1.08 GB of sdists, 1.1 GB of
+# .py files extracted): not fetched here.
+t=$SECONDS
+for version in 0.4.1 0.4.3 0.6.3 0.9.2 0.11.0; do
+  python3 hack/vllm/fetch_source.py "$version" >/dev/null
+done
+say "vLLM 0.4.1-0.11.0 sources for the version table ($((SECONDS - t)) s)"
 
 # Shells for tests/unit/test_shell_completion.py (bash is always there).
 if ! command -v zsh >/dev/null || ! command -v fish >/dev/null; then

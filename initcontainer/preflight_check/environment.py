@@ -7,11 +7,12 @@ All of it is read from files; nothing here imports torch (the fast tier must not
 from __future__ import annotations
 
 import glob
+import importlib.metadata
 import importlib.util
 import os
 import re
 import sys
-from typing import List, Mapping, Optional, Tuple
+from typing import Dict, List, Mapping, Optional, Tuple
 
 from preflight_check.facts import PreloadFacts, RuntimeRequirement, ShmFacts
 
@@ -37,6 +38,29 @@ def read_shm(path: str = "/dev/shm") -> ShmFacts:
 def _parse_version(text: str) -> Optional[Tuple[int, int]]:
     match = re.match(r"\s*([0-9]+)\.([0-9]+)", text)
     return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+_DIST_VERSION = re.compile(r"^[0-9A-Za-z.+_!-]{1,64}$")
+
+
+def installed_vllm_version() -> str:
+    """The vLLM release installed in this image ("" when none): its distribution metadata
+    (``vllm-*.dist-info/METADATA``), read by importlib.metadata without importing vLLM
+    (which would import torch). Only visible when the check runs with the vLLM image's
+    own python3 (injection mode WorkloadImage); vendor builds report theirs verbatim
+    (``0.6.3+rocm624``). Bounded and checked: the image is not trusted."""
+    try:
+        version = str(importlib.metadata.version("vllm"))
+    except Exception:  # not installed, unreadable or malformed metadata: unknown here
+        return ""
+    return version if _DIST_VERSION.match(version) else ""
+
+
+def vllm_version_field() -> Dict[str, str]:
+    """The report plan's ``vllm_version`` (kept by every compaction, as the plan is);
+    absent when no vLLM is installed where the check runs (DedicatedImage, by hand)."""
+    version = installed_vllm_version()
+    return {"vllm_version": version} if version else {}
 
 
 def torch_requirement() -> Optional[RuntimeRequirement]:

@@ -9,6 +9,7 @@ from typing import Any, Dict, List
 
 from preflight_check import __version__
 from preflight_check.checks import REGISTRY
+from preflight_check.environment import vllm_version_field
 from preflight_check.facts import Facts
 from preflight_check.interposer import identify
 from preflight_check.options import Options
@@ -129,6 +130,7 @@ def build_report(
         plan[DEEP_PASS_KEY] = key
     if facts.deep_reused:  # says whose pass: kept by every compaction, as the plan is
         plan[DEEP_REUSED] = facts.deep_reused[:300]
+    plan.update(vllm_version_field())
     return Report(
         checks=checks,
         action=options.action,

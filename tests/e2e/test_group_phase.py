@@ -59,7 +59,7 @@ def vllm_container(worker: bool, *extra: str) -> dict[str, Any]:
         command.append("--headless")
     return {
         "name": "vllm",
-        "image": "vllm/vllm-openai:v0.11.0",
+        "image": "vllm/vllm-openai:v0.11.2",
         "command": command,
         "resources": {"limits": {"nvidia.com/gpu": 2}},
         "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
@@ -308,7 +308,7 @@ def ray_leaderworkerset(name: str) -> dict[str, Any]:
             "containers": [
                 {
                     "name": "vllm",
-                    "image": "vllm/vllm-openai:v0.11.0",
+                    "image": "vllm/vllm-openai:v0.11.2",
                     "command": ["sh", "-c", command],
                     "resources": {"limits": {"nvidia.com/gpu": 2}},
                     "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],

@@ -59,7 +59,7 @@ def container(tp: int, gpus: int) -> dict[str, Any]:
     )
     return {
         "name": "vllm",
-        "image": "vllm/vllm-openai:v0.11.0",
+        "image": "vllm/vllm-openai:v0.11.2",
         "command": ["sh", "-c", script],
         "resources": {"limits": {"nvidia.com/gpu": gpus}},
         "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],

@@ -24,7 +24,7 @@ SHM = {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}}
 
 
 def pod(
-    command: list[str], gpus: int = 4, image: str = "vllm/vllm-openai:v0.11.0"
+    command: list[str], gpus: int = 4, image: str = "vllm/vllm-openai:v0.11.2"
 ) -> dict[str, Any]:
     return {
         "containers": [

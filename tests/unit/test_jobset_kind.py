@@ -99,7 +99,7 @@ def test_a_jobset_whose_pods_take_their_rank_from_the_completion_index_is_judged
             "containers": [
                 {
                     "name": "vllm",
-                    "image": "vllm/vllm-openai:v0.11.0",
+                    "image": "vllm/vllm-openai:v0.11.2",  # --nnodes: 0.11.1 on (issue 38)
                     "command": ["sh", "-c", script],
                     "resources": {"limits": {"nvidia.com/gpu": 2}},
                     "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],

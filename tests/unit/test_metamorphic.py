@@ -55,6 +55,7 @@ from preflight_contract.verdicts import FAIL, PASS
 from preflight_operator.cli import manifests
 from preflight_operator.core.rules import UNJUDGED, ContainerResult
 from preflight_operator.core.rules.engine import check_objects
+from preflight_operator.core.rules.vllmversion import image_version, judge_option
 
 DATA = Path(__file__).parents[1] / "data"
 CORPORA = (DATA / "realworld", DATA / "manifests")
@@ -495,6 +496,8 @@ def config_file(objs: Objects, index: int, name: str, rng: random.Random) -> str
         argv = read_argv(container)
         if argv is None or any(g.flag and g.key == "--config" for g in argv.groups):
             continue
+        if judge_option("--config", image_version(container.get("image")), serve=True).refused:
+            continue  # the image's vLLM has no --config (before 0.6.0, issue 38)
         movable = [
             g
             for g in argv.groups

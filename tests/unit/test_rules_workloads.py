@@ -123,7 +123,10 @@ def test_lws_worker_without_shm_is_reported() -> None:
 
 
 def test_lws_multiprocess_nodes() -> None:
-    leader = vllm("m", "-tp", "16", "--nnodes", "$(LWS_GROUP_SIZE)", "--node-rank", "0", gpus=8)
+    image = "vllm/vllm-openai:v0.11.2"  # --nnodes came in 0.11.1 (vllm_versions.py)
+    leader = vllm(
+        "m", "-tp", "16", "--nnodes", "$(LWS_GROUP_SIZE)", "--node-rank", "0", gpus=8, image=image
+    )
     worker = vllm(
         "m",
         "-tp",
@@ -134,6 +137,7 @@ def test_lws_multiprocess_nodes() -> None:
         "$(LWS_WORKER_INDEX)",
         "--headless",
         gpus=8,
+        image=image,
     )
     results = check(lws(pod_spec(leader), pod_spec(worker)))
     assert [r.container for r in results] == ["leader/vllm", "worker/vllm"]

@@ -80,6 +80,8 @@ class PodResult:
     # the check ran without a plan the rules read (report_plan_note): "plan unknown: why"
     # or "<plan>, recovered at runtime (why the rules could not read it)"; "" otherwise
     plan: str = ""
+    # the vLLM release the check read in the image (report plan "vllm_version"), "" unknown
+    vllm_version: str = ""
     # the pod's containers' start to Ready (loadtime.py), once it is Ready. Not compared:
     # it is not a new check run (run_key), and arrives after the result it rides on.
     load: LoadSample | None = dataclasses.field(default=None, compare=False)
@@ -134,6 +136,7 @@ class PodResult:
             out["deepTier"] = self.deep_reused
         if self.plan:
             out["plan"] = self.plan
+        out.update({"vllmVersion": self.vllm_version} if self.vllm_version else {})
         return out
 
 
@@ -313,6 +316,15 @@ def _size(plan: Mapping[str, Any], key: str) -> int | None:
     return value if ok else None
 
 
+_VLLM_VERSION = re.compile(r"[0-9A-Za-z.+_!-]{1,64}")
+
+
+def report_vllm_version(plan: Any) -> str:
+    """The vLLM release the check read in the pod's image (any pod's text: checked)."""
+    value = plan.get("vllm_version") if isinstance(plan, Mapping) else None
+    return value if isinstance(value, str) and _VLLM_VERSION.fullmatch(value) else ""
+
+
 def report_plan_note(plan: Any) -> str:
     """What the GPUValidation says of a check that ran without a plan the rules read, from
     its report's plan (any pod's text: only strings and small ints are taken, shortened):
@@ -374,4 +386,5 @@ def _from_report(report: Report, base: PodResult) -> PodResult:
         group=report.group or None,
         dropped=dropped,
         plan=report_plan_note(report.plan),
+        vllm_version=report_vllm_version(report.plan),
     )

@@ -17,6 +17,12 @@ container sets `VLLM_PORT` itself); headless and ExternalName Services inject no
 *Symptom:* `ValueError: VLLM_PORT 'tcp://10.96.0.12:8000' appears to be a URI. This may be
 caused by a Kubernetes service discovery issue, check the warning in:
 https://docs.vllm.ai/en/stable/serving/env_vars.html`.
+vLLM reads `VLLM_PORT` since 0.4.3 (vllm-project/vllm#4914; `vllm/envs.py` of each
+release, generated into `vllm_versions.py`): on vLLM's own image tagged with an older
+release (`vllm/vllm-openai:v0.4.1`) the Service is harmless and nothing is said. Before
+0.9 the error is `ValueError: invalid literal for int() with base 10: 'tcp://...'`. The
+message names the release judged, or says that the image's release is not known here
+(every release since 0.4.3 reads the variable).
 *Fix:* rename the Service, set `enableServiceLinks: false`, or make it headless.
 """
 
@@ -30,6 +36,7 @@ from preflight_operator.core.rules.certainty import VLLM_CODE, Basis
 from preflight_operator.core.rules.context import ContainerContext
 from preflight_operator.core.rules.model import Finding, Policy
 from preflight_operator.core.rules.registry import RULE_INFO, register
+from preflight_operator.core.rules.vllmversion import env_read, image_version, marker
 
 
 def injects_links(service: Mapping[str, Any]) -> bool:
@@ -60,15 +67,37 @@ def vllm_port_service(ctx: ContainerContext, policy: Policy) -> Iterator[Finding
         return
     if ctx.process_env("VLLM_PORT")[1] is not None:
         return  # an explicit VLLM_PORT wins over the Service link
+    version = image_version(ctx.container.get("image"))
+    if env_read("VLLM_PORT", version) is False:
+        return  # this release does not read VLLM_PORT (it came in 0.4.3)
     for service in ctx.services:
         if link_prefix(service) == "VLLM" and injects_links(service):
             yield RULE_INFO["vllm-port-service"].finding(
                 "Service 'vllm' in this namespace has a cluster IP, so Kubernetes sets "
                 "VLLM_PORT=tcp://<cluster-ip>:<port> in this container and vLLM refuses to "
-                "start: \"VLLM_PORT 'tcp://...' appears to be a URI. This may be caused by a "
-                'Kubernetes service discovery issue"',
+                f"start: {_symptom(version)} ({_judged(version)})",
                 f"{ctx.pod_path}.enableServiceLinks",
                 "rename the Service (e.g. vllm-server), or set enableServiceLinks: false in "
                 "the pod spec, or make the Service headless (clusterIP: None)",
             )
             return
+
+
+def _symptom(version: object) -> str:
+    uri = marker("VLLM_PORT refuses a URI", version)  # type: ignore[arg-type]
+    if uri is False:
+        return "\"ValueError: invalid literal for int() with base 10: 'tcp://...'\""
+    return (
+        "\"VLLM_PORT 'tcp://...' appears to be a URI. This may be caused by a Kubernetes "
+        'service discovery issue"'
+    )
+
+
+def _judged(version: object) -> str:
+    release = getattr(version, "release", None)
+    if release:
+        return f"vLLM {release} reads VLLM_PORT, {getattr(version, 'why', '')}"
+    return (
+        f"the image's vLLM release is not known here ({getattr(version, 'why', '')}); every "
+        "release since 0.4.3 reads VLLM_PORT"
+    )

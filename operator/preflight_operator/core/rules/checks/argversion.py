@@ -1,0 +1,154 @@
+"""Options the image's vLLM release does not accept (issue 38).
+
+``vllm: error: unrecognized arguments: --X`` is the most common start-up failure after an
+upgrade or a downgrade. Which options a release accepts is generated from its own source
+(preflight_contract.vllm_versions, hack/vllm/gen_versions.py); the release from the image
+reference (rules.vllmversion).
+
+The docs of its rules (hack/gen_rule_docs.py renders them into docs/RULES.md):
+
+### `vllm-args-unknown`
+An option on the `vllm serve` / `python -m vllm.entrypoints.openai.api_server` command
+line that the image's vLLM does not accept. Judged only where the inputs are exact: the
+image is vLLM's own with a release tag (`vllm/vllm-openai:v0.6.3`, `-cu126` suffixes,
+`vllm/vllm-tpu`, `vllm/vllm-openai-rocm`) and the command line was read exactly; an
+option no release from 0.4.1 to 0.34.0 accepts (`--enable-metrics`) fails on every such
+release (on `latest` or an unknown image a later release may have it: a warning).
+Abbreviations argparse accepts (`--tensor-par`) are not refused here; underscores are
+read as dashes on every release (vLLM before 0.5 did not convert them: a missed fail,
+never a false one). The message names the release judged and the first release that has
+the option, or the closest spelling. Which release accepts what: `vllm_versions.py`,
+generated from the PyPI sdists of 65 releases (every 0.4.1-0.6.6.post1 release, the last
+patch of each later minor, and the releases the real-world corpus runs) by
+`hack/vllm/gen_versions.py`.
+*Symptom:* `vllm serve: error: unrecognized arguments: --data-parallel-size-local 2`
+(`api_server.py: error: unrecognized arguments: ...` for the api_server module); the pod
+crash-loops.
+*Fix:* remove the option, use the spelling the release has, or run a release that has it.
+
+### `vllm-args-version`
+The image's vLLM release is not known here (`latest`, `nightly`, a digest, a custom or
+vendor image, a release between two generated ones or after them) and the release it may
+be refuses an option: the newest generated release refuses it (removed or renamed:
+`--disable-log-requests` after 0.16.0, `--swap-space` after 0.17.1), no generated release
+has it, or the two generated releases around a known one disagree. The warning names the
+releases that accept it. Options only old releases lack (`--data-parallel-size-local`
+before 0.9.0) are not reported on an unknown image: they would warn on nearly every custom
+image of the real-world corpus (40 workloads) for releases of 2024. Where every release
+agrees, the version does not matter and nothing is said.
+*Fix:* use a release tag of vLLM's image, or check that the image's vLLM has the option.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from preflight_contract.verdicts import FAIL, WARN
+from preflight_contract.vllm_args import API_SERVER, SERVE, vllm_args_start
+from preflight_operator.core.rules.certainty import ARGV, EXACT, VLLM_CODE, Basis, Input
+from preflight_operator.core.rules.context import ContainerContext
+from preflight_operator.core.rules.kubeenv import has_unknown
+from preflight_operator.core.rules.model import Finding, Policy
+from preflight_operator.core.rules.registry import RULE_INFO, declare, register
+from preflight_operator.core.rules.vllmversion import image_version, judge_option
+
+_OPENAI_MODULE = "vllm.entrypoints.openai.api_server"
+_MAX_TOKENS = 4096
+
+
+def written_options(argv: tuple[str, ...]) -> tuple[str, list[tuple[int, str]]] | None:
+    """(program name as vLLM prints it, [(argv index, option string)]) of a vLLM server
+    command line whose parser the table describes; None for other entry points (Dynamo's
+    worker, the old demo ``vllm.entrypoints.api_server``: their options are their own)."""
+    start = vllm_args_start(argv)
+    if start is None:
+        return None
+    index, entry = start
+    if entry == API_SERVER:
+        if not any(w in (_OPENAI_MODULE, "-m" + _OPENAI_MODULE) for w in argv[:index]):
+            return None
+        program = "api_server.py"
+    elif entry == SERVE:
+        program = "vllm serve"
+        index += 1  # the `serve` word
+    else:
+        return None
+    found: list[tuple[int, str]] = []
+    for i in range(index, min(len(argv), _MAX_TOKENS)):
+        word = argv[i]
+        if word == "--":
+            break
+        if not word.startswith("-") or word == "-" or " " in word or has_unknown(word):
+            continue
+        if word[1:2].isdigit() or word[1:2] == ".":
+            continue  # a negative number: argparse reads it as a value
+        name = word.split("=", 1)[0]
+        if name.startswith("--"):
+            # `--compilation-config.mode 3`: FlexibleArgumentParser's dotted keys of a
+            # JSON option; judged by the option (a release without them: a missed fail)
+            name = "--" + name[2:].split(".", 1)[0].replace("_", "-")
+        found.append((i, name))
+    return program, found
+
+
+declare(
+    "vllm-args-version",
+    WARN,
+    "an option some vLLM releases refuse, on an image whose release is not known",
+    Basis(VLLM_CODE, "each release's argparse options, from its source (vllm_versions.py)"),
+    fix="use a release tag of vLLM's image, or check that its vLLM has the option",
+)
+
+
+@register(
+    "vllm-args-unknown",
+    FAIL,
+    "an option the image's vLLM release does not accept",
+    Basis(VLLM_CODE, "each release's argparse options, from its source (vllm_versions.py)"),
+    fix="drop the option or use the spelling the image's release has (the message names it)",
+)
+def args_unknown(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
+    if not ctx.invocation.exact:
+        return
+    read = written_options(ctx.invocation.argv)
+    if read is None:
+        return
+    program, options = read
+    version = image_version(ctx.container.get("image"))
+    serve = program == "vllm serve"
+    already = {p.flag for p in ctx.parsed.problems}
+    doubts: list[str] = []
+    seen: set[str] = set()
+    for index, name in options:
+        if name in seen or name in already:
+            continue
+        seen.add(name)
+        verdict = judge_option(name, version, serve)
+        path = (
+            ctx.invocation.paths[index] if index < len(ctx.invocation.paths) else ctx.command_path
+        )
+        if verdict.refused:
+            yield RULE_INFO["vllm-args-unknown"].finding(
+                f"{name}: {verdict.detail}; vLLM exits with '{program}: error: "
+                f"unrecognized arguments: {name}' ({_judged(version)})",
+                path,
+                "remove the option, or use the spelling the image's release has",
+                (Input(ARGV, "the vLLM options", EXACT),),
+            )
+        elif verdict.doubt:
+            doubts.append(f"{name} ({verdict.detail})")
+    if doubts:
+        yield RULE_INFO["vllm-args-version"].finding(
+            f"{version.why}: the image's vLLM release is not known here, and some releases "
+            f"refuse {'; '.join(doubts[:5])}"
+            + (f"; and {len(doubts) - 5} more" if len(doubts) > 5 else ""),
+            ctx.command_path,
+            "use a release tag of vLLM's image (vllm/vllm-openai:vX.Y.Z), or check that "
+            "the image's vLLM has these options",
+        )
+
+
+def _judged(version: object) -> str:
+    release = getattr(version, "release", None)
+    why = getattr(version, "why", "")
+    return f"judged as vLLM {release}, {why}" if release else f"every release; {why}"

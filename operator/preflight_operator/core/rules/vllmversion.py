@@ -1,0 +1,259 @@
+"""Which vLLM an image runs, and what that release accepts (issue 38).
+
+Every rule used to read the command line as one release reads it (0.33.0). Clusters run
+many: ``vllm/vllm-openai:v0.4.1`` does not read ``VLLM_PORT`` (vLLM reads it since 0.4.3,
+vllm-project/vllm#4914), and ``--data-parallel-size-local`` on ``v0.6.3`` exits with
+``error: unrecognized arguments``. The per-release facts are generated from the releases'
+own source (preflight_contract.vllm_versions, hack/vllm/gen_versions.py).
+
+The version is exact only for vLLM's own images with a release tag: the tag is the
+release they were built from. ``latest``, ``nightly``, a digest, a custom image (even
+one ``FROM vllm/vllm-openai:v0.6.3``: it may install another vLLM) are unknown, and the
+answer says so.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+
+from preflight_contract import vllm_versions as facts
+
+# vLLM's own images (docker.io/vllm/...): the tag names the release. -cuXXX and
+# architecture suffixes are builds of the same release.
+_OFFICIAL = re.compile(
+    r"^(?:(?:docker\.io|index\.docker\.io|registry-1\.docker\.io)/)?"
+    r"vllm/vllm-(?:openai|tpu)(?:-(?:cpu|rocm|xpu))?"
+    r":v?(?P<version>\d+\.\d+(?:\.\d+)?(?:\.\d+)?(?:\.post\d+)?)"
+    r"(?:-(?:cu\d+|x86_64|aarch64|arm64|amd64|ubuntu\d+\.\d+))*$"
+)
+_OFFICIAL_REPO = re.compile(
+    r"^(?:(?:docker\.io|index\.docker\.io|registry-1\.docker\.io)/)?"
+    r"vllm/vllm-(?:openai|tpu)(?:-(?:cpu|rocm|xpu))?(?::(?P<tag>[^@]*))?$"
+)
+# tags of vLLM's own images that move: the newest release (or newer), not one release
+_MOVING = ("latest", "nightly")
+
+Version = tuple[int, ...]
+
+
+def version_key(text: str) -> Version:
+    """``0.6.3.post1`` -> (0, 6, 3, 0, 1); ``0.9.0.1`` -> (0, 9, 0, 1); patch 0 if absent."""
+    base, _, post = text.partition(".post")
+    parts = [int(p) for p in base.split(".")]
+    while len(parts) < 3:
+        parts.append(0)
+    if post:
+        parts += [0] * (4 - len(parts)) + [int(post)]
+    return tuple(parts)
+
+
+_KEYS: tuple[Version, ...] = tuple(version_key(r) for r in facts.RELEASES)
+OLDEST = facts.RELEASES[0]
+NEWEST = facts.RELEASES[-1]
+
+
+@dataclass(frozen=True)
+class ImageVersion:
+    """The vLLM an image runs, as far as the image reference says.
+
+    ``release``: the version (``0.6.3``) when exact, else None. ``newest``: a moving tag
+    of vLLM's own image (``latest``, ``nightly``): the newest release or later. ``why``:
+    how it was decided, for messages."""
+
+    release: str | None
+    why: str
+    newest: bool = False
+
+    @property
+    def known(self) -> bool:
+        return self.release is not None
+
+
+def image_version(image: object) -> ImageVersion:
+    """Resolve the vLLM release of an image reference; never raises."""
+    if not isinstance(image, str) or not image or len(image) > 512:
+        return ImageVersion(None, "the image is not named")
+    name, _, digest = image.partition("@")
+    found = _OFFICIAL.match(name)
+    if found:
+        return ImageVersion(found.group("version"), f"the tag of vLLM's own image {name}")
+    repo = _OFFICIAL_REPO.match(name)
+    if repo:
+        tag = repo.group("tag") or ("" if digest else "latest")
+        if tag in _MOVING or "nightly" in tag:
+            return ImageVersion(
+                None, f"{name} is a moving tag (vLLM {NEWEST} or later)", newest=True
+            )
+        if not tag and digest:
+            return ImageVersion(None, f"{image[:80]} names a digest this table does not know")
+        return ImageVersion(None, f"the tag {tag!r} of {name.split(':')[0]} names no release")
+    return ImageVersion(
+        None,
+        f"{name[:80]} is not vLLM's own image (a custom or vendor image may run any vLLM)",
+    )
+
+
+def _bracket(release: str) -> tuple[int | None, int | None, bool]:
+    """(index of the generated release at or just below, just above, exactly one of them)."""
+    key = version_key(release)
+    lo = hi = None
+    for i, k in enumerate(_KEYS):
+        if k == key:
+            return i, i, True
+        if k < key:
+            lo = i
+        elif hi is None:
+            hi = i
+    return lo, hi, False
+
+
+def _holds(table: dict[str, facts.Ranges], name: str, index: int) -> bool:
+    key = _KEYS[index]
+    for first, last in table.get(name, ()):
+        if version_key(first) <= key <= version_key(last):
+            return True
+    return False
+
+
+def options_at(index: int, serve: bool) -> frozenset[str]:
+    tables = (facts.OPTIONS, facts.SERVE_ONLY) if serve else (facts.OPTIONS,)
+    return frozenset(n for t in tables for n in t if _holds(t, n, index))
+
+
+def _accepts(name: str, index: int, serve: bool) -> bool:
+    """Does the release's parser take ``name`` as an option: exactly, as argparse's
+    unique-prefix abbreviation (ambiguity is vllm-args-invalid's), or for one dash as a
+    two-character option with its value attached (``-q4``)."""
+    options = options_at(index, serve)
+    if name in options:
+        return True
+    if any(o.startswith(name) for o in options if o.startswith("--") == name.startswith("--")):
+        return True
+    return not name.startswith("--") and len(name) > 2 and name[:2] in options
+
+
+def releases_accepting(name: str, serve: bool) -> list[int]:
+    return [i for i in range(len(facts.RELEASES)) if _accepts(name, i, serve)]
+
+
+def ranges_text(indexes: list[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``0.4.1-0.4.3, 0.5.1`` (generated releases)."""
+    out: list[str] = []
+    start = prev = None
+    for i in [*indexes, -2]:
+        if start is not None and i == prev + 1:  # type: ignore[operator]
+            prev = i
+            continue
+        if start is not None and prev is not None:
+            a, b = facts.RELEASES[start], facts.RELEASES[prev]
+            out.append(a if a == b else f"{a}-{b}")
+        start = prev = i
+    return ", ".join(out)
+
+
+@dataclass(frozen=True)
+class OptionVerdict:
+    """What the releases say about one option: ``refused`` (the judged release, or every
+    release, refuses it: exact), ``doubt`` (some release that may be the image's lacks it;
+    names them), or neither."""
+
+    refused: bool
+    doubt: bool
+    detail: str
+
+
+def judge_option(name: str, version: ImageVersion, serve: bool) -> OptionVerdict:
+    """``name``: the option string as argparse sees it (``--x``, ``-x``; no ``=value``)."""
+    having = releases_accepting(name, serve)
+    everywhere = len(having) == len(facts.RELEASES)
+    if everywhere:
+        return OptionVerdict(False, False, "")
+    if not having:
+        # Exact only for a release the table spans: a release after NEWEST (a `latest`
+        # pulled after this table was generated, a custom image) may have added it.
+        within = version.release is not None and version_key(version.release) <= _KEYS[-1]
+        return OptionVerdict(
+            within,
+            not within,
+            f"no vLLM release from {OLDEST} to {NEWEST} accepts it"
+            + ("" if within else " (a later release may)")
+            + _closest(name, None, serve),
+        )
+    first = facts.RELEASES[having[0]]
+    if version.release is not None:
+        lo, hi, exact = _bracket(version.release)
+        if exact and lo is not None:
+            if lo in having:
+                return OptionVerdict(False, False, "")
+            since = (
+                f"vLLM accepts it in {ranges_text(having)}"
+                if having[0] < lo
+                else f"vLLM accepts it since {first}"
+            )
+            return OptionVerdict(
+                True,
+                False,
+                f"vLLM {version.release} does not accept it ({since})" + _closest(name, lo, serve),
+            )
+        sides = [i for i in (lo, hi) if i is not None]
+        if sides and all(i in having for i in sides):
+            return OptionVerdict(False, False, "")
+        return OptionVerdict(
+            False,
+            True,
+            f"vLLM {version.release} is not in the generated table; the releases beside it "
+            + ", ".join(
+                f"{facts.RELEASES[i]} {'accepts' if i in having else 'refuses'} it" for i in sides
+            ),
+        )
+    if version.newest:
+        if len(facts.RELEASES) - 1 in having:
+            return OptionVerdict(False, False, "")
+        return OptionVerdict(
+            False,
+            True,
+            f"the newest release known here ({NEWEST}) does not accept it (accepted in "
+            f"{ranges_text(having)})",
+        )
+    # Unknown release: only an option the newest release refuses is worth a word (removed
+    # or renamed: `--disable-log-requests` after 0.16). Options that only old releases
+    # lack (`--distributed-executor-backend` before 0.4.3) would warn on nearly every
+    # custom image of the real-world corpus (40 of its workloads) for releases of 2024.
+    if len(facts.RELEASES) - 1 in having:
+        return OptionVerdict(False, False, "")
+    return OptionVerdict(
+        False, True, f"vLLM {NEWEST} refuses it (accepted in {ranges_text(having)})"
+    )
+
+
+def _closest(name: str, index: int | None, serve: bool) -> str:
+    pool: set[str] = set()
+    if index is None:
+        for i in range(len(facts.RELEASES)):
+            pool |= options_at(i, serve)
+    else:
+        pool = set(options_at(index, serve))
+    close = difflib.get_close_matches(name, sorted(pool), n=1, cutoff=0.75)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
+def env_read(name: str, version: ImageVersion) -> bool | None:
+    """Does the image's vLLM read environment variable ``name`` (vllm/envs.py)? None when
+    the version is not known (or falls between generated releases that disagree)."""
+    return _fact(facts.ENV, name, version)
+
+
+def marker(name: str, version: ImageVersion) -> bool | None:
+    return _fact(facts.MARKERS, name, version)
+
+
+def _fact(table: dict[str, facts.Ranges], name: str, version: ImageVersion) -> bool | None:
+    if version.release is None:
+        return None
+    lo, hi, _ = _bracket(version.release)
+    answers = {_holds(table, name, i) for i in (lo, hi) if i is not None}
+    if lo is None and answers == {False}:
+        return False  # older than every generated release, and the oldest lacks it
+    return answers.pop() if len(answers) == 1 else None
