@@ -90,10 +90,18 @@ def policy(name: str, namespace: str, app: str, action: str) -> dict[str, Any]:
     }
 
 
+# The distribution metadata pip writes for vLLM 0.11.2 (its first lines: what importlib.metadata
+# reads), placed on the probe workload's PYTHONPATH, so its python3 finds vLLM installed as
+# in vLLM's own image. The check reads it without importing vLLM (environment.py).
+INSTALLED_VLLM = "0.11.2"
+VLLM_METADATA = f"Metadata-Version: 2.4\nName: vllm\nVersion: {INSTALLED_VLLM}\n"
+
+
 def deployment(
     name: str, namespace: str, *, probe: str | None = None, labels: dict[str, str] | None = None
 ) -> list[dict[str, Any]]:
-    """A vLLM-shaped Deployment pinned to the real node: TP=1 on its one GPU."""
+    """A vLLM-shaped Deployment pinned to the real node: TP=1 on its one GPU. With a probe,
+    its python3 path holds the probe and vLLM's distribution metadata (INSTALLED_VLLM)."""
     vllm: dict[str, Any] = {
         "name": "vllm",
         "image": WORKLOAD_IMAGE,
@@ -110,12 +118,16 @@ def deployment(
                 "apiVersion": "v1",
                 "kind": "ConfigMap",
                 "metadata": {"name": f"{name}-probe", "namespace": namespace},
-                "data": {"sitecustomize.py": probe},
+                "data": {"sitecustomize.py": probe, "vllm-metadata": VLLM_METADATA},
             }
         )
         vllm["env"] = [{"name": "PYTHONPATH", "value": HF_CACHE}]
         vllm["volumeMounts"] = [{"name": "hf", "mountPath": HF_CACHE}]
-        volumes.append({"name": "hf", "configMap": {"name": f"{name}-probe"}})
+        items = [
+            {"key": "sitecustomize.py", "path": "sitecustomize.py"},
+            {"key": "vllm-metadata", "path": f"vllm-{INSTALLED_VLLM}.dist-info/METADATA"},
+        ]
+        volumes.append({"name": "hf", "configMap": {"name": f"{name}-probe", "items": items}})
     docs.append(
         {
             "apiVersion": "apps/v1",
@@ -360,6 +372,26 @@ def test_warn_and_audit_report_the_failure_and_start_vllm(
     assert report.verdict == "fail"
     assert wait_for(lambda: runtime_verdict(cluster, namespace, app), timeout=120) == "fail"
     assert gpuval(cluster, namespace, app)["status"]["action"] == action  # type: ignore[index]
+
+
+def test_the_check_reports_the_vllm_its_image_holds(cluster: Cluster, namespace: str) -> None:
+    """Issue 38 item 1 on a real node: the check, in the workload's own python3, reads the
+    installed vLLM's release from its distribution metadata, and the GPUValidation shows it
+    per pod. The image is not vLLM's own tagged image: no assumption, so no note."""
+
+    def pods() -> list[dict[str, Any]] | None:
+        status = (gpuval(cluster, namespace, "probe") or {}).get("status") or {}
+        found = (status.get("runtime") or {}).get("pods") or []
+        return found if any(p.get("vllmVersion") for p in found) else None
+
+    found = wait_for(pods, timeout=300, what="the GPUValidation to show the vLLM release")
+    assert {p.get("vllmVersion") for p in found} == {INSTALLED_VLLM}
+    assert not any("vllmVersionNote" in p for p in found)
+    pod = pod_of(cluster, namespace, "probe")
+    assert pod is not None
+    finished = check_terminated(init_status(pod, constants.CHECK_CONTAINER))
+    assert finished is not None
+    assert Report.from_json(finished["message"]).plan["vllm_version"] == INSTALLED_VLLM
 
 
 def test_inside_the_check_no_token_seccomp_and_no_capabilities(

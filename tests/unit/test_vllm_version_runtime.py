@@ -14,7 +14,8 @@ from test_loadtime import crd_schema, undeclared
 from preflight_check.environment import installed_vllm_version, vllm_version_field
 from preflight_contract.report import CheckResult, Report
 from preflight_operator.core.gpuvalidation import build_status
-from preflight_operator.core.podresults import pod_result, report_vllm_version
+from preflight_operator.core.podresults import pod_result, report_vllm_version, vllm_version_note
+from preflight_operator.core.rules.vllmversion import image_version
 
 
 def _site(tmp_path: Path, version: str) -> Path:
@@ -54,3 +55,48 @@ def test_the_operator_shows_the_version_per_pod() -> None:
     )
     assert report_vllm_version({"vllm_version": "x" * 65}) == ""
     assert report_vllm_version({"vllm_version": 9}) == ""
+
+
+def _checked_in(image: str, found: str) -> dict[str, object]:
+    pod = checked_pod(
+        Report(
+            checks=[CheckResult("context-ranks", "pass", "1 rank bound")],
+            action="Enforce",
+            plan={"tp": 1, "pp": 1, "dp_local": 1, "gpus_needed": 1, "vllm_version": found},
+        )
+    )
+    pod["spec"]["initContainers"] = [{"name": "preflight-check", "image": image}]  # type: ignore[index]
+    return pod
+
+
+@pytest.mark.parametrize(
+    ("image", "found", "noted"),
+    [
+        # the tag says 0.9.2, the image holds 0.11.2: the rules judged the wrong release
+        ("vllm/vllm-openai:v0.9.2", "0.11.2", True),
+        ("docker.io/vllm/vllm-openai:v0.6.3-cu124", "0.6.3.post1", True),
+        # the same release: a local build suffix is the same release
+        ("vllm/vllm-openai:v0.11.2", "0.11.2+cu129", False),
+        ("vllm/vllm-openai:v0.6.3.post1", "0.6.3.post1", False),
+        # no exact assumption to compare with (moving tag, custom image), or a dev build
+        ("vllm/vllm-openai:latest", "0.11.2", False),
+        ("registry.example/team/vllm:v0.9.2", "0.11.2", False),
+        ("vllm/vllm-openai:v0.9.2", "0.11.3.dev42+g1234abc", False),
+    ],
+)
+def test_a_static_assumption_that_differs_from_the_image_is_reported(
+    image: str, found: str, noted: bool
+) -> None:
+    result = pod_result(_checked_in(image, found))
+    assert result is not None
+    assert result.vllm_version == found
+    note = result.to_status().get("vllmVersionNote", "")
+    assert bool(note) == noted, note
+    if noted:
+        assert vllm_version_note(image, found) == note
+        assert found in note
+        assert image_version(image).release in note
+    status = build_status(inputs(static=PLANLESS, live_results=[result]))
+    assert not undeclared(
+        status, crd_schema("gpuvalidations.vllm-preflight.io.yaml")["properties"]["status"]
+    )

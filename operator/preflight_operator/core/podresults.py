@@ -23,7 +23,9 @@ from preflight_contract.report import Report, ReportError
 from preflight_contract.reuse import DEEP_REUSED
 from preflight_contract.verdicts import ERROR, FAIL, WARN
 from preflight_operator.core import constants, provenance
+from preflight_operator.core.constants import CHECK_CONTAINER
 from preflight_operator.core.loadtime import LoadSample, load_sample
+from preflight_operator.core.rules.vllmversion import image_version, version_key
 from preflight_operator.core.workloads import workload_of_pod
 
 MESSAGE_LIMIT = 300
@@ -82,6 +84,8 @@ class PodResult:
     plan: str = ""
     # the vLLM release the check read in the image (report plan "vllm_version"), "" unknown
     vllm_version: str = ""
+    # where the rules judged by another release (the image tag) than the check found
+    vllm_version_note: str = ""
     # the pod's containers' start to Ready (loadtime.py), once it is Ready. Not compared:
     # it is not a new check run (run_key), and arrives after the result it rides on.
     load: LoadSample | None = dataclasses.field(default=None, compare=False)
@@ -137,6 +141,7 @@ class PodResult:
         if self.plan:
             out["plan"] = self.plan
         out.update({"vllmVersion": self.vllm_version} if self.vllm_version else {})
+        out.update({"vllmVersionNote": self.vllm_version_note} if self.vllm_version_note else {})
         return out
 
 
@@ -231,7 +236,9 @@ def pod_result(pod: Mapping[str, Any]) -> PodResult | None:
     if report is None:
         return _without_report(redact.text(text), terminated, base)
     # a checker older than the redaction layer, or a hostile pod, may send secrets (issue 36)
-    return _from_report(redact.PATTERNS.report(report), base)
+    result = _from_report(redact.PATTERNS.report(report), base)
+    note = vllm_version_note(_check_image(pod), result.vllm_version)
+    return dataclasses.replace(result, vllm_version_note=note) if note else result
 
 
 def pod_ip(pod: Mapping[str, Any]) -> str:
@@ -323,6 +330,47 @@ def report_vllm_version(plan: Any) -> str:
     """The vLLM release the check read in the pod's image (any pod's text: checked)."""
     value = plan.get("vllm_version") if isinstance(plan, Mapping) else None
     return value if isinstance(value, str) and _VLLM_VERSION.fullmatch(value) else ""
+
+
+_RELEASE = re.compile(r"(\d+(?:\.\d+){1,3})(?:\.post(\d+))?")
+
+
+def _release_key(text: str) -> tuple[int, ...] | None:
+    """``0.11.2+cu129`` -> (0, 11, 2); ``0.6.3.post1`` -> (0, 6, 3, 0, 1); a dev or rc
+    build, or anything else: None (no comparison is made)."""
+    found = _RELEASE.fullmatch(text.split("+", 1)[0])
+    return version_key(found.group(0)) if found else None
+
+
+def vllm_version_note(check_image: object, found: str) -> str:
+    """What the GPUValidation says where lint and admission judged the pod by another vLLM
+    release than the one its image holds (issue 38 item 1): the rules take the release from
+    the image tag (``vllm/vllm-openai:v0.9.2``), the check reads the installed one. The
+    check runs in the workload's own image (WorkloadImage), so its image is vLLM's.
+    "" where they agree, or where either is not known exactly."""
+    if not found:
+        return ""
+    assumed = image_version(check_image)
+    if assumed.release is None:
+        return ""
+    held, judged = _release_key(found), _release_key(assumed.release)
+    if held is None or judged is None or held == judged:
+        return ""
+    return shorten(
+        f"the rules judged this pod as vLLM {assumed.release} ({assumed.why}), but its image "
+        f"holds vLLM {found}: options, env and models were judged by the wrong release; "
+        "tag the image with the release it holds",
+        500,
+    )
+
+
+def _check_image(pod: Mapping[str, Any]) -> object:
+    spec = pod.get("spec")
+    inits = spec.get("initContainers") if isinstance(spec, Mapping) else None
+    for container in inits if isinstance(inits, list) else ():
+        if isinstance(container, Mapping) and container.get("name") == CHECK_CONTAINER:
+            return container.get("image")
+    return None
 
 
 def report_plan_note(plan: Any) -> str:
