@@ -64,7 +64,22 @@ _NO_VALUE_ACTIONS = {"store_true", "store_false", "store_const", "count", "help"
 MARKERS = {
     # vllm/envs.py get_vllm_port: "VLLM_PORT 'tcp://...' appears to be a URI"
     "VLLM_PORT refuses a URI": ("vllm/envs.py", "appears to be a URI"),
+    # model_loader/utils.py resolve_transformers_fallback (0.7.3 on): an architecture vLLM
+    # does not register goes to its Transformers backend ("... has no vLLM implementation,
+    # falling back to Transformers implementation"); before, it fails at once with
+    # "Model architectures [...] are not supported for now"
+    "Transformers backend fallback": (
+        "vllm/model_executor/model_loader/utils.py",
+        "has no vLLM implementation",
+    ),
 }
+# where a release registers its model architectures (0.6.3 on: registry.py)
+REGISTRY_FILES = (
+    "vllm/model_executor/models/registry.py",
+    "vllm/model_executor/models/__init__.py",
+)
+# the dict that merges every registered architecture: _VLLM_MODELS (0.6.3 on), _MODELS before
+REGISTRY_DICTS = ("_VLLM_MODELS", "_MODELS")
 
 
 def version_key(version: str) -> tuple[int, ...]:
@@ -290,6 +305,47 @@ def env_of(root: Path) -> set[str]:
     return set()
 
 
+def _module_dicts(tree: ast.Module) -> dict[str, ast.Dict]:
+    found: dict[str, ast.Dict] = {}
+    for node in tree.body:
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = list(node.targets)
+        elif isinstance(node, ast.AnnAssign):
+            targets = [node.target]
+        value = getattr(node, "value", None)
+        for target in targets:
+            if isinstance(target, ast.Name) and isinstance(value, ast.Dict):
+                found[target.id] = value
+    return found
+
+
+def architectures_of(root: Path) -> set[str]:
+    """The architectures a release registers: the string keys of its merged registry dict
+    (``_VLLM_MODELS``, before 0.6.3 ``_MODELS``) and of every dict it unpacks (``**``)."""
+    for rel in REGISTRY_FILES:
+        tree = _parse(root / rel)
+        if tree is None:
+            continue
+        dicts = _module_dicts(tree)
+        merged = next((dicts[n] for n in REGISTRY_DICTS if n in dicts), None)
+        if merged is None:
+            continue
+        out: set[str] = set()
+        pending, seen = [merged], set()
+        while pending:
+            node = pending.pop()
+            for key, value in zip(node.keys, node.values):
+                if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                    out.add(key.value)
+                elif key is None and isinstance(value, ast.Name) and value.id not in seen:
+                    seen.add(value.id)
+                    if value.id in dicts:
+                        pending.append(dicts[value.id])
+        return out
+    return set()
+
+
 def markers_of(root: Path) -> set[str]:
     out = set()
     for name, (rel, needle) in MARKERS.items():
@@ -313,7 +369,8 @@ def ranges(present: list[bool], releases: list[str]) -> tuple[tuple[str, str], .
 
 def release_facts(version: str) -> dict[str, set[str]] | None:
     """One fetched release, as the tables say it (for the drift test of the releases that
-    are fetched): OPTIONS, SERVE_ONLY, NO_VALUE, ENV, MARKERS; None when not fetched."""
+    are fetched): OPTIONS, SERVE_ONLY, NO_VALUE, ENV, MARKERS, ARCHITECTURES; None when not
+    fetched."""
     root = source_dir(version)
     if not (root / "vllm" / "__init__.py").is_file():
         return None
@@ -325,11 +382,13 @@ def release_facts(version: str) -> dict[str, set[str]] | None:
         "NO_VALUE": {n for n, k in (api | serve).items() if k in ("flag", "bool")},
         "ENV": env_of(root),
         "MARKERS": markers_of(root),
+        "ARCHITECTURES": architectures_of(root),
     }
 
 
 def collect(releases: list[str]) -> dict[str, dict[str, tuple[tuple[str, str], ...]]]:
     per: list[tuple[dict[str, str], dict[str, str], set[str], set[str]]] = []
+    archs: list[set[str]] = []
     for version in releases:
         root = source_dir(version)
         if not (root / "vllm" / "__init__.py").is_file():
@@ -340,6 +399,7 @@ def collect(releases: list[str]) -> dict[str, dict[str, tuple[tuple[str, str], .
         api = options_of(root, API_FILES, None)
         serve = options_of(root, SERVE_FILES, _SERVE_FUNCS)
         per.append((api, serve, env_of(root), markers_of(root)))
+        archs.append(architectures_of(root))
     tables: dict[str, dict[str, tuple[tuple[str, str], ...]]] = {}
     api_names = sorted({n for a, _, _, _ in per for n in a})
     tables["OPTIONS"] = {n: ranges([n in a for a, _, _, _ in per], releases) for n in api_names}
@@ -360,6 +420,8 @@ def collect(releases: list[str]) -> dict[str, dict[str, tuple[tuple[str, str], .
     env_names = sorted({n for _, _, e, _ in per for n in e})
     tables["ENV"] = {n: ranges([n in e for _, _, e, _ in per], releases) for n in env_names}
     tables["MARKERS"] = {n: ranges([n in m for _, _, _, m in per], releases) for n in MARKERS}
+    arch_names = sorted({a for found in archs for a in found})
+    tables["ARCHITECTURES"] = {a: ranges([a in f for f in archs], releases) for a in arch_names}
     return tables
 
 
@@ -375,6 +437,8 @@ OPTIONS: option strings of ``python -m vllm.entrypoints.openai.api_server`` (and
 ``vllm serve``, which has them all). SERVE_ONLY: what only ``vllm serve`` adds.
 NO_VALUE: options that take no value. ENV: keys of vllm/envs.py
 ``environment_variables``. MARKERS: behaviours found by a text in the source.
+ARCHITECTURES: the model architectures the release registers (``_VLLM_MODELS``,
+before 0.6.3 ``_MODELS``, in vllm/model_executor/models/).
 """
 
 from typing import Dict, Tuple

@@ -58,6 +58,7 @@ from preflight_contract import certainty as _certainty
 from preflight_contract import model_defaults as _model_defaults
 from preflight_contract import verdicts as _verdicts
 from preflight_contract import vllm_registry as _vllm_registry
+from preflight_contract import vllm_release as _vllm_release
 
 FAIL = _verdicts.FAIL
 WARN = _verdicts.WARN
@@ -472,6 +473,10 @@ class Serving:
     # --kv-cache-memory-bytes given: vLLM sizes the cache by it, not by the utilization
     kv_cache_memory_bytes: bool = False
     load_format: Optional[str] = None  # --load-format as written
+    # the exact vLLM release that will load the model (lint and admission: the tag of
+    # vLLM's own image; rules.vllmversion), None where not known: the architecture is then
+    # judged by vllm_registry's release
+    vllm_release: Optional[str] = None
 
     @property
     def ep_size(self) -> int:
@@ -2096,14 +2101,67 @@ def _registered(arch: str) -> bool:
 _REGISTERED = frozenset(_vllm_registry.ARCHITECTURES)
 
 
-def rule_arch_registered(facts: ModelFacts, config: Optional[Mapping[str, Any]] = None) -> Verdict:
-    """A WARN (never a FAIL: a plugin may register the architecture, and vLLM's
-    Transformers backend may run it) when none of config.json's ``architectures`` is in
-    the registry of the vLLM version the rules follow (``vllm_registry``)."""
+def _arch_by_release(archs: Tuple[str, ...], serving: Serving) -> Optional[Verdict]:
+    """The verdict of the exact release that loads the model, where its registry answers
+    for every architecture: a FAIL where that release registers none of them and has no
+    Transformers backend to fall back to (before 0.7.3 vLLM exits with "Model
+    architectures [...] are not supported for now"). Only vLLM's own image with a release
+    tag gives the release, and no plugin is installed in it; ``--hf-overrides`` may name
+    another architecture, so it never fails."""
+    release = serving.vllm_release
+    if not release:
+        return None
+    answers = [_vllm_release.registers(a, release) for a in archs]
+    if True in answers:
+        return Verdict(ARCH_UNREGISTERED, PASS, f"{archs[0]} is registered in vLLM {release}")
+    if None in answers:
+        return None  # a release between two generated ones that disagree: the table's own
+    since = [s for s in map(_vllm_release.first_registering, archs) if s]
+    when = f"vLLM registers it since {since[0]}" if since else "no vLLM release registers it"
+    fallback = _vllm_release.falls_back_to_transformers(release)
+    evidence = {"architectures": list(archs), "vllm": release}
+    fact = (Fact("architectures", EXACT, "config.json"),)
+    if fallback is False and not serving.hf_overrides:
+        return Verdict(
+            ARCH_UNREGISTERED,
+            FAIL,
+            f"architecture {', '.join(archs)} is not registered in vLLM {release} ({when}), "
+            f"which has no Transformers backend: vLLM exits with 'Model architectures "
+            f"{list(archs)} are not supported for now'",
+            f"run vLLM {since[0]} or later (vllm/vllm-openai:v{since[0]})"
+            if since
+            else "a vLLM image (or plugin) that registers the architecture",
+            evidence,
+            fact,
+        )
+    return Verdict(
+        ARCH_UNREGISTERED,
+        WARN,
+        f"architecture {', '.join(archs)} is not registered in vLLM {release} ({when}): vLLM "
+        "then tries its Transformers backend, which works only if transformers has this "
+        "architecture and it is backend-compatible",
+        f"run vLLM {since[0]} or later, or pass --model-impl transformers"
+        if since
+        else "check that the vLLM image supports this model, or pass --model-impl transformers",
+        evidence,
+    )
+
+
+def rule_arch_registered(
+    facts: ModelFacts, config: Optional[Mapping[str, Any]] = None, serving: Optional[Serving] = None
+) -> Verdict:
+    """Judged by the exact release where it is known (``Serving.vllm_release``): a FAIL
+    only where that release has no Transformers backend (``_arch_by_release``). Otherwise
+    a WARN (a plugin may register the architecture, and vLLM's Transformers backend may run
+    it) when none of config.json's ``architectures`` is in the registry of the vLLM
+    version the rules follow (``vllm_registry``)."""
     archs = facts.architectures
     version = _vllm_registry.VLLM_VERSION
     if not archs:
         return Verdict(ARCH_UNREGISTERED, UNKNOWN, "config.json names no architectures")
+    by_release = _arch_by_release(archs, serving) if serving is not None else None
+    if by_release is not None:
+        return by_release
     if any(_registered(a) for a in archs):
         return Verdict(ARCH_UNREGISTERED, PASS, f"{archs[0]} is registered in vLLM {version}")
     removed = [a for a in archs if a in _vllm_registry.PREVIOUSLY_SUPPORTED]
@@ -2151,5 +2209,5 @@ def evaluate(facts: ModelFacts, serving: Serving, gpu: Optional[Gpu] = None) -> 
         rule_dtype(facts, serving, gpu),
         rule_quant(facts, serving, gpu),
         rule_mamba_groups(facts, serving),
-        rule_arch_registered(facts, facts.auto_map),
+        rule_arch_registered(facts, facts.auto_map, serving),
     ]

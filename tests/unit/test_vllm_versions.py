@@ -193,7 +193,7 @@ def _table_at(release: str) -> dict[str, set[str]]:
 
     return {
         name: {n for n, r in getattr(facts, name).items() if holds(r)}
-        for name in ("OPTIONS", "SERVE_ONLY", "NO_VALUE", "ENV", "MARKERS")
+        for name in ("OPTIONS", "SERVE_ONLY", "NO_VALUE", "ENV", "MARKERS", "ARCHITECTURES")
     }
 
 

@@ -22,10 +22,11 @@ from preflight_contract.modelfacts import UNREADABLE as MODEL_UNREADABLE
 from preflight_contract.report import Report, ReportError
 from preflight_contract.reuse import DEEP_REUSED
 from preflight_contract.verdicts import ERROR, FAIL, WARN
+from preflight_contract.vllm_release import version_key
 from preflight_operator.core import constants, provenance
 from preflight_operator.core.constants import CHECK_CONTAINER
 from preflight_operator.core.loadtime import LoadSample, load_sample
-from preflight_operator.core.rules.vllmversion import image_version, version_key
+from preflight_operator.core.rules.vllmversion import image_version
 from preflight_operator.core.workloads import workload_of_pod
 
 MESSAGE_LIMIT = 300

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 
 from preflight_contract import vllm_versions as facts
+from preflight_contract.vllm_release import KEYS, bracket, fact, holds, version_key
 
 # vLLM's own images (docker.io/vllm/...): the tag names the release. -cuXXX and
 # architecture suffixes are builds of the same release.
@@ -35,21 +36,7 @@ _OFFICIAL_REPO = re.compile(
 # tags of vLLM's own images that move: the newest release (or newer), not one release
 _MOVING = ("latest", "nightly")
 
-Version = tuple[int, ...]
-
-
-def version_key(text: str) -> Version:
-    """``0.6.3.post1`` -> (0, 6, 3, 0, 1); ``0.9.0.1`` -> (0, 9, 0, 1); patch 0 if absent."""
-    base, _, post = text.partition(".post")
-    parts = [int(p) for p in base.split(".")]
-    while len(parts) < 3:
-        parts.append(0)
-    if post:
-        parts += [0] * (4 - len(parts)) + [int(post)]
-    return tuple(parts)
-
-
-_KEYS: tuple[Version, ...] = tuple(version_key(r) for r in facts.RELEASES)
+_KEYS = KEYS
 OLDEST = facts.RELEASES[0]
 NEWEST = facts.RELEASES[-1]
 
@@ -95,31 +82,9 @@ def image_version(image: object) -> ImageVersion:
     )
 
 
-def _bracket(release: str) -> tuple[int | None, int | None, bool]:
-    """(index of the generated release at or just below, just above, exactly one of them)."""
-    key = version_key(release)
-    lo = hi = None
-    for i, k in enumerate(_KEYS):
-        if k == key:
-            return i, i, True
-        if k < key:
-            lo = i
-        elif hi is None:
-            hi = i
-    return lo, hi, False
-
-
-def _holds(table: dict[str, facts.Ranges], name: str, index: int) -> bool:
-    key = _KEYS[index]
-    for first, last in table.get(name, ()):
-        if version_key(first) <= key <= version_key(last):
-            return True
-    return False
-
-
 def options_at(index: int, serve: bool) -> frozenset[str]:
     tables = (facts.OPTIONS, facts.SERVE_ONLY) if serve else (facts.OPTIONS,)
-    return frozenset(n for t in tables for n in t if _holds(t, n, index))
+    return frozenset(n for t in tables for n in t if holds(t, n, index))
 
 
 def _accepts(name: str, index: int, serve: bool) -> bool:
@@ -183,7 +148,7 @@ def judge_option(name: str, version: ImageVersion, serve: bool) -> OptionVerdict
         )
     first = facts.RELEASES[having[0]]
     if version.release is not None:
-        lo, hi, exact = _bracket(version.release)
+        lo, hi, exact = bracket(version.release)
         if exact and lo is not None:
             if lo in having:
                 return OptionVerdict(False, False, "")
@@ -250,10 +215,4 @@ def marker(name: str, version: ImageVersion) -> bool | None:
 
 
 def _fact(table: dict[str, facts.Ranges], name: str, version: ImageVersion) -> bool | None:
-    if version.release is None:
-        return None
-    lo, hi, _ = _bracket(version.release)
-    answers = {_holds(table, name, i) for i in (lo, hi) if i is not None}
-    if lo is None and answers == {False}:
-        return False  # older than every generated release, and the oldest lacks it
-    return answers.pop() if len(answers) == 1 else None
+    return None if version.release is None else fact(table, name, version.release)

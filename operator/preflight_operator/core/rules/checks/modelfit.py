@@ -31,6 +31,7 @@ from preflight_operator.core.rules.context import ContainerContext
 from preflight_operator.core.rules.inputs import plan_input
 from preflight_operator.core.rules.model import Finding, Policy
 from preflight_operator.core.rules.registry import RULE_INFO, declare, register
+from preflight_operator.core.rules.vllmversion import image_version
 
 PRODUCT_LABEL = "nvidia.com/gpu.product"
 MEMORY_LABEL = "nvidia.com/gpu.memory"  # MiB, from GPU feature discovery
@@ -78,8 +79,10 @@ BASES = {
     ),
     mf.ARCH_UNREGISTERED: Basis(
         VLLM_CODE,
-        "vLLM 0.33.0 (4ba787ec9) vllm/model_executor/models/registry.py, generated into "
-        "preflight_contract/vllm_registry.py",
+        "each release's vllm/model_executor/models registry (_VLLM_MODELS, before 0.6.3 "
+        "_MODELS) and Transformers fallback, generated into preflight_contract/"
+        "vllm_versions.py; where the release is unknown, vLLM 0.33.0 (4ba787ec9), "
+        "generated into preflight_contract/vllm_registry.py",
     ),
     mf.UNREADABLE: Basis(HEURISTIC, "the model's files could not be read here"),
 }
@@ -105,12 +108,10 @@ FIXES = {
     " fetch or `modelConfigs` ConfigMap",
 }
 # Their worst severity (some also warn); model-tp-heads is the registered function below.
-# An unregistered architecture only ever warns (vLLM may still run it with its
-# Transformers backend).
-_WARN_ONLY = frozenset((mf.ARCH_UNREGISTERED,))
+# An unregistered architecture fails only on vLLM's own image of a release before its
+# Transformers backend (0.7.3); elsewhere it warns (the backend or a plugin may run it).
 for _rule in mf.RULE_IDS[1:]:
-    severity = WARN if _rule in _WARN_ONLY else FAIL
-    declare(_rule, severity, mf.RULE_SUMMARIES[_rule], BASES[_rule], fix=FIXES[_rule])
+    declare(_rule, FAIL, mf.RULE_SUMMARIES[_rule], BASES[_rule], fix=FIXES[_rule])
 # info, not warn: an unknown model is said once per result and never changes the verdict
 declare(
     mf.UNREADABLE,
@@ -197,6 +198,7 @@ def serving_of(ctx: ContainerContext) -> mf.Serving:
         cpu_offload_gb=parsed.cpu_offload_gb,
         kv_cache_memory_bytes=parsed.kv_cache_memory_bytes is not None,
         load_format=parsed.load_format,
+        vllm_release=image_version(ctx.container.get("image")).release,
     )
 
 
