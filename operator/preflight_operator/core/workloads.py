@@ -242,7 +242,7 @@ def workload_of_pod(pod: Mapping[str, Any]) -> WorkloadRef:
     kind = str(owner.get("kind", ""))
     name = str(owner.get("name", ""))
     api_version = str(owner.get("apiVersion", ""))
-    if kind == REPLICASET.kind and group_of(api_version) in (None, REPLICASET.group):
+    if kind == REPLICASET.kind:
         template_hash = labels.get(POD_TEMPLATE_HASH_LABEL)
         if template_hash and name.endswith(f"-{template_hash}"):
             return WorkloadRef(
