@@ -183,6 +183,7 @@ def test_rbg_v1alpha1_vllm_from_the_corpus(cluster: Cluster, k8s_namespace: str)
 def webhook(
     cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[OperatorProcess]:
+    localsetup.install_crds(cluster, lws=False)  # the chart's: GPUValidation, PreflightPolicy
     op = localoperator.start_with_webhooks(cluster, tmp_path_factory.mktemp("gangs"))
     yield op
     localoperator.remove_webhooks(cluster)
