@@ -8,20 +8,25 @@ other systems' examples (same directory, each with its source) go the same way w
 own CRDs (tests/data/crds/{kueue,volcano,rbg}) and are judged by ``rules.crdgroups``:
 size, where the rank comes from and where the leader's address comes from. Pods
 that declare Kueue and Volcano groups go through the API server too (server-side dry run:
-no scheduler or controller is needed for what they carry). No webhook of ours here.
+no scheduler or controller is needed for what they carry). No webhook of ours here, but in
+the last test (issue 39): a Volcano Job and a RoleBasedGroup through our validating
+webhook, with these same CRDs.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from preflight_dev import localsetup
+from preflight_dev import localoperator, localsetup
+from preflight_dev.localoperator import OperatorProcess
 from preflight_dev.testing import Cluster
+from preflight_operator.core import constants
 from preflight_operator.core.rules import crdgroups, groups
 from preflight_operator.core.rules.kinds import pod_templates
 from preflight_operator.core.rules.spread import RAY
@@ -169,3 +174,83 @@ def test_rbg_v1alpha1_vllm_from_the_corpus(cluster: Cluster, k8s_namespace: str)
     assert [t.role for t in found] == ["leader", "worker"]
     assert found[0].group is not None
     assert (found[0].group.family, found[0].group.size) == (RAY, 2)
+
+
+# -- issue 39: a Volcano Job and a RoleBasedGroup judged whole at their own admission --------
+
+
+@pytest.fixture(scope="module")
+def webhook(
+    cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[OperatorProcess]:
+    localsetup.install_crds(cluster, lws=False)  # the chart's: GPUValidation, PreflightPolicy
+    op = localoperator.start_with_webhooks(cluster, tmp_path_factory.mktemp("gangs"))
+    yield op
+    localoperator.remove_webhooks(cluster)
+    op.stop()
+
+
+def _gang_specs(tp_worker: int, rank: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A leader and one --headless worker of TP 8 over --nnodes 2 (the worker at
+    ``tp_worker``, ranked by ``rank`` as its controller sets it)."""
+
+    def spec(line: str) -> dict[str, Any]:
+        container = {"name": "vllm", "image": "vllm/vllm-openai:v0.11.2",
+                     "command": ["sh", "-c", line],
+                     "resources": {"limits": {"nvidia.com/gpu": 4}},
+                     "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}]}  # fmt: skip
+        shm = {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}}
+        return {"containers": [container], "volumes": [shm]}
+
+    serve = "vllm serve Qwen/Qwen2.5-7B-Instruct --nnodes 2 --master-addr leader-0"
+    lead = spec(f"{serve} --tensor-parallel-size 8 --node-rank 0")
+    work = spec(f"{serve} --tensor-parallel-size {tp_worker} --node-rank {rank} --headless")
+    return lead, work
+
+
+def _volcano_job(tp_worker: int) -> dict[str, Any]:
+    lead, work = _gang_specs(tp_worker, "$((VC_TASK_INDEX+1))")
+    tasks = [{"name": "leader", "replicas": 1, "template": {"spec": lead}},
+             {"name": "worker", "replicas": 1, "template": {"spec": work}}]  # fmt: skip
+    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+            "metadata": {"name": "vllm-mn"},
+            "spec": {"minAvailable": 2, "schedulerName": "volcano",
+                     "plugins": {"env": [], "svc": []}, "tasks": tasks}}  # fmt: skip
+
+
+def _rolebasedgroup(tp_worker: int) -> dict[str, Any]:
+    lead, work = _gang_specs(tp_worker, "$(RBG_LWP_WORKER_INDEX)")
+    role = {"name": "engine", "replicas": 1,
+            "leaderWorkerPattern": {"size": 2, "template": {"spec": lead},
+                                    "workerTemplatePatch": {"spec": work}}}  # fmt: skip
+    return {"apiVersion": "workloads.x-k8s.io/v1alpha2", "kind": "RoleBasedGroup",
+            "metadata": {"name": "vllm-mn"}, "spec": {"roles": [role]}}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("make", "shown"),
+    [(_volcano_job, "Job.batch.volcano.sh/vllm-mn"), (_rolebasedgroup, "RoleBasedGroup/vllm-mn")],
+)
+def test_a_volcano_job_and_a_rolebasedgroup_are_judged_at_their_own_admission(
+    cluster: Cluster,
+    webhook: OperatorProcess,
+    make: Callable[[int], dict[str, Any]],
+    shown: str,
+) -> None:
+    """Under Enforce (the operator's default), with the upstream CRDs: a gang whose worker
+    runs another TP than its leader is denied naming the group rule (a Volcano Job under
+    its own kind, never batch/v1 Job's); the same gang made right is admitted."""
+    namespace = cluster.create_namespace(labels={constants.LABEL_INJECT: "enabled"})
+    try:
+        for tp, allowed in ((4, False), (8, True)):
+            body = {**make(tp), "metadata": {"name": "vllm-mn", "namespace": namespace}}
+            done = cluster.kubectl("create", "--dry-run=server", "-f", "-",
+                                   input=json.dumps(body), check=False)  # fmt: skip
+            if allowed:
+                assert done.returncode == 0, done.stderr
+            else:
+                assert done.returncode != 0
+                assert f"{shown} cannot run" in done.stderr, done.stderr
+                assert "lws-args-mismatch" in done.stderr, done.stderr
+    finally:
+        cluster.delete_namespace(namespace)

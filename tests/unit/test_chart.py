@@ -594,7 +594,8 @@ class TestOperatorDeployment:
             "--metrics-port=8080",
             "--health-port=8081",
             "--webhook-configuration=vllm-preflight",
-            "--kind-families=kuberay,aibrix,kserve,kubeai,production-stack,dynamo,jobset,kthena",
+            "--kind-families=kuberay,aibrix,kserve,kubeai,production-stack,dynamo,jobset,kthena,"
+            "volcano,rbg",
             "--lease-name=vllm-preflight",
             "--lease-duration=15",
             "--renew-deadline=10",
@@ -672,7 +673,8 @@ WRAPPERS = [("serving.kserve.io", r) for r in ("inferenceservices", "llminferenc
     ("orchestration.aibrix.ai", "rayclusterfleets"), ("orchestration.aibrix.ai", "stormservices"),
     ("kubeai.org", "models"), ("production-stack.vllm.ai", "vllmruntimes"),
     ("nvidia.com", "dynamographdeployments"), ("jobset.x-k8s.io", "jobsets"),
-    ("workload.serving.volcano.sh", "modelservings"),
+    ("workload.serving.volcano.sh", "modelservings"), ("batch.volcano.sh", "jobs"),
+    ("workloads.x-k8s.io", "rolebasedgroups"),
 ]  # fmt: skip
 WORKLOADS = [("apps", "deployments"), ("apps", "statefulsets"), ("batch", "jobs"),
              ("leaderworkerset.x-k8s.io", "leaderworkersets"), *WRAPPERS]  # fmt: skip
@@ -725,10 +727,13 @@ class TestServingStacks:
         rules = rule_set(one(objs, "ClusterRole", FULLNAME)["rules"])
         assert not {r for r in rules if r[0] in ("serving.kserve.io", "nvidia.com")}
         args = operator_container(objs)["args"]
-        assert "--kind-families=kuberay,aibrix,kubeai,production-stack,jobset,kthena" in args
         assert (
-            "--kind-families=kuberay,aibrix,kserve,kubeai,production-stack,dynamo,jobset,kthena"
-            in (operator_container(render())["args"])
+            "--kind-families=kuberay,aibrix,kubeai,production-stack,jobset,kthena,volcano,rbg"
+            in args
+        )
+        assert (
+            "--kind-families=kuberay,aibrix,kserve,kubeai,production-stack,dynamo,jobset,kthena,"
+            "volcano,rbg" in (operator_container(render())["args"])
         )
 
 

@@ -9,6 +9,7 @@ appended to every container by addPodEnvVars)."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from typing import Any
 
@@ -16,10 +17,12 @@ import pytest
 
 from preflight_check.group import group_config
 from preflight_operator.core.analysis import RulesAnalyser
-from preflight_operator.core.config import InjectionConfig, PolicySpec
-from preflight_operator.core.injection import Injection, literal_env, plan_injection
+from preflight_operator.core.config import InjectionConfig, OperatorConfig, PolicySpec
+from preflight_operator.core.injection import Injection, Skip, literal_env, plan_injection
 from preflight_operator.core.kthenaplace import KthenaPlace, kthena_place
+from preflight_operator.core.policy import PolicyBook
 from preflight_operator.core.static import Plan
+from preflight_operator.webhook.webhooks import AdmissionService
 
 PLAN = Plan(tp=8, pp=2, dp=1, dp_local=1, gpus_needed=8, container="vllm")
 MS = "modelserving.volcano.sh/"
@@ -185,3 +188,36 @@ def test_a_role_of_one_pod_meets_no_group() -> None:
     body = pod(0, workers=0)
     assert isinstance(kthena_place(body, literal_env(body["spec"]["containers"][0]), 1024), str)
     assert "PREFLIGHT_GROUP_ADDRESS" not in check_env(body)
+
+
+# The Ray pattern of Kthena's own multi-node example (volcano-sh/kthena at 3cc05728,
+# examples/model-serving/multi-node.yaml): the entry pod starts the Ray head and runs vLLM's
+# Ray executor over the role's pods; each worker pod runs only a Ray node.
+RAY_ENTRY = (
+    "bash /vllm-workspace/examples/online_serving/multi-node-serving.sh leader "
+    "--ray_cluster_size=$(GROUP_SIZE); python3 -m vllm.entrypoints.openai.api_server "
+    "--model m --tensor-parallel-size 8 --pipeline_parallel_size 2"
+)
+RAY_WORKER = (
+    "bash /vllm-workspace/examples/online_serving/multi-node-serving.sh worker "
+    "--ray_address=$(ENTRY_ADDRESS)"
+)
+
+
+def test_a_ray_pattern_role_meets_no_group_its_workers_get_no_check() -> None:
+    """kthenaplace's docstring says why: the controller writes the same GROUP_SIZE,
+    ENTRY_ADDRESS and WORKER_INDEX whatever the role runs, and a Ray worker (no vLLM) gets
+    no check from the injector, so an entry told to wait for its group would wait for
+    members that never come and fail a healthy role."""
+    entry, member = pod(0), pod(1)
+    entry["spec"]["containers"][0]["command"] = ["sh", "-c", RAY_ENTRY]
+    member["spec"]["containers"][0]["command"] = ["sh", "-c", RAY_WORKER]
+    assert isinstance(kthena_place(entry, literal_env(entry["spec"]["containers"][0]), 1024),
+                      KthenaPlace)  # fmt: skip
+    env = check_env(entry)
+    assert "PREFLIGHT_GROUP_ADDRESS" not in env
+    assert "PREFLIGHT_GROUP_PORT" not in env
+    svc = AdmissionService(OperatorConfig(), RulesAnalyser(), PolicyBook(), events=None)
+    skipped = asyncio.run(svc.mutate_pod(member))
+    assert isinstance(skipped, Skip)
+    assert skipped.reason == "no-vllm-container"

@@ -8,6 +8,7 @@ import pytest
 
 from preflight_operator.core.workloads import (
     DEPLOYMENT,
+    KNOWN_KINDS,
     LEADERWORKERSET,
     POD,
     STACK_CHILDREN,
@@ -127,8 +128,9 @@ def test_template_labels_cover_templates_and_the_object() -> None:
 
 
 def child(kind: str, *owners: dict[str, Any]) -> dict[str, Any]:
+    known = KNOWN_KINDS.get(kind)  # its own apiVersion: children are keyed (group, kind)
     return {
-        "apiVersion": "apps/v1",
+        "apiVersion": known.api_version if known else "apps/v1",
         "kind": kind,
         "metadata": {"name": "c", "namespace": "ns", "ownerReferences": list(owners)},
     }
@@ -190,7 +192,7 @@ def test_hostile_metadata_is_no_owner(meta: Any) -> None:
 
 
 def test_the_children_table_covers_every_stack_kind_with_judged_kinds_only() -> None:
-    assert set(STACK_CHILDREN) == {k.kind for k in WRAPPER_KINDS}
+    assert set(STACK_CHILDREN) == {k.key for k in WRAPPER_KINDS}
     for children in STACK_CHILDREN.values():
         assert children <= set(VALIDATED_KINDS)
 

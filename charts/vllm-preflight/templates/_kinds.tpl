@@ -13,6 +13,8 @@ resources.
   dynamo: DynamoGraphDeployment (nvidia.com)
   jobset: JobSet (jobset.x-k8s.io)
   kthena: ModelServing (workload.serving.volcano.sh)
+  volcano: Job (batch.volcano.sh)
+  rbg: RoleBasedGroup (workloads.x-k8s.io)
 */}}
 {{- define "vllm-preflight.wrapperKinds" -}}
 {{- $all := list
@@ -24,6 +26,8 @@ resources.
   (dict "key" "dynamo" "family" "dynamo" "group" "nvidia.com" "resources" (list "dynamographdeployments"))
   (dict "key" "jobset" "family" "jobset" "group" "jobset.x-k8s.io" "resources" (list "jobsets"))
   (dict "key" "kthena" "family" "kthena" "group" "workload.serving.volcano.sh" "resources" (list "modelservings"))
+  (dict "key" "volcano" "family" "volcano" "group" "batch.volcano.sh" "resources" (list "jobs"))
+  (dict "key" "rbg" "family" "rbg" "group" "workloads.x-k8s.io" "resources" (list "rolebasedgroups"))
 -}}
 {{- $on := list -}}
 {{- range $all -}}

@@ -59,6 +59,7 @@ from preflight_operator.core.workloads import (
     POD,
     WorkloadKind,
     is_bare_pod,
+    object_kind_key,
     ref_of,
     template_labels,
 )
@@ -100,7 +101,7 @@ class AuditRow:
 
 
 def _kind_of(obj: Mapping[str, Any]) -> WorkloadKind | None:
-    kind = ADMITTED_KINDS.get(str(obj.get("kind", "")))
+    kind = ADMITTED_KINDS.get(object_kind_key(obj))
     if kind is None:
         return None
     if kind.kind == POD.kind and not is_bare_pod(obj):
@@ -143,7 +144,7 @@ def audit_rows(
         rows.append(
             AuditRow(
                 ref.namespace,
-                ref.kind,
+                ref.kind_key,
                 ref.name,
                 policy.name,
                 policy.action,

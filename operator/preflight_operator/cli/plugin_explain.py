@@ -275,7 +275,7 @@ def cmd_explain(args: argparse.Namespace, kubectl: Kubectl, out: TextIO) -> int:
             raise PluginError(f"pod {target.name!r} not found in namespace {namespace}")
         ref = workload_of_pod(pod)
         gpuval = kubectl.json(
-            "get", GPUVAL_RESOURCE, gpuvalidation_name(ref.kind, ref.name), *ns, missing_ok=True
+            "get", GPUVAL_RESOURCE, gpuvalidation_name(ref.kind_key, ref.name), *ns, missing_ok=True
         )
         display, pods = ref.display, [pod]
     else:

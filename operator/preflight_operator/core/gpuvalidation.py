@@ -84,7 +84,7 @@ def desired_object(ref: WorkloadRef, uid: str) -> dict[str, Any]:
         "apiVersion": constants.API_VERSION,
         "kind": constants.GPUVALIDATION_KIND,
         "metadata": {
-            "name": gpuvalidation_name(ref.kind, ref.name),
+            "name": gpuvalidation_name(ref.kind_key, ref.name),
             "namespace": ref.namespace,
             "labels": {"app.kubernetes.io/managed-by": constants.COMPONENT},
             "ownerReferences": [owner],
@@ -219,7 +219,7 @@ def not_injected_message(ref: WorkloadRef, pods: Sequence[str]) -> str:
         f"{len(pods)} pod(s) run without the preflight check ({shown}): they were created"
         " while no operator replica answered the injection webhook (failurePolicy Ignore),"
         " or the webhook skipped them (see vllm_preflight_injections_total). Fix: once the"
-        f" operator runs, restart the workload (kubectl rollout restart {ref.kind.lower()}/"
+        f" operator runs, restart the workload (kubectl rollout restart {ref.kind_key.lower()}/"
         f"{ref.name} -n {ref.namespace}; delete the pods of a Job) so its new pods get the"
         " check"
     )

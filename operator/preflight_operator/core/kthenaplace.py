@@ -20,6 +20,22 @@ values as PREFLIGHT_GROUP_*. Why not the downward API: these are env values, not
 Whatever the pod says is a claim: a malformed or missing value leaves the pod out of the
 group phase (a reason, never a guess), and the operator proves membership itself when the
 members meet (``core.groupproof``).
+
+A role in the Ray pattern gets no group env, and that is right. Kthena's own multi-node
+example (``examples/model-serving/multi-node.yaml``, same commit) runs vLLM's Ray executor
+from the entry pod (``multi-node-serving.sh leader --ray_cluster_size=...``, then the API
+server) and only a Ray node in each worker (``multi-node-serving.sh worker
+--ray_address=$(ENTRY_ADDRESS)``). The controller says nothing of that: it writes the same
+three values whatever the role runs (``createCommonEnvVars`` reads only ``workerReplicas``
+and the entry pod) and creates the entry and its workers back to back (``CreatePodsByRole``
+in ``controller/model_serving_controller.go``). What decides is here: a worker that runs no
+vLLM gets no check (``analysis.ray_worker_target`` gives a Ray worker a check of its own
+only in a LeaderWorkerSet, whose object ``injection.ray_group_ready`` reads to confirm every
+worker gets one), so an entry told to wait for ``GROUP_SIZE`` members would wait for checks
+that never come and fail a healthy role. ``injection.runs_own_share`` keeps it out: the
+entry's vLLM states no ``--nnodes``. A group phase for such a role would need the
+ModelServing read at the entry's admission, as the LeaderWorkerSet is read
+(tests/unit/test_inject_kthena.py pins today's behaviour).
 """
 
 from __future__ import annotations

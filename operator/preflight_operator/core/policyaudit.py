@@ -89,9 +89,9 @@ def audit_policies(
         warn.setdefault(policy.name, [])
         answer = answer_of(decide(static, enforced(policy), ref))
         if answer == DENY:
-            deny[policy.name].append(f"{ref.kind}/{ref.name}")
+            deny[policy.name].append(ref.display)
         elif answer == WARN:
-            warn[policy.name].append(f"{ref.kind}/{ref.name}")
+            warn[policy.name].append(ref.display)
     return {
         name: PolicyAudit(tuple(sorted(deny[name])), tuple(sorted(warn[name]))) for name in deny
     }

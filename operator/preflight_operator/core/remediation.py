@@ -104,7 +104,7 @@ def _apply(
         if not kind.pausable:
             return Decision(
                 record=dict(recorded) or None,
-                note=f"onRuntimeFailure PauseRollout does not apply to a {kind.kind}",
+                note=f"onRuntimeFailure PauseRollout does not apply to a {kind.key}",
             )
         patch: dict[str, Any] = {
             "metadata": {"annotations": {constants.ANNOTATION_REMEDIATED: PAUSE_ROLLOUT}},
@@ -123,7 +123,7 @@ def _apply(
     if not kind.scalable:
         return Decision(
             record=dict(recorded) or None,
-            note=f"onRuntimeFailure ScaleToZero does not apply to a {kind.kind}",
+            note=f"onRuntimeFailure ScaleToZero does not apply to a {kind.key}",
         )
     if not facts.replicas:
         return Decision(record=dict(recorded) or None, note="already at zero replicas")

@@ -30,6 +30,23 @@ _LABEL_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
+# The API group each bare kind name first has in the registry (batch/v1 Job before
+# Volcano's batch.volcano.sh Job, KServe's ServingRuntime before OME's).
+_FIRST_GROUP: dict[str, str] = {s.kind: s.group for s in reversed(KINDS)}
+
+
+def kind_key(group: str | None, kind: str) -> str:
+    """(API group, kind) as the operator's tables, keys and names spell it: the bare kind
+    where the registry first has it in this group (or has no kind of that name, or the
+    group is unknown: None), else ``Kind.group`` (kubectl's form), so that a Volcano Job
+    (``Job.batch.volcano.sh``) is never read as batch/v1 Job: not in the kinds admission
+    and the operator look up, nor in a denial, an Event, a GPUValidation's name or the
+    key pod results are kept under."""
+    if group is None or _FIRST_GROUP.get(kind, group) == group:
+        return kind
+    return f"{kind}.{group}"
+
+
 @dataclasses.dataclass(frozen=True)
 class WorkloadKind:
     kind: str
@@ -45,6 +62,10 @@ class WorkloadKind:
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 
+    @property
+    def key(self) -> str:
+        return kind_key(self.group, self.kind)
+
     @classmethod
     def of(cls, spec: KindSpec) -> WorkloadKind:
         """The kind as the operator watches it, from its row of the one registry
@@ -57,7 +78,10 @@ class WorkloadKind:
         )  # fmt: skip
 
 
-_OPERATED = {s.kind: WorkloadKind.of(s) for s in KINDS if s.role in (VALIDATED, TEMPLATE, OWNER)}
+_OPERATED = {
+    kind.key: kind
+    for kind in (WorkloadKind.of(s) for s in KINDS if s.role in (VALIDATED, TEMPLATE, OWNER))
+}
 DEPLOYMENT = _OPERATED["Deployment"]
 STATEFULSET = _OPERATED["StatefulSet"]
 JOB = _OPERATED["Job"]
@@ -70,21 +94,38 @@ _CORE = (DEPLOYMENT, STATEFULSET, JOB, LEADERWORKERSET, POD)
 # Each keeps a GPUValidation of its own; what its controller creates (a Deployment, an LWS,
 # a RayCluster, pods) reports to it through the controller ownerReference.
 WRAPPER_KINDS: tuple[WorkloadKind, ...] = tuple(
-    _OPERATED[s.kind] for s in KINDS if s.role == VALIDATED and s.switchable
+    _OPERATED[kind_key(s.group, s.kind)] for s in KINDS if s.role == VALIDATED and s.switchable
 )
 # Templates judged at admission only: they make no pods and keep no GPUValidation.
 TEMPLATE_KINDS: tuple[WorkloadKind, ...] = tuple(
-    _OPERATED[s.kind] for s in KINDS if s.role == TEMPLATE
+    _OPERATED[kind_key(s.group, s.kind)] for s in KINDS if s.role == TEMPLATE
 )
 
-# The kinds the validating webhook judges and the operator keeps a GPUValidation for.
-VALIDATED_KINDS: dict[str, WorkloadKind] = {k.kind: k for k in (*_CORE, *WRAPPER_KINDS)}
+# The kinds the validating webhook judges and the operator keeps a GPUValidation for, by
+# kind_key (an object's: ``object_kind_key``).
+VALIDATED_KINDS: dict[str, WorkloadKind] = {k.key: k for k in (*_CORE, *WRAPPER_KINDS)}
 # ... and what the webhook judges besides.
 ADMITTED_KINDS: dict[str, WorkloadKind] = {
     **VALIDATED_KINDS,
-    **{k.kind: k for k in TEMPLATE_KINDS},
+    **{k.key: k for k in TEMPLATE_KINDS},
 }
-KNOWN_KINDS: dict[str, WorkloadKind] = {**VALIDATED_KINDS, REPLICASET.kind: REPLICASET}
+KNOWN_KINDS: dict[str, WorkloadKind] = {**VALIDATED_KINDS, REPLICASET.key: REPLICASET}
+
+
+def group_of(api_version: str) -> str | None:
+    """The API group of an apiVersion ("" for core "v1"); None when there is none ("")."""
+    if not api_version:
+        return None
+    return api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+
+
+def object_kind_key(body: Mapping[str, Any]) -> str:
+    """The kind_key of an object, from its apiVersion and kind."""
+    api_version = body.get("apiVersion")
+    group = group_of(api_version) if isinstance(api_version, str) else None
+    return kind_key(group, str(body.get("kind", "")))
+
+
 # The serving-stack families (chart value workloadKinds, operator flag --kind-families).
 FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(k.family for k in WRAPPER_KINDS))
 
@@ -97,16 +138,20 @@ class WorkloadRef:
     api_version: str
 
     @property
+    def kind_key(self) -> str:
+        return kind_key(group_of(self.api_version), self.kind)
+
+    @property
     def key(self) -> tuple[str, str, str]:
-        return (self.namespace, self.kind, self.name)
+        return (self.namespace, self.kind_key, self.name)
 
     @property
     def display(self) -> str:
-        return f"{self.kind}/{self.name}"
+        return f"{self.kind_key}/{self.name}"
 
     @property
     def workload_kind(self) -> WorkloadKind | None:
-        return KNOWN_KINDS.get(self.kind)
+        return KNOWN_KINDS.get(self.kind_key)
 
 
 def ref_of(body: Mapping[str, Any], kind: WorkloadKind) -> WorkloadRef:
@@ -166,7 +211,7 @@ def label_key_problem(key: str) -> str | None:
 
 def workload_label_value(ref: WorkloadRef) -> str | None:
     """``<kind>.<name>`` for the pod label, or None when it is no valid label value."""
-    value = f"{ref.kind.lower()}.{ref.name}"
+    value = f"{ref.kind_key.lower()}.{ref.name}"
     return None if label_value_problem(value) is not None else value
 
 
@@ -281,6 +326,16 @@ STACK_CHILDREN: dict[str, frozenset[str]] = {
     # utils.go GenerateEntryPod, GenerateWorkerPod, newModelServingOwnerRef;
     # 3cc057284c34469fcb0ed22a12dac84b1d120719), and a headless Service per entry pod.
     "ModelServing": frozenset({"Pod"}),
+    # Volcano's job controller makes each task's Pods itself, with the Job as controller
+    # (volcano-sh/volcano pkg/controllers/job/job_controller_util.go createJobPod,
+    # metav1.NewControllerRef; 00bac39e8659311f13f1130b14138bfde2dd540d), and a PodGroup.
+    "Job.batch.volcano.sh": frozenset({"Pod"}),
+    # RoleBasedGroup makes a RoleInstanceSet per role (its own kind, which makes
+    # RoleInstances and they the Pods) and, with its deprecated workload types on,
+    # StatefulSets, Deployments and LeaderWorkerSets, each with itself as controller
+    # (sgl-project/rbg internal/controller/workloads/rolebasedgroup_controller.go
+    # SetupWithManager Owns; 993491fba9bfdf377d3cd18c8833da20ce0ec87b).
+    "RoleBasedGroup": frozenset({"Deployment", "StatefulSet", "LeaderWorkerSet"}),
 }
 
 
@@ -296,8 +351,8 @@ def _controller_reference(meta: Mapping[str, Any]) -> Mapping[str, Any] | None:
 def wrapper_owner(body: Mapping[str, Any], kind: str | None = None) -> WorkloadRef | None:
     """The serving-stack object (WRAPPER_KINDS) that controls this object, from its
     controller ownerReference: its results belong to that owner. None otherwise, and None
-    when the owner's controller never makes an object of this ``kind`` (STACK_CHILDREN;
-    default: the body's own ``kind``): a user's Deployment pointing at their own RayService
+    when the owner's controller never makes an object of this ``kind`` (a kind_key;
+    STACK_CHILDREN; default: the body's own): a user's Deployment pointing at their own RayService
     is their Deployment. Whether the owner exists is for the caller to confirm
     (webhooks.py reads it at admission; ``owner_uid`` is what it must match)."""
     meta = body.get("metadata")
@@ -308,11 +363,12 @@ def wrapper_owner(body: Mapping[str, Any], kind: str | None = None) -> WorkloadR
         return None
     owner_kind = str(owner.get("kind", ""))
     api_version = str(owner.get("apiVersion", ""))
-    wrapper = next((k for k in WRAPPER_KINDS if k.kind == owner_kind), None)
-    if wrapper is None or api_version.split("/", 1)[0] != wrapper.group:
+    group = group_of(api_version)
+    wrapper = next((k for k in WRAPPER_KINDS if (k.group, k.kind) == (group, owner_kind)), None)
+    if wrapper is None:
         return None
-    child = str(body.get("kind", "")) if kind is None else kind
-    if child not in STACK_CHILDREN.get(owner_kind, frozenset()):
+    child = object_kind_key(body) if kind is None else kind
+    if child not in STACK_CHILDREN.get(wrapper.key, frozenset()):
         return None
     return WorkloadRef(
         str(meta.get("namespace", "")), owner_kind, str(owner.get("name", "")), api_version

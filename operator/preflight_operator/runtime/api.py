@@ -445,8 +445,8 @@ async def _lines(content: aiohttp.StreamReader, limit: int) -> AsyncIterator[byt
 
 
 def _kind_from_ref(ref: WorkloadRef) -> WorkloadKind:
-    if ref.kind in KNOWN_KINDS:
-        return KNOWN_KINDS[ref.kind]
+    if ref.kind_key in KNOWN_KINDS:
+        return KNOWN_KINDS[ref.kind_key]
     group, _, version = ref.api_version.rpartition("/")
     # Unknown owner kinds (custom controllers): the plural is the lowercased kind + "s",
     # which holds for nearly every CRD; a miss is a 404 the caller logs.

@@ -172,7 +172,7 @@ class Controller:
         namespace's labels say (a pod-level opt-in)."""
         ref = ref_of(body, kind)
         key = ref.key
-        owner = wrapper_owner(body, kind.kind)
+        owner = wrapper_owner(body, kind.key)
         if owner is not None:
             # made by a serving stack's controller: its pods report to that object
             self.ownership.note(key, None if deleted else owner.key)

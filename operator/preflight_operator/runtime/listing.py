@@ -116,13 +116,13 @@ def pod_hint(kind: WorkloadKind, body: Mapping[str, Any]) -> tuple[int, str] | N
     if not isinstance(spec, Mapping) or not isinstance(status, Mapping):
         return None
     name = str((body.get("metadata") or {}).get("name", ""))
-    if kind.kind == "LeaderWorkerSet":
+    if kind.key == "LeaderWorkerSet":
         labels: Mapping[str, Any] = {"leaderworkerset.sigs.k8s.io/name": name}
         count = status.get("replicas")
     else:
         selector = spec.get("selector") or {}
         labels = (selector.get("matchLabels") or {}) if isinstance(selector, Mapping) else {}
-        count = status.get("active") if kind.kind == "Job" else status.get("replicas")
+        count = status.get("active") if kind.key == "Job" else status.get("replicas")
     if not labels or not isinstance(labels, Mapping):
         return None
     pods = count if isinstance(count, int) and not isinstance(count, bool) else 0

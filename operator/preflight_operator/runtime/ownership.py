@@ -131,8 +131,8 @@ class Ownership:
             if key == top or key not in self._owners:
                 break
             key = self._owners[key]
-            kind = KNOWN_KINDS.get(key[1])
-            path.append((kind.group if kind else "?", key[1]))
+            kind = KNOWN_KINDS.get(key[1])  # key[1]: a kind_key
+            path.append((kind.group, kind.kind) if kind else ("?", key[1]))
         return path
 
     def confirmed(self, pod: Body, ref: WorkloadRef, key: Key) -> bool | None:
@@ -144,7 +144,8 @@ class Ownership:
         workload = self._store.workloads.get(key)
         if workload is None or not workload.uid:
             return self._park(("workload", key), pod_uid, pod, None)
-        target = Target(ownerchain.group_of(workload.ref.api_version), key[1], workload.uid)
+        held = workload.ref  # its kind, not key[1] (a kind_key)
+        target = Target(ownerchain.group_of(held.api_version), held.kind, workload.uid)
         allowed = ownerchain.between(self._path(ref, key))
         link = ownerchain.controller_link(pod)
         for _ in range(ownerchain.MAX_STEPS + 1):

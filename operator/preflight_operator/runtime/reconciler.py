@@ -250,7 +250,7 @@ class Reconciler:
         about other pods, and the garbage collector is about to delete it anyway."""
         ref = workload.ref
         obj = desired_object(ref, workload.uid)
-        name = gpuvalidation_name(ref.kind, ref.name)
+        name = gpuvalidation_name(ref.kind_key, ref.name)
         for _ in range(2):
             try:
                 created = await self._api.create_gpuvalidation(obj)

@@ -51,10 +51,13 @@ from preflight_operator.core.static import StaticResult
 from preflight_operator.core.verdictreuse import DeepPass, offers
 from preflight_operator.core.workloads import (
     ADMITTED_KINDS,
+    JOB,
+    LEADERWORKERSET,
     POD,
     VALIDATED_KINDS,
     WorkloadRef,
     is_bare_pod,
+    object_kind_key,
     owner_uid,
     ref_of,
     template_labels,
@@ -162,7 +165,7 @@ class AdmissionService:
         ``user_info``: the request's requester (None where the caller has none)."""
         meta = body.get("metadata") or {}
         namespace = str(meta.get("namespace", ""))
-        kind_name = str(body.get("kind", ""))
+        kind_name = object_kind_key(body)  # (API group, kind): a Volcano Job is no Job
         if self._skipped(namespace, kind_name, body):
             return Validation(ALLOW, "skipped")
         if (
@@ -293,9 +296,9 @@ class AdmissionService:
         """The labels a policy selects the pod by: its workload's (cached), else its own."""
         own = (pod.get("metadata") or {}).get("labels") or {}
         ref = workload_of_pod(pod)
-        if ref.kind == POD.kind or not self._owners.enabled:
+        if ref.kind_key == POD.key or not self._owners.enabled:
             return own
-        jobset = await self._jobset(pod) if ref.kind == "Job" else None
+        jobset = await self._jobset(pod) if ref.kind_key == JOB.key else None
         if jobset is not None and _uid(jobset) == str(own.get(JOBSET_UID, "")):
             return _labels(jobset)  # chose its policy at admission; its Jobs have none of them
         try:
@@ -315,7 +318,7 @@ class AdmissionService:
         cached like the owner's labels; unreadable: no group phase (never a wait for
         members that may not come)."""
         ref = workload_of_pod(pod)
-        if not self._owners.enabled or ref.kind != "LeaderWorkerSet":
+        if not self._owners.enabled or ref.kind_key != LEADERWORKERSET.key:
             return False
         try:
             body = await self._owners.get(ref)
