@@ -10,6 +10,7 @@ oldest lacks it.
 
 from __future__ import annotations
 
+import functools
 from typing import Dict, Optional, Tuple
 
 from preflight_contract import vllm_versions as facts
@@ -18,6 +19,7 @@ Version = Tuple[int, ...]
 Table = Dict[str, facts.Ranges]
 
 
+@functools.lru_cache(maxsize=1024)  # the table's release strings, and images' tags
 def version_key(text: str) -> Version:
     """``0.6.3.post1`` -> (0, 6, 3, 0, 1); ``0.9.0.1`` -> (0, 9, 0, 1); patch 0 if absent."""
     base, _, post = text.partition(".post")
