@@ -38,7 +38,6 @@ _OFFICIAL_REPO = re.compile(
 # tags of vLLM's own images that move: the newest release (or newer), not one release
 _MOVING = ("latest", "nightly")
 
-_KEYS = KEYS
 OLDEST = facts.RELEASES[0]
 NEWEST = facts.RELEASES[-1]
 
@@ -145,7 +144,7 @@ def judge_option(name: str, version: ImageVersion, serve: bool) -> OptionVerdict
     if not having:
         # Exact only for a release the table spans: a release after NEWEST (a `latest`
         # pulled after this table was generated, a custom image) may have added it.
-        within = version.release is not None and version_key(version.release) <= _KEYS[-1]
+        within = version.release is not None and version_key(version.release) <= KEYS[-1]
         return OptionVerdict(
             within,
             not within,
