@@ -6,13 +6,14 @@ another one tests what happens to a pod of a real cluster, and two of them reall
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import sys
 import time
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -215,6 +216,21 @@ def start_with_webhooks(
             )
         )
     return operator
+
+
+@contextlib.contextmanager
+def with_upstream_crds(cluster: Cluster, workdir: Path, *crds: Path) -> Iterator[OperatorProcess]:
+    """The chart's CRDs and the upstream ``crds`` applied (Established), then an operator
+    with its webhooks (start_with_webhooks); the webhooks removed and the operator stopped
+    after. The fixture of the e2e files of one serving stack's kind (JobSet, Kthena)."""
+    localsetup.install_crds(cluster)
+    localsetup.apply_upstream_crds(cluster, *crds)
+    operator = start_with_webhooks(cluster, workdir)
+    try:
+        yield operator
+    finally:
+        remove_webhooks(cluster)
+        operator.stop()
 
 
 def remove_webhooks(cluster: Cluster) -> None:

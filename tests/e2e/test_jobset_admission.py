@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from preflight_dev import localoperator, localsetup
+from preflight_dev import localoperator
 from preflight_dev.localoperator import OperatorProcess
 from preflight_dev.testing import Cluster, wait_for
 from preflight_operator.core import constants
@@ -40,12 +40,8 @@ INDEX = "batch.kubernetes.io/job-completion-index"
 def operator(k8s: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorProcess]:
     if not k8s.is_local:
         pytest.skip("needs the local control plane: the API server calls webhooks on 127.0.0.1")
-    localsetup.install_crds(k8s)
-    localsetup.apply_upstream_crds(k8s, CRD)
-    op = localoperator.start_with_webhooks(k8s, tmp_path_factory.mktemp("jobset"))
-    yield op
-    localoperator.remove_webhooks(k8s)
-    op.stop()
+    with localoperator.with_upstream_crds(k8s, tmp_path_factory.mktemp("jobset"), CRD) as op:
+        yield op
 
 
 def apply(cluster: Cluster, obj: dict[str, Any], *extra: str) -> subprocess.CompletedProcess[str]:
