@@ -36,6 +36,7 @@ from typing import Any
 import pytest
 from test_gang_wiring import MODEL, jobset, kueue, leader, pod, podgroup_pods, rbg, volcano, worker
 from test_operator_controller import FakeApi, controller
+from test_webhook_workloadapi import Api  # the API server's answers by path, reads recorded
 
 from preflight_operator.core import constants
 from preflight_operator.core.analysis import RulesAnalyser
@@ -449,18 +450,6 @@ def test_mutation_cutting_leader_worker_gang_loses_the_finding(
 
 
 # -- admission of the pods a gang's controller makes: what the injection webhook reads ---------
-
-
-class Api:
-    """The API server's answers by path (the webhook's reads of the gang a pod names)."""
-
-    def __init__(self, answers: dict[str, Any]) -> None:
-        self.answers = answers
-        self.reads: list[str] = []
-
-    async def __call__(self, path: str) -> Any:
-        self.reads.append(path)
-        return self.answers.get(path)
 
 
 def volcano_job_pods(job: dict[str, Any], uid: str = "u-7") -> list[dict[str, Any]]:
