@@ -19,8 +19,8 @@ from preflight_operator.core.policy import PolicyBook, ResolvedPolicy, parse_pol
 from preflight_operator.core.rules.model import Finding
 from preflight_operator.core.static import StaticResult
 from preflight_operator.core.workloads import WorkloadRef
-from preflight_operator.handlers import admission as handlers
 from preflight_operator.runtime import metrics
+from preflight_operator.webhook import admissionreview
 from preflight_operator.webhook.webhooks import AdmissionService
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "data" / "manifests"
@@ -174,7 +174,7 @@ def review(body: dict[str, Any], service: Any, **request: Any) -> dict[str, Any]
         "kind": "AdmissionReview",
         "request": {"uid": "u-1", "operation": "CREATE", "object": body, **request},
     }
-    response: dict[str, Any] = asyncio.run(handlers.review_validation_async(service, data))[
+    response: dict[str, Any] = asyncio.run(admissionreview.review_validation_async(service, data))[
         "response"
     ]
     return response

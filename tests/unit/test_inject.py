@@ -26,7 +26,7 @@ from preflight_operator.core.injection import (
 from preflight_operator.core.policy import PolicyBook, parse_policy
 from preflight_operator.core.static import Plan
 from preflight_operator.core.workloads import WorkloadRef
-from preflight_operator.handlers import admission as handlers
+from preflight_operator.webhook import admissionreview
 from preflight_operator.webhook.webhooks import AdmissionService
 
 PLAN = Plan(tp=2, pp=1, dp=1, dp_local=1, gpus_needed=2, container="vllm")
@@ -217,7 +217,7 @@ def service(
 def review(pod: Any, svc: Any) -> dict[str, Any]:
     """The /mutate-pods answer to a Pod CREATE review of ``pod``."""
     request = {"uid": "u-1", "operation": "CREATE", "object": pod}
-    answer = asyncio.run(handlers.review_mutation_async(svc, {"request": request}))
+    answer = asyncio.run(admissionreview.review_mutation_async(svc, {"request": request}))
     response: dict[str, Any] = answer["response"]
     assert response["uid"] == "u-1"
     assert response["allowed"] is True  # the mutating webhook never denies

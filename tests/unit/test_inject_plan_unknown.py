@@ -171,7 +171,7 @@ def test_the_injection_is_counted_and_logged_as_plan_unknown(
         return value or 0.0
 
     before = count()
-    with caplog.at_level(logging.INFO, logger="preflight_operator.handlers.admission"):
+    with caplog.at_level(logging.INFO, logger="preflight_operator.webhook.admissionreview"):
         check_env(pod_running(STRACE, env=[{"name": "TP", "value": "2"}]))
     assert count() == before + 1
     assert any(

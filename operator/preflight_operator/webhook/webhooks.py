@@ -1,4 +1,4 @@
-"""What the admission webhooks decide, given an object (no kopf here; handlers/admission.py
+"""What the admission webhooks decide, given an object (no kopf here; webhook/admissionreview.py
 adapts these to kopf's admission handlers).
 
 Stateless per request: everything comes from the request, the policies (a reflector that

@@ -18,9 +18,9 @@ from typing import Any
 
 from preflight_operator.core import constants, provenance
 from preflight_operator.core.injection import Injection, already_injected, json_patch
-from preflight_operator.handlers.provenance import review_provenance_async
 from preflight_operator.runtime import metrics
 from preflight_operator.webhook.deadline import FallbackFn
+from preflight_operator.webhook.provenancereview import review_provenance_async
 from preflight_operator.webhook.webhooks import AdmissionService, Validation
 from preflight_operator.webhook.webhookserver import ReviewFn
 
