@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from preflight_operator.core.admission import decide, spec_changed
+from preflight_operator.core.admissiondecision import decide, spec_changed
 from preflight_operator.core.analysis import RulesAnalyser
 from preflight_operator.core.config import OperatorConfig, PolicySpec, WebhookConfig
 from preflight_operator.core.events import EventSpec

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from preflight_operator.core import rules
-from preflight_operator.core.admission import unchecked
+from preflight_operator.core.admissiondecision import unchecked
 from preflight_operator.core.analysis import RulesAnalyser
 from preflight_operator.core.config import OperatorConfig, PolicySpec
 from preflight_operator.core.policy import PolicyBook, ResolvedPolicy, parse_policy

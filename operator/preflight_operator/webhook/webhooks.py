@@ -17,7 +17,7 @@ from typing import Any
 from preflight_contract import actions
 from preflight_contract.reuse import Offer
 from preflight_operator.core import provenance
-from preflight_operator.core.admission import (
+from preflight_operator.core.admissiondecision import (
     ALLOW,
     AdmissionDecision,
     decide,
@@ -216,7 +216,7 @@ class AdmissionService:
     ) -> Validation:
         """The answer when the rules could not be run in time because the operator is
         overloaded (webhookserver.py's deadline): what the policy says of an object it
-        could not check, as for a manifest over the rules' budget (admission.unchecked):
+        could not check, as for a manifest over the rules' budget (admissiondecision.unchecked):
         never a silent admit under Enforce, which is what the API server's own timeout
         gave under failurePolicy Ignore (issue 23)."""
         prepared = self._prepare(body, old, operation)
