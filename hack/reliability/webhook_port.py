@@ -70,7 +70,7 @@ CHILD = r"""
 import asyncio, os, sys, time
 from pathlib import Path
 from preflight_operator.core.analysis import RulesAnalyser
-from preflight_operator.core.config import OperatorConfig
+from preflight_operator.core.operatorconfig import OperatorConfig
 from preflight_operator.webhook import admissionreview
 from preflight_operator.core.policy import PolicyBook
 from preflight_operator.runtime.rulesworker import isolate

@@ -14,7 +14,7 @@ import aiohttp
 from preflight_dev.testing.certs import CertificateAuthority
 from preflight_dev.testing.process import free_ports
 from preflight_operator.core.analysis import RulesAnalyser
-from preflight_operator.core.config import OperatorConfig
+from preflight_operator.core.operatorconfig import OperatorConfig
 from preflight_operator.core.policy import PolicyBook
 from preflight_operator.runtime import metrics
 from preflight_operator.webhook import admissionreview

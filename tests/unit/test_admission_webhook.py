@@ -13,8 +13,8 @@ import yaml
 
 from preflight_operator.core.admissiondecision import decide, spec_changed
 from preflight_operator.core.analysis import RulesAnalyser
-from preflight_operator.core.config import OperatorConfig, PolicySpec, WebhookConfig
 from preflight_operator.core.events import EventSpec
+from preflight_operator.core.operatorconfig import OperatorConfig, PolicySpec, WebhookConfig
 from preflight_operator.core.policy import PolicyBook, ResolvedPolicy, parse_policy
 from preflight_operator.core.rules.model import Finding
 from preflight_operator.core.static import StaticResult

@@ -6,7 +6,6 @@ import dataclasses
 import json
 from typing import Any
 
-from preflight_operator.core.config import PolicySpec
 from preflight_operator.core.gpuvalidation import (
     StatusInputs,
     build_status,
@@ -14,6 +13,7 @@ from preflight_operator.core.gpuvalidation import (
     merge_history,
     overall_status,
 )
+from preflight_operator.core.operatorconfig import PolicySpec
 from preflight_operator.core.planning import replacing_merge_patch, without_nulls
 from preflight_operator.core.podresults import PodResult
 from preflight_operator.core.policy import ResolvedPolicy

@@ -10,7 +10,7 @@ from typing import Any
 from preflight_contract.actions import AUDIT, ENFORCE, WARN
 from preflight_dev import localsetup
 from preflight_operator.core import constants, failclosed
-from preflight_operator.core.config import PolicySpec
+from preflight_operator.core.operatorconfig import PolicySpec
 from preflight_operator.core.policy import Policy, Requirement, Selector
 from preflight_operator.runtime.failclosed import FailClosedSync
 

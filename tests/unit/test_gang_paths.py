@@ -40,7 +40,7 @@ from test_webhook_workloadapi import Api  # the API server's answers by path, re
 
 from preflight_operator.core import constants
 from preflight_operator.core.analysis import RulesAnalyser
-from preflight_operator.core.config import OperatorConfig, PolicySpec
+from preflight_operator.core.operatorconfig import OperatorConfig, PolicySpec
 from preflight_operator.core.policy import PolicyBook
 from preflight_operator.core.rules import crdgroups, kinds
 from preflight_operator.core.rules.engine import check_objects

@@ -14,7 +14,6 @@ import pytest
 from preflight_check.options import parse_options
 from preflight_operator.core import constants
 from preflight_operator.core.analysis import RulesAnalyser, check_plan
-from preflight_operator.core.config import InjectionConfig, OperatorConfig, PolicySpec, Thresholds
 from preflight_operator.core.injection import (
     Injection,
     Skip,
@@ -22,6 +21,12 @@ from preflight_operator.core.injection import (
     plan_injection,
     runtime_skips,
     vllm_args_value,
+)
+from preflight_operator.core.operatorconfig import (
+    InjectionConfig,
+    OperatorConfig,
+    PolicySpec,
+    Thresholds,
 )
 from preflight_operator.core.policy import PolicyBook, parse_policy
 from preflight_operator.core.static import Plan

@@ -17,13 +17,13 @@ from preflight_check.options import parse_options
 from preflight_contract import envnames
 from preflight_operator.core import rules
 from preflight_operator.core.analysis import PLAN_UNKNOWN, injection_target
-from preflight_operator.core.config import InjectionConfig, PolicySpec
 from preflight_operator.core.injection import (
     Injection,
     Skip,
     plan_injection,
     plan_unknown_value,
 )
+from preflight_operator.core.operatorconfig import InjectionConfig, PolicySpec
 from preflight_operator.core.rules.model import Finding
 from preflight_operator.runtime import metrics
 

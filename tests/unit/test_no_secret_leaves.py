@@ -37,8 +37,8 @@ from preflight_dev.fakedriver.harness import fake_host, run_check
 from preflight_operator.cli import lint
 from preflight_operator.core import admissiondecision, constants, events
 from preflight_operator.core.analysis import RulesAnalyser
-from preflight_operator.core.config import PolicySpec
 from preflight_operator.core.gpuvalidation import StatusInputs, build_status
+from preflight_operator.core.operatorconfig import PolicySpec
 from preflight_operator.core.podresults import pod_result
 from preflight_operator.core.policy import ResolvedPolicy
 from preflight_operator.core.rules import redaction

@@ -11,7 +11,7 @@ import pytest
 
 from preflight_contract.check_ids import CHECKS
 from preflight_operator.core import nodefeedback as nf
-from preflight_operator.core.config import NodeAccess
+from preflight_operator.core.operatorconfig import NodeAccess
 from preflight_operator.core.podresults import Failure, PodResult
 from preflight_operator.core.verdictreuse import DeepPass
 from preflight_operator.runtime.api import Conflict, NotFound

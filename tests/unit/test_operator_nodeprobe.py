@@ -14,7 +14,7 @@ from preflight_contract.report import CheckResult, GPUEntry, Report
 from preflight_operator.core import constants
 from preflight_operator.core import nodefeedback as nf
 from preflight_operator.core import nodeprobe as probe
-from preflight_operator.core.config import ConfigError, ProbeSettings, parse_probe_settings
+from preflight_operator.core.operatorconfig import ConfigError, ProbeSettings, parse_probe_settings
 from preflight_operator.runtime.api import Conflict, NotFound
 from preflight_operator.runtime.nodeprobe import NodeProbes, ProbeImage
 

@@ -17,7 +17,7 @@ import yaml
 from preflight_operator.core import rules
 from preflight_operator.core.admissiondecision import unchecked
 from preflight_operator.core.analysis import RulesAnalyser
-from preflight_operator.core.config import OperatorConfig, PolicySpec
+from preflight_operator.core.operatorconfig import OperatorConfig, PolicySpec
 from preflight_operator.core.policy import PolicyBook, ResolvedPolicy, parse_policy
 from preflight_operator.core.workloads import WorkloadRef
 from preflight_operator.runtime.rulesworker import BudgetExceeded, RulesWorker, isolate
@@ -181,7 +181,7 @@ def test_a_worker_busy_in_the_rules_dies_with_a_sigkilled_operator(tmp_path: Pat
     script = f"""
 import sys, threading, time
 sys.path[:0] = {sys.path!r}
-from preflight_operator.core.config import PolicySpec
+from preflight_operator.core.operatorconfig import PolicySpec
 from preflight_operator.runtime.rulesworker import RulesWorker
 import yaml
 worker = RulesWorker(entry={CHILD!r}, budget=600)

@@ -15,7 +15,7 @@ from test_operator_controller import NS, FakeApi, controller, deployment, run, s
 
 from preflight_contract import actions
 from preflight_operator.core.analysis import RulesAnalyser
-from preflight_operator.core.config import PolicySpec
+from preflight_operator.core.operatorconfig import PolicySpec
 from preflight_operator.core.policy import ResolvedPolicy
 from preflight_operator.core.policyaudit import (
     PolicyAudit,

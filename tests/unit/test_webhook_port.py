@@ -36,8 +36,8 @@ import yaml
 from preflight_dev.testing.certs import CertificateAuthority
 from preflight_dev.testing.process import free_ports
 from preflight_operator.core.analysis import RulesAnalyser
-from preflight_operator.core.config import OperatorConfig, PolicySpec
 from preflight_operator.core.events import EventSpec
+from preflight_operator.core.operatorconfig import OperatorConfig, PolicySpec
 from preflight_operator.core.policy import PolicyBook
 from preflight_operator.runtime import metrics
 from preflight_operator.webhook import admissionreview, webhookserver

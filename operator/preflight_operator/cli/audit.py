@@ -49,8 +49,8 @@ from preflight_operator.cli.plugin_common import (
 from preflight_operator.core import constants
 from preflight_operator.core.admissiondecision import decide
 from preflight_operator.core.analysis import rules_policy, to_static
-from preflight_operator.core.config import PolicySpec
 from preflight_operator.core.injection import opted_out
+from preflight_operator.core.operatorconfig import PolicySpec
 from preflight_operator.core.policy import Policy, parse_policy
 from preflight_operator.core.policyaudit import ADMIT, DENY, WARN, answer_of
 from preflight_operator.core.rules import FAIL, NO_LOOKUP, UNJUDGED, ContainerResult

@@ -25,8 +25,8 @@ from typing import Any
 from preflight_contract.actions import ENFORCE
 from preflight_operator.core.admissiondecision import finding_action
 from preflight_operator.core.analysis import rules_policy
-from preflight_operator.core.config import PolicySpec
 from preflight_operator.core.constants import GROUP, POLICY_KIND
+from preflight_operator.core.operatorconfig import PolicySpec
 from preflight_operator.core.policy import (
     DEFAULT_POLICY_NAME,
     Policy,

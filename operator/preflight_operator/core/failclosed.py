@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from preflight_contract.actions import ENFORCE
-from preflight_operator.core.config import PolicySpec
+from preflight_operator.core.operatorconfig import PolicySpec
 from preflight_operator.core.policy import Policy
 
 ENFORCE_ENTRY = "enforce.validate.vllm-preflight.io"

@@ -30,8 +30,8 @@ from preflight_contract.modelsource import model_writers_value
 from preflight_contract.redact import secret_env_names
 from preflight_contract.reuse import Offer, format_offers, plan_shape
 from preflight_operator.core import constants
-from preflight_operator.core.config import InjectionConfig, PolicySpec
 from preflight_operator.core.kthenaplace import KthenaPlace, kthena_place
+from preflight_operator.core.operatorconfig import InjectionConfig, PolicySpec
 from preflight_operator.core.rules.groups import (
     COMPLETION_INDEX,
     JOBSET_COORDINATOR,

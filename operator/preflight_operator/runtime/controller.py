@@ -17,9 +17,9 @@ from typing import Any
 
 from preflight_operator.core import constants
 from preflight_operator.core.analysis import Analyser
-from preflight_operator.core.config import OperatorConfig
 from preflight_operator.core.events import now_rfc3339
 from preflight_operator.core.loadtime import LoadSample
+from preflight_operator.core.operatorconfig import OperatorConfig
 from preflight_operator.core.podresults import PodResult, pod_result, unschedulable
 from preflight_operator.core.policy import ResolvedPolicy
 from preflight_operator.core.static import StaticResult

@@ -24,7 +24,7 @@ import logging
 from collections.abc import Callable, Sequence
 
 from preflight_operator.core import failclosed
-from preflight_operator.core.config import PolicySpec
+from preflight_operator.core.operatorconfig import PolicySpec
 from preflight_operator.core.policy import Policy
 from preflight_operator.runtime.api import API_ERRORS, KubeApi
 

@@ -24,12 +24,6 @@ from collections.abc import Callable
 from prometheus_client import Counter, Gauge
 
 from preflight_operator.core import apinames
-from preflight_operator.core.config import (
-    DEFAULT_PROBE_SETTINGS,
-    NODES_GRANTED,
-    NodeAccess,
-    ProbeSettings,
-)
 from preflight_operator.core.nodefeedback import (
     STRATEGIC_MERGE_PATCH,
     Finding,
@@ -42,6 +36,12 @@ from preflight_operator.core.nodefeedback import (
     node_gpus,
     node_patch,
     read_record,
+)
+from preflight_operator.core.operatorconfig import (
+    DEFAULT_PROBE_SETTINGS,
+    NODES_GRANTED,
+    NodeAccess,
+    ProbeSettings,
 )
 from preflight_operator.core.verdictreuse import (
     DeepPass,

@@ -28,7 +28,6 @@ from collections.abc import Callable
 from prometheus_client import Counter
 
 from preflight_operator.core import apinames
-from preflight_operator.core.config import DEFAULT_PROBE_SETTINGS, ProbeSettings
 from preflight_operator.core.nodefeedback import Finding, Levels
 from preflight_operator.core.nodeprobe import (
     SELECTOR,
@@ -38,6 +37,7 @@ from preflight_operator.core.nodeprobe import (
     read_probe,
     valid_node_name,
 )
+from preflight_operator.core.operatorconfig import DEFAULT_PROBE_SETTINGS, ProbeSettings
 from preflight_operator.runtime import metrics
 from preflight_operator.runtime.api import API_ERRORS, Conflict, KubeApi, NotFound
 

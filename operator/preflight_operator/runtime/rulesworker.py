@@ -52,7 +52,7 @@ from preflight_operator.core.analysis import (
     out_of_memory,
     to_static,
 )
-from preflight_operator.core.config import OperatorConfig, PolicySpec
+from preflight_operator.core.operatorconfig import OperatorConfig, PolicySpec
 from preflight_operator.core.rules import boundedyaml
 from preflight_operator.core.static import StaticResult
 

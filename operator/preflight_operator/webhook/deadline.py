@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from preflight_operator.core import constants
-from preflight_operator.core.config import WebhookConfig
+from preflight_operator.core.operatorconfig import WebhookConfig
 from preflight_operator.runtime import metrics
 
 logger = logging.getLogger(__name__)

@@ -32,7 +32,6 @@ from preflight_operator.core.analysis import (
     ray_worker_target,
     target_off_loop,
 )
-from preflight_operator.core.config import OperatorConfig
 from preflight_operator.core.events import denied_event
 from preflight_operator.core.injection import (
     JOBSET_UID,
@@ -46,6 +45,7 @@ from preflight_operator.core.injection import (
     ray_role,
     runs_own_share,
 )
+from preflight_operator.core.operatorconfig import OperatorConfig
 from preflight_operator.core.policy import PolicyBook, ResolvedPolicy
 from preflight_operator.core.static import StaticResult
 from preflight_operator.core.verdictreuse import DeepPass, offers

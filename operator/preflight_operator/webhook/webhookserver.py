@@ -60,8 +60,8 @@ from typing import Any
 import aiohttp.web
 
 from preflight_contract import safejson
-from preflight_operator.core.config import WebhookConfig
 from preflight_operator.core.decoding import decode_review
+from preflight_operator.core.operatorconfig import WebhookConfig
 from preflight_operator.runtime import metrics
 from preflight_operator.webhook.connections import (
     Connection,

@@ -68,7 +68,6 @@ from preflight_operator.core.rules.certainty import (
 )
 from preflight_operator.core.rules.checks.service import injects_links, link_prefix
 from preflight_operator.core.rules.command import Invocation, Unparsed, find_invocation
-from preflight_operator.core.rules.config import ConfigResolver
 from preflight_operator.core.rules.context import ContainerContext
 from preflight_operator.core.rules.discovery import (
     CLUSTER_SCOPED,
@@ -98,6 +97,7 @@ from preflight_operator.core.rules.registry import REGISTRY, declare
 from preflight_operator.core.rules.resources import gpu_resources
 from preflight_operator.core.rules.spread import with_ray_workers
 from preflight_operator.core.rules.template import meta, running_containers
+from preflight_operator.core.rules.vllmconfigfile import ConfigResolver
 
 COMMAND_UNPARSED = declare(
     "vllm-command-unparsed",
