@@ -27,7 +27,7 @@ import kopf
 
 from preflight_operator.runtime.controller import Controller
 from preflight_operator.runtime.elector import LeaderElector
-from preflight_operator.runtime.failclosed import FailClosedSync
+from preflight_operator.runtime.failclosedsync import FailClosedSync
 from preflight_operator.runtime.options import RunOptions
 from preflight_operator.runtime.rulesworker import RulesPool, isolate
 from preflight_operator.runtime.watches import Watches
@@ -94,7 +94,7 @@ def register(registry: kopf.OperatorRegistry, options: RunOptions) -> None:
             health.serving()
         memo.tasks = [asyncio.get_running_loop().create_task(server.watch_certificates())]
         if options.webhook_configuration:
-            # the Fail entry's namespaces under Enforce (runtime/failclosed.py)
+            # the Fail entry's namespaces under Enforce (runtime/failclosedsync.py)
             sync = FailClosedSync(
                 controller.api,
                 options.webhook_configuration,

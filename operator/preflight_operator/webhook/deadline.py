@@ -73,7 +73,7 @@ def failure_answers(config: WebhookConfig) -> dict[str, FailureAnswer]:
         constants.VALIDATE_WEBHOOK_ID: FailureAnswer(
             config.validating_failure_policy, config.validating_timeout_seconds
         ),
-        # the entry for namespaces under Enforce (failclosed.py): always Fail
+        # the entry for namespaces under Enforce (failclosedscope.py): always Fail
         constants.VALIDATE_ENFORCE_WEBHOOK_ID: FailureAnswer(
             "Fail", config.validating_timeout_seconds
         ),

@@ -1,5 +1,5 @@
 """Which namespaces are under Enforce, and the patch that keeps the fail-closed webhook
-entry in step with them (pure; runtime/failclosed.py reads and writes).
+entry in step with them (pure; runtime/failclosedsync.py reads and writes).
 
 Why (issue 34): with the chart's ``failurePolicy: Ignore`` an Enforce policy held only
 while every replica answered in time. Two pods holding the webhook port's connections, or
