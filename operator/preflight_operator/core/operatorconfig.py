@@ -222,7 +222,7 @@ class OperatorConfig:
     node_access: NodeAccess = NODES_GRANTED
     workload_patch: WorkloadPatch = WorkloadPatch()
     node_probe: ProbeSettings = DEFAULT_PROBE_SETTINGS
-    # the release namespace: the operator's own probe pods run there (nodeprobe.py)
+    # the release namespace: the operator's own probe pods run there (nodeprobepod.py)
     release_namespace: str = ""
 
     def with_release_namespace(self, namespace: str | None) -> OperatorConfig:

@@ -47,7 +47,7 @@ from preflight_operator.runtime.api import (
 from preflight_operator.runtime.eventsink import EventSink
 from preflight_operator.runtime.listing import WorkloadLister
 from preflight_operator.runtime.nodehealth import NodeFeedback
-from preflight_operator.runtime.nodeprobe import ProbeImage
+from preflight_operator.runtime.nodeproberunner import ProbeImage
 from preflight_operator.runtime.ownership import Ownership
 from preflight_operator.runtime.podfeed import PodFeed
 from preflight_operator.runtime.policies import PolicyWatch
@@ -99,7 +99,7 @@ class Controller:
         # Reconciles write only while this replica holds the Lease (writegate.py,
         # elector.py); keys met while following wait until it leads (workers.py).
         self.gate = gate or WriteGate(identity, standalone=True)
-        # node feedback acts on the operator's own probe only (nodeprobe.py), in its own
+        # node feedback acts on the operator's own probe only (nodeprobepod.py), in its own
         # namespace with the chart's check image
         probe = ProbeImage(
             namespace=config.release_namespace or "default",

@@ -1,4 +1,4 @@
-"""The operator's own probe of a node, the calls (issue 34; core/nodeprobe.py says why and
+"""The operator's own probe of a node, the calls (issue 34; core/nodeprobepod.py says why and
 builds the pod).
 
 A tenant's report only *requests* a probe (:meth:`NodeProbes.request`, with the levels of
@@ -29,7 +29,7 @@ from prometheus_client import Counter
 
 from preflight_operator.core import apinames
 from preflight_operator.core.nodefeedback import Finding, Levels
-from preflight_operator.core.nodeprobe import (
+from preflight_operator.core.nodeprobepod import (
     SELECTOR,
     Verdict,
     probe_name,
