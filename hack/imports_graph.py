@@ -110,7 +110,7 @@ LABELS = {
     "op_cli": "cli/<br/>lint, kubectl plugin, installer",
     "op_webhook": "webhook/<br/>server, admission service",
     "op_runtime": "runtime/<br/>api, watches, controller, queue, ...",
-    "op_core": "core/<br/>planning, injection, policy, store, ...",
+    "op_core": "core/<br/>reconcilesteps, injection, policy, store, ...",
     "tests_root": "tests/conftest.py",
     "harness_root": "preflight_dev",
 }
