@@ -104,7 +104,7 @@ LABELS = {
     "check_driver": "preflight_check.driver<br/>ctypes libcuda + NVML",
     "contract_pkg": "preflight_contract<br/>report, verdicts, actions, env, check_ids,<br/>"
     "vllm_args, modelfacts, modelsource",
-    "rules": "preflight_operator.core.rules<br/>engine, kinds, registry, model, ...",
+    "rules": "preflight_operator.core.rules<br/>engine, kinds, registry, vocabulary, ...",
     "rules_checks": "preflight_operator.core.rules.checks",
     "op_app": "main.py + handlers/<br/>kopf life cycle, wiring",
     "op_cli": "cli/<br/>lint, kubectl plugin, installer",

@@ -16,7 +16,7 @@ from preflight_operator.core.analysis import RulesAnalyser
 from preflight_operator.core.events import EventSpec
 from preflight_operator.core.operatorconfig import OperatorConfig, PolicySpec, WebhookConfig
 from preflight_operator.core.policy import PolicyBook, ResolvedPolicy, parse_policy
-from preflight_operator.core.rules.model import Finding
+from preflight_operator.core.rules.vocabulary import Finding
 from preflight_operator.core.static import StaticResult
 from preflight_operator.core.workloads import WorkloadRef
 from preflight_operator.runtime import metrics

@@ -17,7 +17,7 @@ from preflight_operator.core.operatorconfig import PolicySpec
 from preflight_operator.core.podresults import PodResult
 from preflight_operator.core.policy import ResolvedPolicy
 from preflight_operator.core.reconcilesteps import replacing_merge_patch, without_nulls
-from preflight_operator.core.rules.model import Finding
+from preflight_operator.core.rules.vocabulary import Finding
 from preflight_operator.core.static import Plan, StaticResult
 from preflight_operator.core.store import StoredValidation
 from preflight_operator.core.workloads import WorkloadRef

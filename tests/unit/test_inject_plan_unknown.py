@@ -24,7 +24,7 @@ from preflight_operator.core.injection import (
     plan_unknown_value,
 )
 from preflight_operator.core.operatorconfig import InjectionConfig, PolicySpec
-from preflight_operator.core.rules.model import Finding
+from preflight_operator.core.rules.vocabulary import Finding
 from preflight_operator.runtime import metrics
 
 # a launcher the rules name as unread (its process count is in a config file): strace,

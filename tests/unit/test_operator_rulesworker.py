@@ -112,7 +112,7 @@ def test_a_memory_error_inside_the_rules_counts_as_over_budget() -> None:
     """The rules engine turns a crash into a rules-internal-error finding; a MemoryError
     so reported is the memory budget, not a verdict."""
     from preflight_operator.core.analysis import out_of_memory
-    from preflight_operator.core.rules.model import ContainerResult, Finding
+    from preflight_operator.core.rules.vocabulary import ContainerResult, Finding
 
     def result(message: str) -> Any:
         finding = Finding("rules-internal-error", "warn", message, "spec", "report it")

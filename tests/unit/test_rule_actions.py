@@ -17,7 +17,7 @@ from preflight_operator.core.operatorconfig import ConfigError, PolicySpec, pars
 from preflight_operator.core.policy import ResolvedPolicy, parse_policy, policy_status
 from preflight_operator.core.rules import RULE_INFO
 from preflight_operator.core.rules.certainty import HEURISTIC
-from preflight_operator.core.rules.model import Finding
+from preflight_operator.core.rules.vocabulary import Finding
 from preflight_operator.core.static import StaticResult
 from preflight_operator.core.workloads import WorkloadRef
 

@@ -53,8 +53,8 @@ from preflight_operator.core.rules import (
 )
 from preflight_operator.core.rules.embedded import object_runs_vllm
 from preflight_operator.core.rules.kinds import kind_spec
-from preflight_operator.core.rules.model import NO_LOOKUP, ClusterLookup
 from preflight_operator.core.rules.quantity import parse_quantity
+from preflight_operator.core.rules.vocabulary import NO_LOOKUP, ClusterLookup
 
 EXIT_OK = 0
 EXIT_FAILED = 1

@@ -18,9 +18,9 @@ from preflight_operator.core import rules
 from preflight_operator.core.injection import LWS_NAME_LABEL, ray_role
 from preflight_operator.core.operatorconfig import PolicySpec
 from preflight_operator.core.rules.accelerators import CUDA
-from preflight_operator.core.rules.model import Finding
 from preflight_operator.core.rules.quantity import parse_quantity
 from preflight_operator.core.rules.resources import nvidia_gpus
+from preflight_operator.core.rules.vocabulary import Finding
 from preflight_operator.core.static import (
     NOT_VLLM,
     Plan,

@@ -20,8 +20,8 @@ import yaml
 
 from preflight_contract.actions import ACTIONS, ENFORCE
 from preflight_operator.core import constants
-from preflight_operator.core.rules.model import RULE_ALIASES
 from preflight_operator.core.rules.registry import RULE_INFO
+from preflight_operator.core.rules.vocabulary import RULE_ALIASES
 
 TIERS = ("fast", "deep")
 ON_RUNTIME_FAILURE = ("None", "PauseRollout", "ScaleToZero")

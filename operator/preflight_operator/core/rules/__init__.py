@@ -27,7 +27,9 @@ Every rule id, the vLLM symptom it prevents and the fix are in docs/RULES.md.
 
 from preflight_contract.verdicts import FAIL, INFO, PASS, WARN
 from preflight_operator.core.rules.engine import check_object, check_objects
-from preflight_operator.core.rules.model import (
+from preflight_operator.core.rules.recognition import recognise
+from preflight_operator.core.rules.registry import RULE_INFO
+from preflight_operator.core.rules.vocabulary import (
     DEFAULT_POLICY,
     DEFAULT_SHM_MIN_BYTES,
     NO_LOOKUP,
@@ -41,8 +43,6 @@ from preflight_operator.core.rules.model import (
     RuleInfo,
     results_document,
 )
-from preflight_operator.core.rules.recognition import recognise
-from preflight_operator.core.rules.registry import RULE_INFO
 
 __all__ = [
     "DEFAULT_POLICY",

@@ -78,14 +78,6 @@ from preflight_operator.core.rules.discovery import (
 from preflight_operator.core.rules.embedded import object_runs_vllm
 from preflight_operator.core.rules.kinds import kind_spec
 from preflight_operator.core.rules.kubeenv import ContainerEnv, build_env, unknown_marker
-from preflight_operator.core.rules.model import (
-    DEFAULT_POLICY,
-    NO_LOOKUP,
-    ClusterLookup,
-    ContainerResult,
-    Finding,
-    Policy,
-)
 from preflight_operator.core.rules.recognition import (
     ENTRYPOINT,
     Signal,
@@ -98,6 +90,14 @@ from preflight_operator.core.rules.resources import gpu_resources
 from preflight_operator.core.rules.spread import with_ray_workers
 from preflight_operator.core.rules.template import meta, running_containers
 from preflight_operator.core.rules.vllmconfigfile import ConfigResolver
+from preflight_operator.core.rules.vocabulary import (
+    DEFAULT_POLICY,
+    NO_LOOKUP,
+    ClusterLookup,
+    ContainerResult,
+    Finding,
+    Policy,
+)
 
 COMMAND_UNPARSED = declare(
     "vllm-command-unparsed",

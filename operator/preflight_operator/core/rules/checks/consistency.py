@@ -93,12 +93,12 @@ from preflight_operator.core.rules.command import Invocation, find_invocation
 from preflight_operator.core.rules.context import ContainerContext
 from preflight_operator.core.rules.inputs import plan_input
 from preflight_operator.core.rules.kubeenv import ContainerEnv, build_env, display, has_unknown
-from preflight_operator.core.rules.model import Finding, Policy
 from preflight_operator.core.rules.registry import RULE_INFO, declare, register
 from preflight_operator.core.rules.resources import gpu_resources
 from preflight_operator.core.rules.shrun import literal_references
 from preflight_operator.core.rules.template import PodTemplate, running_containers
 from preflight_operator.core.rules.vllmconfigfile import ConfigResolver
+from preflight_operator.core.rules.vocabulary import Finding, Policy
 
 ARG_DEFAULT = declare(
     "lws-args-default",
