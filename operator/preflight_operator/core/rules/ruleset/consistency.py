@@ -36,7 +36,7 @@ waits there until the timeout, "PyTorch's default timeout is used (600s for NCCL
 `data_parallel_rpc_port` 29550). The rules read the worker template's container with the
 engine's own parser (`find_invocation` after `build_env` with `LWS_WORKER_INDEX` set to 1,
 2 and `size - 1`, then `parse_vllm_args`) and compare it with the leader's
-(`operator/preflight_operator/core/rules/checks/consistency.py`). The leader's container reports
+(`operator/preflight_operator/core/rules/ruleset/consistency.py`). The leader's container reports
 each finding; its field is the leader's path and the message gives the worker's.
 
 | shape | compared |
