@@ -50,7 +50,7 @@ from preflight_operator.runtime.nodehealth import NodeFeedback
 from preflight_operator.runtime.nodeproberunner import ProbeImage
 from preflight_operator.runtime.ownership import Ownership
 from preflight_operator.runtime.podfeed import PodFeed
-from preflight_operator.runtime.policies import PolicyWatch
+from preflight_operator.runtime.policywatch import PolicyWatch
 from preflight_operator.runtime.reconciler import Reconciler
 from preflight_operator.runtime.reflector import Reflector
 from preflight_operator.runtime.scope import NamespaceScope
@@ -140,7 +140,7 @@ class Controller:
         for reflector in self.context_reflectors:
             reflector.subscribe(self.context_changed)
         self.workers = ReconcileWorkers(self.store, reconciler, self.gate, clock=clock)
-        # The PreflightPolicies: resolved for each workload, statuses written (policies.py).
+        # The PreflightPolicies: resolved for each workload, statuses written (policywatch.py).
         self.policy_watch = PolicyWatch(
             api, self.events, allowed=self.gate.allows, spawn=self._spawn, now=now,
             said_otherwise=self.context_changed, audit=partial(podfeed.audit, self.store),
