@@ -40,10 +40,10 @@ from preflight_operator.core.rules import (
     WARN,
     ClusterLookup,
     ContainerResult,
+    Finding,
     check_objects,
 )
 from preflight_operator.core.rules import Policy as RulesPolicy
-from preflight_operator.core.rules.vocabulary import Finding
 
 # --fail-on: what makes lint exit 1. "deny" (the default): a failure admission would deny
 # under the policy (without --policy, the default Enforce policy: lint's behaviour before

@@ -64,8 +64,8 @@ from preflight_operator.core.rules import (
     UNJUDGED,
     ContainerResult,
     RuleInfo,
+    action_for,
 )
-from preflight_operator.core.rules.registry import action_for
 
 if TYPE_CHECKING:
     from preflight_operator.cli.manifests import Problem, Source

@@ -32,18 +32,19 @@ from preflight_contract.reuse import Offer, format_offers, plan_shape
 from preflight_operator.core import constants
 from preflight_operator.core.kthenaplace import KthenaPlace, kthena_place
 from preflight_operator.core.operatorconfig import InjectionConfig, PolicySpec
-from preflight_operator.core.rules.groups import (
+from preflight_operator.core.rules import (
     COMPLETION_INDEX,
     JOBSET_COORDINATOR,
     JOBSET_JOB_INDEX,
     JOBSET_NAME,
     JOBSET_RJOB,
+    RAY_HEAD,
+    RAY_MEMBER,
+    has_unknown,
+    nvidia_gpus,
+    ray_start,
+    unknown_names,
 )
-from preflight_operator.core.rules.kubeenv import has_unknown, unknown_names
-from preflight_operator.core.rules.resources import nvidia_gpus
-from preflight_operator.core.rules.spread import HEAD as RAY_HEAD
-from preflight_operator.core.rules.spread import MEMBER as RAY_MEMBER
-from preflight_operator.core.rules.spread import ray_start
 from preflight_operator.core.static import Plan
 
 SHM_PATH = "/dev/shm"

@@ -20,8 +20,7 @@ import yaml
 
 from preflight_contract.actions import ACTIONS, ENFORCE
 from preflight_operator.core import constants
-from preflight_operator.core.rules.registry import RULE_INFO
-from preflight_operator.core.rules.vocabulary import RULE_ALIASES
+from preflight_operator.core.rules import RULE_ALIASES, RULE_INFO
 
 TIERS = ("fast", "deep")
 ON_RUNTIME_FAILURE = ("None", "PauseRollout", "ScaleToZero")
