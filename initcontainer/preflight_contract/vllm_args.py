@@ -352,8 +352,19 @@ class ParallelPlan:
 
     @property
     def gpus_needed(self) -> int:
-        """GPUs this pod (node) must see."""
+        """GPUs this pod (node) must see: DP-local x world size over the nodes one replica
+        spans (vLLM 0.33.0: ``local_world_size = world_size // nnodes_within_dp`` per
+        engine, 0 where a replica spans more nodes than it has ranks). The
+        only place the product computes it: the rules' context, the checker's ``Plan``
+        (a subclass) and the operator's status take it from here (issue 37)."""
         return max(0, self.dp_local * self.world_size // self.nodes_per_replica)
+
+    def group_gpus(self, engines: int = 1) -> int:
+        """GPUs of every rank of ``engines`` engines when Ray places them over a group of
+        pods: every DP rank with Ray's DP backend (one engine spans the group), else the
+        DP ranks each engine's pod runs."""
+        dp = self.dp if self.data_parallel_backend == "ray" else self.dp_local
+        return self.world_size * dp * max(1, engines)
 
     @property
     def uses_ray(self) -> bool:
