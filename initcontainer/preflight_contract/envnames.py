@@ -73,7 +73,7 @@ DEEP_REUSE = "PREFLIGHT_DEEP_REUSE"
 SOCKET_FALLBACK = "PREFLIGHT_SOCKET_FALLBACK"
 # The pod's init containers (native sidecars too) that can write the volume the model is
 # read from: they run after the check, so its copy there is not final (comma-separated
-# container names; preflight_contract/modelsource.py parse_model_writers)
+# container names; preflight_contract/modelsource/writers.py parse_model_writers)
 MODEL_WRITERS = "PREFLIGHT_MODEL_WRITERS"
 # The vLLM container's env variables whose values come from a Secret (env valueFrom
 # secretKeyRef; ``PREFIX*`` for an envFrom Secret, whose keys the injector cannot list):

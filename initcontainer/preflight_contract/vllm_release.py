@@ -1,5 +1,5 @@
 """Where a vLLM release sits in the generated per-release tables (vllm_versions.py), for
-the static rules (operator core/rules/vllmversion.py) and the model rules (modelfacts.py),
+the static rules (operator core/rules/vllmversion.py) and the model rules (modelfacts/),
 which both judge by a release. Standard library only.
 
 A table maps a name to the ranges ``(first, last)`` of ``RELEASES`` in which it holds. A

@@ -20,7 +20,7 @@ from preflight_contract.vllm_args import ParallelPlan, parse_vllm_args
 
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCT = (ROOT / "operator" / "preflight_operator", ROOT / "initcontainer")
-ONLY = "preflight_contract/vllm_args.py:ParallelPlan"
+ONLY = "preflight_contract/vllm_args/results.py:ParallelPlan"
 
 
 def definitions(roots: tuple[Path, ...], word: str = "gpus") -> list[str]:
