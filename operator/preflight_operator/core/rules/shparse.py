@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar, Union
 
-from preflight_operator.core.rules.shell import _skip_backquote, _skip_group, _Unbalanced
+from preflight_operator.core.rules.shscan import Unbalanced, skip_backquote, skip_group
 
 MAX_NESTING = 60
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -299,7 +299,7 @@ class Lexer:
                 if piece is None:
                     break
                 parts.extend(piece)
-        except _Unbalanced:
+        except Unbalanced:
             raise ShellSyntax("an unbalanced $(, ${ or backquote") from None
         if parts and parts[0].kind == "array":
             return self._array(parts[1:])
@@ -314,7 +314,7 @@ class Lexer:
             return None
         if ch in _OPERATOR_CHARS:
             if self._process_substitution():
-                end = _skip_group(text, i + 2, "(", ")")
+                end = skip_group(text, i + 2, "(", ")")
                 self.i = end
                 return [Part("unknown", text[i:end], False)]
             if ch == "(" and self.bash and _array_open(parts):
@@ -335,7 +335,7 @@ class Lexer:
         if ch == "$":
             return [self._dollar(quoted=False)]
         if ch == "`":
-            self.i = _skip_backquote(text, i + 1)
+            self.i = skip_backquote(text, i + 1)
             return [Part("unknown", text[i : self.i], False)]
         end = i + 1
         while end < n and text[end] not in _WORD_STOP:
@@ -409,7 +409,7 @@ class Lexer:
                 parts.append(self._dollar(quoted=True))
             elif ch == "`":
                 flush()
-                close = _skip_backquote(text, self.i + 1)
+                close = skip_backquote(text, self.i + 1)
                 parts.append(Part("unknown", text[self.i : close], True))
                 self.i = close
             else:
@@ -434,7 +434,7 @@ class Lexer:
         text, i = self.text, self.i
         nxt = text[i + 1] if i + 1 < len(text) else ""
         if nxt in "({":
-            end = _skip_group(text, i + 2, nxt, ")" if nxt == "(" else "}")
+            end = skip_group(text, i + 2, nxt, ")" if nxt == "(" else "}")
             self.i = end
             return Part("param", text[i:end], quoted)
         if nxt == "'" and not quoted:  # $'...': ANSI-C in bash (and a bash /bin/sh)
@@ -506,7 +506,6 @@ def _skip_arith_command(text: str, i: int) -> int:
 # -- parser -----------------------------------------------------------------------------------
 
 _LIST_END = frozenset(("then", "else", "elif", "fi", "do", "done", "esac", "}"))
-_RESERVED = _LIST_END | frozenset(("if", "case", "while", "until", "for", "{", "!", "function"))
 _UNSUPPORTED = frozenset(("select", "coproc"))
 
 
@@ -695,7 +694,7 @@ class Parser:
                 continue
             if token.kind != "word" or token.word is None:
                 break
-            if not words and _is_assignment_word(token.word):
+            if not words and is_assignment_word(token.word):
                 assigns.append(token.word)
             else:
                 words.append(token.word)
@@ -812,7 +811,7 @@ Parser._COMPOUND = {
 }
 
 
-def _is_assignment_word(word: Word) -> bool:
+def is_assignment_word(word: Word) -> bool:
     first = word.parts[0] if word.parts else None
     if first is None or first.kind != "lit" or first.quoted:
         return False
@@ -826,7 +825,7 @@ def heredoc_word(body: str) -> Word:
     lexer = Lexer(body.replace('"', "\x01"), True)
     try:
         parts = lexer._double_parts(end=None)
-    except _Unbalanced:
+    except Unbalanced:
         raise ShellSyntax("an unbalanced $(, ${ or backquote in a here-document") from None
     return Word(tuple(Part(p.kind, p.text.replace("\x01", '"'), True) for p in parts))
 
@@ -835,6 +834,6 @@ def parse(script: str, bash: bool = True) -> CommandList:
     """The script's syntax tree; ShellSyntax when it does not parse."""
     try:
         tokens = Lexer(script, bash).tokens()
-    except _Unbalanced:
+    except Unbalanced:
         raise ShellSyntax("an unbalanced $(, ${ or backquote") from None
     return Parser(tokens, bash).program()

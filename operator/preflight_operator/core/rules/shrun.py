@@ -51,7 +51,7 @@ from preflight_operator.core.rules.shparse import (
     ShellSyntax,
     Simple,
     Word,
-    _is_assignment_word,
+    is_assignment_word,
     parse,
 )
 
@@ -618,12 +618,12 @@ class Commands:
                 if any(c in literal for c in "inAlu"):
                     for w in args:  # -i, -A, -l, -u change values: not modelled (-a
                         # is an indexed array: NAME=(...) as without it)
-                        if _is_assignment_word(w):
+                        if is_assignment_word(w):
                             name = w.parts[0].text.split("=")[0]
                             self.r.state.vars[name] = shell_unknown(name)
                     return None
                 continue
-            if _is_assignment_word(word):
+            if is_assignment_word(word):
                 name, value, items = self._assignment(word)
                 self._set(name, value, export, items)
             else:
