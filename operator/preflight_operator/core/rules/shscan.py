@@ -2,7 +2,7 @@
 command, a double-quoted string (quotes and nested groups inside are skipped), or
 Unbalanced when it has no end.
 
-The one scanner of the rules' shell reader, under public names: the lexer (shparse.py)
+The one scanner of the rules' shell reader, under public names: the lexer (shlexer.py)
 and the word expansion (shell.py) both find the end of a part with it.
 """
 
