@@ -31,9 +31,6 @@ class Doubt:
     reason: str
 
 
-Event = "Found | Doubt"
-
-
 @dataclass
 class State:
     vars: dict[str, str] = field(default_factory=dict)
