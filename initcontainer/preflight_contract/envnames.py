@@ -1,8 +1,9 @@
 """The ``PREFLIGHT_*`` environment of the preflight-check container, named once.
 
-The operator's injector (preflight_operator/core/injection.py) writes these into the injected
-init container from the workload's plan and the PreflightPolicy; the checker
-(preflight_check/options.py, group.py) reads them, with the same meaning as its flags.
+The operator's injector (preflight_operator/core/injection.py and its inject_*.py parts)
+writes these into the injected init container from the workload's plan and the
+PreflightPolicy; the checker (preflight_check/options.py, group.py) reads them, with the
+same meaning as its flags.
 ``ORIGIN`` says, for the fix of a bad value, where the injector took each one from.
 """
 
@@ -83,7 +84,7 @@ SECRET_ENV = "PREFLIGHT_SECRET_ENV"
 # The checker's own: the request its group all-reduce child reads (never injected).
 GROUP_ALLREDUCE = "PREFLIGHT_GROUP_ALLREDUCE"
 
-# Every name the injector may set (tests/unit/test_contract.py holds it to injection.py).
+# Every name the injector may set (tests/unit/test_contract.py holds it to inject*.py).
 INJECTED: FrozenSet[str] = frozenset(
     {
         TP,

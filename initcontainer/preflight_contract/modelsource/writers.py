@@ -19,7 +19,7 @@ from preflight_contract.modelsource.directory_check import READY_FAIL, READY_WAR
 # writable (a downloader: `aws s3 sync`, `gsutil rsync`, `huggingface-cli download`, a copy
 # from a PVC; a native sidecar too) runs after it and may still add or finish the files:
 # what the check sees there is not the copy vLLM will load. The injector names those
-# containers (preflight_operator/core/injection.py model_writers).
+# containers (preflight_operator/core/inject_models.py model_writers).
 
 # A container's name: an RFC 1123 label, the API server's rule for every container.
 _CONTAINER_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
