@@ -15,6 +15,7 @@ import sys
 from typing import Dict, List, Mapping, Optional, Tuple
 
 from preflight_check.facts import PreloadFacts, RuntimeRequirement, ShmFacts
+from preflight_contract import vllm_release
 
 _TORCH_CUDA = re.compile(r"^cuda\s*(?::[^=]*)?=\s*['\"]([0-9]+)\.([0-9]+)", re.MULTILINE)
 _TORCH_CUDA_NONE = re.compile(r"^cuda\s*(?::[^=]*)?=\s*None", re.MULTILINE)
@@ -40,9 +41,6 @@ def _parse_version(text: str) -> Optional[Tuple[int, int]]:
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
-_DIST_VERSION = re.compile(r"^[0-9A-Za-z.+_!-]{1,64}$")
-
-
 def installed_vllm_version() -> str:
     """The vLLM release installed in this image ("" when none): its distribution metadata
     (``vllm-*.dist-info/METADATA``), read by importlib.metadata without importing vLLM
@@ -53,7 +51,30 @@ def installed_vllm_version() -> str:
         version = str(importlib.metadata.version("vllm"))
     except Exception:  # not installed, unreadable or malformed metadata: unknown here
         return ""
-    return version if _DIST_VERSION.match(version) else ""
+    return vllm_release.installed_version(version)
+
+
+# Entry-point groups whose plugins vLLM loads at start and which may register models
+# (``ModelRegistry.register_model`` in a general plugin: vLLM's docs, "Plugin System").
+_MODEL_PLUGIN_GROUPS = ("vllm.general_plugins",)
+
+
+def installed_vllm_release() -> Optional[str]:
+    """The release whose model registry is exactly the one this image's vLLM loads: its
+    installed version's release (``0.6.3`` of ``0.6.3+cu124``), and only where no
+    distribution of the image declares a vLLM general plugin (which may register more
+    architectures). None when either is not known: a dev build, no metadata, a plugin, an
+    unreadable entry-point table. Read from metadata only, never by importing vLLM."""
+    version = installed_vllm_version()
+    if not version or vllm_release.installed_release(version) is None:
+        return None
+    try:
+        for group in _MODEL_PLUGIN_GROUPS:
+            if importlib.metadata.entry_points(group=group):
+                return None
+    except Exception:  # malformed metadata of any distribution: not known here
+        return None
+    return version.split("+", 1)[0]
 
 
 def vllm_version_field() -> Dict[str, str]:

@@ -240,7 +240,7 @@ def _args_from(environ: Mapping[str, str], argv: Sequence[str]) -> str:
 
     Only the rules' reading is compared. The injector leaves PREFLIGHT_VLLM_ARGS out when it
     could not know the command line exactly (a ``--config`` file, a command substitution,
-    over 16 KiB: core/injection.py vllm_args_value). A pod injected by an operator before
+    over 16 KiB: core/inject_env.py vllm_args_value). A pod injected by an operator before
     PREFLIGHT_GROUP_ARGS was dropped still carries that raw copy of the container's command;
     it is not read (a second reading of a shell script disagreed with the first: the group
     compares less and says so, see docs/CHECKS.md "Group phase")."""

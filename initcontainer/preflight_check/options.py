@@ -543,7 +543,7 @@ def _plan_of(from_vllm: Dict[str, int], where: str) -> Plan:
         dp_local=numbers["dp_local"],
         dcp=from_vllm.get("dcp", 1),
         pcp=from_vllm.get("pcp", 1),
-        nodes=from_vllm.get("nodes", 1),
+        nnodes=from_vllm.get("nodes", 1),
     )
     total = plan.tp * plan.pp * plan.pcp * plan.dp_local
     if total > MAX_GPUS_PER_POD:
@@ -606,7 +606,7 @@ def _read_plan(
         dp_local=numbers["dp_local"],
         dcp=numbers["dcp"],
         pcp=numbers["pcp"],
-        nodes=numbers["nodes"],
+        nnodes=numbers["nodes"],
         source=" + ".join(plan_sources) if plan_sources else "default (no plan given: 1 GPU)",
     )
 

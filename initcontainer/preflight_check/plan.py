@@ -1,5 +1,11 @@
 """The parallel plan the checker validates against: how many GPUs one pod needs.
 
+It is the contract's ``ParallelPlan`` (preflight_contract.vllm_args), the one place where
+the GPUs a pod needs are computed, with where the numbers came from beside it: the rules,
+the operator and the checker count the same way because they share the class (issue 37).
+The checker's ``nnodes`` is the pods one replica spans (the contract's
+``nodes_per_replica`` as the command line gives it), so DP here is the pod's own.
+
 vLLM starts one worker per GPU and numbers them with tensor parallelism innermost, so
 the tensor-parallel groups of a pod are consecutive CUDA ordinals: with TP 2 x PP 2 the
 groups are [0, 1] and [2, 3]. Data-parallel ranks local to the pod each get their own
@@ -11,20 +17,17 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Dict, List
 
+from preflight_contract.vllm_args import ParallelPlan
+
 
 @dataclass(frozen=True)
-class Plan:
-    tp: int = 1
-    pp: int = 1
-    dp_local: int = 1
+class Plan(ParallelPlan):
+    """TP, PP, DP-local, DCP (reuses the TP GPUs; reported only), PCP (multiplies the world
+    size) and ``nnodes`` (pods one replica spans, each holding its share) as the contract
+    defines them, and where they came from."""
+
     # Where the numbers came from, in the user's terms ("--tp", "--vllm-args", "env", ...).
     source: str = "default"
-    # Decode context parallelism reuses the TP GPUs; kept for the report only.
-    dcp: int = 1
-    # Prefill context parallelism multiplies the world size (vLLM: TP x PP x PCP).
-    pcp: int = 1
-    # Pods (nodes) one replica spans with --nnodes; each holds its share of the GPUs.
-    nodes: int = 1
     # The plan is not known (PREFLIGHT_PLAN_UNKNOWN: the rules recognised vLLM but could
     # not read its command line, and the pod's own env did not give it either): why. The
     # check then validates every GPU it sees (``seen``) and compares no count with a plan.
@@ -39,8 +42,9 @@ class Plan:
         return replace(self, dp_local=max(1, gpus)) if self.unknown else self
 
     @property
-    def gpus_needed(self) -> int:
-        return max(1, self.tp * self.pp * self.pcp * self.dp_local // max(1, self.nodes))
+    def nodes(self) -> int:
+        """Pods (nodes) one replica spans."""
+        return self.nodes_per_replica
 
     @property
     def uses_collectives(self) -> bool:
@@ -48,7 +52,7 @@ class Plan:
         return self.tp * self.pp > 1
 
     def tp_groups(self) -> List[List[int]]:
-        size = min(self.tp, self.gpus_needed)
+        size = max(1, min(self.tp, self.gpus_needed))
         return [
             list(range(start, min(start + size, self.gpus_needed)))
             for start in range(0, self.gpus_needed, size)

@@ -1,8 +1,9 @@
 """The ``PREFLIGHT_*`` environment of the preflight-check container, named once.
 
-The operator's injector (preflight_operator/core/injection.py) writes these into the injected
-init container from the workload's plan and the PreflightPolicy; the checker
-(preflight_check/options.py, group.py) reads them, with the same meaning as its flags.
+The operator's injector (preflight_operator/core/injection.py and its inject_*.py parts)
+writes these into the injected init container from the workload's plan and the
+PreflightPolicy; the checker (preflight_check/options.py, group.py) reads them, with the
+same meaning as its flags.
 ``ORIGIN`` says, for the fix of a bad value, where the injector took each one from.
 """
 
@@ -73,7 +74,7 @@ DEEP_REUSE = "PREFLIGHT_DEEP_REUSE"
 SOCKET_FALLBACK = "PREFLIGHT_SOCKET_FALLBACK"
 # The pod's init containers (native sidecars too) that can write the volume the model is
 # read from: they run after the check, so its copy there is not final (comma-separated
-# container names; preflight_contract/modelsource.py parse_model_writers)
+# container names; preflight_contract/modelsource/writers.py parse_model_writers)
 MODEL_WRITERS = "PREFLIGHT_MODEL_WRITERS"
 # The vLLM container's env variables whose values come from a Secret (env valueFrom
 # secretKeyRef; ``PREFIX*`` for an envFrom Secret, whose keys the injector cannot list):
@@ -83,7 +84,7 @@ SECRET_ENV = "PREFLIGHT_SECRET_ENV"
 # The checker's own: the request its group all-reduce child reads (never injected).
 GROUP_ALLREDUCE = "PREFLIGHT_GROUP_ALLREDUCE"
 
-# Every name the injector may set (tests/unit/test_contract.py holds it to injection.py).
+# Every name the injector may set (tests/unit/test_contract.py holds it to inject*.py).
 INJECTED: FrozenSet[str] = frozenset(
     {
         TP,

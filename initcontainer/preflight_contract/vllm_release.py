@@ -1,5 +1,5 @@
 """Where a vLLM release sits in the generated per-release tables (vllm_versions.py), for
-the static rules (operator core/rules/vllmversion.py) and the model rules (modelfacts.py),
+the static rules (operator core/rules/vllmversion.py) and the model rules (modelfacts/),
 which both judge by a release. Standard library only.
 
 A table maps a name to the ranges ``(first, last)`` of ``RELEASES`` in which it holds. A
@@ -11,6 +11,7 @@ oldest lacks it.
 from __future__ import annotations
 
 import functools
+import re
 from typing import Dict, Optional, Tuple
 
 from preflight_contract import vllm_versions as facts
@@ -32,6 +33,25 @@ def version_key(text: str) -> Version:
 
 
 KEYS: Tuple[Version, ...] = tuple(version_key(r) for r in facts.RELEASES)
+
+# What an image's vLLM distribution metadata may say of its version: PEP 440's characters
+# and a local part (``0.11.2+cu129``, ``0.6.3+rocm624``), bounded. One definition: the
+# checker keeps only such a text from the image it runs in, and the operator checks a pod's
+# report against the same (a report is a claim; issue 38).
+_INSTALLED = re.compile(r"[0-9A-Za-z.+_!-]{1,64}")
+_RELEASE = re.compile(r"(\d+(?:\.\d+){1,3})(?:\.post(\d+))?")
+
+
+def installed_version(value: object) -> str:
+    """``value`` when it is such a version text, else "" (unknown)."""
+    return value if isinstance(value, str) and _INSTALLED.fullmatch(value) else ""
+
+
+def installed_release(text: str) -> Optional[Version]:
+    """The release of an installed version: ``0.11.2+cu129`` -> (0, 11, 2); ``0.6.3.post1``
+    -> (0, 6, 3, 0, 1); a dev or rc build, or anything else: None (compare nothing)."""
+    found = _RELEASE.fullmatch(text.split("+", 1)[0])
+    return version_key(found.group(0)) if found else None
 
 
 def bracket(release: str) -> Tuple[Optional[int], Optional[int], bool]:

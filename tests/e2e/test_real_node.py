@@ -452,10 +452,10 @@ def test_a_broken_injection_fails_the_isolation_checks(
     (patch / "sitecustomize.py").write_text(
         textwrap.dedent(
             """
-            import preflight_operator.core.injection as injection
-            injection.SECURITY_CONTEXT = {}
-            injection.NO_TOKEN_MOUNT = {
-                "name": injection.NO_TOKEN_VOLUME, "mountPath": "/preflight-no-token"
+            import preflight_operator.core.inject_containers as containers
+            containers.SECURITY_CONTEXT = {}
+            containers.NO_TOKEN_MOUNT = {
+                "name": containers.NO_TOKEN_VOLUME, "mountPath": "/preflight-no-token"
             }
             """
         )

@@ -105,7 +105,8 @@ def _bare_names(paths: list[Path]) -> list[str]:
     return found
 
 
-INJECTOR = [ROOT / "operator" / "preflight_operator" / "core" / "injection.py"]
+# the injection and its parts (core/injection.py, core/inject_*.py)
+INJECTOR = sorted((ROOT / "operator" / "preflight_operator" / "core").glob("inject*.py"))
 CHECKER = sorted((ROOT / "initcontainer" / "preflight_check").rglob("*.py"))
 
 

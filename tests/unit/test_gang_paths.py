@@ -152,8 +152,10 @@ DECLARERS = sorted([*LEADER_WORKER, *RAY])
 # how each is broken, and the group finding that says so
 BREAKS = {"tp": ("lws-args-mismatch", "fail"), "nnodes": ("lws-nnodes-mismatch", "fail"),
           "gpus": ("ray-gpu-total", "fail")}  # fmt: skip
-# pods naming a Volcano PodGroup are counted only within the checked manifests: an estimate
-ESTIMATED = {("volcano-podgroup", "nnodes"): ("lws-nnodes-mismatch", "warn")}
+# pods naming a Volcano PodGroup or a Workload API group are counted only within the checked
+# manifests: an estimate
+ESTIMATED = {(d, "nnodes"): ("lws-nnodes-mismatch", "warn")
+             for d in ("volcano-podgroup", "workload-api")}  # fmt: skip
 
 
 def breaks(declarer: str) -> tuple[str, ...]:
@@ -310,7 +312,6 @@ NOT_WATCHED = "its kind is LINT only in rules/kinds.py: the operator watches non
 # admission): a denial would only make that controller retry, unseen (docs/CHECKS.md)
 ONE_POD = "each bare Pod is judged alone (one object per review; its own GPUValidation)"
 GAPS: dict[tuple[str, str], str] = {
-    ("lint", "workload-api"): "lint reads no Workload API gang: each pod is judged alone",
     ("admission", "kueue-workload"): NOT_SENT,
     ("operator", "kueue-workload"): NOT_WATCHED,
     **{(p, d): ONE_POD for p in ("admission", "operator") for d in ("volcano-podgroup",
@@ -332,7 +333,7 @@ def test_the_paths_each_declarer_reaches_are_those_the_product_sends_it_to() -> 
     held = {d for d in DECLARERS if any(watched_kind(o) not in (None, POD) for o in manifests(d))}
     assert {d for p, d in REACHES if p == "admission"} == sent == set(VALIDATED)
     assert {d for p, d in REACHES if p == "operator"} == held == set(VALIDATED)
-    assert {d for p, d in REACHES if p == "lint"} == set(DECLARERS) - {"workload-api"}
+    assert {d for p, d in REACHES if p == "lint"} == set(DECLARERS)
 
 
 @pytest.mark.parametrize(("path", "declarer"), CELLS)
@@ -411,9 +412,12 @@ def _without_groups(extract: Any) -> Any:
 def reader_cut(declarer: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The declarer's reader hands the rules no group: its kind's extractor with every
     template's group dropped; for pods naming a Volcano PodGroup (no kind of their own),
-    the gang they form in the checked manifests."""
+    the gang they form in the checked manifests; for pods naming a Workload API group, the
+    reading of their reference alone (the Volcano annotation still read)."""
     if declarer == "volcano-podgroup":
         monkeypatch.setattr(crdgroups, "leader_worker_gang", lambda *a, **k: None)
+    elif declarer == "workload-api":
+        monkeypatch.setattr(crdgroups, "workload_reference", lambda *a, **k: None)
     else:
         spec = kinds.kind_spec(manifests(declarer)[0])
         assert spec is not None

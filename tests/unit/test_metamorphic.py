@@ -52,6 +52,7 @@ from test_shell_oracle import IDIOMS, LAUNCHERS
 
 from preflight_contract import vllm_args as va
 from preflight_contract.verdicts import FAIL, PASS
+from preflight_contract.vllm_args import options as vo
 from preflight_operator.cli import manifests
 from preflight_operator.core.rules import UNJUDGED, ContainerResult
 from preflight_operator.core.rules.engine import check_objects
@@ -196,19 +197,19 @@ def _config_map(obj: dict[str, Any], name: str, data: dict[str, str]) -> dict[st
 # -- vLLM's options, as groups of tokens ----------------------------------------------------
 
 _VALUED = (
-    {n for o in va._TRACKED if o.kind in (va._INT, va._FLOAT, va._STR) for n in o.names}
-    | set(va._OTHER_LONG)
-    | set(va._OTHER_SHORT_WITH_VALUE)
+    {n for o in vo._TRACKED if o.kind in (vo._INT, vo._FLOAT, vo._STR) for n in o.names}
+    | set(vo._OTHER_LONG)
+    | set(vo._OTHER_SHORT_WITH_VALUE)
 )
 _NO_VALUE = (
-    {n for o in va._TRACKED if o.kind in (va._BOOL, va._FLAG) for n in o.names}
-    | {"--no-" + o.names[0][2:] for o in va._TRACKED if o.kind == va._BOOL}
-    | set(va._OTHER_NO_VALUE)
+    {n for o in vo._TRACKED if o.kind in (vo._BOOL, vo._FLAG) for n in o.names}
+    | {"--no-" + o.names[0][2:] for o in vo._TRACKED if o.kind == vo._BOOL}
+    | set(vo._OTHER_NO_VALUE)
 )
-_MANY = set(va._OTHER_MANY_VALUES)
-_LONG_OF = {n: o.names[0] for o in va._TRACKED for n in o.names[1:]}
-_SHORT_OF = {o.names[0]: o.names[1] for o in va._TRACKED if len(o.names) > 1}
-_DEST = {n: o.dest for o in va._TRACKED for n in o.names}
+_MANY = set(vo._OTHER_MANY_VALUES)
+_LONG_OF = {n: o.names[0] for o in vo._TRACKED for n in o.names[1:]}
+_SHORT_OF = {o.names[0]: o.names[1] for o in vo._TRACKED if len(o.names) > 1}
+_DEST = {n: o.dest for o in vo._TRACKED for n in o.names}
 
 
 @dataclass

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from preflight_contract import modelsource as ms
+from preflight_contract.modelsource import source_check
 from preflight_dev.fakehub import COMMIT, FakeHub, FakeRepo
 
 REPO = "acme/tiny"
@@ -113,9 +114,9 @@ def test_a_storage_uri_is_recognised_and_not_checked() -> None:
 
 def test_a_missing_path_warns_on_a_volume_only(monkeypatch: pytest.MonkeyPatch) -> None:
     # outside any volume the path may be inside vLLM's own image: not judged
-    monkeypatch.setattr(ms, "on_volume", lambda path: False)
+    monkeypatch.setattr(source_check, "on_volume", lambda path: False)
     assert ms.check_source("/models/nowhere/llama", {}).status == "skip"
-    monkeypatch.setattr(ms, "on_volume", lambda path: True)
+    monkeypatch.setattr(source_check, "on_volume", lambda path: True)
     ready = ms.check_source("/models/nowhere/llama", {})
     # a warning: an init container running after the check may create it
     assert ready.status == "warn"
@@ -154,9 +155,9 @@ def test_offline_with_no_cache_fails_on_a_volume(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     env = {"HF_HUB_CACHE": str(tmp_path / "empty"), "HF_HUB_OFFLINE": "1"}
-    monkeypatch.setattr(ms, "on_volume", lambda path: True)
+    monkeypatch.setattr(source_check, "on_volume", lambda path: True)
     assert ms.check_source(REPO, env).status == "fail"
-    monkeypatch.setattr(ms, "on_volume", lambda path: False)  # may be in vLLM's image
+    monkeypatch.setattr(source_check, "on_volume", lambda path: False)  # may be in vLLM's image
     assert ms.check_source(REPO, env).status == "warn"
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from preflight_contract import envnames, modelsource, redact
+from preflight_contract.modelsource import find as modelsource_find
 from preflight_contract.redact import MARK, Redactor
 from preflight_contract.report import CheckResult, Report
 from preflight_operator.core.injection import plan_injection
@@ -275,7 +276,7 @@ def test_the_token_follows_a_redirect_on_the_same_origin() -> None:
             original(self)
 
         handler.do_GET = once  # type: ignore[attr-defined]
-        data, why = modelsource._get_json(hub.url + "/a/config.json", "hf_same_origin", 5.0)
+        data, why = modelsource_find._get_json(hub.url + "/a/config.json", "hf_same_origin", 5.0)
     assert data == {}, why
     assert len(hub.seen) == 2
     assert all(h.get("authorization") == "Bearer hf_same_origin" for h in hub.seen)

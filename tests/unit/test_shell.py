@@ -25,17 +25,45 @@ from preflight_operator.core.rules.kubeenv import (
     display,
     expand,
     has_unknown,
+    no_config_map,
     unknown_names,
 )
-from preflight_operator.core.rules.shell import expand_word, split_commands
+from preflight_operator.core.rules.shell import expand_word
+from preflight_operator.core.rules.shparse import Simple, parse
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "data" / "hostile"))
 import corpus
 
 
+def _words(script: str) -> list[list[str]]:
+    """The simple commands of a script as the rules' reader parses them (shparse), each
+    word as the text of its parts."""
+    out = []
+    for and_or, _ in parse(script).items:
+        for pipeline in [and_or.first, *(p for _, p in and_or.rest)]:
+            for command in pipeline.commands:
+                assert isinstance(command, Simple), command
+                out.append(["".join(p.text for p in w.parts) for w in command.words])
+    return out
+
+
+def _argv(script: str, env: dict[str, str]) -> tuple[str, ...]:
+    """The vLLM argv the rules read from ``bash -c script`` with ``env`` (shparse, shrun)."""
+    container: dict[str, Any] = {
+        "name": "v",
+        "image": "img",
+        "command": ["bash", "-c", script],
+        "env": [{"name": k, "value": v} for k, v in env.items()],
+    }
+    environment = build_env(container, "c", namespace=None, config_map=no_config_map)
+    found = find_invocation(container, "c", environment)
+    assert isinstance(found, Invocation), found
+    return found.argv
+
+
 def test_substitutions_are_one_word_with_spaces_inside() -> None:
     script = 'vllm serve m -dp $((LWS_GROUP_SIZE * 8)) --x "$(cat /a | head -1)" `a; b` && echo'
-    assert split_commands(script) == [
+    assert _words(script) == [
         [
             "vllm",
             "serve",
@@ -88,8 +116,8 @@ def test_arithmetic_unknown_otherwise(word: str) -> None:
 
 
 def test_quoted_dollars_stay_literal() -> None:
-    [words] = split_commands('echo \'$TP\' "\\$TP" "$TP"') or [[]]
-    assert [expand_word(w, {"TP": "4"}.get) for w in words] == ["echo", "$TP", "$TP", "4"]
+    argv = _argv('vllm serve \'$TP\' "\\$TP" "$TP"', {"TP": "4"})
+    assert argv == ("vllm", "serve", "$TP", "$TP", "4")
 
 
 def test_kubelet_leaves_shell_arithmetic_alone() -> None:
@@ -216,8 +244,8 @@ def test_words_and_quotes_agree_with_bash(words: list[str]) -> None:
     assert SH is not None
     script = "printf '%s\\0' " + " ".join(words)
     shell = subprocess.run([SH, "-c", script], capture_output=True, text=True, env=VARS, check=True)
-    [command] = split_commands(script) or [[]]
-    ours = [expand_word(w, VARS.get) for w in command[2:]]  # after printf and its format
+    # the rules' reading of the same words after a vLLM start (shparse, shrun)
+    ours = list(_argv("vllm serve m " + " ".join(words), VARS)[3:])
     # a variable the spec does not set is unknown to us (the image may set it), empty to
     # bash: only names that really are unset may be unknown
     for word in ours:

@@ -11,7 +11,16 @@ from test_builders_status import inputs
 from test_gpuval_plan_unknown import PLANLESS, checked_pod
 from test_loadtime import crd_schema, undeclared
 
-from preflight_check.environment import installed_vllm_version, vllm_version_field
+from preflight_check.checks.model import _serving
+from preflight_check.environment import (
+    installed_vllm_release,
+    installed_vllm_version,
+    vllm_version_field,
+)
+from preflight_check.facts import Facts
+from preflight_check.options import Options
+from preflight_check.plan import Plan
+from preflight_contract import modelfacts as mf
 from preflight_contract.report import CheckResult, Report
 from preflight_operator.core.gpuvalidation import build_status
 from preflight_operator.core.podresults import pod_result, report_vllm_version, vllm_version_note
@@ -100,3 +109,61 @@ def test_a_static_assumption_that_differs_from_the_image_is_reported(
     assert not undeclared(
         status, crd_schema("gpuvalidations.vllm-preflight.io.yaml")["properties"]["status"]
     )
+
+
+def _plugin(site: Path, group: str) -> None:
+    info = site / "acme_models-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-models\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[{group}]\nacme = acme_models:register\n")
+
+
+@pytest.mark.parametrize(
+    ("version", "release"),
+    [
+        ("0.6.3", "0.6.3"),
+        ("0.6.3.post1", "0.6.3.post1"),
+        ("0.6.3+cu124", "0.6.3"),  # a local build of the release
+        ("0.11.1.dev42+g1234abc", None),  # a dev build: no generated release is it
+        ("0.10.0rc1", None),
+    ],
+)
+def test_the_checker_judges_models_by_the_release_installed_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: str, release: str | None
+) -> None:
+    monkeypatch.syspath_prepend(str(_site(tmp_path, version)))
+    assert installed_vllm_release() == release
+    serving = _serving(Facts(plan=Plan()), Options())
+    assert serving.vllm_release == release
+
+
+def test_a_plugin_that_may_register_models_leaves_the_release_unknown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = _site(tmp_path, "0.6.3")
+    _plugin(site, "vllm.general_plugins")
+    monkeypatch.syspath_prepend(str(site))
+    assert installed_vllm_release() is None
+
+
+def test_other_entry_points_do_not(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    site = _site(tmp_path, "0.6.3")
+    _plugin(site, "console_scripts")
+    monkeypatch.syspath_prepend(str(site))
+    assert installed_vllm_release() == "0.6.3"
+
+
+def test_no_vllm_installed_judges_by_the_table_as_before() -> None:
+    # the suite's own environment holds no vLLM distribution
+    assert installed_vllm_version() == ""
+    assert installed_vllm_release() is None
+
+
+def test_qwen3_fails_at_run_time_in_an_image_holding_0_6_3() -> None:
+    """The same verdict as lint's on the tag (test_arch_by_release), now from the release
+    the image holds: Qwen3 is registered since 0.8.5, and 0.6.3 has no Transformers
+    backend."""
+    facts = mf.ModelFacts(architectures=("Qwen3ForCausalLM",))
+    verdict = mf.rule_arch_registered(facts, None, mf.Serving(vllm_release="0.6.3"))
+    assert verdict.status == mf.FAIL
+    assert "since 0.8.5" in verdict.message

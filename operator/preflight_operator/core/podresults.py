@@ -22,7 +22,7 @@ from preflight_contract.modelfacts import UNREADABLE as MODEL_UNREADABLE
 from preflight_contract.report import Report, ReportError
 from preflight_contract.reuse import DEEP_REUSED
 from preflight_contract.verdicts import ERROR, FAIL, WARN
-from preflight_contract.vllm_release import version_key
+from preflight_contract.vllm_release import installed_release, installed_version
 from preflight_operator.core import constants, provenance
 from preflight_operator.core.constants import CHECK_CONTAINER
 from preflight_operator.core.loadtime import LoadSample, load_sample
@@ -324,23 +324,10 @@ def _size(plan: Mapping[str, Any], key: str) -> int | None:
     return value if ok else None
 
 
-_VLLM_VERSION = re.compile(r"[0-9A-Za-z.+_!-]{1,64}")
-
-
 def report_vllm_version(plan: Any) -> str:
     """The vLLM release the check read in the pod's image (any pod's text: checked)."""
     value = plan.get("vllm_version") if isinstance(plan, Mapping) else None
-    return value if isinstance(value, str) and _VLLM_VERSION.fullmatch(value) else ""
-
-
-_RELEASE = re.compile(r"(\d+(?:\.\d+){1,3})(?:\.post(\d+))?")
-
-
-def _release_key(text: str) -> tuple[int, ...] | None:
-    """``0.11.2+cu129`` -> (0, 11, 2); ``0.6.3.post1`` -> (0, 6, 3, 0, 1); a dev or rc
-    build, or anything else: None (no comparison is made)."""
-    found = _RELEASE.fullmatch(text.split("+", 1)[0])
-    return version_key(found.group(0)) if found else None
+    return installed_version(value)
 
 
 def vllm_version_note(check_image: object, found: str) -> str:
@@ -354,7 +341,7 @@ def vllm_version_note(check_image: object, found: str) -> str:
     assumed = image_version(check_image)
     if assumed.release is None:
         return ""
-    held, judged = _release_key(found), _release_key(assumed.release)
+    held, judged = installed_release(found), installed_release(assumed.release)
     if held is None or judged is None or held == judged:
         return ""
     return shorten(

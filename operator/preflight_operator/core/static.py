@@ -25,6 +25,11 @@ FIX_LIMIT = 1000
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
+    """The plan as the GPUValidation shows it and the check is injected with: the sizes of
+    the contract's ``ParallelPlan`` the rules read, and ``gpus_needed`` as the rules
+    reported it for the pod (the plan's count, or the pod's share of a spread engine). A
+    record: it computes nothing (issue 37, one plan)."""
+
     tp: int
     pp: int
     dp: int

@@ -102,7 +102,7 @@ class ContainerContext:
         if self._not_ray or not self.parsed.plan_valid:
             return False
         have = self.gpus_have
-        return have is None or have < self.group_gpus_needed
+        return have is None or have < self.group_gpus
 
     @property
     def spread(self) -> bool:
@@ -122,23 +122,22 @@ class ContainerContext:
         )
 
     @property
-    def group_gpus_needed(self) -> int:
-        """GPUs of the whole group when Ray places the engine: every DP rank with the
-        Ray DP backend, else this pod's engines."""
-        plan = self.parsed.plan
-        dp = plan.dp if plan.data_parallel_backend == "ray" else plan.dp_local
-        return plan.world_size * dp * max(1, self.template.engine_replicas)
+    def group_gpus(self) -> int:
+        """GPUs of the whole group when Ray places the engine (the contract's plan counts
+        them: ``ParallelPlan.group_gpus``)."""
+        return self.parsed.plan.group_gpus(self.template.engine_replicas)
 
     @property
-    def gpus_needed(self) -> int | None:
-        """GPUs this pod needs (its share of a spread engine); None when the command line
-        does not tell."""
+    def pod_gpus(self) -> int | None:
+        """GPUs this pod needs: the plan's count (``ParallelPlan.gpus_needed``), or this
+        pod's even share of a group's when the engine is spread over pods; None when the
+        command line does not tell."""
         if not self.parsed.plan_valid:
             return None
         if self.parsed.config_path is not None and not self.parsed.config_loaded:
             return None  # the config file may set any of the sizes
         if self.spread and self.template.group is not None:
-            return math.ceil(self.group_gpus_needed / max(1, self.template.group.size))
+            return math.ceil(self.group_gpus / max(1, self.template.group.size))
         if self.ray_unplaced:
             # Ray fills this pod's devices first (PACK, the first bundle on the driver's
             # node); the rest of the engine is elsewhere
@@ -153,8 +152,8 @@ class ContainerContext:
         """GPU processes of the engine in this pod, for /dev/shm: its share; with Ray, the
         ranks Ray places on its devices (at most its devices, at most the engine's)."""
         if self.spread:
-            return min(self.gpus_have or 0, self.group_gpus_needed)
-        return self.gpus_needed or 0
+            return min(self.gpus_have or 0, self.group_gpus)
+        return self.pod_gpus or 0
 
     @property
     def ray_fills_every_device(self) -> bool:
@@ -164,7 +163,7 @@ class ContainerContext:
         if group is None or group.estimated or not self.spread:
             return False
         have = group_devices(group, self.resolve)
-        return have is not None and have == self.group_gpus_needed
+        return have is not None and have == self.group_gpus
 
     @property
     def gpu_path(self) -> str:

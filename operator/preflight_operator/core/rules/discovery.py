@@ -35,14 +35,15 @@ class ManifestSet:
     services: dict[str | None, list[Mapping[str, Any]]] = field(default_factory=dict)
     referenced: dict[tuple[str | None, str, str], Mapping[str, Any]] = field(default_factory=dict)
     ray_workers: dict[str | None, list[GroupMember]] = field(default_factory=dict)
-    # (namespace, Volcano PodGroup) -> the workloads whose pods name it, as members
+    # (namespace, the gang: a Volcano PodGroup or a Workload API group, as a message names
+    # it) -> the workloads whose pods name it, as members
     # (rules.crdgroups.podgroup_member; with_podgroup_gang groups them)
     podgroups: dict[tuple[str | None, str], list[tuple[str, GroupMember]]] = field(
         default_factory=dict
     )
 
     def with_gang(self, template: PodTemplate, obj: Mapping[str, Any]) -> PodTemplate:
-        """``template`` grouped with the workloads naming its Volcano PodGroup (issue 39)."""
+        """``template`` grouped with the workloads naming its gang (issue 39)."""
         found = podgroup_member(obj)
         if found is None:
             return template

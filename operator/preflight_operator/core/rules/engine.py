@@ -528,7 +528,7 @@ def _result(
     kept = redaction.findings(kept, ctx.env.values)  # no secret leaves in a finding (issue 36)
     order = {severity: i for i, severity in enumerate(SEVERITIES)}
     kept.sort(key=lambda f: order.get(f.severity, len(order)))
-    need = ctx.gpus_needed
+    need = ctx.pod_gpus
     return ContainerResult(
         template.kind,
         template.name,

@@ -61,7 +61,7 @@ def _open_word(argv: tuple[str, ...]) -> str | None:
 def plan_input(ctx: ContainerContext) -> Input:
     """How certain the parallel plan (TP, PP, DP, ...) read from the argv is."""
     what = "the parallel plan (TP x PP x DP)"
-    if ctx.gpus_needed is None:
+    if ctx.pod_gpus is None:
         return Input(ARGV, what, UNKNOWN, "is not known from the command line")
     word = _open_word(ctx.invocation.argv)
     if word is not None:

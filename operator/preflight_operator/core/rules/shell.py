@@ -1,16 +1,12 @@
-"""Just enough POSIX shell to find a command in a `sh -c` script and expand its words.
+"""Shell parameter and arithmetic expansion of one word of a script the rules read.
 
-This is not a shell: it splits a script into simple commands (on ``;``, ``&&``, ``||``,
-``|``, ``&`` and newlines), drops comments and line continuations, removes quotes, and
-expands ``$VAR``, ``${VAR}``, ``${VAR:-default}``, ``$1``, ``$@`` and integer arithmetic
-``$((...))`` in the words of the command we care about.
-
-A ``$(...)``, ``$((...))``, ``${...}`` or backquoted part is one piece of its word even when
-it holds spaces or separators, as in sh (``-dp $((LWS_GROUP_SIZE * 8))`` is two words, not
-four). Arithmetic is evaluated when every operand is known (a literal, an env value, a
-shell variable set earlier, LWS_GROUP_SIZE which the engine defines for LeaderWorkerSets);
-anything else, command substitutions included, becomes an unknown marker, so the rules say
-"unknown" and never fail on it.
+The script is parsed by shparse (words with their quoting) and run by shrun; this module
+expands a word's ``$`` parts: ``$VAR``, ``${VAR}``, ``${VAR:-default}``, ``$1``, ``$@`` and
+integer arithmetic ``$((...))`` (shscan finds where each part ends). Arithmetic is
+evaluated when every operand is known (a literal, an env value, a shell variable set
+earlier, LWS_GROUP_SIZE which the engine defines for LeaderWorkerSets); anything else,
+command substitutions included, becomes an unknown marker, so the rules say "unknown" and
+never fail on it.
 
 Every expansion draws on the container's Budget (kubeenv): past its caps the word becomes an
 unknown marker naming why, so a hostile script costs bounded time and memory.
@@ -29,14 +25,8 @@ from preflight_operator.core.rules.kubeenv import (
     too_long_marker,
     unknown_marker,
 )
+from preflight_operator.core.rules.shscan import Unbalanced, skip_backquote, skip_group
 
-_SEPARATOR_CHARS = ";&|\n"
-_BLANKS = " \t\r"
-# Words that open or close a compound command; the simple command starts after them.
-RESERVED = frozenset(
-    ("if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}", "(", ")")
-)
-_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # A quoted or escaped "$" is a literal dollar: it travels through expansion as this
 # character (never in a manifest string, see kubeenv) and becomes "$" again at the end.
@@ -45,207 +35,6 @@ _LITERAL_BACKQUOTE = "\x02"
 MAX_ARITHMETIC_CHARS = 1024
 _INT64 = 2**63
 _MAX_NESTING = 64  # parentheses in $((...)); deeper is unknown, never a RecursionError
-
-
-class _Unbalanced(Exception):
-    """A quote, ``$(``, ``${`` or backquote without its end."""
-
-
-def _skip_group(text: str, i: int, opener: str, closer: str) -> int:
-    """Index just past the ``closer`` matching the ``opener`` at ``text[i - 1]``.
-
-    Quotes and nested groups inside are skipped, so ``$(echo ")")`` ends at the last ``)``.
-    """
-    depth = 1
-    n = len(text)
-    while i < n:
-        ch = text[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if ch == "'" and opener == "(":
-            end = text.find("'", i + 1)
-            if end < 0:
-                raise _Unbalanced
-            i = end + 1
-            continue
-        if ch == '"':
-            i = _skip_double(text, i + 1)
-            continue
-        if ch == "`":
-            i = _skip_backquote(text, i + 1)
-            continue
-        if ch == opener:
-            depth += 1
-        elif ch == closer:
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
-    raise _Unbalanced
-
-
-def _skip_backquote(text: str, i: int) -> int:
-    n = len(text)
-    while i < n:
-        if text[i] == "\\":
-            i += 2
-            continue
-        if text[i] == "`":
-            return i + 1
-        i += 1
-    raise _Unbalanced
-
-
-def _skip_double(text: str, i: int) -> int:
-    """Index just past the closing double quote; ``i`` is just after the opening one."""
-    n = len(text)
-    while i < n:
-        ch = text[i]
-        if ch == "\\":
-            i += 2
-        elif ch == '"':
-            return i + 1
-        elif ch == "$" and i + 1 < n and text[i + 1] in "({":
-            i = _skip_group(text, i + 2, text[i + 1], ")" if text[i + 1] == "(" else "}")
-        elif ch == "`":
-            i = _skip_backquote(text, i + 1)
-        else:
-            i += 1
-    raise _Unbalanced
-
-
-def _dollar_part(text: str, i: int) -> tuple[str, int]:
-    """The ``$...`` part starting at ``text[i] == "$"`` (kept whole in its word) and the
-    index after it. ``$NAME`` and ``$1`` come out braced (``${NAME}``): quote removal must
-    not join a name to what follows (``"$N"a`` is ``${N}a``, not ``$Na``)."""
-    if i + 1 < len(text) and text[i + 1] in "({":
-        end = _skip_group(text, i + 2, text[i + 1], ")" if text[i + 1] == "(" else "}")
-        return text[i:end], end
-    match = _NAME.match(text, i + 1)
-    if match:
-        return "${" + match.group() + "}", match.end()
-    if i + 1 < len(text) and (text[i + 1].isdigit() or text[i + 1] in "@*#?$!-"):
-        return "${" + text[i + 1] + "}", i + 2
-    return "$", i + 1
-
-
-def _double_quoted(text: str, i: int) -> tuple[str, int]:
-    """The unquoted content of the double-quoted string opening at ``text[i - 1]``."""
-    out: list[str] = []
-    n = len(text)
-    while i < n:
-        ch = text[i]
-        if ch == '"':
-            return "".join(out), i + 1
-        if ch == "\\" and i + 1 < n:
-            nxt = text[i + 1]
-            if nxt in '$`"\\':
-                out.append({"$": _LITERAL_DOLLAR, "`": _LITERAL_BACKQUOTE}.get(nxt, nxt))
-                i += 2
-                continue
-            out.append(ch)
-            i += 1
-            continue
-        if ch == "$":
-            part, i = _dollar_part(text, i)
-            out.append(part)
-            continue
-        if ch == "`":
-            end = _skip_backquote(text, i + 1)
-            out.append(text[i:end])
-            i = end
-            continue
-        out.append(ch)
-        i += 1
-    raise _Unbalanced
-
-
-def _tokens(script: str) -> list[str]:
-    """Words (quotes removed, ``$``-parts whole) and separator runs, in order."""
-    tokens: list[str] = []
-    word: list[str] = []
-    started = False  # a word is open (even an empty one, from "")
-    text = script.replace("\\\n", "")  # a backslash-newline joins lines
-    i, n = 0, len(text)
-
-    def finish() -> None:
-        nonlocal started
-        if started:
-            tokens.append("".join(word))
-            word.clear()
-            started = False
-
-    while i < n:
-        ch = text[i]
-        if ch in _BLANKS:
-            finish()
-            i += 1
-        elif ch in _SEPARATOR_CHARS:
-            finish()
-            end = i
-            while end < n and text[end] in _SEPARATOR_CHARS:
-                end += 1
-            tokens.append(text[i:end])
-            i = end
-        elif ch == "#" and not started:
-            end = text.find("\n", i)
-            i = n if end < 0 else end  # a comment runs to the end of its line
-        else:
-            part, i = _word_part(text, i)
-            word.append(part)
-            started = True
-    finish()
-    return tokens
-
-
-def _word_part(text: str, i: int) -> tuple[str, int]:
-    """The piece of a word that starts at ``text[i]`` (a quoted string, an escape, a
-    ``$``-part, a backquote command or one character), and the index after it."""
-    ch = text[i]
-    if ch == "'":
-        end = text.find("'", i + 1)
-        if end < 0:
-            raise _Unbalanced
-        quoted = text[i + 1 : end]
-        return quoted.replace("$", _LITERAL_DOLLAR).replace("`", _LITERAL_BACKQUOTE), end + 1
-    if ch == '"':
-        return _double_quoted(text, i + 1)
-    if ch == "\\":
-        if i + 1 >= len(text):
-            raise _Unbalanced  # no escaped character
-        nxt = text[i + 1]
-        return {"$": _LITERAL_DOLLAR, "`": _LITERAL_BACKQUOTE}.get(nxt, nxt), i + 2
-    if ch == "$":
-        return _dollar_part(text, i)
-    if ch == "`":
-        end = _skip_backquote(text, i + 1)
-        return text[i:end], end
-    return ch, i + 1
-
-
-def split_commands(script: str) -> list[list[str]] | None:
-    """The simple commands of a script, as word lists; None when it does not tokenize."""
-    try:
-        tokens = _tokens(script)
-    except _Unbalanced:  # no closing quotation, no escaped character, an open $( or `
-        return None
-    commands: list[list[str]] = []
-    words: list[str] = []
-    for token in tokens:
-        if token and all(c in _SEPARATOR_CHARS for c in token):
-            if words:
-                commands.append(words)
-                words = []
-            continue
-        words.append(token)
-    if words:
-        commands.append(words)
-    return commands
-
-
-def is_assignment(word: str) -> bool:
-    return bool(_ASSIGNMENT.match(word))
 
 
 Variable = Callable[[str], "str | None"]
@@ -307,15 +96,15 @@ def _expand_at(
     n = len(word)
     if word[i] == "`":
         try:
-            end = _skip_backquote(word, i + 1)
-        except _Unbalanced:
+            end = skip_backquote(word, i + 1)
+        except Unbalanced:
             end = n
         return unknown_marker("command substitution"), end
     nxt = word[i + 1] if i + 1 < n else ""
     if nxt == "(":
         try:
-            end = _skip_group(word, i + 2, "(", ")")
-        except _Unbalanced:
+            end = skip_group(word, i + 2, "(", ")")
+        except Unbalanced:
             return unknown_marker("command substitution"), n
         inner = word[i + 2 : end - 1]
         if inner.startswith("(") and inner.endswith(")"):

@@ -23,18 +23,24 @@ every exact reading to what they pass to vLLM.
 
 Bounded: MAX_STEPS commands walked, MAX_DEPTH nested scripts, the container's expansion
 Budget; past any of them the answer is a Doubt naming the bound.
+
+The walk is here (Runner, and Programs: what runs as a program); its parts beside it:
+shstate.py (the State, Found and Doubt), shfields.py (a word's fields), shcompound.py (if,
+case, loops), shcommands.py (simple commands and builtins), shio.py (pipes and files).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import partial
 
 from preflight_contract.vllm_args import vllm_args_start
 from preflight_operator.core.rules import launchers, shell
 from preflight_operator.core.rules.kubeenv import Budget, has_unknown, unknown_marker
+from preflight_operator.core.rules.shcommands import Commands
+from preflight_operator.core.rules.shcompound import Compounds
+from preflight_operator.core.rules.shfields import Fields
 from preflight_operator.core.rules.shio import Streams
 from preflight_operator.core.rules.shparse import (
     AndOr,
@@ -47,136 +53,43 @@ from preflight_operator.core.rules.shparse import (
     Loop,
     Opaque,
     Pipeline,
-    Redirect,
     ShellSyntax,
     Simple,
     Word,
-    _is_assignment_word,
     parse,
 )
+from preflight_operator.core.rules.shstate import (
+    MAX_DEPTH,
+    MAX_STEPS,
+    UNSET,
+    Doubt,
+    Found,
+    Halt,
+    State,
+    merge_states,
+    shell_unknown,
+)
+
+# the walk's public names, here and in its parts (importers need no other module)
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_STEPS",
+    "SHELLS",
+    "Doubt",
+    "Found",
+    "Programs",
+    "Runner",
+    "State",
+    "literal_references",
+    "resolve",
+    "script_index",
+    "shell_unknown",
+    "undefined_reference",
+]
 
 SHELLS = frozenset(("sh", "bash", "dash", "ash", "zsh", "ksh", "busybox"))
-MAX_STEPS = 4000
-MAX_DEPTH = 4
-_UNSET = "\x00unset\x00"
 _ASSIGN_DEFAULT = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(:?)=(.*)\}", re.DOTALL)
 _ARRAY_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\[([@*])\]\}")
-_DECLARATIONS = frozenset(("export", "readonly", "declare", "typeset", "local"))
-_SETS_NAMES = frozenset(("read", "mapfile", "readarray", "getopts", "let"))
-
-
-@dataclass(frozen=True)
-class Found:
-    argv: tuple[str, ...]
-    exports: Mapping[str, str]
-    conditional: bool
-    exact: bool
-    offset: int | None = None  # argv is the container's own words from this index
-
-
-@dataclass(frozen=True)
-class Doubt:
-    reason: str
-
-
-Event = "Found | Doubt"
-
-
-@dataclass
-class State:
-    vars: dict[str, str] = field(default_factory=dict)
-    arrays: dict[str, list[str]] = field(default_factory=dict)
-    exported: dict[str, str] = field(default_factory=dict)
-    functions: dict[str, Command | None] = field(default_factory=dict)
-    positional: list[str] = field(default_factory=list)
-    ifs_set: bool = False
-    errexit: bool = False  # set -e: a failing command ends the script
-    opaque: bool = False  # a `source`/`.`: any variable may have changed
-    # files the script wrote (`cat > /tmp/run.sh <<'EOF'`): path -> text, None if unknown
-    files: dict[str, str | None] = field(default_factory=dict)
-    executable: set[str] = field(default_factory=set)  # chmod +x after it was written
-
-    def copy(self) -> State:
-        return State(
-            dict(self.vars),
-            {k: list(v) for k, v in self.arrays.items()},
-            dict(self.exported),
-            dict(self.functions),
-            list(self.positional),
-            self.ifs_set,
-            self.errexit,
-            self.opaque,
-            dict(self.files),
-            set(self.executable),
-        )
-
-
-def shell_unknown(name: str) -> str:
-    """The marker of a shell variable whose value is not known here: shown ``${NAME}``
-    (a kubelet ``$(NAME)`` would name the container's env, which it is not)."""
-    return unknown_marker("${" + name + "}")
-
-
-def _merge_words(lists: list[list[str]], label: str) -> list[str]:
-    """The words of ``"$@"`` (or an array) after one of several paths: each word the paths
-    agree on stays; a word that differs is unknown; the words only some paths append are
-    one unknown word that names them (bash: ``set -- "$@" --x`` in an ``if``)."""
-    shortest = min(len(words) for words in lists)
-    out: list[str] = []
-    for k in range(shortest):
-        values = {words[k] for words in lists}
-        out.append(lists[0][k] if len(values) == 1 else shell_unknown(f"{label}: word {k + 1}"))
-    tails = [words[shortest:] for words in lists if len(words) > shortest]
-    if tails:
-        shown = " | ".join(dict.fromkeys(" ".join(t)[:60] for t in tails))
-        out.append(unknown_marker(f"${{{label}}} on some paths only: {shown}"))
-    return out
-
-
-def _merge_arrays_and_files(out: State, states: list[State]) -> None:
-    first = states[0]
-    for name in {n for s in states for n in s.arrays}:
-        if all(name in s.arrays for s in states):
-            out.arrays[name] = _merge_words([s.arrays[name] for s in states], f"{name}[@]")
-        elif any(s.arrays.get(name) != first.arrays.get(name) for s in states):
-            out.arrays.pop(name, None)
-            out.vars[name] = shell_unknown(name)
-    for name in {n for s in states for n in s.files}:
-        if any(s.files.get(name) != first.files.get(name) for s in states):
-            out.files[name] = None  # written differently on different paths
-    out.executable = set.intersection(*(s.executable for s in states))
-
-
-def _merge(states: list[State]) -> State:
-    """The state after one of ``states``: what differs between them is unknown."""
-    first = states[0]
-    if len(states) == 1:
-        return first
-    out = first.copy()
-    for name in {n for s in states for n in s.vars}:
-        values = {s.vars.get(name, "\x00none") for s in states}
-        if len(values) > 1:
-            out.vars[name] = shell_unknown(name)
-    for name in {n for s in states for n in s.exported}:
-        values = {s.exported.get(name, "\x00none") for s in states}
-        if len(values) > 1:
-            out.exported[name] = shell_unknown(name)
-    _merge_arrays_and_files(out, states)
-    for name in {n for s in states for n in s.functions}:
-        if any(s.functions.get(name) is not first.functions.get(name) for s in states):
-            out.functions[name] = None  # defined differently on different paths
-    if any(s.positional != first.positional for s in states):
-        out.positional = first.positional[:1] + _merge_words(
-            [s.positional[1:] for s in states], "@"
-        )
-    out.ifs_set = any(s.ifs_set for s in states)
-    out.errexit = any(s.errexit for s in states)
-    out.opaque = any(s.opaque for s in states)
-    return out
-
-
-class _Halt(Exception):
-    """Too many steps: the walk stops and the answer is a Doubt."""
 
 
 class Runner:
@@ -223,7 +136,7 @@ class Runner:
         self.state.positional = list(positional)
         try:
             self._list(tree)
-        except _Halt:
+        except Halt:
             self.events.append(Doubt(f"the script runs more than {MAX_STEPS} commands before vLLM"))
             self.halt = "found"
         except RecursionError:
@@ -239,7 +152,7 @@ class Runner:
     def variable(self, name: str) -> str | None:
         if name in self.state.vars:
             value = self.state.vars[name]
-            return None if value == _UNSET else value
+            return None if value == UNSET else value
         if self.state.opaque:
             return shell_unknown(name)
         if name in self.state.exported:
@@ -252,7 +165,7 @@ class Runner:
     def fields(self, word: Word, split: bool = True) -> list[str]:
         """The fields a word expands to (parameter expansion, word splitting, and
         unknown markers where pathname, brace or tilde expansion might apply)."""
-        out = _Fields(split and not self.state.ifs_set and self.dialect != "zsh", split)
+        out = Fields(split and not self.state.ifs_set and self.dialect != "zsh", split)
         for index, part in enumerate(word.parts):
             if part.kind == "lit":
                 out.literal(part.text, part.quoted, index == 0)
@@ -399,12 +312,12 @@ class Runner:
             return
         if len(live) < len(results):
             self.cond = True  # what follows runs only on some paths
-        self.state = _merge(live)
+        self.state = merge_states(live)
 
     def _command(self, node: Command) -> bool | None:
         self.steps[0] += 1
         if self.steps[0] > MAX_STEPS:
-            raise _Halt
+            raise Halt
         if isinstance(node, Simple):
             return self.commands._simple(node)
         if isinstance(node, Group):
@@ -426,355 +339,6 @@ class Runner:
         if isinstance(node, Opaque):
             return None
         return None
-
-    # -- simple commands ------------------------------------------------------------------
-
-
-class Compounds:
-    """The compound commands of one walk: if, case and the loops (each arm walked as a
-    branch of the state, the rest of the script after it on the merged state)."""
-
-    def __init__(self, runner: Runner) -> None:
-        self.r = runner
-
-    def _if(
-        self, clauses: list[tuple[CommandList, CommandList]], otherwise: CommandList | None
-    ) -> None:
-        if not clauses:
-            if otherwise is not None:
-                self.r._list(otherwise)
-            return
-        (condition, body), rest = clauses[0], clauses[1:]
-        self.r.testing += 1
-        status = self.r._list(condition)
-        self.r.testing -= 1
-        if self.r.halt:
-            return
-        if status is True:
-            self.r._list(body)
-        elif status is False:
-            self._if(rest, otherwise)
-        else:
-            self.r._branches([lambda: self.r._list(body), lambda: self._if(rest, otherwise)])
-
-    def _case(self, node: Case) -> None:
-        subject = self.r.fields(node.word, split=False)
-        text = subject[0] if subject else ""
-
-        def arms_from(k: int) -> None:
-            if k >= len(node.arms):
-                return
-            patterns, body = node.arms[k]
-            matched = self._case_match(text, patterns)
-            if matched is True:
-                self.r._list(body)
-            elif matched is False:
-                arms_from(k + 1)
-            else:
-                self.r._branches([lambda: self.r._list(body), lambda: arms_from(k + 1)])
-
-        arms_from(0)
-
-    def _case_match(self, text: str, patterns: list[Word]) -> bool | None:
-        if has_unknown(text):
-            return None
-        for pattern in patterns:
-            plain = pattern.plain()
-            if plain is None:
-                return None
-            if pattern.quoted or not any(c in plain for c in "*?[\\"):
-                if plain == text:
-                    return True
-                continue
-            if plain == "*":
-                return True
-            return None  # a glob pattern: not evaluated here
-        return False
-
-    def _loop(self, node: Loop) -> None:
-        before = self.r.state.copy()
-        if node.kind == "for":
-            values = (
-                self.r.state.positional[1:]
-                if node.values is None
-                else [f for w in node.values for f in self.r.fields(w)]
-            )
-            if any(has_unknown(v) for v in values):
-                self.r.state.vars[node.variable or ""] = shell_unknown(node.variable or "")
-                self.r._branches([lambda: self.r._list(node.body), lambda: None])
-            elif values:
-                self.r.state.vars[node.variable or ""] = values[0]
-                self.r._list(node.body)
-            self._after_loop(before)
-            return
-        assert node.condition is not None
-        self.r.testing += 1
-        status = self.r._list(node.condition)
-        self.r.testing -= 1
-        if self.r.halt:
-            return
-        if node.kind == "until" and status is not None:
-            status = not status
-        if status is False:
-            return
-        if status is True:
-            self.r._list(node.body)
-            if self.r.halt in ("break", "continue"):
-                self.r.halt = None
-            self.r.cond = True  # after an endless loop: only by `break`
-        else:
-            self.r._branches([lambda: self.r._list(node.body), lambda: None])
-        self._after_loop(before)
-
-    def _after_loop(self, before: State) -> None:
-        if self.r.halt in ("break", "continue"):
-            self.r.halt = None
-        if self.r.halt is None:
-            self.r.state = _merge([before, self.r.state])
-
-
-class Commands:
-    """The simple commands of one walk: assignments, declarations and the builtins that
-    change the shell (set, shift, unset, source, eval, exec)."""
-
-    def __init__(self, runner: Runner) -> None:
-        self.r = runner
-        self.stdin: str | None = None  # the input of the command being run, where known
-
-    def _simple(self, node: Simple) -> bool | None:
-        prefix: dict[str, str] = {}
-        arrays: dict[str, list[str]] = {}
-        for word in node.assigns:
-            name, value, items = self._assignment(word)
-            prefix[name] = value
-            if items is not None:
-                arrays[name] = items
-        if not node.words:
-            for name, value in prefix.items():
-                self._set(name, value, export=False, items=arrays.get(name))
-            return None if any(has_unknown(v) for v in prefix.values()) else True
-        head = node.words[0].literal
-        if head in _DECLARATIONS:
-            return self._declare(head, node.words[1:])
-        words: list[str] = []
-        for word in node.words:
-            words.extend(self.r.fields(word))
-        self.stdin = self.r.streams.stdin(node.redirects)
-        self.r.streams.piped = None
-        if not words:
-            return True
-        self.r.streams.run(words, node.redirects, self.stdin)
-        exports = {**self.r.state.exported, **prefix}
-        if any(_may_fail(r, self.r) for r in node.redirects):
-            saved = self.r.cond
-            self.r.cond = True  # it runs only if the file opens
-            try:
-                return self._argv(words, exports)
-            finally:
-                self.r.cond = saved or self.r.cond
-        return self._argv(words, exports)
-
-    def _assignment(self, word: Word) -> tuple[str, str, list[str] | None]:
-        """(name, value, array items) of a NAME=value word."""
-        first = word.parts[0].text
-        name, _, rest = first.partition("=")
-        name = name.rstrip("+")
-        if word.array is not None:
-            items = [f for w in word.array for f in self.r.fields(w)]
-            if first.startswith(name + "+="):  # ARGS+=(more): appended
-                before = self.r.state.arrays.get(name)
-                if before is None:
-                    scalar = self.r.variable(name)
-                    before = [] if scalar is None else [scalar]
-                items = [*before, *items]
-            return name, items[0] if items else "", items
-        from preflight_operator.core.rules.shparse import Part  # noqa: PLC0415
-
-        tail = Word((Part("lit", rest, word.parts[0].quoted), *word.parts[1:]))
-        values = self.r.fields(tail, split=False)
-        value = "".join(values)
-        if first.startswith(name + "+="):
-            old = self.r.variable(name) or ""
-            value = old + value
-        return name, value, None
-
-    def _set(self, name: str, value: str, export: bool, items: list[str] | None = None) -> None:
-        self.r.state.arrays.pop(name, None)
-        if items is not None:
-            self.r.state.arrays[name] = items
-        self.r.state.vars[name] = value
-        if name == "IFS":
-            self.r.state.ifs_set = True
-        if export or name in self.r.state.exported or self.r.lookup(name) is not None:
-            self.r.state.exported[name] = value
-
-    def _declare(self, head: str, args: list[Word]) -> bool | None:
-        export = head == "export"
-        for word in args:
-            literal = word.literal
-            if literal is not None and literal.startswith(("-", "+")):
-                if "x" in literal and literal.startswith("-"):
-                    export = True
-                if any(c in literal for c in "inAlu"):
-                    for w in args:  # -i, -A, -l, -u change values: not modelled (-a
-                        # is an indexed array: NAME=(...) as without it)
-                        if _is_assignment_word(w):
-                            name = w.parts[0].text.split("=")[0]
-                            self.r.state.vars[name] = shell_unknown(name)
-                    return None
-                continue
-            if _is_assignment_word(word):
-                name, value, items = self._assignment(word)
-                self._set(name, value, export, items)
-            else:
-                for name in self.r.fields(word):
-                    known = self.r.variable(name)
-                    if export and known is not None and re.fullmatch(r"[A-Za-z_]\w*", name):
-                        self.r.state.exported[name] = known
-        return True
-
-    def _argv(self, words: list[str], exports: dict[str, str]) -> bool | None:
-        """Run the command ``words`` (expanded): a builtin, a function, a launcher, a
-        nested shell, vLLM, or another program."""
-        program = words[0]
-        if program in self.r.state.functions:
-            return self._call(program, words)
-        builtin = self._builtin(words, exports)
-        if builtin != "no":
-            return builtin  # type: ignore[return-value]
-        if program == "xargs":
-            self.r.streams.xargs(words, self.stdin, exports)
-            return None
-        self.r.programs._program(words, exports, None)
-        return None
-
-    def _call(self, name: str, words: list[str]) -> bool | None:
-        body = self.r.state.functions[name]
-        if body is None:
-            self.r.programs._doubt_if_vllm(
-                ["?", *words], f"function {name} is defined on some paths only"
-            )
-            return None
-        if self.r.depth + 1 > MAX_DEPTH * 4:
-            raise _Halt
-        saved = self.r.state.positional
-        self.r.state.positional = [saved[0] if saved else "sh", *words[1:]]
-        self.r.depth += 1
-        try:
-            status = self.r._command(body)
-        finally:
-            self.r.depth -= 1
-        self.r.state.positional = saved
-        if self.r.halt == "return":
-            self.r.halt = None
-        return status
-
-    def _builtin(self, words: list[str], exports: dict[str, str]) -> object:
-        """The status of a builtin that matters here, or "no"."""
-        name = words[0]
-        if name in _STATUS:
-            return _STATUS[name]
-        if name in _HALTS:
-            self.r.halt = _HALTS[name]
-            return None
-        if name in ("test", "["):
-            return _test(words[1:-1] if name == "[" and words[-1:] == ["]"] else words[1:])
-        handler = _BUILTINS.get(name)
-        if handler is not None:
-            return handler(self, words, exports)
-        if name == "read":
-            return self.r.streams.read(words, self.stdin)
-        if name == "printf" and words[1:2] == ["-v"]:
-            return self.r.streams.printf_v(words)
-        if name == "builtin" and len(words) > 1:
-            if self.r.dialect != "bash":  # dash has no `builtin`; a bash /bin/sh has
-                self.r.programs._doubt_if_vllm(words, "`builtin` in a POSIX sh script")
-                return None
-            inner = self._builtin(words[1:], exports)
-            return None if inner == "no" else inner
-        if name in _SETS_NAMES or (name == "printf" and "-v" in words):
-            for var in words[1:]:
-                if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", var):
-                    self.r.state.vars[var] = shell_unknown(var)
-            return None
-        if name == "cd" or (name == "command" and words[1:2] in (["-v"], ["-V"])):
-            return None  # `command -v NAME` looks NAME up; it runs nothing
-        return "no"
-
-    def _exec(self, words: list[str], exports: dict[str, str]) -> bool | None:
-        if len(words) == 1:
-            return True  # only redirections
-        self.r.programs._program(words, exports, None)
-        if self.r.halt is None:
-            self.r.halt = "exit"  # the shell is replaced: nothing after it runs
-        return None
-
-    def _eval_builtin(self, words: list[str], exports: dict[str, str]) -> bool | None:
-        text = " ".join(words[1:])
-        if has_unknown(text):
-            if "vllm" in text:
-                self.r.events.append(Doubt("`eval` of a value not known here"))
-            return None
-        return self._eval(text)
-
-    def _source(self, words: list[str], exports: dict[str, str]) -> bool | None:
-        # a name without a slash is looked up on PATH (dash; bash first): not that file
-        path = words[1] if len(words) > 1 and "/" in words[1] else ""
-        text, _ = self.r.streams.script_of(path)
-        if text is None:
-            self.r.state.opaque = True  # a file we cannot see: any variable may change
-            return None
-        saved = self.r.state.positional
-        if len(words) > 2:
-            self.r.state.positional = [saved[0] if saved else "sh", *words[2:]]
-        status = self._eval(text)  # a file the script wrote: run here, as `.` does
-        if len(words) > 2:
-            self.r.state.positional = saved
-        if self.r.halt == "return":
-            self.r.halt = None
-        return status
-
-    def _set_builtin(self, words: list[str], exports: dict[str, str]) -> bool | None:
-        args = words[1:]
-        for k, arg in enumerate(args):
-            if arg.startswith(("-", "+")) and arg not in ("-", "--", "-o", "+o"):
-                if "e" in arg[1:]:
-                    self.r.state.errexit = arg[0] == "-"
-            elif args[k - 1 : k] in (["-o"], ["+o"]) and arg == "errexit":
-                self.r.state.errexit = args[k - 1] == "-o"
-        if args and args[0] == "--":
-            self.r.state.positional = self.r.state.positional[:1] + args[1:]
-        elif args and not args[0].startswith(("-", "+")):
-            self.r.state.positional = self.r.state.positional[:1] + args
-        return True
-
-    def _shift(self, words: list[str], exports: dict[str, str]) -> bool | None:
-        count = int(words[1]) if len(words) > 1 and words[1].isdigit() else 1
-        del self.r.state.positional[1 : 1 + count]
-        return True
-
-    def _unset(self, words: list[str], exports: dict[str, str]) -> bool | None:
-        for var in words[1:]:
-            if not var.startswith("-"):
-                self.r.state.vars[var] = _UNSET
-                self.r.state.exported.pop(var, None)
-        return True
-
-    def _eval(self, text: str) -> bool | None:
-        if self.r.depth + 1 > MAX_DEPTH:
-            self.r.events.append(Doubt("`eval` nested too deeply"))
-            return None
-        try:
-            tree = parse(text, bash=self.r.dialect == "bash")
-        except ShellSyntax as exc:
-            if "vllm" in text:
-                self.r.events.append(Doubt(f"`eval` of text that does not parse: {exc}"))
-            return None
-        self.r.depth += 1
-        try:
-            return self.r._list(tree)
-        finally:
-            self.r.depth -= 1
 
 
 class Programs:
@@ -1033,104 +597,8 @@ def literal_references(text: str) -> str:
     return _UNDEFINED.sub(lambda m: f"$({m.group(1)})", text)
 
 
-class _Fields:
-    """Fields being built from a word's parts (POSIX 2.6: expansion, then splitting)."""
-
-    def __init__(self, splits: bool, split: bool) -> None:
-        self.out: list[list[str]] = [[]]
-        self.keep = [False]  # a quoted part makes a field even when empty ("")
-        self.splits = splits  # IFS is the default: unquoted values split on blanks
-        self.split = split  # False in assignments and case words: no splitting at all
-
-    def add(self, text: str, solid: bool) -> None:
-        self.out[-1].append(text)
-        if solid or text:
-            self.keep[-1] = True
-
-    def new_field(self) -> None:
-        self.out.append([])
-        self.keep.append(False)
-
-    def literal(self, text: str, quoted: bool, first: bool) -> None:
-        if not quoted and first and text.startswith("~"):
-            self.add(unknown_marker("tilde expansion"), True)
-        elif not quoted and (_globby(text) or _braces(text)):  # a bash /bin/sh expands braces
-            self.add(unknown_marker(f"pathname or brace expansion of {text!r}"), True)
-        else:
-            self.add(text, quoted)
-
-    def value(self, value: str, quoted: bool) -> None:
-        if quoted or has_unknown(value) or not self.split:
-            self.add(value, quoted)
-        elif not self.splits:
-            self.add(unknown_marker("word splitting with a changed IFS"), False)
-        elif _globby(value):
-            self.add(unknown_marker(f"pathname expansion of {value!r}"), False)
-        else:
-            for k, piece in enumerate(re.split(r"[ \t\n]+", value)):
-                if k > 0 and (self.keep[-1] or self.out[-1]):
-                    self.new_field()
-                if piece:
-                    self.add(piece, True)
-
-    def result(self) -> list[str]:
-        return ["".join(f) for f, k in zip(self.out, self.keep) if k or "".join(f)]
-
-
 def _nothing() -> None:
     """The arm of a branch that runs nothing."""
-
-
-_STATUS = {":": True, "true": True, "false": False}
-_HALTS = {"exit": "exit", "return": "return", "break": "break", "continue": "break"}
-_BUILTINS: dict[str, Callable[[Commands, list[str], dict[str, str]], bool | None]] = {
-    "exec": Commands._exec,
-    "eval": Commands._eval_builtin,
-    "source": Commands._source,
-    ".": Commands._source,
-    "set": Commands._set_builtin,
-    "shift": Commands._shift,
-    "unset": Commands._unset,
-}
-
-
-def _may_fail(redirect: Redirect, runner: Runner) -> bool:
-    """An input redirection from a file other than /dev/null: bash does not run the
-    command when the file cannot be opened, and whether it exists is not known here."""
-    if redirect.op not in ("<", "<>") or redirect.target is None:
-        return False
-    return runner.fields(redirect.target, split=False) != ["/dev/null"]
-
-
-def _globby(text: str) -> bool:
-    if "*" in text or "?" in text:
-        return True
-    at = text.find("[")
-    return at >= 0 and "]" in text[at + 1 :]
-
-
-def _braces(text: str) -> bool:
-    at = text.find("{")
-    if at < 0:
-        return False
-    close = text.find("}", at)
-    return close > at and ("," in text[at:close] or ".." in text[at:close])
-
-
-def _test(args: list[str]) -> bool | None:
-    """``test``/``[`` over known strings: -n, -z, =, ==, != and !; else unknown."""
-    if any(has_unknown(a) for a in args):
-        return None
-    if args[:1] == ["!"]:
-        inner = _test(args[1:])
-        return None if inner is None else not inner
-    if len(args) == 1:
-        return args[0] != ""
-    if len(args) == 2 and args[0] in ("-n", "-z"):
-        return (args[1] != "") == (args[0] == "-n")
-    if len(args) == 3 and args[1] in ("=", "==", "!="):
-        return (args[0] == args[2]) == (args[1] != "!=")
-    return None
 
 
 def script_index(words: Sequence[str]) -> int | None:

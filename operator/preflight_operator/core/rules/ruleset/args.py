@@ -312,9 +312,9 @@ def plan_unresolved(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
             "included in the check)",
         )
     unknown = ctx.gpus.unknown
-    if unknown is not None and ctx.gpus_needed is not None:
+    if unknown is not None and ctx.pod_gpus is not None:
         yield RULE_INFO["plan-unresolved"].finding(
-            f"vLLM needs {ctx.gpus_needed} devices in this pod but how many it gets is "
+            f"vLLM needs {ctx.pod_gpus} devices in this pod but how many it gets is "
             f"unknown here: {unknown}; the device count was not checked"
             + (
                 " (the injected check verifies at run time what CUDA sees)"

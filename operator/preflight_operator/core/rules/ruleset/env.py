@@ -129,7 +129,7 @@ def cvd(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     )
     if value is None or has_unknown(value):
         return
-    need = ctx.gpus_needed
+    need = ctx.pod_gpus
     # vLLM int()s the entries of the devices it uses: the first `need` of them
     used = [e.strip() for e in value.split(",")][: need if need else None]
     uuids = [e for e in used if e.upper().startswith(("GPU-", "MIG-"))]

@@ -188,7 +188,7 @@ def request_limit_mismatch(ctx: ContainerContext, policy: Policy) -> Iterator[Fi
     ),
 )
 def request_missing(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
-    need = ctx.gpus_needed
+    need = ctx.pod_gpus
     if need is None or need <= 1 or ctx.gpus.requested or ctx.spread or not _countable(ctx):
         return
     if ctx.template.gpus_elsewhere:
@@ -213,7 +213,7 @@ def request_missing(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     fix="add `nvidia.com/gpu: 1` to `resources.limits`",
 )
 def request_none(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
-    if ctx.gpus_needed != 1 or ctx.gpus.requested or ctx.spread or not _countable(ctx):
+    if ctx.pod_gpus != 1 or ctx.gpus.requested or ctx.spread or not _countable(ctx):
         return
     if ctx.template.gpus_elsewhere:
         return
@@ -240,7 +240,7 @@ def request_none(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     ),
 )
 def count_too_low(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
-    need, have = ctx.gpus_needed, ctx.gpus_have
+    need, have = ctx.pod_gpus, ctx.gpus_have
     if need is None or not have or have >= need or ctx.spread or not _countable(ctx):
         return
     path = ctx.gpu_path
@@ -264,7 +264,7 @@ def count_too_low(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     fix="request only what the plan uses (or raise `extraGPUsAllowed`)",
 )
 def count_extra(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
-    need, have = ctx.gpus_needed, ctx.gpus_have
+    need, have = ctx.pod_gpus, ctx.gpus_have
     if need is None or have is None or ctx.spread or have <= need + policy.extra_gpus_allowed:
         return
     if not _countable(ctx):
@@ -290,7 +290,7 @@ def mig_multi(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     mig = ctx.gpus.mig_entries
     if not mig:
         return
-    need = ctx.gpus_needed or 1
+    need = ctx.pod_gpus or 1
     total = ctx.gpus.requested or 0
     if need <= 1 and total <= 1:
         return

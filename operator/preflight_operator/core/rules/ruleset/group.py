@@ -240,9 +240,9 @@ def group_total(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     group = ctx.template.group
     if group is None or group.family != "lws" or not ctx.spread or not ctx.template.is_leader:
         return
-    if ctx.gpus_needed is None:
+    if ctx.pod_gpus is None:
         return  # the plan is not known (bad or unresolved arguments)
-    need = ctx.group_gpus_needed
+    need = ctx.group_gpus
     leader = pod_gpus(group.leader_spec, group.leader_path, ctx.resolve)
     worker = pod_gpus(group.worker_spec, group.worker_path, ctx.resolve)
     if leader is None or worker is None:
@@ -303,9 +303,9 @@ def ray_total(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     pods are not in the object: plan-unresolved (topology_unknown)."""
     yield from topology_unknown(ctx)
     group = ctx.template.group
-    if group is None or group.family != RAY or ctx.gpus_needed is None:
+    if group is None or group.family != RAY or ctx.pod_gpus is None:
         return
-    need = ctx.group_gpus_needed
+    need = ctx.group_gpus
     have = group_devices(group, ctx.resolve)
     if have is None or have >= need:
         return  # fits, or a DRA count unknown here
@@ -346,7 +346,7 @@ def topology_unknown(ctx: ContainerContext) -> Iterator[Finding]:
     if not ctx.ray_unplaced:
         return
     plan = ctx.parsed.plan
-    need = ctx.group_gpus_needed
+    need = ctx.group_gpus
     have = ctx.gpus_have
     holds = (
         "an unknown number of devices"

@@ -539,14 +539,14 @@ def _timing(ctx: ContainerContext, window: Window, has_startup: bool) -> Iterato
     if estimate.weights is not None:
         inputs = (*inputs, estimate.weights)
     fix = _fix(window, estimate.seconds, has_startup)
-    if estimate.weight_bytes is not None and ctx.gpus_needed:
-        lower = estimate.weight_bytes / (ctx.gpus_needed * FASTEST_LINK_BYTES_PER_S)
+    if estimate.weight_bytes is not None and ctx.pod_gpus:
+        lower = estimate.weight_bytes / (ctx.pod_gpus * FASTEST_LINK_BYTES_PER_S)
         if lower > window.seconds:
             yield _finding(
                 FAIL,
                 f"the {name} kills the container after {window.seconds} s ({window.text}), "
                 f"but copying {estimate.weight_bytes / GB:.1f} GB of weights into "
-                f"{ctx.gpus_needed} GPU(s) takes at least {lower:.1f} s even at "
+                f"{ctx.pod_gpus} GPU(s) takes at least {lower:.1f} s even at "
                 f"{FASTEST_LINK_BYTES_PER_S / GB:.0f} GB/s per GPU: vLLM never starts",
                 field,
                 fix,
