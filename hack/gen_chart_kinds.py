@@ -24,7 +24,7 @@ TARGET = ROOT / "charts" / "vllm-preflight" / "templates" / "_kinds.tpl"
 sys.path.insert(0, str(ROOT / "operator"))
 sys.path.insert(0, str(ROOT / "initcontainer"))
 
-from preflight_operator.core.rules.kinds import KINDS  # noqa: E402
+from preflight_operator.core.rules import KINDS  # noqa: E402
 
 
 def value_key(family: str) -> str:

@@ -79,8 +79,8 @@ def node_of(module: str) -> tuple[str, str] | None:
     if top == "preflight_operator":
         sub = parts[1] if len(parts) > 1 else ""
         if sub == "core" and len(parts) > 2 and parts[2] == "rules":
-            if len(parts) > 3 and parts[3] == "checks":
-                return "rules_checks", "rules"
+            if len(parts) > 3 and parts[3] == "ruleset":
+                return "rules_ruleset", "rules"
             return "rules", "rules"
         if sub in {"main", "handlers"}:
             return "op_app", "core"
@@ -104,13 +104,13 @@ LABELS = {
     "check_driver": "preflight_check.driver<br/>ctypes libcuda + NVML",
     "contract_pkg": "preflight_contract<br/>report, verdicts, actions, env, check_ids,<br/>"
     "vllm_args, modelfacts, modelsource",
-    "rules": "preflight_operator.core.rules<br/>engine, kinds, registry, model, ...",
-    "rules_checks": "preflight_operator.core.rules.checks",
+    "rules": "preflight_operator.core.rules<br/>engine, kinds, registry, vocabulary, ...",
+    "rules_ruleset": "preflight_operator.core.rules.ruleset",
     "op_app": "main.py + handlers/<br/>kopf life cycle, wiring",
     "op_cli": "cli/<br/>lint, kubectl plugin, installer",
     "op_webhook": "webhook/<br/>server, admission service",
     "op_runtime": "runtime/<br/>api, watches, controller, queue, ...",
-    "op_core": "core/<br/>planning, injection, policy, store, ...",
+    "op_core": "core/<br/>reconcilesteps, injection, policy, store, ...",
     "tests_root": "tests/conftest.py",
     "harness_root": "preflight_dev",
 }

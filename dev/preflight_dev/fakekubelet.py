@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from preflight_operator.core import constants
-from preflight_operator.core.rules.quantity import parse_quantity
+from preflight_operator.core.rules import parse_quantity
 from preflight_operator.runtime.api import MERGE_PATCH, KubeApi
 
 if TYPE_CHECKING:

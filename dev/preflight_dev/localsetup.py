@@ -21,7 +21,7 @@ import yaml
 
 from preflight_dev.testing.base import Cluster
 from preflight_dev.testing.wait import wait_for
-from preflight_operator.core import constants, failclosed
+from preflight_operator.core import constants, failclosedscope
 from preflight_operator.core.workloads import TEMPLATE_KINDS, WRAPPER_KINDS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -143,7 +143,7 @@ def webhook_configurations(
     ``failure_policy`` is Fail here (the chart defaults to Ignore) so that a test notices
     a webhook that does not answer instead of silently admitting. As the chart, the
     validating configuration also has the fail-closed entry (always Fail) whose namespaces
-    under Enforce the operator keeps in step (core/failclosed.py), and the namespace entry
+    under Enforce the operator keeps in step (core/failclosedscope.py), and the namespace entry
     leaves them out."""
     ca = base64.b64encode(ca_pem).decode("ascii")
     excluded_list = sorted(set(excluded))
@@ -193,16 +193,16 @@ def webhook_configurations(
                 **common,
             }
         )
-    # the chart's fail-closed entry (core/failclosed.py): always Fail, the namespaces under
+    # the chart's fail-closed entry (core/failclosedscope.py): always Fail, the namespaces under
     # Enforce that the operator's Lease holder lists (--webhook-configuration)
-    enforce_namespaces, enforce_objects = failclosed.fail_closed_selectors(
+    enforce_namespaces, enforce_objects = failclosedscope.fail_closed_selectors(
         label, constants.INJECT_ENABLED, constants.INJECT_DISABLED, excluded_list
     )
     validating.insert(
         0,
         {
             **validating[0],
-            "name": failclosed.ENFORCE_ENTRY,
+            "name": failclosedscope.ENFORCE_ENTRY,
             "clientConfig": {
                 "url": f"https://127.0.0.1:{port}/{constants.VALIDATE_ENFORCE_WEBHOOK_ID}",
                 "caBundle": ca,
@@ -215,7 +215,7 @@ def webhook_configurations(
     # ... which the namespace entry (failure_policy) leaves out
     first_namespace_selector, _ = _selectors("namespace", label, excluded_list)
     first_namespace_selector["matchExpressions"].append(
-        {"key": failclosed.NAME_KEY, "operator": "NotIn", "values": [failclosed.SENTINEL]}
+        {"key": failclosedscope.NAME_KEY, "operator": "NotIn", "values": [failclosedscope.SENTINEL]}
     )
     validating[1]["namespaceSelector"] = first_namespace_selector
     # the chart's provenance entries: every namespace, injected pods; pods/status apart,

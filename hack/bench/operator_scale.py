@@ -49,8 +49,8 @@ from preflight_dev.localoperator import OperatorProcess  # noqa: E402
 from preflight_dev.testing import LocalCluster  # noqa: E402
 from preflight_dev.testing.process import Component  # noqa: E402
 from preflight_operator.core import constants  # noqa: E402
-from preflight_operator.core.config import InjectionConfig, PolicySpec  # noqa: E402
 from preflight_operator.core.injection import Injection, plan_injection  # noqa: E402
+from preflight_operator.core.operatorconfig import InjectionConfig, PolicySpec  # noqa: E402
 from preflight_operator.core.static import Plan  # noqa: E402
 from preflight_operator.runtime.api import KubeApi  # noqa: E402
 from preflight_operator.runtime.credentials import credentials_from_kubeconfig  # noqa: E402

@@ -216,7 +216,7 @@ def in_process(rayservices: int) -> dict[str, Any]:
 
     from preflight_operator.core import rules  # noqa: PLC0415
     from preflight_operator.core.analysis import RulesAnalyser  # noqa: PLC0415
-    from preflight_operator.core.config import PolicySpec  # noqa: PLC0415
+    from preflight_operator.core.operatorconfig import PolicySpec  # noqa: PLC0415
     from preflight_operator.runtime.rulesworker import RulesPool, RulesWorker  # noqa: PLC0415
 
     cases = list(corpus.embedded_cases(rayservices))

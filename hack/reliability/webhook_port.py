@@ -3,7 +3,7 @@ bounded in time and count.
 
     .venv/bin/python hack/reliability/webhook_port.py [--json OUT.json] [--tree DIR]
 
-Runs the operator's webhook server (webhookserver.py with handlers/admission.py's routes, a
+Runs the operator's webhook server (webhookserver.py with webhook/admissionreview.py's routes, a
 real AdmissionService and its rules workers) in a child process, then:
 
 1. **flood**: ``--flood`` TLS connections from one peer that send a request line and one
@@ -70,8 +70,8 @@ CHILD = r"""
 import asyncio, os, sys, time
 from pathlib import Path
 from preflight_operator.core.analysis import RulesAnalyser
-from preflight_operator.core.config import OperatorConfig
-from preflight_operator.handlers import admission
+from preflight_operator.core.operatorconfig import OperatorConfig
+from preflight_operator.webhook import admissionreview
 from preflight_operator.core.policy import PolicyBook
 from preflight_operator.runtime.rulesworker import isolate
 from preflight_operator.webhook.webhooks import AdmissionService
@@ -91,11 +91,11 @@ async def main() -> None:
     pool = isolate(RulesAnalyser(), config)
     pool.start()
     service.use_analyser(pool)
-    routes = admission.routes(service)
+    routes = admissionreview.routes(service)
     kwargs = dict(addr="127.0.0.1", port=port, certfile=cert, keyfile=key)
     if hasattr(WebhookServer, "configured"):
         server = WebhookServer.configured(
-            routes, config.webhook, fallbacks=admission.fallbacks(service), **kwargs
+            routes, config.webhook, fallbacks=admissionreview.fallbacks(service), **kwargs
         )
     else:  # the server before issue 23
         server = WebhookServer(routes, **kwargs)

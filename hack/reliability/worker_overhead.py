@@ -22,7 +22,7 @@ sys.path[:0] = [str(REPO / "operator"), str(REPO / "initcontainer")]
 import yaml  # noqa: E402
 
 from preflight_operator.core.analysis import RulesAnalyser  # noqa: E402
-from preflight_operator.core.config import PolicySpec  # noqa: E402
+from preflight_operator.core.operatorconfig import PolicySpec  # noqa: E402
 from preflight_operator.runtime.rulesworker import RulesPool, RulesWorker  # noqa: E402
 
 

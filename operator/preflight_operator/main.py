@@ -22,9 +22,9 @@ import kopf
 from preflight_contract import redact
 from preflight_contract.terminal import clean
 from preflight_operator.core.analysis import RulesAnalyser
-from preflight_operator.core.config import ConfigError, load_config
 from preflight_operator.core.loadtime import LoadSummary
 from preflight_operator.core.modelcache import ModelCache, load_model_sources
+from preflight_operator.core.operatorconfig import ConfigError, load_config
 from preflight_operator.core.rules import ClusterLookup
 from preflight_operator.handlers import register
 from preflight_operator.runtime import metrics, podfeed

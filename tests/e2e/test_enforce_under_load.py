@@ -37,7 +37,7 @@ import yaml
 from preflight_dev import localoperator, localsetup
 from preflight_dev.localoperator import OperatorProcess
 from preflight_dev.testing import Cluster, wait_for
-from preflight_operator.core import constants, failclosed
+from preflight_operator.core import constants, failclosedscope
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "data" / "manifests"
 BAD = next(
@@ -96,7 +96,7 @@ def namespace(cluster: Cluster, replicas: Any) -> Iterator[str]:
             "get", "validatingwebhookconfiguration", localsetup.WEBHOOK_CONFIGURATION_NAME,
             "-o", "json",
         ).stdout  # fmt: skip
-        return name in failclosed.entry_names(json.loads(out))
+        return name in failclosedscope.entry_names(json.loads(out))
 
     wait_for(listed, what="the leader to list the namespace on the fail-closed entry")
     yield name

@@ -37,7 +37,7 @@ from preflight_dev.testing.workloads import (
 )
 from preflight_operator.core import constants
 from preflight_operator.core.nodefeedback import CONDITION, KEY
-from preflight_operator.core.nodeprobe import probe_name
+from preflight_operator.core.nodeprobepod import probe_name
 
 PROBE_NAMESPACE = "default"  # the operator's own namespace: none given outside a release
 

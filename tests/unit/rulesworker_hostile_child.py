@@ -10,7 +10,7 @@ from typing import Any
 
 from preflight_operator.core import rules
 from preflight_operator.core.analysis import RulesAnalyser
-from preflight_operator.core.config import PolicySpec
+from preflight_operator.core.operatorconfig import PolicySpec
 from preflight_operator.runtime import rulesworker
 
 _real = RulesAnalyser.results

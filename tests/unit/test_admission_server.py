@@ -14,10 +14,10 @@ import aiohttp
 from preflight_dev.testing.certs import CertificateAuthority
 from preflight_dev.testing.process import free_ports
 from preflight_operator.core.analysis import RulesAnalyser
-from preflight_operator.core.config import OperatorConfig
+from preflight_operator.core.operatorconfig import OperatorConfig
 from preflight_operator.core.policy import PolicyBook
-from preflight_operator.handlers import admission as handlers
 from preflight_operator.runtime import metrics
+from preflight_operator.webhook import admissionreview
 from preflight_operator.webhook.webhooks import AdmissionService
 from preflight_operator.webhook.webhookserver import MAX_BODY, WebhookServer
 
@@ -118,7 +118,7 @@ def test_mutate_pods_never_answers_500_for_a_malformed_pod(tmp_path: Path) -> No
     service = AdmissionService(OperatorConfig(), RulesAnalyser(), PolicyBook(), events=None)
     (port,) = free_ports(1)
     server = WebhookServer(
-        handlers.routes(service), addr="127.0.0.1", port=port, certfile=cert, keyfile=key
+        admissionreview.routes(service), addr="127.0.0.1", port=port, certfile=cert, keyfile=key
     )
     objects: list[Any] = [
         {"metadata": "x", "spec": {}},

@@ -11,16 +11,16 @@ from typing import Any
 import pytest
 import yaml
 
-from preflight_operator.core.admission import decide, spec_changed
+from preflight_operator.core.admissiondecision import decide, spec_changed
 from preflight_operator.core.analysis import RulesAnalyser
-from preflight_operator.core.config import OperatorConfig, PolicySpec, WebhookConfig
 from preflight_operator.core.events import EventSpec
+from preflight_operator.core.operatorconfig import OperatorConfig, PolicySpec, WebhookConfig
 from preflight_operator.core.policy import PolicyBook, ResolvedPolicy, parse_policy
-from preflight_operator.core.rules.model import Finding
+from preflight_operator.core.rules.vocabulary import Finding
 from preflight_operator.core.static import StaticResult
 from preflight_operator.core.workloads import WorkloadRef
-from preflight_operator.handlers import admission as handlers
 from preflight_operator.runtime import metrics
+from preflight_operator.webhook import admissionreview
 from preflight_operator.webhook.webhooks import AdmissionService
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "data" / "manifests"
@@ -174,7 +174,7 @@ def review(body: dict[str, Any], service: Any, **request: Any) -> dict[str, Any]
         "kind": "AdmissionReview",
         "request": {"uid": "u-1", "operation": "CREATE", "object": body, **request},
     }
-    response: dict[str, Any] = asyncio.run(handlers.review_validation_async(service, data))[
+    response: dict[str, Any] = asyncio.run(admissionreview.review_validation_async(service, data))[
         "response"
     ]
     return response

@@ -10,7 +10,7 @@ import pytest
 from test_rules_support import deployment, finding, ids, one, pod_spec, vllm
 
 from preflight_contract.vllm_args import API_SERVER_POSITIONAL, parse_vllm_args
-from preflight_operator.core.rules.checks.args import image_vllm_version
+from preflight_operator.core.rules.ruleset.args import image_vllm_version
 
 API = ["python3", "-m", "vllm.entrypoints.openai.api_server"]
 

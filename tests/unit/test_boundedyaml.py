@@ -20,8 +20,8 @@ import yaml
 from test_rules_support import check, config_map, deployment, ids, pod_spec, vllm
 
 from preflight_operator.core.analysis import RulesAnalyser
-from preflight_operator.core.config import OperatorConfig, PolicySpec
 from preflight_operator.core.modelcache import files_from_config_map
+from preflight_operator.core.operatorconfig import OperatorConfig, PolicySpec
 from preflight_operator.core.rules import WARN, boundedyaml
 from preflight_operator.runtime.rulesworker import BudgetExceeded, isolate, plain
 

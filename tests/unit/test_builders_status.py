@@ -6,7 +6,6 @@ import dataclasses
 import json
 from typing import Any
 
-from preflight_operator.core.config import PolicySpec
 from preflight_operator.core.gpuvalidation import (
     StatusInputs,
     build_status,
@@ -14,10 +13,11 @@ from preflight_operator.core.gpuvalidation import (
     merge_history,
     overall_status,
 )
-from preflight_operator.core.planning import replacing_merge_patch, without_nulls
+from preflight_operator.core.operatorconfig import PolicySpec
 from preflight_operator.core.podresults import PodResult
 from preflight_operator.core.policy import ResolvedPolicy
-from preflight_operator.core.rules.model import Finding
+from preflight_operator.core.reconcilesteps import replacing_merge_patch, without_nulls
+from preflight_operator.core.rules.vocabulary import Finding
 from preflight_operator.core.static import Plan, StaticResult
 from preflight_operator.core.store import StoredValidation
 from preflight_operator.core.workloads import WorkloadRef
@@ -253,7 +253,7 @@ def test_pods_that_run_without_the_check_are_named_with_the_fix() -> None:
 
 
 def test_not_injected_is_announced_once() -> None:
-    from preflight_operator.core.planning import plan_reconcile
+    from preflight_operator.core.reconcilesteps import reconcile_steps
     from preflight_operator.core.store import WorkloadState
 
     workload = WorkloadState(
@@ -261,10 +261,10 @@ def test_not_injected_is_announced_once() -> None:
         static=PASSING, static_checked_at="2026-01-01T00:00:00Z",
         policy=ResolvedPolicy("", PolicySpec()), static_key=None,
     )  # fmt: skip
-    first = plan_reconcile(workload, (), 0, {}, history_limit=10, now="t", not_injected=["p"])
+    first = reconcile_steps(workload, (), 0, {}, history_limit=10, now="t", not_injected=["p"])
     assert [e.reason for e in first.events] == ["NotInjected"]
     assert "p" in first.events[0].message
-    second = plan_reconcile(
+    second = reconcile_steps(
         workload, (), 0, first.status, history_limit=10, now="t", not_injected=["p"]
     )
     assert [e.reason for e in second.events] == []

@@ -902,7 +902,7 @@ class TestOperatorConfig:
     def test_webhook_values_reach_the_operator(self) -> None:
         """The failure answers follow the webhook configurations' own failurePolicy and
         timeout; denial Events and the port's limits are values."""
-        config_module = pytest.importorskip("preflight_operator.core.config")
+        config_module = pytest.importorskip("preflight_operator.core.operatorconfig")
         objs = render(
             sets=[
                 "webhook.validating.failurePolicy=Fail", "webhook.validating.timeoutSeconds=5",
@@ -976,13 +976,13 @@ class TestOperatorConfig:
 
     @pytest.mark.parametrize("values", [None, *VALID_VALUES])
     def test_the_operator_accepts_every_rendered_config(self, values: str | None) -> None:
-        config_module = pytest.importorskip("preflight_operator.core.config")
+        config_module = pytest.importorskip("preflight_operator.core.operatorconfig")
         config = config_module.parse_config(rendered_config(*([values] if values else [])))
         assert NAMESPACE in config.excluded_namespaces
         assert config.namespace_label == OPT_IN
 
     def test_per_rule_actions_reach_the_config(self) -> None:
-        config_module = pytest.importorskip("preflight_operator.core.config")
+        config_module = pytest.importorskip("preflight_operator.core.operatorconfig")
         objs = render(sets=["defaultPolicy.rules.shm-too-small=Enforce"])
         config = config_module.parse_config(
             yaml.safe_load(one(objs, "ConfigMap", FULLNAME)["data"]["config.yaml"])
@@ -992,7 +992,7 @@ class TestOperatorConfig:
         assert "/defaultPolicy/rules/shm-too-small': value must be one of" in error
 
     def test_the_rules_budget_is_set_from_values(self) -> None:
-        config_module = pytest.importorskip("preflight_operator.core.config")
+        config_module = pytest.importorskip("preflight_operator.core.operatorconfig")
         objs = render(sets=["rules.budgetSeconds=2", "rules.workers=4"])
         config = config_module.parse_config(
             yaml.safe_load(one(objs, "ConfigMap", FULLNAME)["data"]["config.yaml"])

@@ -39,7 +39,7 @@ def test_the_condition_adds_exactly_patch_on_nodes_status_and_only_with_enabled(
 
 def test_the_operator_is_told_what_the_chart_granted_on_nodes() -> None:
     """config.NodeAccess: the operator never tries what its ClusterRole does not allow."""
-    from preflight_operator.core.config import NodeAccess, parse_config
+    from preflight_operator.core.operatorconfig import NodeAccess, parse_config
 
     def access(sets: list[str]) -> NodeAccess:
         cm = one(render(sets=sets), "ConfigMap", FULLNAME)
@@ -54,7 +54,7 @@ def test_the_operator_is_told_what_the_chart_granted_on_nodes() -> None:
 
 def test_the_operator_is_told_where_the_chart_granted_patch_on_workloads() -> None:
     """config.WorkloadPatch follows rbac.workloadPatch and rbac.workloadNamespaces."""
-    from preflight_operator.core.config import WorkloadPatch, parse_config
+    from preflight_operator.core.operatorconfig import WorkloadPatch, parse_config
 
     def patch(sets: list[str]) -> WorkloadPatch:
         cm = one(render(sets=sets), "ConfigMap", FULLNAME)
@@ -87,7 +87,7 @@ def test_the_probe_may_make_pods_in_the_release_namespace_only() -> None:
 
 
 def test_the_probe_settings_reach_the_operator() -> None:
-    from preflight_operator.core.config import ProbeSettings, parse_config
+    from preflight_operator.core.operatorconfig import ProbeSettings, parse_config
 
     sets = ["nodeFeedback.probe.intervalSeconds=60", "nodeFeedback.probe.maxRunning=2"]
     cm = one(render(sets=sets), "ConfigMap", FULLNAME)

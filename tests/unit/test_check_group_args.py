@@ -27,8 +27,8 @@ from preflight_check.group import (
 )
 from preflight_check.options import parse_options
 from preflight_operator.core.analysis import injection_target
-from preflight_operator.core.config import InjectionConfig, PolicySpec
 from preflight_operator.core.injection import Injection, plan_injection
+from preflight_operator.core.operatorconfig import InjectionConfig, PolicySpec
 from preflight_operator.core.rules import check_objects
 
 LWS = "leaderworkerset.sigs.k8s.io"

@@ -1,5 +1,5 @@
 """The fail-closed webhook entry (issue 34): which namespaces are under Enforce, and the
-patch that keeps the entry's list in step (core/failclosed.py, runtime/failclosed.py)."""
+patch that keeps the entry's list in step (core/failclosedscope.py, runtime/failclosedsync.py)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import Any
 
 from preflight_contract.actions import AUDIT, ENFORCE, WARN
 from preflight_dev import localsetup
-from preflight_operator.core import constants, failclosed
-from preflight_operator.core.config import PolicySpec
+from preflight_operator.core import constants, failclosedscope
+from preflight_operator.core.operatorconfig import PolicySpec
 from preflight_operator.core.policy import Policy, Requirement, Selector
-from preflight_operator.runtime.failclosed import FailClosedSync
+from preflight_operator.runtime.failclosedsync import FailClosedSync
 
 ALL = Selector()
 SOME = Selector(requirements=(Requirement("app", "In", ("a",)),))
@@ -27,23 +27,23 @@ def _policy(
 def test_a_namespace_is_under_enforce_when_any_reachable_policy_can_deny() -> None:
     enforce, warn = PolicySpec(action=ENFORCE), PolicySpec(action=WARN)
     # no policy: the default decides
-    assert failclosed.under_enforce([], enforce)
-    assert not failclosed.under_enforce([], warn)
+    assert failclosedscope.under_enforce([], enforce)
+    assert not failclosedscope.under_enforce([], warn)
     # a catch-all Warn policy takes every workload from the default
-    assert not failclosed.under_enforce([_policy("w", WARN)], enforce)
+    assert not failclosedscope.under_enforce([_policy("w", WARN)], enforce)
     # a selective Warn policy leaves the rest to the default
-    assert failclosed.under_enforce([_policy("w", WARN, SOME)], enforce)
+    assert failclosedscope.under_enforce([_policy("w", WARN, SOME)], enforce)
     # one Enforce rule in a Warn policy can deny
     ruled = _policy("w", WARN, rule_actions=(("gpu-count-too-low", ENFORCE),))
-    assert failclosed.under_enforce([ruled], warn)
+    assert failclosedscope.under_enforce([ruled], warn)
     # an Enforce policy below a catch-all Audit one is never reached
     low = _policy("e", ENFORCE, SOME, priority=-1)
-    assert not failclosed.under_enforce([_policy("a", AUDIT), low], enforce)
-    assert failclosed.under_enforce([_policy("a", AUDIT, priority=-2), low], warn)
+    assert not failclosedscope.under_enforce([_policy("a", AUDIT), low], enforce)
+    assert failclosedscope.under_enforce([_policy("a", AUDIT, priority=-2), low], warn)
 
 
 def test_excluded_namespaces_are_never_under_enforce() -> None:
-    names = failclosed.enforced_namespaces(
+    names = failclosedscope.enforced_namespaces(
         ["team-b", "kube-system", "team-a", "vllm-preflight", "team-warn"],
         lambda ns: [_policy("w", WARN)] if ns == "team-warn" else [],
         PolicySpec(action=ENFORCE),
@@ -78,29 +78,29 @@ def _apply(config: dict[str, Any], ops: list[dict[str, Any]]) -> None:
 
 def test_the_patch_moves_namespaces_from_the_ignore_entry_to_the_fail_entry() -> None:
     config = _config()
-    enforce = next(w for w in config["webhooks"] if w["name"] == failclosed.ENFORCE_ENTRY)
+    enforce = next(w for w in config["webhooks"] if w["name"] == failclosedscope.ENFORCE_ENTRY)
     assert enforce["failurePolicy"] == "Fail"  # whatever the others say
     assert enforce["clientConfig"]["url"].endswith("/" + constants.VALIDATE_ENFORCE_WEBHOOK_ID)
-    ops = failclosed.selector_patch(config, ["team-a", "team-b"])
+    ops = failclosedscope.selector_patch(config, ["team-a", "team-b"])
     _apply(config, ops)
-    fail_in = [e for e in _selector(config, failclosed.ENFORCE_ENTRY) if e["operator"] == "In"]
-    assert [failclosed.SENTINEL, "team-a", "team-b"] in [e["values"] for e in fail_in]
-    ignore = _selector(config, failclosed.NAMESPACE_ENTRY)
-    assert {"key": failclosed.NAME_KEY, "operator": "NotIn",
-            "values": [failclosed.SENTINEL, "team-a", "team-b"]} in ignore  # fmt: skip
+    fail_in = [e for e in _selector(config, failclosedscope.ENFORCE_ENTRY) if e["operator"] == "In"]
+    assert [failclosedscope.SENTINEL, "team-a", "team-b"] in [e["values"] for e in fail_in]
+    ignore = _selector(config, failclosedscope.NAMESPACE_ENTRY)
+    assert {"key": failclosedscope.NAME_KEY, "operator": "NotIn",
+            "values": [failclosedscope.SENTINEL, "team-a", "team-b"]} in ignore  # fmt: skip
     # the excluded namespaces stay excluded from both
     assert any(e["operator"] == "NotIn" and "kube-system" in e["values"] for e in ignore)
-    assert failclosed.entry_names(config) == ("team-a", "team-b")
-    assert failclosed.selector_patch(config, ["team-a", "team-b"]) == []  # in step: no write
+    assert failclosedscope.entry_names(config) == ("team-a", "team-b")
+    assert failclosedscope.selector_patch(config, ["team-a", "team-b"]) == []  # in step: no write
 
 
 def test_a_configuration_without_the_entry_is_left_alone() -> None:
     config = _config()
     config["webhooks"] = [
         w for w in config["webhooks"]
-        if w["name"] not in (failclosed.ENFORCE_ENTRY, failclosed.NAMESPACE_ENTRY)
+        if w["name"] not in (failclosedscope.ENFORCE_ENTRY, failclosedscope.NAMESPACE_ENTRY)
     ]  # fmt: skip
-    assert failclosed.selector_patch(config, ["team-a"]) == []
+    assert failclosedscope.selector_patch(config, ["team-a"]) == []
 
 
 class _Api:
@@ -146,4 +146,4 @@ def test_only_the_lease_holder_writes_and_only_what_changed() -> None:
 
     assert asyncio.run(rounds()) == [False, True, False, True]
     assert api.gets == 2
-    assert failclosed.entry_names(api.config) == ("team-a", "team-b")
+    assert failclosedscope.entry_names(api.config) == ("team-a", "team-b")

@@ -2,7 +2,7 @@
 each entered where a unit test can reach its outer edge:
 
 * ``lint``: the engine's ``check_objects`` over the manifests;
-* admission: ``handlers.admission.review_validation_async`` (AdmissionReview in, response
+* admission: ``webhook.admissionreview.review_validation_async`` (AdmissionReview in, response
   out) for every object the chart routes to ``/validate`` (its ValidatingWebhookConfiguration
   rules, read from the chart below), under Enforce; and, for the pods a controller makes,
   ``review_mutation_async`` (the injection webhook, which reads the gang a pod names);
@@ -40,14 +40,17 @@ from test_webhook_workloadapi import Api  # the API server's answers by path, re
 
 from preflight_operator.core import constants
 from preflight_operator.core.analysis import RulesAnalyser
-from preflight_operator.core.config import OperatorConfig, PolicySpec
+from preflight_operator.core.operatorconfig import OperatorConfig, PolicySpec
 from preflight_operator.core.policy import PolicyBook
 from preflight_operator.core.rules import crdgroups, kinds
 from preflight_operator.core.rules.engine import check_objects
 from preflight_operator.core.rules.registry import RULE_INFO
 from preflight_operator.core.workloads import ADMITTED_KINDS, FAMILIES, POD, WorkloadKind
-from preflight_operator.handlers.admission import review_mutation_async, review_validation_async
 from preflight_operator.runtime.watches import watched
+from preflight_operator.webhook.admissionreview import (
+    review_mutation_async,
+    review_validation_async,
+)
 from preflight_operator.webhook.webhooks import AdmissionService
 
 NS = "ml"

@@ -16,7 +16,7 @@ from preflight_operator.cli import plugin_explain, plugin_status
 from preflight_operator.core import constants
 from preflight_operator.core.gpuvalidation import build_status, plan_unknown
 from preflight_operator.core.podresults import pod_result, report_plan_note
-from preflight_operator.core.rules.model import Finding
+from preflight_operator.core.rules.vocabulary import Finding
 from preflight_operator.core.static import StaticResult
 
 UNPARSED = Finding(

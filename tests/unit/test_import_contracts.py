@@ -91,6 +91,21 @@ def test_the_outside_packages_are_forbidden_by_folder(fragment: str, folders: se
     assert all(m.count(".") <= 1 for m in contract["source_modules"]), "folders, not modules"
 
 
+def test_core_rules_is_reached_through_its_face_from_every_other_folder() -> None:
+    """Issue 37 item 3: outside core/rules, the operator and the harness import
+    preflight_operator.core.rules (its __init__.py) and none of its modules; every folder of
+    the operator is a source, core's other modules through ``core.*``."""
+    contract = _contract("core/rules has one face")
+    assert contract["type"] == "forbidden"
+    assert contract["forbidden_modules"] == ["preflight_operator.core.rules.*"]
+    assert contract["allow_indirect_imports"] is True
+    assert not contract.get("ignore_imports")
+    in_layers = {name.strip() for layer in LAYERS for name in layer.split("|")}
+    expected = {f"preflight_operator.{name}" for name in in_layers - {"core"}}
+    expected |= {"preflight_operator.core.*", "preflight_dev"}
+    assert set(contract["source_modules"]) == expected
+
+
 def test_the_operator_imports_nothing_of_the_checker() -> None:
     contract = _contract("the operator imports nothing of preflight_check")
     assert contract["source_modules"] == ["preflight_operator"]

@@ -14,7 +14,6 @@ import pytest
 from preflight_check.options import parse_options
 from preflight_operator.core import constants
 from preflight_operator.core.analysis import RulesAnalyser, check_plan
-from preflight_operator.core.config import InjectionConfig, OperatorConfig, PolicySpec, Thresholds
 from preflight_operator.core.injection import (
     Injection,
     Skip,
@@ -23,10 +22,16 @@ from preflight_operator.core.injection import (
     runtime_skips,
     vllm_args_value,
 )
+from preflight_operator.core.operatorconfig import (
+    InjectionConfig,
+    OperatorConfig,
+    PolicySpec,
+    Thresholds,
+)
 from preflight_operator.core.policy import PolicyBook, parse_policy
 from preflight_operator.core.static import Plan
 from preflight_operator.core.workloads import WorkloadRef
-from preflight_operator.handlers import admission as handlers
+from preflight_operator.webhook import admissionreview
 from preflight_operator.webhook.webhooks import AdmissionService
 
 PLAN = Plan(tp=2, pp=1, dp=1, dp_local=1, gpus_needed=2, container="vllm")
@@ -217,7 +222,7 @@ def service(
 def review(pod: Any, svc: Any) -> dict[str, Any]:
     """The /mutate-pods answer to a Pod CREATE review of ``pod``."""
     request = {"uid": "u-1", "operation": "CREATE", "object": pod}
-    answer = asyncio.run(handlers.review_mutation_async(svc, {"request": request}))
+    answer = asyncio.run(admissionreview.review_mutation_async(svc, {"request": request}))
     response: dict[str, Any] = answer["response"]
     assert response["uid"] == "u-1"
     assert response["allowed"] is True  # the mutating webhook never denies

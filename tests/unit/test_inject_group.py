@@ -8,8 +8,13 @@ from typing import Any
 import pytest
 
 from preflight_check.group import engine_args, group_config
-from preflight_operator.core.config import ConfigError, InjectionConfig, PolicySpec, parse_config
 from preflight_operator.core.injection import Injection, plan_injection
+from preflight_operator.core.operatorconfig import (
+    ConfigError,
+    InjectionConfig,
+    PolicySpec,
+    parse_config,
+)
 from preflight_operator.core.static import Plan
 
 PLAN = Plan(tp=8, pp=1, dp=1, dp_local=1, gpus_needed=8, container="vllm")

@@ -19,13 +19,13 @@ import pytest
 
 from preflight_check.group import group_config
 from preflight_operator.core.analysis import RulesAnalyser
-from preflight_operator.core.config import InjectionConfig, OperatorConfig, PolicySpec
 from preflight_operator.core.injection import (
     Injection,
     JobSetPlace,
     jobset_place,
     plan_injection,
 )
+from preflight_operator.core.operatorconfig import InjectionConfig, OperatorConfig, PolicySpec
 from preflight_operator.core.policy import PolicyBook
 from preflight_operator.core.static import Plan
 from preflight_operator.core.workloads import WorkloadRef

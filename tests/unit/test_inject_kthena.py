@@ -17,9 +17,9 @@ import pytest
 
 from preflight_check.group import group_config
 from preflight_operator.core.analysis import RulesAnalyser
-from preflight_operator.core.config import InjectionConfig, OperatorConfig, PolicySpec
 from preflight_operator.core.injection import Injection, Skip, literal_env, plan_injection
 from preflight_operator.core.kthenaplace import KthenaPlace, kthena_place
+from preflight_operator.core.operatorconfig import InjectionConfig, OperatorConfig, PolicySpec
 from preflight_operator.core.policy import PolicyBook
 from preflight_operator.core.static import Plan
 from preflight_operator.webhook.webhooks import AdmissionService

@@ -17,14 +17,14 @@ from preflight_check.options import parse_options
 from preflight_contract import envnames
 from preflight_operator.core import rules
 from preflight_operator.core.analysis import PLAN_UNKNOWN, injection_target
-from preflight_operator.core.config import InjectionConfig, PolicySpec
 from preflight_operator.core.injection import (
     Injection,
     Skip,
     plan_injection,
     plan_unknown_value,
 )
-from preflight_operator.core.rules.model import Finding
+from preflight_operator.core.operatorconfig import InjectionConfig, PolicySpec
+from preflight_operator.core.rules.vocabulary import Finding
 from preflight_operator.runtime import metrics
 
 # a launcher the rules name as unread (its process count is in a config file): strace,
@@ -171,7 +171,7 @@ def test_the_injection_is_counted_and_logged_as_plan_unknown(
         return value or 0.0
 
     before = count()
-    with caplog.at_level(logging.INFO, logger="preflight_operator.handlers.admission"):
+    with caplog.at_level(logging.INFO, logger="preflight_operator.webhook.admissionreview"):
         check_env(pod_running(STRACE, env=[{"name": "TP", "value": "2"}]))
     assert count() == before + 1
     assert any(

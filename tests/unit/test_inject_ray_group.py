@@ -14,8 +14,8 @@ from typing import Any
 import yaml
 
 from preflight_operator.core.analysis import RulesAnalyser, ray_worker_target
-from preflight_operator.core.config import OperatorConfig
 from preflight_operator.core.injection import Injection, ray_group_ready, ray_role
+from preflight_operator.core.operatorconfig import OperatorConfig
 from preflight_operator.core.policy import PolicyBook
 from preflight_operator.core.workloads import WorkloadRef
 from preflight_operator.webhook.webhooks import AdmissionService

@@ -90,7 +90,7 @@ def test_a_jobset_whose_pods_take_their_rank_from_the_completion_index_is_judged
     JobSet's default): the plan resolves, as for the Job's pod 0, and a GPU count too low
     for TP 8 over 2 nodes is found; before, the plan was unresolved and nothing judged."""
     from preflight_operator.core.analysis import rules_policy
-    from preflight_operator.core.config import PolicySpec
+    from preflight_operator.core.operatorconfig import PolicySpec
     from preflight_operator.core.rules import check_object
 
     def body(tp: int) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from preflight_operator.core.workloads import (
     workload_of_pod,
     wrapper_owner,
 )
-from preflight_operator.handlers.admission import review_validation_async
+from preflight_operator.webhook.admissionreview import review_validation_async
 
 VOLCANO = "batch.volcano.sh/v1alpha1"
 

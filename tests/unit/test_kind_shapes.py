@@ -11,7 +11,7 @@ import pytest
 import yaml
 from test_rules_support import check, ids
 
-from preflight_operator.core.rules import FAIL, crdgroups, kinds, wrappers
+from preflight_operator.core.rules import FAIL, crdgroups, kinds, servingstacks
 
 DATA = Path(__file__).parents[1] / "data"
 CRDS = DATA / "crds"
@@ -41,7 +41,7 @@ def crd_required(rel: str, version: str) -> set[str]:
         (
             "production-stack/production-stack.vllm.ai_vllmruntimes.yaml",
             "v1alpha1",
-            (*wrappers._VLLM_RUNTIME_REQUIRED, "spec.model.modelURL"),
+            (*servingstacks._VLLM_RUNTIME_REQUIRED, "spec.model.modelURL"),
         ),
         (
             "kthena/workload.serving.volcano.sh_modelservings.yaml",
@@ -143,6 +143,6 @@ def test_the_first_layout_moves_are_where_the_crd_has_the_fields() -> None:
         if d
     )
     spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
-    for field, section in wrappers._VLLM_RUNTIME_OLD.items():
+    for field, section in servingstacks._VLLM_RUNTIME_OLD.items():
         assert field not in spec["properties"], field
         assert field in spec["properties"][section]["properties"], (field, section)

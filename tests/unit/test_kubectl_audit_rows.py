@@ -10,7 +10,7 @@ from test_lint_policy import POLICIES, WORKLOADS
 
 from preflight_operator.cli import audit
 from preflight_operator.core import constants
-from preflight_operator.core.config import PolicySpec
+from preflight_operator.core.operatorconfig import PolicySpec
 from preflight_operator.core.policy import parse_policy
 
 

@@ -80,7 +80,7 @@ WORKLOADS = [
 
 
 def lint_outcomes(result: dict[str, Any]) -> tuple[str, str]:
-    """(policy name, outcome) from lint's JSON for one workload, as admission.decide
+    """(policy name, outcome) from lint's JSON for one workload, as admissiondecision.decide
     would answer: denied by an Enforce failure, warned by anything not Audit."""
     findings = result["findings"]
     if any(f["severity"] == "fail" and f["action"] == ENFORCE for f in findings):

@@ -18,9 +18,9 @@ from test_lint_junit import check_against_schema
 from test_rules_support import deployment, pod_spec, vllm
 
 from preflight_operator.cli import audit, lint
-from preflight_operator.core.admission import decide
+from preflight_operator.core.admissiondecision import decide
 from preflight_operator.core.analysis import RulesAnalyser
-from preflight_operator.core.config import PolicySpec
+from preflight_operator.core.operatorconfig import PolicySpec
 from preflight_operator.core.policy import ResolvedPolicy
 from preflight_operator.core.workloads import WorkloadRef
 

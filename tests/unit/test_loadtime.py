@@ -16,7 +16,6 @@ from test_rules_probes import QWEN32, findings, probe
 
 from preflight_contract.report import CheckResult, Report
 from preflight_operator.core import constants, provenance
-from preflight_operator.core.config import PolicySpec
 from preflight_operator.core.gpuvalidation import StatusInputs, build_status
 from preflight_operator.core.loadtime import (
     MAX_SAMPLES,
@@ -24,6 +23,7 @@ from preflight_operator.core.loadtime import (
     load_sample,
     summary_of_status,
 )
+from preflight_operator.core.operatorconfig import PolicySpec
 from preflight_operator.core.podresults import pod_result
 from preflight_operator.core.policy import ResolvedPolicy
 from preflight_operator.core.rules import ClusterLookup

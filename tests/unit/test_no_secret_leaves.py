@@ -35,10 +35,10 @@ from preflight_contract.report import CheckResult, Report
 from preflight_dev.fakedriver.fake import h200_machine
 from preflight_dev.fakedriver.harness import fake_host, run_check
 from preflight_operator.cli import lint
-from preflight_operator.core import admission, constants, events
+from preflight_operator.core import admissiondecision, constants, events
 from preflight_operator.core.analysis import RulesAnalyser
-from preflight_operator.core.config import PolicySpec
 from preflight_operator.core.gpuvalidation import StatusInputs, build_status
+from preflight_operator.core.operatorconfig import PolicySpec
 from preflight_operator.core.podresults import pod_result
 from preflight_operator.core.policy import ResolvedPolicy
 from preflight_operator.core.rules import redaction
@@ -228,10 +228,10 @@ def operator_channels(
     for event in events.static_events(static, workload, "Enforce"):
         pieces.append(json.dumps(events.to_body(event, "op-0", "now")))
     pieces.append(generate_latest(metrics.REGISTRY).decode())
-    decision = admission.decide(static, policy, REF)
+    decision = admissiondecision.decide(static, policy, REF)
     assert not decision.allowed
     pieces += [decision.message, *decision.warnings]
-    warned = admission.decide(static, ResolvedPolicy("w", PolicySpec(action="Warn")), REF)
+    warned = admissiondecision.decide(static, ResolvedPolicy("w", PolicySpec(action="Warn")), REF)
     assert warned.warnings
     pieces += list(warned.warnings)
     pieces.append(caplog.text)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from preflight_operator.core import constants
-from preflight_operator.core.config import (
+from preflight_operator.core.operatorconfig import (
     ConfigError,
     OperatorConfig,
     PolicySpec,
@@ -105,7 +105,7 @@ def test_load_config_reads_yaml_and_reports_unreadable_files(tmp_path: Path) -> 
 
 
 def test_the_webhook_section_is_strict_and_names_the_field() -> None:
-    from preflight_operator.core.config import ConfigError, WebhookConfig, parse_config
+    from preflight_operator.core.operatorconfig import ConfigError, WebhookConfig, parse_config
 
     assert parse_config({}).webhook == WebhookConfig()
     assert parse_config({}).webhook.admission_events is False  # denial Events off by default
@@ -132,7 +132,7 @@ def test_the_webhook_section_is_strict_and_names_the_field() -> None:
 
 
 def test_node_access_is_granted_unless_the_chart_says_otherwise() -> None:
-    from preflight_operator.core.config import NodeAccess
+    from preflight_operator.core.operatorconfig import NodeAccess
 
     assert parse_config({}).node_access == NodeAccess(write=True, status=True)
     off = parse_config({"nodeFeedback": {"enabled": False, "condition": True}})
@@ -144,7 +144,7 @@ def test_node_access_is_granted_unless_the_chart_says_otherwise() -> None:
 
 
 def test_workload_patch_scope_is_everywhere_unless_the_chart_says_otherwise() -> None:
-    from preflight_operator.core.config import WorkloadPatch
+    from preflight_operator.core.operatorconfig import WorkloadPatch
 
     assert parse_config({}).workload_patch == WorkloadPatch()
     parsed = parse_config({"workloadPatch": {"scope": "namespaces", "namespaces": ["a"]}})

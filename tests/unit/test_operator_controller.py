@@ -15,7 +15,7 @@ import yaml
 from preflight_contract.report import CheckResult, Report
 from preflight_operator.core import constants
 from preflight_operator.core.analysis import RulesAnalyser
-from preflight_operator.core.config import OperatorConfig, PolicySpec, WorkloadPatch
+from preflight_operator.core.operatorconfig import OperatorConfig, PolicySpec, WorkloadPatch
 from preflight_operator.core.static import StaticResult
 from preflight_operator.core.workloads import DEPLOYMENT, WorkloadRef
 from preflight_operator.runtime.api import Conflict, Forbidden, NotFound

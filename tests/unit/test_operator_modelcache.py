@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from preflight_dev.hubserver import CORPUS, HubServer
-from preflight_operator.core.config import ConfigError
 from preflight_operator.core.modelcache import (
     ModelCache,
     ModelSources,
@@ -18,6 +17,7 @@ from preflight_operator.core.modelcache import (
     load_model_sources,
     parse_model_sources,
 )
+from preflight_operator.core.operatorconfig import ConfigError
 from preflight_operator.core.rules import ClusterLookup, check_objects
 
 QWEN = "Qwen/Qwen2.5-0.5B-Instruct"

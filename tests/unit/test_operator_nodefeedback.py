@@ -11,12 +11,12 @@ import pytest
 
 from preflight_contract.check_ids import CHECKS
 from preflight_operator.core import nodefeedback as nf
-from preflight_operator.core.config import NodeAccess
+from preflight_operator.core.operatorconfig import NodeAccess
 from preflight_operator.core.podresults import Failure, PodResult
 from preflight_operator.core.verdictreuse import DeepPass
 from preflight_operator.runtime.api import Conflict, NotFound
 from preflight_operator.runtime.nodehealth import NODE_FEEDBACK, NODE_UNHEALTHY_GPUS, NodeFeedback
-from preflight_operator.runtime.nodeprobe import ProbeImage
+from preflight_operator.runtime.nodeproberunner import ProbeImage
 
 GPU0 = "GPU-ea300b2e-0352-789c-6847-ce5195328e81"
 GPU1 = "GPU-7b01fc6f-1b00-4d5e-8f90-a1b2c3d4e5f6"

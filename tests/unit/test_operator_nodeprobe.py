@@ -13,10 +13,10 @@ from preflight_contract import envnames
 from preflight_contract.report import CheckResult, GPUEntry, Report
 from preflight_operator.core import constants
 from preflight_operator.core import nodefeedback as nf
-from preflight_operator.core import nodeprobe as probe
-from preflight_operator.core.config import ConfigError, ProbeSettings, parse_probe_settings
+from preflight_operator.core import nodeprobepod as probe
+from preflight_operator.core.operatorconfig import ConfigError, ProbeSettings, parse_probe_settings
 from preflight_operator.runtime.api import Conflict, NotFound
-from preflight_operator.runtime.nodeprobe import NodeProbes, ProbeImage
+from preflight_operator.runtime.nodeproberunner import NodeProbes, ProbeImage
 
 GPU0 = "GPU-ea300b2e-0352-789c-6847-ce5195328e81"
 IMAGE = "ghcr.io/vllm-preflight/check@sha256:" + "c" * 64

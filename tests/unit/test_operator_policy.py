@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from preflight_operator.core.config import ConfigError, PolicySpec
+from preflight_operator.core.operatorconfig import ConfigError, PolicySpec
 from preflight_operator.core.policy import (
     PolicyBook,
     parse_policy,

@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from preflight_operator.core import rules
-from preflight_operator.core.admission import unchecked
+from preflight_operator.core.admissiondecision import unchecked
 from preflight_operator.core.analysis import RulesAnalyser
-from preflight_operator.core.config import OperatorConfig, PolicySpec
+from preflight_operator.core.operatorconfig import OperatorConfig, PolicySpec
 from preflight_operator.core.policy import PolicyBook, ResolvedPolicy, parse_policy
 from preflight_operator.core.workloads import WorkloadRef
 from preflight_operator.runtime.rulesworker import BudgetExceeded, RulesWorker, isolate
@@ -112,7 +112,7 @@ def test_a_memory_error_inside_the_rules_counts_as_over_budget() -> None:
     """The rules engine turns a crash into a rules-internal-error finding; a MemoryError
     so reported is the memory budget, not a verdict."""
     from preflight_operator.core.analysis import out_of_memory
-    from preflight_operator.core.rules.model import ContainerResult, Finding
+    from preflight_operator.core.rules.vocabulary import ContainerResult, Finding
 
     def result(message: str) -> Any:
         finding = Finding("rules-internal-error", "warn", message, "spec", "report it")
@@ -181,7 +181,7 @@ def test_a_worker_busy_in_the_rules_dies_with_a_sigkilled_operator(tmp_path: Pat
     script = f"""
 import sys, threading, time
 sys.path[:0] = {sys.path!r}
-from preflight_operator.core.config import PolicySpec
+from preflight_operator.core.operatorconfig import PolicySpec
 from preflight_operator.runtime.rulesworker import RulesWorker
 import yaml
 worker = RulesWorker(entry={CHILD!r}, budget=600)

@@ -19,7 +19,7 @@ from test_operator_controller import (
 )
 
 from preflight_operator.core import constants
-from preflight_operator.core.config import PolicySpec
+from preflight_operator.core.operatorconfig import PolicySpec
 from preflight_operator.core.static import StaticResult
 from preflight_operator.core.workloads import DEPLOYMENT
 

@@ -12,7 +12,7 @@ from test_operator_controller import NS, FakeApi, controller, deployment, run, s
 
 from preflight_operator.core import constants
 from preflight_operator.core.gpuvalidation import STATUS_LIMIT, bound_status, build_status
-from preflight_operator.core.rules.model import Finding
+from preflight_operator.core.rules.vocabulary import Finding
 from preflight_operator.core.static import StaticResult
 from preflight_operator.core.workloads import DEPLOYMENT
 

@@ -26,8 +26,8 @@ from preflight_contract.reuse import (
 )
 from preflight_operator.core import constants, provenance
 from preflight_operator.core import verdictreuse as vr
-from preflight_operator.core.config import InjectionConfig, PolicySpec
 from preflight_operator.core.injection import Injection, plan_injection
+from preflight_operator.core.operatorconfig import InjectionConfig, PolicySpec
 from preflight_operator.core.podresults import PodResult
 from preflight_operator.core.static import Plan
 

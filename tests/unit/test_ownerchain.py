@@ -23,7 +23,7 @@ from test_operator_controller import (
 )
 
 from preflight_operator.core import ownerchain
-from preflight_operator.core.config import OperatorConfig, PolicySpec
+from preflight_operator.core.operatorconfig import OperatorConfig, PolicySpec
 from preflight_operator.core.workloads import WorkloadRef
 from preflight_operator.runtime import ownership
 from preflight_operator.runtime.api import ApiError, NotFound

@@ -15,7 +15,7 @@ from test_operator_controller import NS, FakeApi, controller, deployment, run, s
 
 from preflight_contract import actions
 from preflight_operator.core.analysis import RulesAnalyser
-from preflight_operator.core.config import PolicySpec
+from preflight_operator.core.operatorconfig import PolicySpec
 from preflight_operator.core.policy import ResolvedPolicy
 from preflight_operator.core.policyaudit import (
     PolicyAudit,
@@ -24,7 +24,7 @@ from preflight_operator.core.policyaudit import (
     audit_status,
 )
 from preflight_operator.core.workloads import DEPLOYMENT, ref_of
-from preflight_operator.runtime import policies
+from preflight_operator.runtime import policywatch
 
 BAD = "bad-tp4-deployment.yaml"  # Deployment vllm-bad: asks for fewer GPUs than TP needs
 
@@ -89,7 +89,7 @@ class ListingApi(FakeApi):
 def test_a_policy_created_over_existing_workloads_counts_and_names_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(policies, "AUDIT_DEBOUNCE_S", 0.0)
+    monkeypatch.setattr(policywatch, "AUDIT_DEBOUNCE_S", 0.0)
     api = ListingApi()
     api.deployments = [deployment(BAD), deployment("good-tp2-deployment.yaml")]
     policy = {

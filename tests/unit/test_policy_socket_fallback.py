@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from preflight_check.checks.group import socket_action
-from preflight_operator.core.config import InjectionConfig, PolicySpec
 from preflight_operator.core.injection import Injection, plan_injection
+from preflight_operator.core.operatorconfig import InjectionConfig, PolicySpec
 from preflight_operator.core.policy import parse_policy
 from preflight_operator.core.static import Plan
 

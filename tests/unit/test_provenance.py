@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from preflight_operator.core import constants, provenance
-from preflight_operator.handlers.provenance import review_provenance_async
+from preflight_operator.webhook.provenancereview import review_provenance_async
 
 RS_CONTROLLER = "system:serviceaccount:kube-system:replicaset-controller"
 TENANT = "alice@example.com"
@@ -127,9 +127,9 @@ def test_trust_needs_the_record_and_the_controllers_own_reference(
 
 
 def test_the_mutating_webhook_records_the_creator() -> None:
-    """The annotation rides on the injection's JSON patch (handlers/admission.py)."""
+    """The annotation rides on the injection's JSON patch (webhook/admissionreview.py)."""
     from preflight_operator.core.injection import Injection
-    from preflight_operator.handlers.admission import review_mutation_async
+    from preflight_operator.webhook.admissionreview import review_mutation_async
 
     class Service:
         pod_creators: tuple[str, ...] = ()
@@ -226,7 +226,7 @@ def test_a_pod_that_comes_with_a_check_of_its_own_is_never_the_controllers() -> 
     injection as already injected; its pod, created by the ReplicaSet controller, was
     recorded ``controller``."""
     from preflight_operator.core.injection import Skip
-    from preflight_operator.handlers.admission import review_mutation_async
+    from preflight_operator.webhook.admissionreview import review_mutation_async
 
     class Service:
         pod_creators: tuple[str, ...] = ()

@@ -16,8 +16,8 @@ from preflight_contract import envnames, modelsource, redact
 from preflight_contract.modelsource import find as modelsource_find
 from preflight_contract.redact import MARK, Redactor
 from preflight_contract.report import CheckResult, Report
-from preflight_operator.core.config import InjectionConfig, PolicySpec
 from preflight_operator.core.injection import plan_injection
+from preflight_operator.core.operatorconfig import InjectionConfig, PolicySpec
 from preflight_operator.core.static import Plan
 
 HIDDEN = [

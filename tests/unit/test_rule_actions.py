@@ -12,12 +12,12 @@ import yaml
 from test_rules_support import deployment, pod_spec, vllm
 
 from preflight_operator.cli import lint
-from preflight_operator.core.admission import decide
-from preflight_operator.core.config import ConfigError, PolicySpec, parse_config
+from preflight_operator.core.admissiondecision import decide
+from preflight_operator.core.operatorconfig import ConfigError, PolicySpec, parse_config
 from preflight_operator.core.policy import ResolvedPolicy, parse_policy, policy_status
 from preflight_operator.core.rules import RULE_INFO
 from preflight_operator.core.rules.certainty import HEURISTIC
-from preflight_operator.core.rules.model import Finding
+from preflight_operator.core.rules.vocabulary import Finding
 from preflight_operator.core.static import StaticResult
 from preflight_operator.core.workloads import WorkloadRef
 

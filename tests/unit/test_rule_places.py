@@ -1,6 +1,6 @@
 """What a static rule takes, checked in one place (docs/ARCHITECTURE.md, "A static rule").
 
-A rule is written in three files: its module under ``core/rules/checks/`` (the function,
+A rule is written in three files: its module under ``core/rules/ruleset/`` (the function,
 its metadata with the fix, ``@register``, and its docs section in the module's docstring;
 the package imports every module itself) and its two examples in ``tests/data/rules/<id>/``
 (``allowed.yaml``, ``disallowed.yaml``). docs/RULES.md (its row and section) and README.md
@@ -20,7 +20,7 @@ from tests.unit.test_rule_docs import generator
 from tests.unit.test_rule_examples import EXAMPLES, EXEMPT
 
 from preflight_operator.cli.lint_sarif import MODEL_RULES_ANCHOR, help_anchor
-from preflight_operator.core.rules import checks
+from preflight_operator.core.rules import ruleset
 from preflight_operator.core.rules.registry import REGISTRY, RULE_INFO
 
 REPO = Path(__file__).resolve().parents[2]
@@ -45,7 +45,7 @@ def missing_places(rule_id: str, docs: tuple[set[str], set[str], set[str]]) -> l
     out: list[str] = []
     if rule_id not in RULE_INFO:
         out.append(
-            "1. its module: @register it in a module under core/rules/checks/ "
+            "1. its module: @register it in a module under core/rules/ruleset/ "
             "(or declare it in core/rules/engine.py when the engine emits it)"
         )
     directory = EXAMPLES / rule_id
@@ -87,10 +87,10 @@ def test_the_check_names_every_place_a_new_rule_lacks() -> None:
 
 
 def test_every_module_of_rules_is_imported_and_registers_one() -> None:
-    """A module of rules/checks/ needs no list: the package imports every one, so a rule
+    """A module of rules/ruleset/ needs no list: the package imports every one, so a rule
     in a new module is registered (a module that registers nothing is a helper in the
     wrong place)."""
-    found = sorted(p.stem for p in Path(checks.__file__).parent.glob("[!_]*.py"))
-    assert list(checks.MODULES) == found
+    found = sorted(p.stem for p in Path(ruleset.__file__).parent.glob("[!_]*.py"))
+    assert list(ruleset.MODULES) == found
     registering = {fn.__module__.rsplit(".", 1)[-1] for _, fn in REGISTRY}
     assert set(found) <= registering, set(found) - registering

@@ -15,7 +15,7 @@ from test_rules_support import (
 )
 
 from preflight_operator.core.rules import FAIL, PASS, RULE_INFO, WARN, Policy
-from preflight_operator.core.rules.checks.env import visible_count
+from preflight_operator.core.rules.ruleset.env import visible_count
 
 GPU = 'spec.template.spec.containers[0].resources.limits["nvidia.com/gpu"]'
 

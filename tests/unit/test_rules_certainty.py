@@ -20,7 +20,7 @@ from preflight_operator.core.rules.certainty import (
     SOURCE_KINDS,
     Input,
 )
-from preflight_operator.core.rules.model import Finding, Policy, RuleInfo
+from preflight_operator.core.rules.vocabulary import Finding, Policy, RuleInfo
 
 SECRET = [{"name": "EXTRA", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]
 

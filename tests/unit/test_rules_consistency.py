@@ -7,8 +7,8 @@ from typing import Any
 from test_rules_support import finding, ids, pod_spec, vllm
 
 from preflight_operator.core.rules import check_object, check_objects
-from preflight_operator.core.rules.checks.consistency import nccl_env_name, untracked_option
-from preflight_operator.core.rules.model import ContainerResult
+from preflight_operator.core.rules.ruleset.consistency import nccl_env_name, untracked_option
+from preflight_operator.core.rules.vocabulary import ContainerResult
 
 LEADER = "spec.leaderWorkerTemplate.leaderTemplate.spec"
 WORKER = "spec.leaderWorkerTemplate.workerTemplate.spec"

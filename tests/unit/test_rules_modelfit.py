@@ -11,7 +11,7 @@ from test_rules_support import deployment, pod_spec, vllm
 from preflight_contract.modelsource import directory_lookup
 from preflight_operator.cli import lint
 from preflight_operator.core.rules import RULE_INFO, ClusterLookup, check_objects
-from preflight_operator.core.rules.checks.modelfit import gpu_of
+from preflight_operator.core.rules.ruleset.modelfit import gpu_of
 
 CORPUS = Path(__file__).parents[1] / "data" / "models"
 LOOKUP = ClusterLookup(model=directory_lookup(str(CORPUS)))

@@ -10,7 +10,7 @@ from test_rules_support import deployment, pod_spec, vllm
 
 from preflight_contract.modelsource import directory_lookup
 from preflight_operator.core.rules import ClusterLookup, check_objects
-from preflight_operator.core.rules.checks.probes import window_of
+from preflight_operator.core.rules.ruleset.probes import window_of
 
 CORPUS = Path(__file__).parents[1] / "data" / "models"
 LOOKUP = ClusterLookup(model=directory_lookup(str(CORPUS)))

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from preflight_dev.testing.oracles import oracle_binary
-from preflight_operator.core.config import ConfigError
+from preflight_operator.core.operatorconfig import ConfigError
 from preflight_operator.core.policy import parse_policy, parse_selector
 
 # -- the tester's selectors, and the syntax edges ---------------------------------------------

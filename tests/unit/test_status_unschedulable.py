@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from preflight_operator.core.config import PolicySpec
 from preflight_operator.core.gpuvalidation import StatusInputs, build_status
+from preflight_operator.core.operatorconfig import PolicySpec
 from preflight_operator.core.podresults import PodResult, unschedulable
 from preflight_operator.core.policy import ResolvedPolicy
 from preflight_operator.core.static import Plan, StaticResult

@@ -22,10 +22,10 @@ from preflight_contract import actions
 from preflight_contract.report import CheckResult, Report
 from preflight_dev.fakekubelet import container_env
 from preflight_dev.testing.shellvalues import PLACEMENTS, VALUES, pod_with
-from preflight_operator.core.admission import decide
+from preflight_operator.core.admissiondecision import decide
 from preflight_operator.core.analysis import injection_target, rules_policy, to_static
-from preflight_operator.core.config import InjectionConfig, PolicySpec
 from preflight_operator.core.injection import Injection, plan_injection
+from preflight_operator.core.operatorconfig import InjectionConfig, PolicySpec
 from preflight_operator.core.policy import ResolvedPolicy
 from preflight_operator.core.rules import NO_LOOKUP, check_objects
 from preflight_operator.core.workloads import POD, ref_of

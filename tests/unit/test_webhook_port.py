@@ -1,7 +1,7 @@
 """The webhook port under attack (issue 23): what an unauthenticated peer can do to it.
 
 Each test reproduces one finding of the adversarial review against the server as it runs
-in the operator (handlers/admission.py's routes or a stand-in review function), over real
+in the operator (webhook/admissionreview.py's routes or a stand-in review function), over real
 TLS on loopback:
 
 - a body nested thousands deep gets a 400 (it was a 500: RecursionError is no ValueError);
@@ -36,12 +36,11 @@ import yaml
 from preflight_dev.testing.certs import CertificateAuthority
 from preflight_dev.testing.process import free_ports
 from preflight_operator.core.analysis import RulesAnalyser
-from preflight_operator.core.config import OperatorConfig, PolicySpec
 from preflight_operator.core.events import EventSpec
+from preflight_operator.core.operatorconfig import OperatorConfig, PolicySpec
 from preflight_operator.core.policy import PolicyBook
-from preflight_operator.handlers import admission as handlers
 from preflight_operator.runtime import metrics
-from preflight_operator.webhook import webhookserver
+from preflight_operator.webhook import admissionreview, webhookserver
 from preflight_operator.webhook.deadline import REVIEW_MAX_ITEMS, FailureAnswer, failure_answers
 from preflight_operator.webhook.webhooks import AdmissionService
 from preflight_operator.webhook.webhookserver import INLINE_DECODE, WebhookServer
@@ -433,7 +432,7 @@ def test_a_spoofed_review_writes_no_event_by_default(tmp_path: Path) -> None:
         PolicyBook(),
         events=sink,  # type: ignore[arg-type]
     )
-    server, ca = _server(tmp_path, handlers.routes(service))
+    server, ca = _server(tmp_path, admissionreview.routes(service))
 
     async def scenario() -> dict[str, Any]:
         review = {
@@ -639,7 +638,9 @@ def test_validate_answers_by_the_deadline_as_the_objects_policy_says(
     stuck = _Stuck()
     config = OperatorConfig(default_policy=PolicySpec(action=action))
     service = AdmissionService(config, stuck, PolicyBook(), events=None)  # type: ignore[arg-type]
-    server, ca = _server(tmp_path, handlers.routes(service), fallbacks=handlers.fallbacks(service))
+    server, ca = _server(
+        tmp_path, admissionreview.routes(service), fallbacks=admissionreview.fallbacks(service)
+    )
 
     async def scenario() -> Any:
         review = {

@@ -22,11 +22,11 @@ from typing import Any
 import pytest
 
 from preflight_operator.core.analysis import RulesAnalyser
-from preflight_operator.core.config import OperatorConfig
 from preflight_operator.core.injection import Injection, Skip
+from preflight_operator.core.operatorconfig import OperatorConfig
 from preflight_operator.core.policy import PolicyBook
 from preflight_operator.core.rules import workloadapi
-from preflight_operator.handlers.admission import review_mutation_async
+from preflight_operator.webhook.admissionreview import review_mutation_async
 from preflight_operator.webhook.webhooks import AdmissionService
 
 V1A2 = "scheduling.k8s.io/v1alpha2"

@@ -70,7 +70,7 @@ rbac.create=false the user binds the rules: nothing said, the operator tries eve
 {{- end }}
 
 {{/* The operator's `webhook` section: the webhooks' failure answers, denial Events, the
-port's limits (config.py parse_webhook). */}}
+port's limits (core/operatorconfig.py parse_webhook). */}}
 {{- define "vllm-preflight.webhookServerConfig" -}}
 {{- $w := .Values.webhook }}
 {{- $e := $w.admissionEvents | default dict }}

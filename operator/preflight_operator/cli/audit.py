@@ -11,7 +11,7 @@ cluster read as the operator reads them (policy.parse_policy: a bad field takes 
 default), resolved and turned into rules' thresholds by lint_policy.judge (the webhook's
 resolve_policy and rules_policy), with the namespace's ConfigMaps, Services and KServe
 serving runtimes beside them (the rules read env, --config files and runtimes from them),
-and answered by admission.decide. Not modelled: whether the namespace is opted in to the
+and answered by admissiondecision.decide. Not modelled: whether the namespace is opted in to the
 webhook (every listed workload is judged as if it were), and a workload the rules could not
 finish within the webhook's budget.
 
@@ -47,10 +47,10 @@ from preflight_operator.cli.plugin_common import (
     use_colour,
 )
 from preflight_operator.core import constants
-from preflight_operator.core.admission import decide
+from preflight_operator.core.admissiondecision import decide
 from preflight_operator.core.analysis import rules_policy, to_static
-from preflight_operator.core.config import PolicySpec
 from preflight_operator.core.injection import opted_out
+from preflight_operator.core.operatorconfig import PolicySpec
 from preflight_operator.core.policy import Policy, parse_policy
 from preflight_operator.core.policyaudit import ADMIT, DENY, WARN, answer_of
 from preflight_operator.core.rules import FAIL, NO_LOOKUP, UNJUDGED, ContainerResult

@@ -44,17 +44,18 @@ from preflight_operator.cli.manifests import InputError, Problem, Source
 from preflight_operator.core.policy import Policy as PreflightPolicy
 from preflight_operator.core.policy import ResolvedPolicy
 from preflight_operator.core.rules import (
+    NO_LOOKUP,
     RULE_ALIASES,
     RULE_INFO,
     UNJUDGED,
+    ClusterLookup,
     ContainerResult,
     Policy,
+    kind_spec,
+    object_runs_vllm,
+    parse_quantity,
     results_document,
 )
-from preflight_operator.core.rules.embedded import object_runs_vllm
-from preflight_operator.core.rules.kinds import kind_spec
-from preflight_operator.core.rules.model import NO_LOOKUP, ClusterLookup
-from preflight_operator.core.rules.quantity import parse_quantity
 
 EXIT_OK = 0
 EXIT_FAILED = 1

@@ -5,7 +5,7 @@ So lint resolves PreflightPolicies exactly as the webhook does, with the webhook
 functions (no copy to drift): the policy of a workload is ``policy.resolve_policy`` over
 the policies of its namespace by the workload's labels; its thresholds and disabled checks
 are ``analysis.rules_policy`` of that policy's spec; and what each finding does is
-``admission.finding_action`` (the rule's entry in ``spec.rules``, else the policy's action,
+``admissiondecision.finding_action`` (the rule's entry in ``spec.rules``, else the policy's action,
 Warn for a heuristic rule under Enforce). A workload no policy selects takes lint's own
 flags (``--shm-min``, ``--allow-extra-gpus``) under an Enforce policy: the chart's
 ``defaultPolicy``. ``--disable`` hides its rules everywhere, as it does without a policy.
@@ -23,10 +23,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from preflight_contract.actions import ENFORCE
-from preflight_operator.core.admission import finding_action
+from preflight_operator.core.admissiondecision import finding_action
 from preflight_operator.core.analysis import rules_policy
-from preflight_operator.core.config import PolicySpec
 from preflight_operator.core.constants import GROUP, POLICY_KIND
+from preflight_operator.core.operatorconfig import PolicySpec
 from preflight_operator.core.policy import (
     DEFAULT_POLICY_NAME,
     Policy,
@@ -40,10 +40,10 @@ from preflight_operator.core.rules import (
     WARN,
     ClusterLookup,
     ContainerResult,
+    Finding,
     check_objects,
 )
 from preflight_operator.core.rules import Policy as RulesPolicy
-from preflight_operator.core.rules.model import Finding
 
 # --fail-on: what makes lint exit 1. "deny" (the default): a failure admission would deny
 # under the policy (without --policy, the default Enforce policy: lint's behaviour before
@@ -74,7 +74,7 @@ class Judged:
         return self.policies.get(index, self.default) if index is not None else self.default
 
     def action(self, result: ContainerResult, finding: Finding) -> str:
-        """Enforce, Warn or Audit: admission.finding_action under the workload's policy."""
+        """Enforce, Warn or Audit: admissiondecision.finding_action under the workload's policy."""
         return finding_action(finding, self.policy_of(result))
 
     def denies(self, result: ContainerResult, finding: Finding) -> bool:

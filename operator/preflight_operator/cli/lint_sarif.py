@@ -9,7 +9,7 @@ URI reference, so the UI resolves it against the checkout) and the line of the f
 finding names (lint_lines), else of its container, else of its object.
 
 ``level`` says what admission does with the finding under the workload's policy
-(admission.finding_action), as lint's exit code does: ``error`` for a failure it denies,
+(admissiondecision.finding_action), as lint's exit code does: ``error`` for a failure it denies,
 ``warning`` for a failure it admits with a warning (a heuristic rule's, or one whose
 policy action is Warn) and for a warning, ``note`` for an info finding and for anything
 the policy's action is Audit for. Each result's ``properties`` keep the rule's own
@@ -64,8 +64,8 @@ from preflight_operator.core.rules import (
     UNJUDGED,
     ContainerResult,
     RuleInfo,
+    action_for,
 )
-from preflight_operator.core.rules.registry import action_for
 
 if TYPE_CHECKING:
     from preflight_operator.cli.manifests import Problem, Source

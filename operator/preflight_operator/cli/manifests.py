@@ -23,7 +23,12 @@ from typing import Any
 import yaml
 
 from preflight_contract import safejson
-from preflight_operator.core.rules import boundedyaml
+from preflight_operator.core.rules import (
+    YAML_TOO_DEEP,
+    YAML_TOO_MANY_NODES,
+    YamlRefused,
+    check_yaml,
+)
 
 SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -313,7 +318,7 @@ def load_yaml(chunk: str) -> Any:
         )
     try:
         return _load_one(_LOADER, chunk)
-    except boundedyaml.Refused as exc:
+    except YamlRefused as exc:
         raise _refused(exc) from None
     except yaml.YAMLError as exc:
         if _TAB_ERROR in str(exc) and not hasattr(yaml, "CSafeLoader"):
@@ -321,7 +326,7 @@ def load_yaml(chunk: str) -> Any:
             chunk = re.sub(r"[ \t]+$", _spaces, chunk, flags=re.MULTILINE)
             try:
                 return _load_one(_LOADER, chunk)
-            except boundedyaml.Refused as refused:
+            except YamlRefused as refused:
                 raise _refused(refused) from None
         raise _yaml_error(exc) from None
     except RecursionError:
@@ -334,13 +339,13 @@ def _spaces(match: re.Match[str]) -> str:
     return " " * len(match.group())
 
 
-def _refused(exc: boundedyaml.Refused) -> _Unreadable:
-    if exc.reason == boundedyaml.TOO_MANY_NODES:
+def _refused(exc: YamlRefused) -> _Unreadable:
+    if exc.reason == YAML_TOO_MANY_NODES:
         return _Unreadable(
             f"excessive aliasing: its aliases expand to more than {MAX_EXPANDED_NODES} nodes "
             "(kubectl refuses it too: 'document contains excessive aliasing')"
         )
-    if exc.reason == boundedyaml.TOO_DEEP:
+    if exc.reason == YAML_TOO_DEEP:
         return _Unreadable(f"a nesting depth of more than {MAX_JSON_DEPTH} levels{{at}}", exc.line)
     return _Unreadable(str(exc), exc.line)
 
@@ -348,7 +353,7 @@ def _refused(exc: boundedyaml.Refused) -> _Unreadable:
 def _load_one(loader_class: type[Any], chunk: str) -> Any:
     # bounded first, from the parser's events (rules/boundedyaml.py): depth, and the
     # aliases' expansion counted before any node is built
-    boundedyaml.check(
+    check_yaml(
         chunk, loader=loader_class, max_bytes=MAX_DOCUMENT_CHARS, max_depth=MAX_JSON_DEPTH,
         max_nodes=MAX_EXPANDED_NODES, max_aliases=None,
     )  # fmt: skip

@@ -15,12 +15,9 @@ from typing import Any, Protocol
 
 from preflight_contract.verdicts import PASS, WARN, worse
 from preflight_operator.core import rules
-from preflight_operator.core.config import PolicySpec
 from preflight_operator.core.injection import LWS_NAME_LABEL, ray_role
-from preflight_operator.core.rules.accelerators import CUDA
-from preflight_operator.core.rules.model import Finding
-from preflight_operator.core.rules.quantity import parse_quantity
-from preflight_operator.core.rules.resources import nvidia_gpus
+from preflight_operator.core.operatorconfig import PolicySpec
+from preflight_operator.core.rules import CUDA, Finding, nvidia_gpus, parse_quantity
 from preflight_operator.core.static import (
     NOT_VLLM,
     Plan,

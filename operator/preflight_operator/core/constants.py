@@ -49,7 +49,7 @@ LEASE_NAME: Final = "vllm-preflight"
 VALIDATE_WEBHOOK_ID: Final = "validate"
 MUTATE_PODS_WEBHOOK_ID: Final = "mutate-pods"
 # The same validation, through the entry with failurePolicy Fail that covers exactly the
-# namespaces under Enforce (runtime/failclosed.py): its answers by the deadline refuse.
+# namespaces under Enforce (runtime/failclosedsync.py): its answers by the deadline refuse.
 VALIDATE_ENFORCE_WEBHOOK_ID: Final = "validate-enforce"
 # Guards the injected pods' provenance annotation (provenance.py): every namespace but the
 # excluded ones, every pod labelled injected.

@@ -13,7 +13,7 @@ from typing import Any
 from preflight_contract.verdicts import ERROR, FAIL, WARN
 from preflight_operator.core import constants
 from preflight_operator.core.podresults import PodResult
-from preflight_operator.core.rules import redaction
+from preflight_operator.core.rules import redact_text
 from preflight_operator.core.static import StaticResult
 from preflight_operator.core.workloads import WorkloadRef
 
@@ -54,7 +54,7 @@ def to_body(event: EventSpec, instance: str, now: str) -> dict[str, Any]:
     }
     if event.involved.uid:
         involved["uid"] = event.involved.uid
-    message = redaction.text(event.message)  # a pod's text: no secret in an Event (issue 36)
+    message = redact_text(event.message)  # a pod's text: no secret in an Event (issue 36)
     if len(message) > MESSAGE_LIMIT:
         message = message[: MESSAGE_LIMIT - 1] + "\u2026"
     return {

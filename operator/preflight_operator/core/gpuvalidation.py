@@ -28,7 +28,7 @@ from preflight_operator.core.loadtime import load_section
 from preflight_operator.core.podresults import PodResult
 from preflight_operator.core.policy import ResolvedPolicy
 from preflight_operator.core.policyaudit import admission_section
-from preflight_operator.core.rules import redaction
+from preflight_operator.core.rules import redact_status
 from preflight_operator.core.static import MAX_FINDINGS, MORE_FINDINGS, StaticResult
 from preflight_operator.core.workloads import WorkloadRef, gpuvalidation_name
 
@@ -423,7 +423,7 @@ def build_status(inputs: StatusInputs) -> dict[str, Any]:
         )
         for type_, (state, reason, message) in conditions
     ]
-    return bound_status(redaction.status(status))
+    return bound_status(redact_status(status))
 
 
 def measured_load(previous_runtime: Mapping[str, Any], live: Sequence[PodResult]) -> dict[str, Any]:

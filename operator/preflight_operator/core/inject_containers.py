@@ -11,7 +11,6 @@ from typing import Any
 
 from preflight_contract import envnames
 from preflight_operator.core import constants
-from preflight_operator.core.config import InjectionConfig, PolicySpec
 from preflight_operator.core.inject_devices import device_resources, dra_claims, is_rdma_resource
 from preflight_operator.core.inject_env import preflight_env, secret_env, vllm_args_value
 from preflight_operator.core.inject_models import model_mounts
@@ -21,6 +20,7 @@ from preflight_operator.core.inject_paths import (
     TERMINATION_MESSAGE_PATH,
     TOKEN_MOUNT_PATH,
 )
+from preflight_operator.core.operatorconfig import InjectionConfig, PolicySpec
 from preflight_operator.core.static import Plan
 
 # The injected containers run as the image's own user with nothing else. RuntimeDefault

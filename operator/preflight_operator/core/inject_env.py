@@ -15,9 +15,9 @@ from preflight_contract.check_ids import CHECKS
 from preflight_contract.redact import secret_env_names
 from preflight_contract.reuse import Offer, format_offers, plan_shape
 from preflight_operator.core import constants
-from preflight_operator.core.config import PolicySpec
 from preflight_operator.core.inject_groups import field_ref
-from preflight_operator.core.rules.kubeenv import has_unknown, unknown_names
+from preflight_operator.core.operatorconfig import PolicySpec
+from preflight_operator.core.rules import has_unknown, unknown_names
 from preflight_operator.core.static import Plan
 
 

@@ -14,10 +14,7 @@ from typing import Any
 
 from preflight_contract import envnames
 from preflight_operator.core import constants
-from preflight_operator.core.rules.resources import nvidia_gpus
-from preflight_operator.core.rules.spread import HEAD as RAY_HEAD
-from preflight_operator.core.rules.spread import MEMBER as RAY_MEMBER
-from preflight_operator.core.rules.spread import ray_start
+from preflight_operator.core.rules import RAY_HEAD, RAY_MEMBER, nvidia_gpus, ray_start
 
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"

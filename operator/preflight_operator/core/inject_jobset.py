@@ -13,7 +13,7 @@ from preflight_contract import envnames
 from preflight_operator.core.inject_devices import dra_claims, gpu_resources
 from preflight_operator.core.inject_groups import field_ref, member_env, opted_out, runs_own_share
 from preflight_operator.core.kthenaplace import KthenaPlace
-from preflight_operator.core.rules.groups import (
+from preflight_operator.core.rules import (
     COMPLETION_INDEX,
     JOBSET_COORDINATOR,
     JOBSET_JOB_INDEX,

@@ -14,7 +14,7 @@ from preflight_contract import envnames
 from preflight_contract.modelsource import model_writers_value
 from preflight_operator.core import constants
 from preflight_operator.core.inject_paths import NO_TOKEN_VOLUME, SHM_PATH, TOKEN_MOUNT_PATH
-from preflight_operator.core.rules.kubeenv import has_unknown
+from preflight_operator.core.rules import has_unknown
 
 # Where the checker (preflight_contract.modelsource) looks for a model's files, as vLLM does:
 # the model path itself, HF_HUB_CACHE, HF_HOME, or ~/.cache/huggingface.

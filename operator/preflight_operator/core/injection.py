@@ -30,7 +30,6 @@ from typing import Any
 from preflight_contract.check_ids import DEEP
 from preflight_contract.reuse import Offer
 from preflight_operator.core import constants
-from preflight_operator.core.config import InjectionConfig, PolicySpec
 from preflight_operator.core.inject_containers import (
     NO_TOKEN_MOUNT,
     SECURITY_CONTEXT,
@@ -94,6 +93,7 @@ from preflight_operator.core.inject_paths import (
     TOKEN_MOUNT_PATH,
 )
 from preflight_operator.core.kthenaplace import KthenaPlace, kthena_place
+from preflight_operator.core.operatorconfig import InjectionConfig, PolicySpec
 from preflight_operator.core.static import Plan
 
 # the public names of the injection, here and in its parts (importers need no other module)

@@ -46,15 +46,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from preflight_operator.core.provenance import controller_owner
-from preflight_operator.core.rules.crdgroups import (
-    KTHENA_ENTRY_ENV as ADDRESS_ENV,
-)
-from preflight_operator.core.rules.crdgroups import (
-    KTHENA_INDEX_ENV as INDEX_ENV,
-)
-from preflight_operator.core.rules.crdgroups import (
-    KTHENA_SIZE_ENV as SIZE_ENV,
-)
+from preflight_operator.core.rules import KTHENA_ENTRY_ENV as ADDRESS_ENV
+from preflight_operator.core.rules import KTHENA_INDEX_ENV as INDEX_ENV
+from preflight_operator.core.rules import KTHENA_SIZE_ENV as SIZE_ENV
 
 GROUP_LABEL = "modelserving.volcano.sh/group-name"  # v1alpha1.GroupNameLabelKey
 ROLE_ID_LABEL = "modelserving.volcano.sh/role-id"  # v1alpha1.RoleIDKey

@@ -1,6 +1,6 @@
 """How long a workload's pods take from container start to Ready, measured (pure).
 
-The probe rule (rules/checks/probes.py, ``probe-window``) estimates vLLM's start from the
+The probe rule (rules/ruleset/probes.py, ``probe-window``) estimates vLLM's start from the
 weights' size and a documented bandwidth. Once the workload has run, the kubelet has told
 us the real figure: the pod's containers' ``state.running.startedAt`` (the latest of them:
 they start together once the init containers are done) to the pod's ``Ready`` condition's

@@ -1,7 +1,7 @@
 """The operator's model configs for the model rules at admission, never on the network.
 
 Two opt-in sources, both off by default (``models`` in the operator's config file, read
-by ``load_model_sources`` beside ``config.load_config``):
+by ``load_model_sources`` beside ``operatorconfig.load_config``):
 
 * a ``modelConfigs`` ConfigMap (air-gapped clusters): ``models.configMap`` names it, in
   ``models.configMapNamespace`` (default: the release namespace). One key per file:
@@ -42,7 +42,7 @@ import yaml
 from preflight_contract import safejson
 from preflight_contract.modelfacts import CONFIG, HF_QUANT, HUB_SAFETENSORS, INDEX
 from preflight_contract.modelsource import directory_lookup, fetch_hub, is_repo_id
-from preflight_operator.core.config import DEFAULT_CONFIG_PATH, ConfigError
+from preflight_operator.core.operatorconfig import DEFAULT_CONFIG_PATH, ConfigError
 
 logger = logging.getLogger(__name__)
 

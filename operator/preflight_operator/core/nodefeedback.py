@@ -38,7 +38,7 @@ from typing import Any
 from preflight_contract import safejson
 from preflight_contract.verdicts import FAIL, PASS, WARN
 from preflight_operator.core import constants
-from preflight_operator.core.config import FieldProblem, NodeAccess
+from preflight_operator.core.operatorconfig import FieldProblem, NodeAccess
 from preflight_operator.core.podresults import PodResult
 
 KEY = constants.PREFIX + "gpu-health"  # label, annotation and taint key

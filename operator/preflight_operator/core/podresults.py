@@ -26,7 +26,7 @@ from preflight_contract.vllm_release import installed_release, installed_version
 from preflight_operator.core import constants, provenance
 from preflight_operator.core.constants import CHECK_CONTAINER
 from preflight_operator.core.loadtime import LoadSample, load_sample
-from preflight_operator.core.rules.vllmversion import image_version
+from preflight_operator.core.rules import image_version
 from preflight_operator.core.workloads import workload_of_pod
 
 MESSAGE_LIMIT = 300

@@ -13,7 +13,12 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from preflight_operator.core.config import ConfigError, FieldProblem, PolicySpec, parse_policy_spec
+from preflight_operator.core.operatorconfig import (
+    ConfigError,
+    FieldProblem,
+    PolicySpec,
+    parse_policy_spec,
+)
 from preflight_operator.core.workloads import label_key_problem, label_value_problem
 
 DEFAULT_POLICY_NAME = ""  # shown as an empty `policy` on the GPUValidation

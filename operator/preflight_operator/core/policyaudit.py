@@ -4,7 +4,7 @@ Before a platform team turns a PreflightPolicy to Enforce it asks what that woul
 the cluster today. ``kubectl vllm-preflight audit`` answers it from a terminal
 (cli/audit.py); the operator answers it continuously: every workload it tracks has a
 static result under its policy, re-judged when the policy is created or changed
-(runtime/policies.py re-analyses the namespace), and admission.decide turns that into the
+(runtime/policywatch.py re-analyses the namespace), and admissiondecision.decide turns that into the
 answer. Two answers per workload:
 
 * ``answer``: what admission answers now, under the policy as written (Audit admits);
@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from preflight_contract import actions
-from preflight_operator.core.admission import AdmissionDecision, decide
+from preflight_operator.core.admissiondecision import AdmissionDecision, decide
 from preflight_operator.core.policy import ResolvedPolicy
 from preflight_operator.core.static import StaticResult
 from preflight_operator.core.workloads import WorkloadRef

@@ -12,7 +12,7 @@ import dataclasses
 from typing import Any
 
 from preflight_contract.verdicts import ERROR, FAIL, UNKNOWN, WARN
-from preflight_operator.core.rules.model import Finding
+from preflight_operator.core.rules import Finding
 
 MAX_FINDINGS = 20  # status.static.findings maxItems
 MORE_FINDINGS = "more-findings"  # the finding that counts those past MAX_FINDINGS

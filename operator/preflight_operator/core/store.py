@@ -105,7 +105,7 @@ def _pack(status: Mapping[str, Any]) -> bytes:
     return zlib.compress(text.encode(), 1)
 
 
-# The annotations each reconcile may write on a workload (planning.py): never rule inputs.
+# The annotations each reconcile may write on a workload (reconcilesteps.py): never rule inputs.
 VERDICT_ANNOTATIONS = frozenset(
     (constants.ANNOTATION_STATUS, constants.ANNOTATION_REASON, constants.ANNOTATION_CHECKED_AT)
 )

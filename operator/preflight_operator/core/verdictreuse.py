@@ -21,7 +21,7 @@ preflight_contract/reuse.py says who decides what. Here:
   whose ``at + ttl`` is still ahead. The checker then matches the node and the key itself.
   Why the workload too (issue 34): reuse offered to another workload is an action beyond
   the reporting workload, which only the operator's own confirmation may take, and the
-  operator's probe (nodeprobe.py) cannot confirm a deep pass in a tenant's image; so a
+  operator's probe (nodeprobepod.py) cannot confirm a deep pass in a tenant's image; so a
   pass is offered only to later pods of the workload that earned it.
 """
 

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from preflight_operator.core.rules.kinds import KINDS, OWNER, TEMPLATE, VALIDATED, KindSpec
+from preflight_operator.core.rules import KINDS, OWNER, TEMPLATE, VALIDATED, KindSpec
 
 LWS_GROUP = "leaderworkerset.x-k8s.io"
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"

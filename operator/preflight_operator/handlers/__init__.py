@@ -1,6 +1,7 @@
-"""Thin adapters: kopf's life-cycle callbacks to the controller (``lifecycle``) and
-AdmissionReviews to the webhooks (``admission``, served by webhookserver.py, not kopf).
-The watches are the operator's own (watches.py says why kopf's are not used).
+"""Thin adapters: kopf's life-cycle callbacks to the controller (``lifecycle``), which
+also starts the webhook server (webhook/webhookserver.py, not kopf) with the AdmissionReview
+routes of webhook/admissionreview.py. The watches are the operator's own (watches.py says
+why kopf's are not used).
 
 ``register(registry, options)`` adds every kopf handler to a kopf registry (not kopf's
 global one), so an operator is built explicitly and tests can build several.

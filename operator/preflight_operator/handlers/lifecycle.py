@@ -25,13 +25,13 @@ from typing import Any
 
 import kopf
 
-from preflight_operator.handlers import admission as handlers_admission
 from preflight_operator.runtime.controller import Controller
 from preflight_operator.runtime.elector import LeaderElector
-from preflight_operator.runtime.failclosed import FailClosedSync
+from preflight_operator.runtime.failclosedsync import FailClosedSync
 from preflight_operator.runtime.options import RunOptions
 from preflight_operator.runtime.rulesworker import RulesPool, isolate
 from preflight_operator.runtime.watches import Watches
+from preflight_operator.webhook import admissionreview
 from preflight_operator.webhook.webhookserver import WebhookServer
 
 logger = logging.getLogger(__name__)
@@ -78,9 +78,9 @@ def register(registry: kopf.OperatorRegistry, options: RunOptions) -> None:
         await controller.start(workers=options.workers)
         watches.start()
         server = WebhookServer.configured(
-            handlers_admission.routes(memo.admission),
+            admissionreview.routes(memo.admission),
             controller.config.webhook,
-            fallbacks=handlers_admission.fallbacks(memo.admission),
+            fallbacks=admissionreview.fallbacks(memo.admission),
             addr=options.webhook_addr,
             port=options.webhook_port,
             certfile=options.cert_file,
@@ -94,7 +94,7 @@ def register(registry: kopf.OperatorRegistry, options: RunOptions) -> None:
             health.serving()
         memo.tasks = [asyncio.get_running_loop().create_task(server.watch_certificates())]
         if options.webhook_configuration:
-            # the Fail entry's namespaces under Enforce (runtime/failclosed.py)
+            # the Fail entry's namespaces under Enforce (runtime/failclosedsync.py)
             sync = FailClosedSync(
                 controller.api,
                 options.webhook_configuration,

@@ -17,9 +17,9 @@ from typing import Any
 
 from preflight_operator.core import constants
 from preflight_operator.core.analysis import Analyser
-from preflight_operator.core.config import OperatorConfig
 from preflight_operator.core.events import now_rfc3339
 from preflight_operator.core.loadtime import LoadSample
+from preflight_operator.core.operatorconfig import OperatorConfig
 from preflight_operator.core.podresults import PodResult, pod_result, unschedulable
 from preflight_operator.core.policy import ResolvedPolicy
 from preflight_operator.core.static import StaticResult
@@ -47,10 +47,10 @@ from preflight_operator.runtime.api import (
 from preflight_operator.runtime.eventsink import EventSink
 from preflight_operator.runtime.listing import WorkloadLister
 from preflight_operator.runtime.nodehealth import NodeFeedback
-from preflight_operator.runtime.nodeprobe import ProbeImage
+from preflight_operator.runtime.nodeproberunner import ProbeImage
 from preflight_operator.runtime.ownership import Ownership
 from preflight_operator.runtime.podfeed import PodFeed
-from preflight_operator.runtime.policies import PolicyWatch
+from preflight_operator.runtime.policywatch import PolicyWatch
 from preflight_operator.runtime.reconciler import Reconciler
 from preflight_operator.runtime.reflector import Reflector
 from preflight_operator.runtime.scope import NamespaceScope
@@ -99,7 +99,7 @@ class Controller:
         # Reconciles write only while this replica holds the Lease (writegate.py,
         # elector.py); keys met while following wait until it leads (workers.py).
         self.gate = gate or WriteGate(identity, standalone=True)
-        # node feedback acts on the operator's own probe only (nodeprobe.py), in its own
+        # node feedback acts on the operator's own probe only (nodeprobepod.py), in its own
         # namespace with the chart's check image
         probe = ProbeImage(
             namespace=config.release_namespace or "default",
@@ -140,7 +140,7 @@ class Controller:
         for reflector in self.context_reflectors:
             reflector.subscribe(self.context_changed)
         self.workers = ReconcileWorkers(self.store, reconciler, self.gate, clock=clock)
-        # The PreflightPolicies: resolved for each workload, statuses written (policies.py).
+        # The PreflightPolicies: resolved for each workload, statuses written (policywatch.py).
         self.policy_watch = PolicyWatch(
             api, self.events, allowed=self.gate.allows, spawn=self._spawn, now=now,
             said_otherwise=self.context_changed, audit=partial(podfeed.audit, self.store),

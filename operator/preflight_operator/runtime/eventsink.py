@@ -21,8 +21,8 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from preflight_operator.core.config import WebhookConfig
 from preflight_operator.core.events import EventSpec, to_body
+from preflight_operator.core.operatorconfig import WebhookConfig
 from preflight_operator.runtime import metrics
 from preflight_operator.runtime.api import API_ERRORS, KubeApi
 

@@ -9,7 +9,7 @@ logged and counted, never raised.
 
 A tenant's finding is a claim (issue 34): applied, it only reads the Node and, when the
 claim would change it (a fault not yet recorded, a pass where GPUs are recorded), requests
-the operator's own probe (nodeprobe.py). The node changes only on the probe's verdict,
+the operator's own probe (nodeprobepod.py). The node changes only on the probe's verdict,
 queued back here as a confirmed finding. Without a probe (no image to run it: outside the
 chart, ``probe=None``) no tenant's report changes a node at all.
 """
@@ -24,12 +24,6 @@ from collections.abc import Callable
 from prometheus_client import Counter, Gauge
 
 from preflight_operator.core import apinames
-from preflight_operator.core.config import (
-    DEFAULT_PROBE_SETTINGS,
-    NODES_GRANTED,
-    NodeAccess,
-    ProbeSettings,
-)
 from preflight_operator.core.nodefeedback import (
     STRATEGIC_MERGE_PATCH,
     Finding,
@@ -43,6 +37,12 @@ from preflight_operator.core.nodefeedback import (
     node_patch,
     read_record,
 )
+from preflight_operator.core.operatorconfig import (
+    DEFAULT_PROBE_SETTINGS,
+    NODES_GRANTED,
+    NodeAccess,
+    ProbeSettings,
+)
 from preflight_operator.core.verdictreuse import (
     DeepPass,
     annotation_patch,
@@ -51,7 +51,7 @@ from preflight_operator.core.verdictreuse import (
 )
 from preflight_operator.runtime import metrics
 from preflight_operator.runtime.api import API_ERRORS, MERGE_PATCH, Conflict, KubeApi, NotFound
-from preflight_operator.runtime.nodeprobe import NodeProbes, ProbeImage
+from preflight_operator.runtime.nodeproberunner import NodeProbes, ProbeImage
 
 logger = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ class NodeFeedback:
         self._put((found, levels, False), found.node)
 
     def confirmed(self, found: Finding, levels: Levels) -> None:
-        """The operator's own probe's verdict on a node (nodeprobe.py): applied."""
+        """The operator's own probe's verdict on a node (nodeprobepod.py): applied."""
         self._put((found, granted(levels, self._access), True), found.node)
 
     def _put(self, item: tuple[Finding | tuple[str, DeepPass], Levels, bool], node: str) -> None:

@@ -30,7 +30,7 @@ class RunOptions:
     webhook_client_ca: Path | None = None
     webhook_host: str | None = None  # only shown in logs; the chart owns the configurations
     # the ValidatingWebhookConfiguration whose fail-closed entry the leader keeps in step
-    # with the namespaces under Enforce (runtime/failclosed.py); "": none
+    # with the namespaces under Enforce (runtime/failclosedsync.py); "": none
     webhook_configuration: str = ""
     metrics_addr: str = "0.0.0.0"
     metrics_port: int = 8080

@@ -18,7 +18,7 @@ from preflight_operator.core.policyaudit import PolicyAudit, audit_policies
 from preflight_operator.core.store import Key, Store
 from preflight_operator.core.verdictreuse import deep_pass
 from preflight_operator.runtime.nodehealth import NodeFeedback
-from preflight_operator.runtime.policies import PolicyWatch
+from preflight_operator.runtime.policywatch import PolicyWatch
 
 
 class PodFeed:

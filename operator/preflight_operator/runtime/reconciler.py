@@ -1,4 +1,4 @@
-"""Carries out one reconcile: the plan from ``planning`` turned into API calls.
+"""Carries out one reconcile: the steps from ``reconcilesteps`` turned into API calls.
 
 Order matters for crash safety: the remediation patch first (its annotation records what
 was done), then the workload's verdict annotations, then the one status patch, then Events
@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from preflight_operator.core.gpuvalidation import NOT_INJECTED, NOT_INJECTED_REASON, desired_object
-from preflight_operator.core.planning import ReconcilePlan, plan_reconcile, without_nulls
+from preflight_operator.core.reconcilesteps import ReconcileSteps, reconcile_steps, without_nulls
 from preflight_operator.core.store import (
     Key,
     Store,
@@ -81,37 +81,37 @@ class Reconciler:
         if stored is None or stored.owner_uid != workload.uid:
             stored = await self._ensure_validation(workload)
         not_injected = await self._not_injected(key, workload)
-        plan = self._plan(key, workload, stored, not_injected)
-        if plan.note:
-            logger.info("%s: %s", workload.ref.display, plan.note)
-        if plan.remediation_patch is not None and not await self._remediated(
-            workload, plan.remediation_patch
+        steps = self._steps(key, workload, stored, not_injected)
+        if steps.note:
+            logger.info("%s: %s", workload.ref.display, steps.note)
+        if steps.remediation_patch is not None and not await self._remediated(
+            workload, steps.remediation_patch
         ):
-            plan = self._plan(key, _unremedied(workload), stored, not_injected)
-        if plan.remediation_metric is not None:
-            remedy, action = plan.remediation_metric
+            steps = self._steps(key, _unremedied(workload), stored, not_injected)
+        if steps.remediation_metric is not None:
+            remedy, action = steps.remediation_metric
             metrics.REMEDIATIONS.labels(type=remedy, action=action).inc()
-        first = plan.annotation_patch if plan.remediation_patch is None else None
+        first = steps.annotation_patch if steps.remediation_patch is None else None
         if first is not None:
             try:
                 moved = await self._write_annotations(workload, first)
             except API_ERRORS:
                 # the record never waits on its copy (an answer too large to read, a
                 # timeout): the status as planned, then the queue retries the rest
-                await self._write_status(workload, stored, plan)
+                await self._write_status(workload, stored, steps)
                 raise
             if moved:  # the patch moved the workload's generation: the status says it
-                again = self._plan(key, workload, stored, not_injected)
-                plan = dataclasses.replace(
-                    plan, status=again.status, status_write=again.status_write
+                again = self._steps(key, workload, stored, not_injected)
+                steps = dataclasses.replace(
+                    steps, status=again.status, status_write=again.status_write
                 )
-        await self._write_status(workload, stored, plan)
+        await self._write_status(workload, stored, steps)
         arrived = store.result_arrivals.pop(key, None)
         if arrived is not None:
             metrics.RESULT_LATENCY.observe(self._clock() - arrived)
-        if plan.annotation_patch is not None and first is None:
-            await self._write_annotations(workload, plan.annotation_patch)
-        for event in plan.events:
+        if steps.annotation_patch is not None and first is None:
+            await self._write_annotations(workload, steps.annotation_patch)
+        for event in steps.events:
             if event.reason == NOT_INJECTED:
                 metrics.INJECTIONS.labels(result="missed", reason=NOT_INJECTED_REASON).inc(
                     len(not_injected)
@@ -157,15 +157,15 @@ class Reconciler:
             logger.warning("%s: pods not listed: %s", workload.ref.display, exc)
             return ()
 
-    def _plan(
+    def _steps(
         self,
         key: Key,
         workload: WorkloadState,
         stored: StoredValidation,
         not_injected: Sequence[str],
-    ) -> ReconcilePlan:
+    ) -> ReconcileSteps:
         store = self._store
-        return plan_reconcile(
+        return reconcile_steps(
             workload,
             store.live_results(key),
             store.pending_pods(key),
@@ -177,7 +177,7 @@ class Reconciler:
         )
 
     async def _remediated(self, workload: WorkloadState, patch: dict[str, Any]) -> bool:
-        """Patch the workload as the plan says; False when this namespace forbids it."""
+        """Patch the workload as the steps say; False when this namespace forbids it."""
         if not self._may_patch(workload.ref.namespace):
             self._forbidden(workload, "remediation", None)
             return False
@@ -191,19 +191,19 @@ class Reconciler:
         return True
 
     async def _write_status(
-        self, workload: WorkloadState, stored: StoredValidation, plan: ReconcilePlan
+        self, workload: WorkloadState, stored: StoredValidation, steps: ReconcileSteps
     ) -> None:
-        if plan.status_write is None:
+        if steps.status_write is None:
             return
         if logger.isEnabledFor(logging.DEBUG):  # reading the stored status back costs
             before = stored.status
-            changed = sorted(k for k, v in plan.status.items() if before.get(k) != v)
+            changed = sorted(k for k, v in steps.status.items() if before.get(k) != v)
             logger.debug("%s: status write (%s)", workload.ref.display, ", ".join(changed))
         written = await self._api.patch_gpuvalidation_status(
-            workload.ref.namespace, stored.name, plan.status_write
+            workload.ref.namespace, stored.name, steps.status_write
         )
         metrics.STATUS_WRITES.inc()
-        stored.status = plan.status
+        stored.status = steps.status
         stored.resource_version = resource_version_of(written)
 
     async def _write_annotations(self, workload: WorkloadState, patch: dict[str, Any]) -> bool:

@@ -52,8 +52,8 @@ from preflight_operator.core.analysis import (
     out_of_memory,
     to_static,
 )
-from preflight_operator.core.config import OperatorConfig, PolicySpec
-from preflight_operator.core.rules import boundedyaml
+from preflight_operator.core.operatorconfig import OperatorConfig, PolicySpec
+from preflight_operator.core.rules import inline_yaml
 from preflight_operator.core.static import StaticResult
 
 logger = logging.getLogger(__name__)
@@ -424,7 +424,7 @@ class RulesPool:
         if self.local is not None and plain(body):
             # in the event loop: an embedded YAML document over boundedyaml.INLINE_BYTES is
             # not read here, and the whole object goes to a worker instead
-            with boundedyaml.inline() as here:
+            with inline_yaml() as here:
                 static = self.local.analyse(body, policy)
             if not here.deferred:
                 return static
@@ -435,7 +435,7 @@ class RulesPool:
         self, pod: Mapping[str, Any], policy: PolicySpec
     ) -> InjectionTarget:
         if self.local is not None and plain(pod):
-            with boundedyaml.inline() as here:
+            with inline_yaml() as here:
                 target = self.local.injection_target(pod, policy)
             if not here.deferred:
                 return target

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from preflight_operator.core import constants
-from preflight_operator.core.config import OperatorConfig
+from preflight_operator.core.operatorconfig import OperatorConfig
 from preflight_operator.core.workloads import WorkloadKind, template_labels
 
 

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from preflight_operator.core import constants
-from preflight_operator.core.config import WebhookConfig
+from preflight_operator.core.operatorconfig import WebhookConfig
 from preflight_operator.runtime import metrics
 
 logger = logging.getLogger(__name__)
@@ -73,7 +73,7 @@ def failure_answers(config: WebhookConfig) -> dict[str, FailureAnswer]:
         constants.VALIDATE_WEBHOOK_ID: FailureAnswer(
             config.validating_failure_policy, config.validating_timeout_seconds
         ),
-        # the entry for namespaces under Enforce (failclosed.py): always Fail
+        # the entry for namespaces under Enforce (failclosedscope.py): always Fail
         constants.VALIDATE_ENFORCE_WEBHOOK_ID: FailureAnswer(
             "Fail", config.validating_timeout_seconds
         ),

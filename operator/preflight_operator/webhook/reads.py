@@ -27,7 +27,22 @@ from preflight_operator.core.injection import (
     jobset_name,
     runs_own_share,
 )
-from preflight_operator.core.rules import crdgroups, groups, workloadapi
+from preflight_operator.core.rules import (
+    JOBSET,
+    JOBSET_COORDINATOR,
+    VOLCANO,
+    WORKLOAD_API_GROUP,
+    declared_warning,
+    engine_nodes,
+    pod_group,
+    podgroup_min_member,
+    podgroup_path,
+    workload_admission_note,
+    workload_group,
+    workload_object_path,
+    workload_reference,
+    workload_version_to_read,
+)
 from preflight_operator.core.workloads import WorkloadRef
 
 logger = logging.getLogger(__name__)
@@ -39,7 +54,7 @@ OwnerBody = Callable[[WorkloadRef], Awaitable[Mapping[str, Any] | None]]
 # A GET of an API path: the body, None for 404; raises otherwise (an ``ApiError`` with its
 # ``status``). The Workload API's objects and discovery are read through it.
 ApiGet = Callable[[str], Awaitable[Mapping[str, Any] | None]]
-DISCOVERY = f"/apis/{workloadapi.GROUP}"
+DISCOVERY = f"/apis/{WORKLOAD_API_GROUP}"
 OWNER_CACHE_SECONDS = 30.0
 OWNER_LOOKUP_TIMEOUT = 2.0
 OWNER_CACHE_ENTRIES = 10_000
@@ -157,21 +172,21 @@ class WorkloadApiGangs:
         judged by ``crdgroups.podgroup_min_member``) only for a multi-node vLLM pod that
         names one; a ``minMember`` under the engine's ``--nnodes`` is a warning (Volcano
         may start fewer pods than the engine waits for), never a failure. "" otherwise."""
-        declared = groups.pod_group(pod)
-        if declared is None or declared.system != groups.VOLCANO or self._api_get is None:
+        declared = pod_group(pod)
+        if declared is None or declared.system != VOLCANO or self._api_get is None:
             return ""
         namespace = str((pod.get("metadata") or {}).get("namespace", ""))
         if apinames.problem(apinames.NAME, declared.name) or apinames.problem(
             apinames.NAMESPACE, namespace
         ):
             return ""
-        path = crdgroups.podgroup_path(namespace, declared.name)
+        path = podgroup_path(namespace, declared.name)
         found, missing = await self._read((namespace, "volcano/PodGroup", declared.name), path)
         if missing:
             why = missing.replace("rbac.workloadApiRead", "rbac.volcanoPodGroupRead")
             return f"its PodGroup {declared.name!r} was not read ({why})"
-        count, problem = crdgroups.podgroup_min_member(found, declared.name, namespace)
-        nodes = workloadapi.engine_nodes(argv)
+        count, problem = podgroup_min_member(found, declared.name, namespace)
+        nodes = engine_nodes(argv)
         if count is None:
             return f"its gang is not known: {problem}"
         if nodes is not None and count < nodes:
@@ -190,7 +205,7 @@ class WorkloadApiGangs:
         judged by workloadapi.workload_group as hostile input) only for such a pod; the
         check is never given a group from it: the API names no rank and no leader, and a
         gang's minCount is a minimum, not the group's size."""
-        ref = workloadapi.reference(pod)
+        ref = workload_reference(pod)
         lws = in_lws_group(pod)
         if ref is None:
             note = declared_note(pod, container, lws=lws)
@@ -202,9 +217,9 @@ class WorkloadApiGangs:
         obj: Mapping[str, Any] | None = None
         missing = ""
         if not ref.problem:
-            served, why = await self._read(("", "discovery", workloadapi.GROUP), DISCOVERY)
+            served, why = await self._read(("", "discovery", WORKLOAD_API_GROUP), DISCOVERY)
             versions = _served_versions(served)
-            version = workloadapi.version_to_read(ref, versions)
+            version = workload_version_to_read(ref, versions)
             if version is None:
                 served_here = ", ".join(v.rpartition("/")[2] for v in versions[:4]) or "none"
                 missing = why or f"no version known here is served (served: {served_here})"
@@ -212,14 +227,14 @@ class WorkloadApiGangs:
             else:
                 key = (namespace, f"{version}/{ref.kind}", ref.name)
                 found, missing = await self._read(
-                    key, workloadapi.object_path(ref, version, namespace)
+                    key, workload_object_path(ref, version, namespace)
                 )
                 obj = found if isinstance(found, Mapping) else None
-        group = workloadapi.workload_group(pod, obj, missing=missing or "not read")
+        group = workload_group(pod, obj, missing=missing or "not read")
         if group is None:
             return ""
-        nodes = _lws_size(pod) if lws else workloadapi.engine_nodes(argv)
-        return workloadapi.admission_note(group, nodes, has_group=lws or _coordinated(pod))
+        nodes = _lws_size(pod) if lws else engine_nodes(argv)
+        return workload_admission_note(group, nodes, has_group=lws or _coordinated(pod))
 
 
 def declared_note(pod: Mapping[str, Any], container: Mapping[str, Any], *, lws: bool) -> str:
@@ -232,10 +247,10 @@ def declared_note(pod: Mapping[str, Any], container: Mapping[str, Any], *, lws: 
     read from its JobSet). A Volcano pod's PodGroup is then read (``_volcano_gang``)."""
     if lws or not runs_own_share(container):
         return ""
-    declared = groups.pod_group(pod)
-    if declared is None or declared.system == groups.JOBSET:
+    declared = pod_group(pod)
+    if declared is None or declared.system == JOBSET:
         return ""
-    return groups.declared_warning(declared)
+    return declared_warning(declared)
 
 
 def _pod_display(pod: Mapping[str, Any]) -> str:
@@ -269,5 +284,5 @@ def _coordinated(pod: Mapping[str, Any]) -> bool:
     return (
         bool(jobset_name(pod))
         and isinstance(notes, Mapping)
-        and bool(notes.get(groups.JOBSET_COORDINATOR))
+        and bool(notes.get(JOBSET_COORDINATOR))
     )

@@ -1,4 +1,4 @@
-"""What the admission webhooks decide, given an object (no kopf here; handlers/admission.py
+"""What the admission webhooks decide, given an object (no kopf here; webhook/admissionreview.py
 adapts these to kopf's admission handlers).
 
 Stateless per request: everything comes from the request, the policies (a reflector that
@@ -17,7 +17,7 @@ from typing import Any
 from preflight_contract import actions
 from preflight_contract.reuse import Offer
 from preflight_operator.core import provenance
-from preflight_operator.core.admission import (
+from preflight_operator.core.admissiondecision import (
     ALLOW,
     AdmissionDecision,
     decide,
@@ -32,7 +32,6 @@ from preflight_operator.core.analysis import (
     ray_worker_target,
     target_off_loop,
 )
-from preflight_operator.core.config import OperatorConfig
 from preflight_operator.core.events import denied_event
 from preflight_operator.core.injection import (
     JOBSET_UID,
@@ -46,6 +45,7 @@ from preflight_operator.core.injection import (
     ray_role,
     runs_own_share,
 )
+from preflight_operator.core.operatorconfig import OperatorConfig
 from preflight_operator.core.policy import PolicyBook, ResolvedPolicy
 from preflight_operator.core.static import StaticResult
 from preflight_operator.core.verdictreuse import DeepPass, offers
@@ -216,7 +216,7 @@ class AdmissionService:
     ) -> Validation:
         """The answer when the rules could not be run in time because the operator is
         overloaded (webhookserver.py's deadline): what the policy says of an object it
-        could not check, as for a manifest over the rules' budget (admission.unchecked):
+        could not check, as for a manifest over the rules' budget (admissiondecision.unchecked):
         never a silent admit under Enforce, which is what the API server's own timeout
         gave under failurePolicy Ignore (issue 23)."""
         prepared = self._prepare(body, old, operation)

@@ -1,7 +1,7 @@
 """The HTTPS server of both webhooks (/validate and /mutate-pods): a plain aiohttp app.
 
 kopf serves no webhook here (its admission server is not configured): both webhooks
-are answered by functions of ``handlers/admission.py`` from the AdmissionReview, with
+are answered by functions of ``webhook/admissionreview.py`` from the AdmissionReview, with
 the same AdmissionService. Why our own server and not kopf's: the validating webhook is
 the hot path (every create or update of a workload in an opted-in namespace) and kopf's
 per-request machinery (a cause object, handler selection, state, per-object memory, a
@@ -60,8 +60,8 @@ from typing import Any
 import aiohttp.web
 
 from preflight_contract import safejson
-from preflight_operator.core.config import WebhookConfig
 from preflight_operator.core.decoding import decode_review
+from preflight_operator.core.operatorconfig import WebhookConfig
 from preflight_operator.runtime import metrics
 from preflight_operator.webhook.connections import (
     Connection,

@@ -12,10 +12,10 @@ from preflight_contract.vllm_args import ParsedArgs
 from preflight_operator.core.rules.command import Invocation
 from preflight_operator.core.rules.discovery import PodTemplate
 from preflight_operator.core.rules.kubeenv import ConfigMapGetter, ContainerEnv, no_config_map
-from preflight_operator.core.rules.model import NO_LOOKUP, ClusterLookup
 from preflight_operator.core.rules.resources import GpuResources, pod_gpus
 from preflight_operator.core.rules.spread import RAY, ray_node
 from preflight_operator.core.rules.template import Group, Resolve, resolve_nothing
+from preflight_operator.core.rules.vocabulary import NO_LOOKUP, ClusterLookup
 
 # Options by which a pod runs its own share of data-parallel ranks (vLLM's multi-node
 # data parallelism with the mp backend): with them the pod is not a Ray worker slot.

@@ -55,8 +55,8 @@ from typing import Any
 from preflight_contract.verdicts import FAIL, INFO, SEVERITIES, WARN
 from preflight_contract.vllm_args import parse_vllm_args
 from preflight_operator.core.rules import (
-    checks,  # noqa: F401  (registers the rules)
     redaction,
+    ruleset,  # noqa: F401  (registers the rules)
 )
 from preflight_operator.core.rules.certainty import (
     HEURISTIC,
@@ -66,9 +66,7 @@ from preflight_operator.core.rules.certainty import (
     downgrade_note,
     not_exact,
 )
-from preflight_operator.core.rules.checks.service import injects_links, link_prefix
 from preflight_operator.core.rules.command import Invocation, Unparsed, find_invocation
-from preflight_operator.core.rules.config import ConfigResolver
 from preflight_operator.core.rules.context import ContainerContext
 from preflight_operator.core.rules.discovery import (
     CLUSTER_SCOPED,
@@ -79,14 +77,6 @@ from preflight_operator.core.rules.discovery import (
 from preflight_operator.core.rules.embedded import object_runs_vllm
 from preflight_operator.core.rules.kinds import kind_spec
 from preflight_operator.core.rules.kubeenv import ContainerEnv, build_env, unknown_marker
-from preflight_operator.core.rules.model import (
-    DEFAULT_POLICY,
-    NO_LOOKUP,
-    ClusterLookup,
-    ContainerResult,
-    Finding,
-    Policy,
-)
 from preflight_operator.core.rules.recognition import (
     ENTRYPOINT,
     Signal,
@@ -96,8 +86,18 @@ from preflight_operator.core.rules.recognition import (
 )
 from preflight_operator.core.rules.registry import REGISTRY, declare
 from preflight_operator.core.rules.resources import gpu_resources
+from preflight_operator.core.rules.ruleset.service import injects_links, link_prefix
 from preflight_operator.core.rules.spread import with_ray_workers
 from preflight_operator.core.rules.template import meta, running_containers
+from preflight_operator.core.rules.vllmconfigfile import ConfigResolver
+from preflight_operator.core.rules.vocabulary import (
+    DEFAULT_POLICY,
+    NO_LOOKUP,
+    ClusterLookup,
+    ContainerResult,
+    Finding,
+    Policy,
+)
 
 COMMAND_UNPARSED = declare(
     "vllm-command-unparsed",

@@ -35,6 +35,15 @@ from preflight_operator.core.rules.crdgroups import (  # issue 26
 )
 from preflight_operator.core.rules.embedded import embedded_pod_specs, runs_vllm
 from preflight_operator.core.rules.groups import JOBSET, jobset, jobset_members  # issue 26
+from preflight_operator.core.rules.servingstacks import (
+    dynamo_graph,
+    inference_service,
+    kubeai_model,
+    llm_inference_service,
+    ome_runtime,
+    serving_runtime,
+    vllm_runtime,
+)
 from preflight_operator.core.rules.spread import generic_group
 from preflight_operator.core.rules.template import (
     AIBRIX,
@@ -57,15 +66,6 @@ from preflight_operator.core.rules.template import (
     num,
     required,
     resolve_nothing,
-)
-from preflight_operator.core.rules.wrappers import (
-    dynamo_graph,
-    inference_service,
-    kubeai_model,
-    llm_inference_service,
-    ome_runtime,
-    serving_runtime,
-    vllm_runtime,
 )
 
 Extractor = Callable[[Mapping[str, Any], str, "str | None"], list[PodTemplate]]
@@ -694,7 +694,7 @@ KINDS: tuple[KindSpec, ...] = (
         version="v1alpha1",
         role=VALIDATED,
     ),
-    # issue 35 (rules/wrappers.py): LINT only. A runtime makes no pods; OME's
+    # issue 35 (rules/servingstacks.py): LINT only. A runtime makes no pods; OME's
     # InferenceService builds them from it, and they are admitted as what OME creates.
     *(
         KindSpec(

@@ -20,7 +20,7 @@ from typing import Any
 
 from preflight_contract import redact
 from preflight_operator.core.rules.kubeenv import has_unknown
-from preflight_operator.core.rules.model import Finding
+from preflight_operator.core.rules.vocabulary import Finding
 
 
 def env_redactor(values: Mapping[str, str]) -> redact.Redactor:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from preflight_operator.core.rules.certainty import Basis, rule_action
-from preflight_operator.core.rules.model import Finding, Policy, RuleInfo
+from preflight_operator.core.rules.vocabulary import Finding, Policy, RuleInfo
 
 if TYPE_CHECKING:
     from preflight_operator.core.rules.context import ContainerContext

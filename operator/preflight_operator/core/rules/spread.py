@@ -20,7 +20,7 @@ on who places them:
   own share, written in its own argv (contract.vllm_args: ``gpus_needed``), so each pod
   is judged exactly against that share.
 * **A controller that splits the engine** (Dynamo ``multinode.nodeCount``): the share is
-  the plan over the node count (rules.kinds, rules.wrappers).
+  the plan over the node count (rules.kinds, rules.servingstacks).
 
 What this module adds: whether a container is a node of a Ray cluster (``ray_node``), and
 the group of a CRD judged generically whose head template runs vLLM and whose sibling

@@ -56,8 +56,8 @@ from preflight_operator.core.rules.certainty import (
 from preflight_operator.core.rules.context import ContainerContext
 from preflight_operator.core.rules.inputs import devices_input, env_input, plan_input
 from preflight_operator.core.rules.kubeenv import display, has_unknown
-from preflight_operator.core.rules.model import Finding, Policy
 from preflight_operator.core.rules.registry import RULE_INFO, declare, register
+from preflight_operator.core.rules.vocabulary import Finding, Policy
 
 CVD = "CUDA_VISIBLE_DEVICES"
 CVD_UUID = declare(

@@ -1,4 +1,4 @@
-"""One reconcile of one workload, planned without touching the API (pure).
+"""The steps of one reconcile of one workload, worked out without touching the API (pure).
 
 The reconciler feeds in what the store knows and gets back, in order: the remediation
 patch for the workload (sent first, so the annotation that records it exists before the
@@ -34,7 +34,10 @@ from preflight_operator.core.workloads import POD
 
 
 @dataclasses.dataclass(frozen=True)
-class ReconcilePlan:
+class ReconcileSteps:
+    """What one reconcile does, in order: the remediation patch, the status write, the
+    annotation patch and the Events."""
+
     status: dict[str, Any]
     status_write: dict[str, Any] | None
     remediation_patch: dict[str, Any] | None
@@ -86,7 +89,7 @@ def _announced(history: Sequence[Mapping[str, Any]]) -> set[tuple[str, int, str]
     }
 
 
-def plan_reconcile(
+def reconcile_steps(
     workload: WorkloadState,
     live: Sequence[PodResult],
     pending_pods: int,
@@ -96,7 +99,7 @@ def plan_reconcile(
     now: str,
     not_injected: Sequence[str] = (),
     unschedulable: Sequence[tuple[str, str]] = (),
-) -> ReconcilePlan:
+) -> ReconcileSteps:
     """``not_injected``: names of the workload's pods that run without the check;
     ``unschedulable``: (pod, scheduler message) of its pods no node fits."""
     ref = workload.ref
@@ -193,7 +196,7 @@ def plan_reconcile(
         type_, reason_, message = decision.event
         events.append(EventSpec(involved, type_, reason_, message))
 
-    return ReconcilePlan(
+    return ReconcileSteps(
         status=status,
         status_write=status_write,
         remediation_patch=decision.workload_patch,

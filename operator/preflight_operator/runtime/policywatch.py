@@ -23,9 +23,9 @@ import logging
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
-from preflight_operator.core.config import NODES_GRANTED, NodeAccess
 from preflight_operator.core.events import policy_invalid_event
 from preflight_operator.core.nodefeedback import policy_problems
+from preflight_operator.core.operatorconfig import NODES_GRANTED, NodeAccess
 from preflight_operator.core.policy import (
     VALID_CONDITION,
     Policy,

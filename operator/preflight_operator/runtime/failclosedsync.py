@@ -1,5 +1,5 @@
 """Keeps the fail-closed webhook entry's namespace list in step with the policies
-(core/failclosed.py says why the entry exists and how the list is kept).
+(core/failclosedscope.py says why the entry exists and how the list is kept).
 
 The Lease holder alone writes. Every ``interval`` seconds it computes the opted-in
 namespaces under Enforce from what it holds in memory (the PreflightPolicies and the
@@ -23,8 +23,8 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 
-from preflight_operator.core import failclosed
-from preflight_operator.core.config import PolicySpec
+from preflight_operator.core import failclosedscope
+from preflight_operator.core.operatorconfig import PolicySpec
 from preflight_operator.core.policy import Policy
 from preflight_operator.runtime.api import API_ERRORS, KubeApi
 
@@ -61,7 +61,7 @@ class FailClosedSync:
         self._last_error = ""
 
     def wanted(self) -> tuple[str, ...]:
-        return failclosed.enforced_namespaces(
+        return failclosedscope.enforced_namespaces(
             self.opted_in(), self.policies, self.default, self.excluded
         )
 
@@ -88,7 +88,7 @@ class FailClosedSync:
         if config is None:
             self._failed(f"{self.path} not found")
             return False
-        ops = failclosed.selector_patch(config, names)
+        ops = failclosedscope.selector_patch(config, names)
         if ops:
             await self.api.request(
                 "PATCH", self.path, body=ops, content_type="application/json-patch+json"

@@ -36,7 +36,7 @@ waits there until the timeout, "PyTorch's default timeout is used (600s for NCCL
 `data_parallel_rpc_port` 29550). The rules read the worker template's container with the
 engine's own parser (`find_invocation` after `build_env` with `LWS_WORKER_INDEX` set to 1,
 2 and `size - 1`, then `parse_vllm_args`) and compare it with the leader's
-(`operator/preflight_operator/core/rules/checks/consistency.py`). The leader's container reports
+(`operator/preflight_operator/core/rules/ruleset/consistency.py`). The leader's container reports
 each finding; its field is the leader's path and the message gives the worker's.
 
 | shape | compared |
@@ -90,15 +90,15 @@ from preflight_operator.core.rules.certainty import (
     Input,
 )
 from preflight_operator.core.rules.command import Invocation, find_invocation
-from preflight_operator.core.rules.config import ConfigResolver
 from preflight_operator.core.rules.context import ContainerContext
 from preflight_operator.core.rules.inputs import plan_input
 from preflight_operator.core.rules.kubeenv import ContainerEnv, build_env, display, has_unknown
-from preflight_operator.core.rules.model import Finding, Policy
 from preflight_operator.core.rules.registry import RULE_INFO, declare, register
 from preflight_operator.core.rules.resources import gpu_resources
 from preflight_operator.core.rules.shrun import literal_references
 from preflight_operator.core.rules.template import PodTemplate, running_containers
+from preflight_operator.core.rules.vllmconfigfile import ConfigResolver
+from preflight_operator.core.rules.vocabulary import Finding, Policy
 
 ARG_DEFAULT = declare(
     "lws-args-default",

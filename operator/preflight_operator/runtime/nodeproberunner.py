@@ -1,4 +1,4 @@
-"""The operator's own probe of a node, the calls (issue 34; core/nodeprobe.py says why and
+"""The operator's own probe of a node, the calls (issue 34; core/nodeprobepod.py says why and
 builds the pod).
 
 A tenant's report only *requests* a probe (:meth:`NodeProbes.request`, with the levels of
@@ -28,9 +28,8 @@ from collections.abc import Callable
 from prometheus_client import Counter
 
 from preflight_operator.core import apinames
-from preflight_operator.core.config import DEFAULT_PROBE_SETTINGS, ProbeSettings
 from preflight_operator.core.nodefeedback import Finding, Levels
-from preflight_operator.core.nodeprobe import (
+from preflight_operator.core.nodeprobepod import (
     SELECTOR,
     Verdict,
     probe_name,
@@ -38,6 +37,7 @@ from preflight_operator.core.nodeprobe import (
     read_probe,
     valid_node_name,
 )
+from preflight_operator.core.operatorconfig import DEFAULT_PROBE_SETTINGS, ProbeSettings
 from preflight_operator.runtime import metrics
 from preflight_operator.runtime.api import API_ERRORS, Conflict, KubeApi, NotFound
 

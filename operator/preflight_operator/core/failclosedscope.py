@@ -1,5 +1,5 @@
 """Which namespaces are under Enforce, and the patch that keeps the fail-closed webhook
-entry in step with them (pure; runtime/failclosed.py reads and writes).
+entry in step with them (pure; runtime/failclosedsync.py reads and writes).
 
 Why (issue 34): with the chart's ``failurePolicy: Ignore`` an Enforce policy held only
 while every replica answered in time. Two pods holding the webhook port's connections, or
@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from preflight_contract.actions import ENFORCE
-from preflight_operator.core.config import PolicySpec
+from preflight_operator.core.operatorconfig import PolicySpec
 from preflight_operator.core.policy import Policy
 
 ENFORCE_ENTRY = "enforce.validate.vllm-preflight.io"

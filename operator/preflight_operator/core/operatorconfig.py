@@ -20,8 +20,7 @@ import yaml
 
 from preflight_contract.actions import ACTIONS, ENFORCE
 from preflight_operator.core import constants
-from preflight_operator.core.rules.model import RULE_ALIASES
-from preflight_operator.core.rules.registry import RULE_INFO
+from preflight_operator.core.rules import RULE_ALIASES, RULE_INFO
 
 TIERS = ("fast", "deep")
 ON_RUNTIME_FAILURE = ("None", "PauseRollout", "ScaleToZero")
@@ -222,7 +221,7 @@ class OperatorConfig:
     node_access: NodeAccess = NODES_GRANTED
     workload_patch: WorkloadPatch = WorkloadPatch()
     node_probe: ProbeSettings = DEFAULT_PROBE_SETTINGS
-    # the release namespace: the operator's own probe pods run there (nodeprobe.py)
+    # the release namespace: the operator's own probe pods run there (nodeprobepod.py)
     release_namespace: str = ""
 
     def with_release_namespace(self, namespace: str | None) -> OperatorConfig:

@@ -79,15 +79,15 @@ from preflight_operator.core.rules.certainty import (
     Basis,
     Input,
 )
-from preflight_operator.core.rules.checks.consistency import read_worker
-from preflight_operator.core.rules.checks.shm import ranks_inputs, shm_findings
 from preflight_operator.core.rules.context import ContainerContext, group_devices
 from preflight_operator.core.rules.inputs import plan_input
-from preflight_operator.core.rules.model import Finding, Policy
 from preflight_operator.core.rules.registry import RULE_INFO, declare, register
 from preflight_operator.core.rules.resources import gpu_resources, pod_gpus
+from preflight_operator.core.rules.ruleset.consistency import read_worker
+from preflight_operator.core.rules.ruleset.shm import ranks_inputs, shm_findings
 from preflight_operator.core.rules.spread import HEAD, RAY
 from preflight_operator.core.rules.template import Group, running_containers
+from preflight_operator.core.rules.vocabulary import Finding, Policy
 
 GROUP_EXTRA = declare(
     "lws-gpu-extra",

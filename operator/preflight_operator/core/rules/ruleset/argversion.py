@@ -48,9 +48,9 @@ from preflight_contract.vllm_args import API_SERVER, SERVE, vllm_args_start
 from preflight_operator.core.rules.certainty import ARGV, EXACT, VLLM_CODE, Basis, Input
 from preflight_operator.core.rules.context import ContainerContext
 from preflight_operator.core.rules.kubeenv import has_unknown
-from preflight_operator.core.rules.model import Finding, Policy
 from preflight_operator.core.rules.registry import RULE_INFO, declare, register
 from preflight_operator.core.rules.vllmversion import image_version, judge_option
+from preflight_operator.core.rules.vocabulary import Finding, Policy
 
 _OPENAI_MODULE = "vllm.entrypoints.openai.api_server"
 _MAX_TOKENS = 4096

@@ -62,9 +62,9 @@ from preflight_operator.core.rules.accelerators import CPU, TPU, short_error
 from preflight_operator.core.rules.certainty import HEURISTIC, VENDOR_DOC, VLLM_CODE, Basis
 from preflight_operator.core.rules.context import ContainerContext
 from preflight_operator.core.rules.inputs import devices_input, plan_input
-from preflight_operator.core.rules.model import Finding, Policy
 from preflight_operator.core.rules.registry import RULE_INFO, register
 from preflight_operator.core.rules.resources import format_raw
+from preflight_operator.core.rules.vocabulary import Finding, Policy
 
 
 def _plan_text(ctx: ContainerContext) -> str:

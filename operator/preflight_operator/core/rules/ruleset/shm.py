@@ -45,9 +45,9 @@ from preflight_operator.core.rules.certainty import (
 )
 from preflight_operator.core.rules.context import ContainerContext
 from preflight_operator.core.rules.inputs import devices_input, plan_input
-from preflight_operator.core.rules.model import Finding, Policy
 from preflight_operator.core.rules.quantity import format_bytes, parse_quantity
 from preflight_operator.core.rules.registry import RULE_INFO, declare, register
+from preflight_operator.core.rules.vocabulary import Finding, Policy
 
 SHM = "/dev/shm"
 SHM_TOO_SMALL = declare(

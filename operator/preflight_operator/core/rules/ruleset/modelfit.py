@@ -29,9 +29,9 @@ from preflight_operator.core.rules.certainty import (
 )
 from preflight_operator.core.rules.context import ContainerContext
 from preflight_operator.core.rules.inputs import plan_input
-from preflight_operator.core.rules.model import Finding, Policy
 from preflight_operator.core.rules.registry import RULE_INFO, declare, register
 from preflight_operator.core.rules.vllmversion import image_version
+from preflight_operator.core.rules.vocabulary import Finding, Policy
 
 PRODUCT_LABEL = "nvidia.com/gpu.product"
 MEMORY_LABEL = "nvidia.com/gpu.memory"  # MiB, from GPU feature discovery

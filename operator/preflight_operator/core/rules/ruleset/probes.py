@@ -135,11 +135,11 @@ from preflight_contract.verdicts import FAIL, WARN
 from preflight_contract.vllm_args import API_SERVER, SERVE
 from preflight_operator.core.loadtime import MAX_LOAD_SECONDS, LoadSummary
 from preflight_operator.core.rules.certainty import VENDOR_DOC, Basis, Input
-from preflight_operator.core.rules.checks.modelfit import fact_input
 from preflight_operator.core.rules.context import ContainerContext
 from preflight_operator.core.rules.inputs import plan_input
-from preflight_operator.core.rules.model import Finding, Policy
 from preflight_operator.core.rules.registry import register
+from preflight_operator.core.rules.ruleset.modelfit import fact_input
+from preflight_operator.core.rules.vocabulary import Finding, Policy
 
 RULE = "probe-window"
 GB = 1_000_000_000

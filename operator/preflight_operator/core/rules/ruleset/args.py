@@ -84,8 +84,8 @@ from preflight_contract.vllm_args import API_SERVER_POSITIONAL, ArgProblem
 from preflight_operator.core.rules.certainty import VENDOR_DOC, VLLM_CODE, Basis
 from preflight_operator.core.rules.context import ContainerContext
 from preflight_operator.core.rules.kubeenv import display, has_unknown, unknown_names
-from preflight_operator.core.rules.model import Finding, Policy
 from preflight_operator.core.rules.registry import RULE_INFO, register
+from preflight_operator.core.rules.vocabulary import Finding, Policy
 
 _FIXES = {
     "tensor_parallel_size": "set --tensor-parallel-size (-tp) to a positive integer, e.g. `-tp 2`",

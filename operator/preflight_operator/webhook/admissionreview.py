@@ -18,9 +18,9 @@ from typing import Any
 
 from preflight_operator.core import constants, provenance
 from preflight_operator.core.injection import Injection, already_injected, json_patch
-from preflight_operator.handlers.provenance import review_provenance_async
 from preflight_operator.runtime import metrics
 from preflight_operator.webhook.deadline import FallbackFn
+from preflight_operator.webhook.provenancereview import review_provenance_async
 from preflight_operator.webhook.webhooks import AdmissionService, Validation
 from preflight_operator.webhook.webhookserver import ReviewFn
 
@@ -176,7 +176,7 @@ def routes(service: AdmissionService) -> dict[str, ReviewFn]:
     return {
         constants.VALIDATE_WEBHOOK_ID: functools.partial(review_validation_async, service),
         # the same review behind the failurePolicy Fail entry (namespaces under Enforce,
-        # runtime/failclosed.py); only its answer when no decision is possible differs
+        # runtime/failclosedsync.py); only its answer when no decision is possible differs
         constants.VALIDATE_ENFORCE_WEBHOOK_ID: functools.partial(review_validation_async, service),
         constants.MUTATE_PODS_WEBHOOK_ID: functools.partial(review_mutation_async, service),
         constants.PROVENANCE_WEBHOOK_ID: functools.partial(

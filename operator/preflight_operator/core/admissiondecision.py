@@ -22,8 +22,7 @@ from typing import Any
 from preflight_contract import actions
 from preflight_contract.verdicts import FAIL, WARN
 from preflight_operator.core.policy import ResolvedPolicy
-from preflight_operator.core.rules.model import Finding
-from preflight_operator.core.rules.registry import action_for
+from preflight_operator.core.rules import Finding, action_for
 from preflight_operator.core.static import StaticResult
 from preflight_operator.core.workloads import WorkloadRef
 

@@ -34,9 +34,9 @@ from typing import Any
 from preflight_contract.verdicts import FAIL
 from preflight_operator.core.rules.certainty import VLLM_CODE, Basis
 from preflight_operator.core.rules.context import ContainerContext
-from preflight_operator.core.rules.model import Finding, Policy
 from preflight_operator.core.rules.registry import RULE_INFO, register
 from preflight_operator.core.rules.vllmversion import env_read, image_version, marker
+from preflight_operator.core.rules.vocabulary import Finding, Policy
 
 
 def injects_links(service: Mapping[str, Any]) -> bool:

@@ -1,5 +1,5 @@
 """The operator's own probe of a node (issue 34; pure: the pod, its name, reading its verdict,
-the settings; ``runtime/nodeprobe.py`` makes the calls).
+the settings; ``runtime/nodeproberunner.py`` makes the calls).
 
 Why: a tenant's report is what a tenant's image printed. Node feedback that followed it let
 one tenant taint a shared node (others' pods became Unschedulable) and another tenant's pass
