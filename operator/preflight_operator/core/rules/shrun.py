@@ -558,7 +558,7 @@ def _runpy_module(argv: Sequence[str]) -> str | None:
     return match.group(2) if match else None
 
 
-# the container env names the rules read as vLLM's process env (rules/checks: env.py,
+# the container env names the rules read as vLLM's process env (rules/ruleset: env.py,
 # service.py, probes.py, modelfit.py through ContainerContext.process_env).
 # NVIDIA_VISIBLE_DEVICES is not one: the container runtime reads it when it creates the
 # container (and the device plugin's value replaces it); `env -i` inside changes no device.
