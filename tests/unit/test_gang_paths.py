@@ -42,7 +42,7 @@ from preflight_operator.core import constants
 from preflight_operator.core.analysis import RulesAnalyser
 from preflight_operator.core.operatorconfig import OperatorConfig, PolicySpec
 from preflight_operator.core.policy import PolicyBook
-from preflight_operator.core.rules import crdgroups, kinds
+from preflight_operator.core.rules import crdgroups, kinds, namedgangs
 from preflight_operator.core.rules.engine import check_objects
 from preflight_operator.core.rules.registry import RULE_INFO
 from preflight_operator.core.workloads import ADMITTED_KINDS, FAMILIES, POD, WorkloadKind
@@ -415,9 +415,9 @@ def reader_cut(declarer: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
     the gang they form in the checked manifests; for pods naming a Workload API group, the
     reading of their reference alone (the Volcano annotation still read)."""
     if declarer == "volcano-podgroup":
-        monkeypatch.setattr(crdgroups, "leader_worker_gang", lambda *a, **k: None)
+        monkeypatch.setattr(namedgangs, "leader_worker_gang", lambda *a, **k: None)
     elif declarer == "workload-api":
-        monkeypatch.setattr(crdgroups, "workload_reference", lambda *a, **k: None)
+        monkeypatch.setattr(namedgangs, "workload_reference", lambda *a, **k: None)
     else:
         spec = kinds.kind_spec(manifests(declarer)[0])
         assert spec is not None
@@ -447,12 +447,13 @@ def test_mutation_cutting_leader_worker_gang_loses_the_finding(
     path: str, declarer: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The one path of the declarers whose gang is read from their pods' own vLLM
-    (crdgroups.leader_worker_gang; kinds imports it for JobSet): cut, every one of them
-    loses its group finding in every path it reaches."""
+    (crdgroups.leader_worker_gang; kinds imports it for JobSet, namedgangs for pods naming a
+    gang): cut, every one of them loses its group finding in every path it reaches."""
     objs = manifests(declarer, "tp")
     assert ("lws-args-mismatch", "fail") in PATHS[path](objs)
     monkeypatch.setattr(crdgroups, "leader_worker_gang", lambda *a, **k: None)
     monkeypatch.setattr(kinds, "leader_worker_gang", lambda *a, **k: None)
+    monkeypatch.setattr(namedgangs, "leader_worker_gang", lambda *a, **k: None)
     assert PATHS[path](objs) == []
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from preflight_operator.core.rules import crdgroups, kinds
+from preflight_operator.core.rules import crdgroups, kinds, namedgangs
 from preflight_operator.core.rules.engine import check_objects
 
 MODEL = "Qwen/Qwen2.5-7B-Instruct"
@@ -316,7 +316,8 @@ def test_mutation_cutting_the_gang_path_in_crdgroups_loses_the_finding(
     declarer: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every declarer but RoleBasedGroup (its own leader-worker reader) goes through
-    crdgroups.leader_worker_gang (kinds imports it for JobSet)."""
+    crdgroups.leader_worker_gang (kinds imports it for JobSet, namedgangs for pods naming a
+    gang)."""
     if declarer == "podgroup":
         objs = podgroup_pods(leader(tp=8), worker("1", tp=4))
     else:
@@ -325,4 +326,5 @@ def test_mutation_cutting_the_gang_path_in_crdgroups_loses_the_finding(
     assert ("lws-args-mismatch", "fail") in set_findings(objs)
     monkeypatch.setattr(crdgroups, "leader_worker_gang", lambda *a, **k: None)
     monkeypatch.setattr(kinds, "leader_worker_gang", lambda *a, **k: None)
+    monkeypatch.setattr(namedgangs, "leader_worker_gang", lambda *a, **k: None)
     assert [rule for rule, _ in set_findings(objs) if rule in GROUP_RULES] == []

@@ -82,8 +82,6 @@ from preflight_operator.core.rules.groups import (
     RBG_INDEX_ENV,
     RBG_SIZE_ENV,
     VOLCANO,
-    VOLCANO_GROUP,
-    VOLCANO_GROUP_OWN,
     DeclaredGroup,
     _count,
     _text,
@@ -100,7 +98,6 @@ from preflight_operator.core.rules.template import (
     running_containers,
 )
 from preflight_operator.core.rules.workloadapi import engine_nodes
-from preflight_operator.core.rules.workloadapi import reference as workload_reference
 
 _MAX_ITEMS = 64  # podSets, tasks, roles, roleTemplates read (Kueue caps podSets at 8)
 
@@ -112,7 +109,9 @@ def _items(obj: Mapping[str, Any], *keys: str) -> list[tuple[int, Mapping[str, A
     return [(i, item) for i, item in enumerate(found[:_MAX_ITEMS]) if isinstance(item, Mapping)]
 
 
-def _replicas(value: Any, default: int = 1) -> int:
+def replica_count(value: Any, default: int = 1) -> int:
+    """A declarer's pod count as written (``replicas``, ``parallelism``), ``default`` when
+    absent, and when it is no count."""
     counted = _count(default if value is None else value)
     return default if counted is None else counted
 
@@ -239,84 +238,6 @@ def with_gang(
     ]  # fmt: skip
 
 
-# -- pods naming one Volcano PodGroup, in a manifest set (issue 39) ----------------------------
-
-# objects whose pod template may name a PodGroup, and where their pod count is written
-_PODGROUP_HOLDERS = {
-    "Pod": ((), "", None),
-    "Deployment": (("spec", "template"), "spec.template", "spec.replicas"),
-    "StatefulSet": (("spec", "template"), "spec.template", "spec.replicas"),
-    "ReplicaSet": (("spec", "template"), "spec.template", "spec.replicas"),
-    "Job": (("spec", "template"), "spec.template", "spec.parallelism"),
-}
-
-
-def _gang_named(pod: Mapping[str, Any]) -> str:
-    """The gang a pod names, as a message says it: a Volcano PodGroup (its annotation), or
-    a Kubernetes Workload API group (``spec.workloadRef``, 1.35; ``spec.schedulingGroup``,
-    1.36 on: rules/workloadapi.py); "" when it names none, or a reference not usable."""
-    notes = dig(pod, ("metadata", "annotations"))
-    if isinstance(notes, Mapping):
-        name = _text(notes.get(VOLCANO_GROUP)) or _text(notes.get(VOLCANO_GROUP_OWN))
-        if name:
-            return f"Volcano PodGroup {name!r}"
-    ref = workload_reference(pod)
-    if ref is None or ref.problem or not ref.name:
-        return ""
-    if ref.kind == "PodGroup":
-        return f"Workload API PodGroup {ref.name!r}"
-    replica = f" replica {ref.replica_key!r}" if ref.replica_key else ""
-    return f"Workload API Workload {ref.name!r} pod group {ref.pod_group!r}{replica}"
-
-
-def podgroup_member(obj: Mapping[str, Any]) -> tuple[str, str, GroupMember] | None:
-    """(the gang its pods name, ``Kind/name``, its pods as a member) of a Pod,
-    Deployment, StatefulSet, ReplicaSet or Job whose pods name a Volcano PodGroup
-    (``scheduling.k8s.io/group-name`` or ``scheduling.volcano.sh/group-name``) or a
-    Kubernetes Workload API group (``_gang_named``); None else."""
-    holder = _PODGROUP_HOLDERS.get(str(obj.get("kind")))
-    if holder is None or str(obj.get("apiVersion", "")) not in ("v1", "apps/v1", "batch/v1"):
-        return None
-    keys, base, count_path = holder
-    pod = dig(obj, keys) if keys else obj
-    if not isinstance(pod, Mapping):
-        return None
-    name = _gang_named(pod)
-    spec = dig(pod, ("spec",))
-    if not name or not isinstance(spec, Mapping):
-        return None
-    count = 1 if count_path is None else _replicas(dig(obj, count_path.split(".")))
-    path = f"{base}.spec" if base else "spec"
-    label = f"{obj.get('kind')}/{_text(dig(obj, ('metadata', 'name')))}"
-    return name, label, GroupMember(spec, path, count, count_path or "metadata.name")
-
-
-def with_podgroup_gang(
-    template: PodTemplate, podgroup: str, members: list[tuple[str, GroupMember]]
-) -> PodTemplate:
-    """A workload's template grouped with the other workloads of the checked manifests
-    whose pods name the same gang (a Volcano PodGroup, a Workload API group), when their
-    vLLM makes them one engine (``leader_worker_gang``). Estimated: other pods outside the
-    checked files may name it too, so a failure resting on the pod count is a warning. No
-    index variable (neither numbers a pod). The template as it is otherwise."""
-    if template.group is not None or template.generic:
-        return template
-    label = f"{template.kind}/{template.name}"
-    mine = [i for i, (who, m) in enumerate(members) if who == label and m.path == template.path]
-    if len(mine) != 1:
-        return template
-    where = f"the pods naming {podgroup} in the checked manifests"
-    gang = leader_worker_gang(members, where, {})
-    if gang is None:
-        return template
-    group = replace(
-        gang.group,
-        estimated=f"counts only {where} ({', '.join(who for who, _ in members)}): "
-        "pods elsewhere may name it too",
-    )
-    return replace(template, group=group, group_leader=mine[0] == gang.leader, index_offsets=())
-
-
 PODGROUP_VERSION = "scheduling.volcano.sh/v1beta1"  # the PodGroup version Volcano serves
 
 
@@ -361,7 +282,7 @@ def _members(
         if isinstance(spec, Mapping):
             base = f"spec.{field}[{i}]"
             name = _text(item.get("name")) or unnamed.format(i)
-            count = _replicas(item.get(count_field), default_count)
+            count = replica_count(item.get(count_field), default_count)
             member = GroupMember(spec, f"{base}.template.spec", count, f"{base}.{count_field}")
             out.append((name, member))
     return out
@@ -486,7 +407,7 @@ def volcano_job_group(obj: Mapping[str, Any]) -> DeclaredGroup | None:
         minimum = 0
         for _, task in _items(obj, "spec", "tasks"):
             own = _count(task.get("minAvailable"))
-            minimum += own if own is not None else _replicas(task.get("replicas"), 0)
+            minimum += own if own is not None else replica_count(task.get("replicas"), 0)
     plugins = _plugins(obj)
     unknown: list[str] = []
     rank = leader = ""
@@ -606,7 +527,7 @@ def _leader_worker(
         template, path, _ = _source(lwp, f"{base}.leaderWorkerPattern", shared)
         patches = ("leaderTemplatePatch", "workerTemplatePatch")
         size_path = f"{base}.leaderWorkerPattern.size"
-        size = _replicas(lwp.get("size"))
+        size = replica_count(lwp.get("size"))
         env = {**env, RBG_SIZE_ENV: str(size)}
         index_env = RBG_INDEX_ENV
     elif isinstance(lws, Mapping):
@@ -614,7 +535,7 @@ def _leader_worker(
         template, path, _ = _source(role, base, shared)
         patches = ("patchLeaderTemplate", "patchWorkerTemplate")
         size_path = f"{base}.leaderWorkerSet.size"
-        size = _replicas(lws.get("size"))
+        size = replica_count(lws.get("size"))
         # LeaderWorkerSet injects its own variables (rules.kinds: LWS >= 0.6)
         env = {**env, "LWS_GROUP_SIZE": str(size), "LWS_NAME": f"{name}-{label}"}
         index_env = "LWS_WORKER_INDEX"
@@ -651,7 +572,7 @@ def rolebasedgroup(obj: Mapping[str, Any], name: str, namespace: str | None) -> 
             template, path, _ = _source(holder, prefix, shared)
             spec = _spec_of(template)
             if spec is not None:
-                replicas = _replicas(role.get("replicas"))
+                replicas = replica_count(role.get("replicas"))
                 member = GroupMember(spec, f"{path}.spec", replicas, f"{base}.replicas")
                 plain.append((label, member))
                 templates.append(
@@ -763,7 +684,7 @@ def model_serving(obj: Mapping[str, Any], name: str, namespace: str | None) -> l
         entry = _spec_of(role.get("entryTemplate"))
         if entry is None:
             continue
-        workers = _replicas(role.get("workerReplicas"), 0)
+        workers = replica_count(role.get("workerReplicas"), 0)
         worker = _spec_of(role.get("workerTemplate"))
         size_path = f"{base}.workerReplicas"
         entry_path, worker_path = f"{base}.entryTemplate.spec", f"{base}.workerTemplate.spec"

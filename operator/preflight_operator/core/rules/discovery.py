@@ -7,8 +7,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from preflight_operator.core.rules.crdgroups import podgroup_member, with_podgroup_gang
 from preflight_operator.core.rules.kinds import pod_templates
+from preflight_operator.core.rules.namedgangs import podgroup_member, with_podgroup_gang
 from preflight_operator.core.rules.spread import ray_worker_member
 from preflight_operator.core.rules.template import Group, GroupMember, PodTemplate, meta
 
@@ -37,7 +37,7 @@ class ManifestSet:
     ray_workers: dict[str | None, list[GroupMember]] = field(default_factory=dict)
     # (namespace, the gang: a Volcano PodGroup or a Workload API group, as a message names
     # it) -> the workloads whose pods name it, as members
-    # (rules.crdgroups.podgroup_member; with_podgroup_gang groups them)
+    # (rules.namedgangs.podgroup_member; with_podgroup_gang groups them)
     podgroups: dict[tuple[str | None, str], list[tuple[str, GroupMember]]] = field(
         default_factory=dict
     )
