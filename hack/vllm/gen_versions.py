@@ -72,6 +72,18 @@ MARKERS = {
         "vllm/model_executor/model_loader/utils.py",
         "has no vLLM implementation",
     ),
+    # vllm/utils.py FlexibleArgumentParser (0.5.1 on), which the server's parser is built
+    # with: "--max_model_len" is read as "--max-model-len"; before, plain argparse refuses
+    # the underscore spelling ("unrecognized arguments"; the oracle, tests/data/vllm_oracle)
+    "Underscores read as dashes": (
+        (
+            "vllm/entrypoints/openai/cli_args.py",
+            "vllm/entrypoints/launchers/cli_args.py",
+            "vllm/entrypoints/common/cli_args.py",
+            "vllm/entrypoints/openai/api_server.py",
+        ),
+        "FlexibleArgumentParser",
+    ),
 }
 # where a release registers its model architectures (0.6.3 on: registry.py)
 REGISTRY_FILES = (
@@ -348,10 +360,11 @@ def architectures_of(root: Path) -> set[str]:
 
 def markers_of(root: Path) -> set[str]:
     out = set()
-    for name, (rel, needle) in MARKERS.items():
-        path = root / rel
-        if path.is_file() and needle in path.read_text(encoding="utf-8", errors="replace"):
-            out.add(name)
+    for name, (where, needle) in MARKERS.items():
+        for rel in (where,) if isinstance(where, str) else where:
+            path = root / rel
+            if path.is_file() and needle in path.read_text(encoding="utf-8", errors="replace"):
+                out.add(name)
     return out
 
 

@@ -1349,6 +1349,7 @@ ENV: Dict[str, Ranges] = {
 MARKERS: Dict[str, Ranges] = {
     "VLLM_PORT refuses a URI": (("0.9.0", "0.34.0"),),
     "Transformers backend fallback": (("0.7.3", "0.34.0"),),
+    "Underscores read as dashes": (("0.5.1", "0.34.0"),),
 }
 
 ARCHITECTURES: Dict[str, Ranges] = {

@@ -15,8 +15,9 @@ image is vLLM's own with a release tag (`vllm/vllm-openai:v0.6.3`, `-cu126` suff
 option no release from 0.4.1 to 0.34.0 accepts (`--enable-metrics`) fails on every such
 release (on `latest` or an unknown image a later release may have it: a warning).
 Abbreviations argparse accepts (`--tensor-par`) are not refused here; underscores are
-read as dashes on every release (vLLM before 0.5 did not convert them: a missed fail,
-never a false one). The message names the release judged and the first release that has
+read as dashes from 0.5.1 (vLLM's FlexibleArgumentParser), and refused as written before
+(`--max_model_len` on 0.4.3: plain argparse), as the releases' own parsers do
+(tests/data/vllm_oracle). The message names the release judged and the first release that has
 the option, or the closest spelling. Which release accepts what: `vllm_versions.py`,
 generated from the PyPI sdists of 65 releases (every 0.4.1-0.6.6.post1 release, the last
 patch of each later minor, and the releases the real-world corpus runs) by
@@ -49,7 +50,12 @@ from preflight_operator.core.rules.certainty import ARGV, EXACT, VLLM_CODE, Basi
 from preflight_operator.core.rules.context import ContainerContext
 from preflight_operator.core.rules.kubeenv import has_unknown
 from preflight_operator.core.rules.registry import RULE_INFO, declare, register
-from preflight_operator.core.rules.vllmversion import image_version, judge_option
+from preflight_operator.core.rules.vllmversion import (
+    ImageVersion,
+    image_version,
+    judge_option,
+    marker,
+)
 from preflight_operator.core.rules.vocabulary import Finding, Policy
 
 _OPENAI_MODULE = "vllm.entrypoints.openai.api_server"
@@ -86,9 +92,24 @@ def written_options(argv: tuple[str, ...]) -> tuple[str, list[tuple[int, str]]] 
         if name.startswith("--"):
             # `--compilation-config.mode 3`: FlexibleArgumentParser's dotted keys of a
             # JSON option; judged by the option (a release without them: a missed fail)
-            name = "--" + name[2:].split(".", 1)[0].replace("_", "-")
+            name = "--" + name[2:].split(".", 1)[0]
         found.append((i, name))
     return program, found
+
+
+# vLLM's FlexibleArgumentParser reads `--max_model_len` as `--max-model-len` (the generated
+# marker: 0.5.1 on); before, argparse refuses the underscore spelling
+_UNDERSCORES = "Underscores read as dashes"
+
+
+def as_parsed(name: str, version: ImageVersion) -> str:
+    """The option string the release's parser looks up: underscores as dashes, unless the
+    release is known not to convert them (then the spelling as written)."""
+    if not name.startswith("--") or "_" not in name:
+        return name
+    if marker(_UNDERSCORES, version) is False:
+        return name
+    return "--" + name[2:].replace("_", "-")
 
 
 declare(
@@ -119,7 +140,8 @@ def args_unknown(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     already = {p.flag for p in ctx.parsed.problems}
     doubts: list[str] = []
     seen: set[str] = set()
-    for index, name in options:
+    for index, written in options:
+        name = as_parsed(written, version)
         if name in seen or name in already:
             continue
         seen.add(name)
