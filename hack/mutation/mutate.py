@@ -28,6 +28,8 @@ ROOT = Path(__file__).resolve().parents[2]
 OP = "operator/preflight_operator/core"
 CT = "initcontainer/preflight_contract"
 PLAN_TESTS = ("tests/unit/test_vllm_args.py", "tests/unit/test_gpu_count.py")
+SHELL_TESTS = ("tests/unit/test_shell.py", "tests/unit/test_shell_launchers.py",
+               "tests/unit/test_shrun.py")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,24 @@ MUTANTS = (
       "return max(0, self.dp_local * self.world_size // self.nodes_per_replica)",
       "return max(0, self.dp_local * self.world_size)",
       PLAN_TESTS, "a multi-node replica's share not divided"),
+    M("plan-checker-own-count", "initcontainer/preflight_check/plan.py",
+      '        return self.nodes_per_replica\n',
+      '        return self.nodes_per_replica\n\n'
+      '    @property\n    def gpus_needed(self) -> int:\n        return self.tp * self.pp\n',
+      ("tests/unit/test_one_plan.py",), "the checker computes its own GPU count again"),
+    # -- the shell reader: the argv vLLM really receives from a script
+    M("shell-single-quote-expands", f"{OP}/rules/shlexer.py",
+      'return Part("lit", text[i + 1 : end], True)',
+      'return Part("lit", text[i + 1 : end], False)',
+      SHELL_TESTS, "text in single quotes expanded (or split) as if unquoted"),
+    M("shell-exec-runs-on", f"{OP}/rules/shcommands.py",
+      '            self.r.halt = "exit"  # the shell is replaced: nothing after it runs',
+      "            pass",
+      SHELL_TESTS, "commands after `exec` of another program read as if the shell went on"),
+    M("shell-group-nesting-ignored", f"{OP}/rules/shscan.py",
+      "        if ch == opener:\n            depth += 1",
+      "        if False:\n            depth += 1",
+      SHELL_TESTS, "a nested $( ( ) ) ends at its first closer"),
 )  # fmt: skip
 
 

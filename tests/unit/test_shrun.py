@@ -112,6 +112,15 @@ def test_uv_run_module_and_python_variable_are_vllm_but_not_exact() -> None:
         assert found.exact is False
 
 
+def test_exec_of_another_program_ends_the_script() -> None:
+    """exec replaces the shell: bash never runs the vllm line after ``exec sleep``, so no
+    vLLM command line is read from it (a reader that went on would judge one that never
+    runs; the mutation pass of issue 37 found no test saying so)."""
+    assert read(["bash", "-c", "exec sleep 5\nvllm serve m -tp 8"]) is None
+    assert read(["sh", "-c", "exec /app/start.sh; vllm serve m -tp 8"]) is None
+    assert argv("exec vllm serve m -tp 2\nvllm serve m -tp 8") == ("vllm", "serve", "m", "-tp", "2")
+
+
 def test_exec_dollar_at_with_args() -> None:
     found = read(["/bin/sh", "-c", 'exec "$@"', "sh"], ["vllm", "serve", "m", "-tp", "2"])
     assert isinstance(found, Invocation)
