@@ -183,13 +183,36 @@ def _calls(tree: ast.AST, funcs: re.Pattern[str] | None) -> Iterator[tuple[ast.C
                 for target in node.targets:
                     if isinstance(target, ast.Name):
                         binds[target.id] = cls
+        loops = _loop_options(func)
         for node in ast.walk(func):
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
                 and node.func.attr == "add_argument"
             ):
-                yield node, binds | {"__func__": func.name, "__class__": ""}
+                yield node, binds | {"__func__": func.name, "__class__": "", "__loops__": loops}
+
+
+def _loop_options(func: ast.AST) -> dict[str, list[str]]:
+    """Option strings a loop variable takes: ``for arg, type in [("--x", str), ...]:
+    group.add_argument(arg, ...)`` (0.11.0's deprecated --guided-decoding-* options, found
+    missing by vLLM 0.11.0's own parser, tests/data/vllm_oracle)."""
+    out: dict[str, list[str]] = {}
+    for node in ast.walk(func):
+        if not isinstance(node, ast.For) or not isinstance(node.iter, (ast.List, ast.Tuple)):
+            continue
+        target = node.target
+        var = target.elts[0] if isinstance(target, ast.Tuple) and target.elts else target
+        if not isinstance(var, ast.Name):
+            continue
+        names = []
+        for item in node.iter.elts:
+            first = item.elts[0] if isinstance(item, ast.Tuple) and item.elts else item
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                names.append(first.value)
+        if names and all(n.startswith("-") for n in names):
+            out[var.id] = names
+    return out
 
 
 def _kind_of(call: ast.Call, binds: dict, classes: _Classes, boolean_action: bool) -> str:
@@ -265,6 +288,10 @@ def options_of(root: Path, files: Iterable[str], funcs: re.Pattern[str] | None) 
                 for a in call.args
                 if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value[:1] == "-"
             ]
+            loops = binds.get("__loops__", {})
+            for a in call.args:
+                if isinstance(a, ast.Name) and a.id in loops:
+                    names += loops[a.id]
             kind = _kind_of(call, binds, classes, boolean_action)
             if names:
                 add(names, kind)
