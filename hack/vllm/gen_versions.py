@@ -75,6 +75,12 @@ MARKERS = {
     # vllm/utils.py FlexibleArgumentParser (0.5.1 on), which the server's parser is built
     # with: "--max_model_len" is read as "--max-model-len"; before, plain argparse refuses
     # the underscore spelling ("unrecognized arguments"; the oracle, tests/data/vllm_oracle)
+    # FlexibleArgumentParser turns `-O 3`, `-O3`, `-O=3` into `--optimization-level 3`
+    # (0.12.0 on, when `-O` stopped being an option of its own; the oracle, 0.34.0)
+    "-O read as --optimization-level": (
+        ("vllm/utils/argparse_utils.py", "vllm/utils/__init__.py", "vllm/utils.py"),
+        'processed_args.append("--optimization-level")',
+    ),
     "Underscores read as dashes": (
         (
             "vllm/entrypoints/openai/cli_args.py",
@@ -267,6 +273,13 @@ def options_of(root: Path, files: Iterable[str], funcs: re.Pattern[str] | None) 
     classes = _Classes(root)
     arg_utils = root / "vllm/engine/arg_utils.py"
     boolean_action = arg_utils.is_file() and "BooleanOptionalAction" in arg_utils.read_text()
+    # 0.33.0 on: FlexibleArgumentParser registers EnableDisableAction for every
+    # BooleanOptionalAction: `--enable-x` is also `--disable-x` and the reverse (the oracle:
+    # 0.34.0 accepts --disable-log-requests, from --enable-log-requests)
+    enable_disable = any(
+        (root / rel).is_file() and "class EnableDisableAction" in (root / rel).read_text()
+        for rel in ("vllm/utils/argparse_utils.py", "vllm/utils/__init__.py", "vllm/utils.py")
+    )
     # argparse's own -h/--help, on every parser
     found: dict[str, str] = {"-h": "flag", "--help": "flag"} if funcs is None else {}
 
@@ -277,6 +290,9 @@ def options_of(root: Path, files: Iterable[str], funcs: re.Pattern[str] | None) 
             for name in names:
                 if name.startswith("--"):
                     found["--no-" + name[2:]] = "flag"
+                for prefix, inverse in (("--enable-", "--disable-"), ("--disable-", "--enable-")):
+                    if enable_disable and name.startswith(prefix):
+                        found.setdefault(inverse + name[len(prefix) :], "flag")
 
     for rel in files:
         tree = _parse(root / rel)

@@ -24,8 +24,9 @@ def corpus(rel: str, kind: str) -> dict[str, Any]:
 def test_kubeai_model_profile_count_against_tp() -> None:
     model = corpus("kubeai/model-llama-70b-h100.yaml", "Model")
     (ok,) = check(model)
-    # --disable-log-requests: refused by vLLM 0.17 and later, the image unknown (issue 38)
-    assert ids(ok) == ["vllm-args-version"], ids(ok)
+    # --disable-log-requests: refused by vLLM 0.17-0.32, accepted again from 0.33.0 (the
+    # inverse of --enable-log-requests); the image unknown, the newest accepts it: nothing
+    assert ids(ok) == [], ids(ok)
     assert (ok.gpus_needed, ok.gpus_requested) == (2, 2)
     model["spec"]["resourceProfile"] = "nvidia-gpu-h100:1"
     (bad,) = check(model)
@@ -36,8 +37,8 @@ def test_kubeai_model_profile_count_against_tp() -> None:
 
 def test_kubeai_cluster_profiles_are_unknown() -> None:
     (tpu,) = check(corpus("kubeai/model-gemma-2b-it-tpu.yaml", "Model"))
-    # vllm-args-version: --disable-log-requests, refused by vLLM 0.17 and later (issue 38)
-    assert ids(tpu) == ["plan-unresolved", "vllm-args-version"]
+    # --disable-log-requests: accepted by the newest release again (0.33.0 on)
+    assert ids(tpu) == ["plan-unresolved"]
     assert "resourceProfiles" in finding(tpu, "plan-unresolved").message
 
 

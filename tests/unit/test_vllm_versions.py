@@ -54,9 +54,14 @@ def test_the_table_spans_0_4_to_0_34_and_knows_the_landmarks() -> None:
     assert facts.OPTIONS["--data-parallel-size-local"][0][0] == "0.9.0"
     assert "--enable-metrics" not in facts.OPTIONS
     assert facts.OPTIONS["--tensor-parallel-size"] == (("0.4.1", "0.34.0"),)
-    # a removed option ends; a BooleanOptionalAction field has its --no- form
-    assert facts.OPTIONS["--disable-log-requests"][-1][1] == "0.16.0"
+    # a removed option ends; a BooleanOptionalAction field has its --no- form, and from
+    # 0.33.0 (EnableDisableAction) --enable-x has --disable-x too: --disable-log-requests
+    # went after 0.16.0 and came back as --enable-log-requests' inverse (vLLM 0.34.0's
+    # own parser accepts it: tests/data/vllm_oracle/0.34.0.json)
+    assert facts.OPTIONS["--swap-space"][-1][1] == "0.17.1"
+    assert facts.OPTIONS["--disable-log-requests"] == (("0.4.1", "0.16.0"), ("0.33.0", "0.34.0"))
     assert "--no-enable-prefix-caching" in facts.NO_VALUE
+    assert facts.OPTIONS["--disable-prefix-caching"][0][0] == "0.33.0"
 
 
 V063 = image_version("vllm/vllm-openai:v0.6.3")
@@ -89,10 +94,10 @@ def test_dp_size_local_by_version() -> None:
     assert not judge_option("--data-parallel-size-local", LATEST, serve=True).doubt
     # an unknown image: only an option the newest release refuses is doubted
     assert not judge_option("--data-parallel-size-local", CUSTOM, serve=True).doubt
-    doubt = judge_option("--disable-log-requests", CUSTOM, serve=True)
+    doubt = judge_option("--swap-space", CUSTOM, serve=True)
     assert doubt.doubt
     assert not doubt.refused
-    assert "0.4.1-0.16.0" in doubt.detail
+    assert "0.4.1-0.17.1" in doubt.detail
 
 
 def test_abbreviations_and_options_of_every_release_pass() -> None:
@@ -157,7 +162,7 @@ def test_api_server_module_says_its_own_program() -> None:
 def test_rule_warns_on_latest_for_a_removed_option() -> None:
     result = one(
         deployment(
-            pod_spec(vllm("m", "--disable-log-requests", gpus=1, image="vllm/vllm-openai:latest"))
+            pod_spec(vllm("m", "--swap-space", "4", gpus=1, image="vllm/vllm-openai:latest"))
         )
     )
     assert result.verdict == WARN

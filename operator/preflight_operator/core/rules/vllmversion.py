@@ -89,13 +89,26 @@ def options_at(index: int, serve: bool) -> frozenset[str]:
     return frozenset(n for t in tables for n in t if holds(t, n, index))
 
 
+def ambiguous(name: str, index: int, serve: bool) -> tuple[str, ...]:
+    """The release's options a long ``name`` abbreviates when it abbreviates more than one
+    and is none of them: argparse then exits with "ambiguous option: --device could match
+    --device-ids, --device-memory-utilization" (vLLM 0.34.0's own parser, the oracle)."""
+    options = options_at(index, serve)
+    if not name.startswith("--") or name in options:
+        return ()
+    matches = tuple(sorted(o for o in options if o.startswith(name)))
+    return matches if len(matches) > 1 else ()
+
+
 def _accepts(name: str, index: int, serve: bool) -> bool:
     """Does the release's parser take ``name`` as an option: exactly, as argparse's
-    unique-prefix abbreviation (ambiguity is vllm-args-invalid's), or for one dash as a
-    two-character option with its value attached (``-q4``)."""
+    unique-prefix abbreviation (an abbreviation of several is refused: ``ambiguous``), or
+    for one dash as a two-character option with its value attached (``-q4``)."""
     options = options_at(index, serve)
     if name in options:
         return True
+    if ambiguous(name, index, serve):
+        return False
     if any(o.startswith(name) for o in options if o.startswith("--") == name.startswith("--")):
         return True
     return not name.startswith("--") and len(name) > 2 and name[:2] in options
@@ -133,6 +146,7 @@ class OptionVerdict:
     refused: bool
     doubt: bool
     detail: str
+    error: str = ""  # argparse's own words where they are not "unrecognized arguments"
 
 
 def judge_option(name: str, version: ImageVersion, serve: bool) -> OptionVerdict:
@@ -158,6 +172,15 @@ def judge_option(name: str, version: ImageVersion, serve: bool) -> OptionVerdict
         if exact and lo is not None:
             if lo in having:
                 return OptionVerdict(False, False, "")
+            several = ambiguous(name, lo, serve)
+            if several:
+                return OptionVerdict(
+                    True,
+                    False,
+                    f"vLLM {version.release} reads it as an abbreviation of "
+                    f"{', '.join(several[:4])}",
+                    f"ambiguous option: {name} could match {', '.join(several)}",
+                )
             since = (
                 f"vLLM accepts it in {ranges_text(having)}"
                 if having[0] < lo

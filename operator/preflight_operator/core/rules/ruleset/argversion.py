@@ -14,10 +14,14 @@ image is vLLM's own with a release tag (`vllm/vllm-openai:v0.6.3`, `-cu126` suff
 `vllm/vllm-tpu`, `vllm/vllm-openai-rocm`) and the command line was read exactly; an
 option no release from 0.4.1 to 0.34.0 accepts (`--enable-metrics`) fails on every such
 release (on `latest` or an unknown image a later release may have it: a warning).
-Abbreviations argparse accepts (`--tensor-par`) are not refused here; underscores are
-read as dashes from 0.5.1 (vLLM's FlexibleArgumentParser), and refused as written before
-(`--max_model_len` on 0.4.3: plain argparse), as the releases' own parsers do
-(tests/data/vllm_oracle). The message names the release judged and the first release that has
+Abbreviations argparse accepts (`--tensor-par`) are not refused here, but one that
+abbreviates several of the release's options is (`--device` on 0.34.0: "ambiguous option:
+--device could match --device-ids, --device-memory-utilization"); underscores are read as
+dashes from 0.5.1 (vLLM's FlexibleArgumentParser), and refused as written before
+(`--max_model_len` on 0.4.3: plain argparse); from 0.12.0 `-O 3`, `-O3` are
+`--optimization-level`; from 0.33.0 every `--enable-x` switch also takes `--disable-x`
+(EnableDisableAction). Each of these was found, or confirmed, by the releases' own parsers
+run on generated command lines (`hack/vllm/oracle.py`, `tests/data/vllm_oracle`). The message names the release judged and the first release that has
 the option, or the closest spelling. Which release accepts what: `vllm_versions.py`,
 generated from the PyPI sdists of 65 releases (every 0.4.1-0.6.6.post1 release, the last
 patch of each later minor, and the releases the real-world corpus runs) by
@@ -102,9 +106,17 @@ def written_options(argv: tuple[str, ...]) -> tuple[str, list[tuple[int, str]]] 
 _UNDERSCORES = "Underscores read as dashes"
 
 
+_OPTIMIZATION = "-O read as --optimization-level"
+
+
 def as_parsed(name: str, version: ImageVersion) -> str:
     """The option string the release's parser looks up: underscores as dashes, unless the
-    release is known not to convert them (then the spelling as written)."""
+    release is known not to convert them (then the spelling as written); ``-O3``, ``-O 3``
+    as ``--optimization-level`` where FlexibleArgumentParser rewrites them (0.12.0 on;
+    before, ``-O`` is an option of its own, 0.6.5-0.11.2)."""
+    if name.startswith("-O") and not name.startswith("--"):
+        rewritten = marker(_OPTIMIZATION, version) is not False
+        return "--optimization-level" if rewritten else name
     if not name.startswith("--") or "_" not in name:
         return name
     if marker(_UNDERSCORES, version) is False:
@@ -150,9 +162,10 @@ def args_unknown(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
             ctx.invocation.paths[index] if index < len(ctx.invocation.paths) else ctx.command_path
         )
         if verdict.refused:
+            error = verdict.error or f"unrecognized arguments: {name}"
             yield RULE_INFO["vllm-args-unknown"].finding(
                 f"{name}: {verdict.detail}; vLLM exits with '{program}: error: "
-                f"unrecognized arguments: {name}' ({_judged(version)})",
+                f"{error}' ({_judged(version)})",
                 path,
                 "remove the option, or use the spelling the image's release has",
                 (Input(ARGV, "the vLLM options", EXACT),),
