@@ -21,7 +21,8 @@ dashes from 0.5.1 (vLLM's FlexibleArgumentParser), and refused as written before
 (`--max_model_len` on 0.4.3: plain argparse); from 0.12.0 `-O 3`, `-O3` are
 `--optimization-level`; from 0.33.0 every `--enable-x` switch also takes `--disable-x`
 (EnableDisableAction). Each of these was found, or confirmed, by the releases' own parsers
-run on generated command lines (`hack/vllm/oracle.py`, `tests/data/vllm_oracle`). The message names the release judged and the first release that has
+run on generated command lines (`hack/vllm/oracle.py`, `tests/data/vllm_oracle`).
+The message names the release judged and the first release that has
 the option, or the closest spelling. Which release accepts what: `vllm_versions.py`,
 generated from the PyPI sdists of 65 releases (every 0.4.1-0.6.6.post1 release, the last
 patch of each later minor, and the releases the real-world corpus runs) by
