@@ -54,7 +54,7 @@ from preflight_contract import vllm_args as va
 from preflight_contract.verdicts import FAIL, PASS
 from preflight_contract.vllm_args import options as vo
 from preflight_operator.cli import manifests
-from preflight_operator.core.rules import UNJUDGED, ContainerResult
+from preflight_operator.core.rules import UNJUDGED, ContainerResult, vllmversion
 from preflight_operator.core.rules.engine import check_objects
 from preflight_operator.core.rules.vllmversion import image_version, judge_option
 
@@ -392,7 +392,14 @@ def flag_equals(objs: Objects, index: int, name: str, rng: random.Random) -> str
 @transform("short-long")
 def short_long(objs: Objects, index: int, name: str, rng: random.Random) -> str | None:
     """`-tp` <-> `--tensor-parallel-size` (the aliases vLLM registers), and `_` <-> `-`
-    in long names (vLLM's parser reads both)."""
+    in long names (vLLM's parser reads both from 0.5.1; before, plain argparse refuses the
+    underscore spelling, as vLLM 0.4.3's own parser shows: tests/data/vllm_oracle, so no
+    such rewrite on an image of those releases)."""
+    images = [c.get("image") for _, c in targets(objs[index], name)]
+    underscores = all(
+        vllmversion.marker("Underscores read as dashes", vllmversion.image_version(i)) is not False
+        for i in images
+    )
 
     def edit(argv: Argv, _: dict[str, Any]) -> bool:
         done = False
@@ -403,7 +410,9 @@ def short_long(objs: Objects, index: int, name: str, rng: random.Random) -> str 
                 g.flag = _LONG_OF[g.flag]
             elif _canon(g.flag) in _SHORT_OF and not g.eq:
                 g.flag = _SHORT_OF[_canon(g.flag)]
-            elif g.flag.startswith("--") and "-" in g.flag[2:] and rng.random() < 0.5:
+            elif (
+                underscores and g.flag.startswith("--") and "-" in g.flag[2:] and rng.random() < 0.5
+            ):
                 g.flag = "--" + g.flag[2:].replace("-", "_")
             elif g.flag.startswith("--") and "_" in g.flag:
                 g.flag = _canon(g.flag)

@@ -39,6 +39,12 @@ def group_devices(group: Group, resolve: Resolve) -> int | None:
 
 @dataclass(frozen=True)
 class ContainerContext:
+    """Built once per container and never changed (frozen; dataclasses.replace makes a new
+    one): the derived counts are cached on first use. The rules ask ``pod_gpus`` and
+    ``spread`` about 8 and 12 times per container (cProfile of check_objects); caching took
+    a call on bad-tp4-deployment.yaml from 0.244 to 0.219-0.225 ms (best of 7 x 1,000
+    calls on the 2-core machine, 2026-12-07)."""
+
     template: PodTemplate
     container: Mapping[str, Any]
     name: str
@@ -68,7 +74,7 @@ class ContainerContext:
             return self.invocation.shell_path
         return self.invocation.paths[0] if self.invocation.paths else self.path
 
-    @property
+    @functools.cached_property
     def own_dp_ranks(self) -> bool:
         """The pod runs its own data-parallel ranks (``-dpl``, a start rank, a DP rank,
         ``--headless``, external LB) with the mp backend: vLLM's multi-node DP shape."""
@@ -83,7 +89,7 @@ class ContainerContext:
         """rules.spread.HEAD / MEMBER when the container starts or joins a Ray cluster."""
         return ray_node(self.container)
 
-    @property
+    @functools.cached_property
     def _not_ray(self) -> bool:
         """The engine cannot run on Ray: an explicit non-Ray executor, vLLM's own
         multi-node (--nnodes), or per-pod DP ranks."""
@@ -91,7 +97,7 @@ class ContainerContext:
         backend = plan.distributed_executor_backend
         return (backend is not None and backend != "ray") or plan.nnodes > 1 or self.own_dp_ranks
 
-    @property
+    @functools.cached_property
     def ray_unplaced(self) -> bool:
         """The pod starts or joins a Ray cluster whose other pods are not in this object,
         and its own devices do not hold every rank: Ray places the rest on pods unknown
@@ -104,7 +110,7 @@ class ContainerContext:
         have = self.gpus_have
         return have is None or have < self.group_gpus
 
-    @property
+    @functools.cached_property
     def spread(self) -> bool:
         """The engine's ranks are placed by Ray over several pods (a LeaderWorkerSet or
         Ray cluster group, or a Ray cluster whose other pods are unknown here): a pod's
@@ -121,13 +127,13 @@ class ContainerContext:
             and not self.own_dp_ranks
         )
 
-    @property
+    @functools.cached_property
     def group_gpus(self) -> int:
         """GPUs of the whole group when Ray places the engine (the contract's plan counts
         them: ``ParallelPlan.group_gpus``)."""
         return self.parsed.plan.group_gpus(self.template.engine_replicas)
 
-    @property
+    @functools.cached_property
     def pod_gpus(self) -> int | None:
         """GPUs this pod needs: the plan's count (``ParallelPlan.gpus_needed``), or this
         pod's even share of a group's when the engine is spread over pods; None when the
@@ -147,7 +153,7 @@ class ContainerContext:
             return math.ceil(self.parsed.plan.gpus_needed / self.template.nodes)
         return self.parsed.plan.gpus_needed
 
-    @property
+    @functools.cached_property
     def pod_ranks(self) -> int:
         """GPU processes of the engine in this pod, for /dev/shm: its share; with Ray, the
         ranks Ray places on its devices (at most its devices, at most the engine's)."""
@@ -171,7 +177,7 @@ class ContainerContext:
         controller builds from its own fields, that field (KubeAI's resourceProfile)."""
         return self.template.gpus_path or self.gpus.primary_path(self.path)
 
-    @property
+    @functools.cached_property
     def gpus_have(self) -> int | None:
         """Devices the container gets, when that is known; None when it asks none or the
         count is unknown (see ``gpus.unknown``)."""

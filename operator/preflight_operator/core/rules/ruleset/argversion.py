@@ -164,8 +164,15 @@ def args_unknown(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
         )
         if verdict.refused:
             error = verdict.error or f"unrecognized arguments: {name}"
+            detail = verdict.detail
+            dashed = "--" + name[2:].replace("_", "-") if name.startswith("--") else name
+            if dashed != name and not judge_option(dashed, version, serve).refused:
+                detail = (
+                    f"vLLM {version.release} reads no underscore spelling (from 0.5.1 its "
+                    f"parser reads {name} as {dashed}); write {dashed}"
+                )
             yield RULE_INFO["vllm-args-unknown"].finding(
-                f"{name}: {verdict.detail}; vLLM exits with '{program}: error: "
+                f"{name}: {detail}; vLLM exits with '{program}: error: "
                 f"{error}' ({_judged(version)})",
                 path,
                 "remove the option, or use the spelling the image's release has",
