@@ -72,20 +72,33 @@ def test_a_recognised_vllm_is_never_silent(script: str, image: str, extra: dict[
         assert result.plan is not None or result.findings
 
 
-def test_the_finding_names_what_was_not_read() -> None:
+def test_forms_the_reader_learned_are_judged_by_their_plan() -> None:
+    """`set --` with "$@" and a here-document script were unjudged when this file was
+    written (issue 35); the reader reads both now (shio.py), so they are judged on TP 2."""
     extra = {"envFrom": [{"configMapRef": {"name": "vllm-settings"}}]}
-    (result,) = check(deployment(pod_spec(_container(SET_ARGV, PLAIN_IMAGE, **extra))))
-    if result.verdict != UNJUDGED:
-        pytest.skip("the reader reads this form now")
-    message = result.findings[0].message
-    assert "set --" in message or "$@" in message, message
-    assert "it runs `vllm`" in message, message
+    for script, fields in ((SET_ARGV, extra), (HEREDOC, {})):
+        (result,) = check(deployment(pod_spec(_container(script, PLAIN_IMAGE, **fields))))
+        assert result.verdict != UNJUDGED, result.unjudged
+        assert result.plan is not None
+        assert result.plan.tp == 2
+
+
+def test_the_finding_names_what_was_not_read() -> None:
+    """A script fetched at run time is not in the manifest: the finding names it, and the
+    env the manifest does not hold."""
+    script = "curl -s http://cfg/run.sh > /tmp/run.sh\nbash /tmp/run.sh  # vllm serve"
+    extra = {"envFrom": [{"configMapRef": {"name": "vllm-settings"}}]}
+    (result,) = check(deployment(pod_spec(_container(script, PLAIN_IMAGE, **extra))))
+    assert result.verdict == UNJUDGED
+    assert "a script file that is not in the manifest ('/tmp/run.sh')" in result.unjudged
+    assert "vllm-settings" in result.unjudged
 
 
 def test_the_heredoc_finding_names_the_here_document() -> None:
-    (result,) = check(deployment(pod_spec(_container(HEREDOC, PLAIN_IMAGE))))
-    if result.verdict != UNJUDGED:
-        pytest.skip("the reader reads this form now")
+    # the here-document's body holds a word known only at run time ($(nproc))
+    script = "cat > /tmp/run.sh <<EOF2\nvllm serve m --tensor-parallel-size $(nproc)\nEOF2\n"
+    (result,) = check(deployment(pod_spec(_container(script + "bash /tmp/run.sh\n", PLAIN_IMAGE))))
+    assert result.verdict == UNJUDGED
     assert "here-document" in result.unjudged, result.unjudged
 
 
