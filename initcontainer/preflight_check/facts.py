@@ -200,6 +200,8 @@ class Facts:
     # the model's files (None when --vllm-args names no model)
     model: Optional[FoundModel] = None
     kernel_log: Optional[str] = None  # None: not readable here (XID history unavailable)
+    # the vLLM release the image holds, read once from its metadata (None: not exact here)
+    vllm_release: Optional[str] = None
     timings_ms: Dict[str, float] = field(default_factory=dict)
 
     def env(self, name: str) -> Optional[str]:

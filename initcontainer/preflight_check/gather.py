@@ -129,6 +129,7 @@ def gather(
     facts.kernel_log = host.kernel_log()
     facts.preload = host.preload(host.environ)
     facts.runtime = host.runtime(host.environ)
+    facts.vllm_release = host.vllm_release()
 
     def nvml_driver() -> str:  # verdict reuse only: waits for NVML's inventory
         nvml_thread.join(clock.within(options.timeout_s))

@@ -15,6 +15,7 @@ from preflight_check.children import CommandFor, default_command_for
 from preflight_check.driver.api import CudaDriver, Nvml
 from preflight_check.environment import (
     gpu_device_nodes,
+    installed_vllm_release,
     read_kernel_log,
     read_preload,
     read_shm,
@@ -45,6 +46,8 @@ class Host:
     preload: Callable[[Mapping[str, str]], PreloadFacts] = read_preload
     device_nodes: Callable[[], Optional[int]] = gpu_device_nodes
     runtime: Callable[[Mapping[str, str]], RuntimeRequirement] = runtime_requirement
+    # the vLLM release the image holds, where its model registry is exact (no plugin)
+    vllm_release: Callable[[], Optional[str]] = installed_vllm_release
     # the kernel log (XID history), None where the pod cannot read it
     kernel_log: Callable[[], Optional[str]] = read_kernel_log
     # Environment for children; None inherits this process's environment.

@@ -18,6 +18,7 @@ from preflight_check.environment import (
     vllm_version_field,
 )
 from preflight_check.facts import Facts
+from preflight_check.host import Host
 from preflight_check.options import Options
 from preflight_check.plan import Plan
 from preflight_contract import modelfacts as mf
@@ -133,7 +134,9 @@ def test_the_checker_judges_models_by_the_release_installed_here(
 ) -> None:
     monkeypatch.syspath_prepend(str(_site(tmp_path, version)))
     assert installed_vllm_release() == release
-    serving = _serving(Facts(plan=Plan()), Options())
+    # read once, by the collection (Host.vllm_release), into the facts the checks judge
+    assert Host(environ={}).vllm_release() == release
+    serving = _serving(Facts(plan=Plan(), vllm_release=installed_vllm_release()), Options())
     assert serving.vllm_release == release
 
 

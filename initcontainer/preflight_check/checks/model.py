@@ -16,7 +16,6 @@ from __future__ import annotations
 from typing import Callable, Dict, List, Optional
 
 from preflight_check.checks.base import check, plan_gpus, result, skipped
-from preflight_check.environment import installed_vllm_release
 from preflight_check.facts import Facts
 from preflight_check.options import Options
 from preflight_contract import modelfacts as mf
@@ -53,8 +52,8 @@ def _serving(facts: Facts, options: Options) -> mf.Serving:
         cpu_offload_gb=args.get("cpu_offload_gb"),
         kv_cache_memory_bytes=args.get("kv_cache_memory_bytes") is not None,
         load_format=args.get("load_format"),
-        # the registry of the release installed here, where it is exact (no plugin)
-        vllm_release=installed_vllm_release(),
+        # the registry of the release the image holds, where it is exact (no plugin)
+        vllm_release=facts.vllm_release,
     )
 
 
