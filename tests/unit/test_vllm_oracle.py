@@ -8,7 +8,7 @@ What is compared is what the parser decides, an option's name:
 - a command line the release's parser accepts gets no ``vllm-args-unknown`` (the rule
   that claims the parser's "unrecognized arguments"; a false denial is the worst outcome);
 - one it refuses for a name (``unrecognized arguments``, ``ambiguous option``) gets a
-  FAIL, apart from the disagreements listed in ``KNOWN`` with their reason.
+  FAIL.
 Values (a choice, a number) the parser refuses are counted, not compared (the generated
 command lines give an option a value only to reach its name). ``vllm-args-invalid``'s
 checks past argparse (vLLM's config classes: ``--data-parallel-rank 1`` without
@@ -31,8 +31,6 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "vllm_oracle"
 RECORDS = sorted(DATA.glob("*.json"), key=lambda p: vllm_release.version_key(p.stem))
 ARG_RULES = ("vllm-args-unknown", "vllm-args-invalid", "vllm-args-version", "vllm-args-ignored")
 NAME_ERRORS = ("unrecognized arguments", "ambiguous option")
-# (release, the command line after --model M) -> why the rules and vLLM disagree
-KNOWN: dict[tuple[str, tuple[str, ...]], str] = {}
 
 
 @cache
@@ -96,9 +94,6 @@ def test_the_rules_judge_an_option_name_as_the_release_does(
     argv = case["argv"]
     found = judged(release, argv)
     fails = [rule for rule, severity in found if severity == "fail"]
-    known = KNOWN.get((release, tuple(argv[2:])))
-    if known:
-        pytest.xfail(known)
     if case["accepted"]:
         unknown = ("vllm-args-unknown", "fail")
         assert unknown not in found, f"vLLM {release} accepts {argv[2:]}, the rules: {found}"

@@ -107,11 +107,11 @@ def _accepts(name: str, index: int, serve: bool) -> bool:
     options = options_at(index, serve)
     if name in options:
         return True
-    if ambiguous(name, index, serve):
-        return False
-    if any(o.startswith(name) for o in options if o.startswith("--") == name.startswith("--")):
-        return True
-    return not name.startswith("--") and len(name) > 2 and name[:2] in options
+    long = name.startswith("--")
+    prefixed = sum(1 for o in options if o.startswith(name) and o.startswith("--") == long)
+    if prefixed:
+        return prefixed == 1 or not long
+    return not long and len(name) > 2 and name[:2] in options
 
 
 @functools.lru_cache(maxsize=4096)  # bounded: names come from any manifest
