@@ -9,6 +9,7 @@ copy in the repository: it is vLLM's code, not ours; the generated tables are ou
 the drift test regenerates them from this source on every ``make test``.
 
     python3 hack/vllm/fetch_source.py 0.33.0     # prints the source directory
+    python3 hack/vllm/fetch_source.py --pin-upload-dates   # each pin's first upload day
 
 Into ``${VLLM_PREFLIGHT_CACHE:-~/.cache/vllm-preflight}/vllm-src/<version>/`` (``vllm/``
 under it: the layout an installed package has). Cached: a second run downloads nothing.
@@ -83,9 +84,54 @@ def fetch(version: str) -> Path:
     return target
 
 
+SIMPLE = "https://pypi.org/simple/vllm/"  # PEP 691 JSON: each file's upload-time
+
+
+def first_uploads() -> dict[str, str]:
+    """When PyPI received each release's first file (ISO 8601, UTC), from the PEP 691 simple
+    index (PyPI's JSON API is not served on every mirror). The oracle's venvs take what was
+    uploaded before the next day; the rules take an unknown image as a release of the year
+    before the newest one's date (``uploaded`` in sources.json)."""
+    request = urllib.request.Request(
+        SIMPLE, headers={"Accept": "application/vnd.pypi.simple.v1+json"}
+    )
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        files = json.load(answer)["files"]
+    first: dict[str, str] = {}
+    for entry in files:
+        name, when = entry.get("filename", ""), entry.get("upload-time")
+        if not isinstance(when, str) or not name.startswith("vllm-"):
+            continue
+        release = name[5:-7] if name.endswith(".tar.gz") else name[5:].split("-", 1)[0]
+        if release not in first or when < first[release]:
+            first[release] = when
+    return first
+
+
+def pin_upload_dates() -> list[str]:
+    """Write each pinned release's first upload day into sources.json (``uploaded``);
+    returns the releases changed."""
+    pins = json.loads(SOURCES.read_text())
+    first = first_uploads()
+    changed = []
+    for version, pin in pins.items():
+        if version.startswith("_"):
+            continue
+        if version not in first:
+            raise SystemExit(f"fetch_source: PyPI lists no file of vllm {version}")
+        if pin.get("uploaded") != first[version][:10]:
+            pin["uploaded"] = first[version][:10]
+            changed.append(version)
+    SOURCES.write_text(json.dumps(pins, indent=2) + "\n")
+    return changed
+
+
 def main(argv: list[str]) -> int:
+    if argv == ["--pin-upload-dates"]:
+        print("dates pinned:", ", ".join(pin_upload_dates()) or "none changed")
+        return 0
     if len(argv) != 1:
-        print("usage: fetch_source.py VERSION", file=sys.stderr)
+        print("usage: fetch_source.py VERSION | --pin-upload-dates", file=sys.stderr)
         return 2
     print(fetch(argv[0]))
     return 0

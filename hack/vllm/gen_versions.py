@@ -110,6 +110,18 @@ def pinned() -> list[str]:
     return sorted((v for v in pins if not v.startswith("_")), key=version_key)
 
 
+def uploaded(releases: list[str]) -> tuple[str, ...]:
+    """Each release's first upload day, as pinned (fetch_source.py --pin-upload-dates)."""
+    pins = json.loads(SOURCES.read_text())
+    missing = [v for v in releases if "uploaded" not in pins[v]]
+    if missing:
+        raise SystemExit(
+            f"gen_versions: no upload day pinned for {', '.join(missing)}: "
+            "python3 hack/vllm/fetch_source.py --pin-upload-dates"
+        )
+    return tuple(pins[v]["uploaded"] for v in releases)
+
+
 def _parse(path: Path) -> ast.Module | None:
     try:
         return ast.parse(path.read_text(encoding="utf-8", errors="replace"))
@@ -488,6 +500,7 @@ hack/vllm/sources.json; do not edit. Regenerate: fetch the pinned sources
 Which vLLM release accepts which option, read from each release's own source. Every
 table maps a name to the ranges ``(first, last)`` of RELEASES (the generated releases,
 oldest first) in which it holds; a release outside RELEASES is between two of them.
+UPLOADED: the day PyPI received each release's first file (its order is RELEASES').
 
 OPTIONS: option strings of ``python -m vllm.entrypoints.openai.api_server`` (and of
 ``vllm serve``, which has them all). SERVE_ONLY: what only ``vllm serve`` adds.
@@ -504,7 +517,13 @@ Ranges = Tuple[Tuple[str, str], ...]
 
 
 def render(releases: list[str], tables: dict) -> str:
-    lines = [HEADER, f"RELEASES: Tuple[str, ...] = {tuple(releases)!r}", ""]
+    lines = [
+        HEADER,
+        f"RELEASES: Tuple[str, ...] = {tuple(releases)!r}",
+        "",
+        f"UPLOADED: Tuple[str, ...] = {uploaded(releases)!r}",
+        "",
+    ]
     for name, table in tables.items():
         lines.append(f"{name}: Dict[str, Ranges] = {{")
         for key, value in table.items():

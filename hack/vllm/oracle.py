@@ -39,7 +39,6 @@ import platform
 import shutil
 import subprocess
 import sys
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +46,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 OUT = ROOT / "tests" / "data" / "vllm_oracle"
 sys.path.insert(0, str(ROOT / "initcontainer"))
+sys.path.insert(0, str(HERE))
+
+from fetch_source import first_uploads  # noqa: E402
 
 from preflight_contract import vllm_versions as table  # noqa: E402
 
@@ -89,24 +91,15 @@ print(json.dumps(out))
 """
 
 
-SIMPLE = "https://pypi.org/simple/vllm/"  # PEP 691 JSON: each file's upload-time
-
-
 def uploaded(release: str) -> str:
-    """When PyPI received the release's first file (ISO 8601). The venv takes only what was
-    uploaded before the next day (``pip --uploaded-prior-to``): the dependencies as they
-    were when the release was current, not today's (vLLM 0.5.5 with transformers 5 does not
-    import)."""
-    request = urllib.request.Request(
-        SIMPLE, headers={"Accept": "application/vnd.pypi.simple.v1+json"}
-    )
-    with urllib.request.urlopen(request, timeout=60) as answer:
-        files = json.load(answer)["files"]
-    times = [f["upload-time"] for f in files if f["filename"].startswith(f"vllm-{release}-")
-             or f["filename"] == f"vllm-{release}.tar.gz"]  # fmt: skip
-    if not times:
+    """The day after PyPI received the release's first file (fetch_source.first_uploads).
+    The venv takes only what was uploaded before it (``pip --uploaded-prior-to``): the
+    dependencies as they were when the release was current, not today's (vLLM 0.5.5 with
+    transformers 5 does not import)."""
+    when = first_uploads().get(release)
+    if when is None:
         raise SystemExit(f"PyPI lists no file of vllm {release}")
-    first = datetime.datetime.fromisoformat(min(times).replace("Z", "+00:00"))
+    first = datetime.datetime.fromisoformat(when.replace("Z", "+00:00"))
     return (first + datetime.timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

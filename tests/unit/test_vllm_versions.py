@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,12 @@ from test_rules_support import deployment, finding, ids, one, pod_spec, service,
 
 from preflight_contract import vllm_versions as facts
 from preflight_operator.core.rules import FAIL, PASS, WARN
-from preflight_operator.core.rules.vllmversion import image_version, judge_option
+from preflight_operator.core.rules.vllmversion import (
+    RECENT,
+    UNKNOWN_SPAN_DAYS,
+    image_version,
+    judge_option,
+)
 
 ROOT = Path(__file__).parents[2]
 
@@ -92,12 +98,41 @@ def test_dp_size_local_by_version() -> None:
     assert not fine.refused
     assert not fine.doubt
     assert not judge_option("--data-parallel-size-local", LATEST, serve=True).doubt
-    # an unknown image: only an option the newest release refuses is doubted
+    # an unknown image is one of the releases of the year up to the newest: every one of
+    # them has --data-parallel-size-local (since 0.9.0 of May 2025)
     assert not judge_option("--data-parallel-size-local", CUSTOM, serve=True).doubt
     doubt = judge_option("--swap-space", CUSTOM, serve=True)
     assert doubt.doubt
     assert not doubt.refused
     assert "0.4.1-0.17.1" in doubt.detail
+
+
+def test_an_unknown_image_is_a_release_of_the_year_up_to_the_newest() -> None:
+    newest = date.fromisoformat(facts.UPLOADED[-1])
+    for i, day in enumerate(facts.UPLOADED):
+        within = (newest - date.fromisoformat(day)).days <= UNKNOWN_SPAN_DAYS
+        assert (i in RECENT) == within, facts.RELEASES[i]
+    assert facts.RELEASES[RECENT[0]] == "0.11.1"  # 2025-11-19, the newest 2026-11-16
+    # removed in 0.17.0, back as 0.33.0's EnableDisableAction: the year's 0.17.0-0.32.0
+    # refuse it, and a pod on one of them exits (the newest alone would say nothing)
+    doubt = judge_option("--disable-log-requests", CUSTOM, serve=True)
+    assert doubt.doubt
+    assert "vLLM 0.17.0-0.32.0 refuse it" in doubt.detail
+    # added within the year (0.16.0): the year's releases before it refuse it
+    newer = judge_option("--disable-access-log-for-endpoints", CUSTOM, serve=True)
+    assert newer.doubt
+    assert "vLLM 0.11.1-0.14.1 refuse it" in newer.detail
+    # `latest` is the newest release or later, not the year: both pass there
+    assert not judge_option("--disable-log-requests", LATEST, serve=True).doubt
+    assert not judge_option("--disable-access-log-for-endpoints", LATEST, serve=True).doubt
+
+
+def test_every_release_has_its_upload_day_in_order() -> None:
+    assert len(facts.UPLOADED) == len(facts.RELEASES)
+    days = [date.fromisoformat(d) for d in facts.UPLOADED]
+    # ordered by version, and PyPI received them in that order (the year's window relies
+    # on it: a late patch of an old minor would need the window to be a set, as it is)
+    assert days == sorted(days)
 
 
 def test_abbreviations_and_options_of_every_release_pass() -> None:
