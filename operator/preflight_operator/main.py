@@ -14,7 +14,7 @@ import logging
 import os
 import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import kopf
@@ -25,7 +25,7 @@ from preflight_operator.core.analysis import RulesAnalyser
 from preflight_operator.core.loadtime import LoadSummary
 from preflight_operator.core.modelcache import ModelCache, load_model_sources
 from preflight_operator.core.operatorconfig import ConfigError, load_config
-from preflight_operator.core.rules import ClusterLookup
+from preflight_operator.core.rules import GANG_MEMBERS, ClusterLookup
 from preflight_operator.handlers import register
 from preflight_operator.runtime import metrics, podfeed
 from preflight_operator.runtime.api import KubeApi
@@ -84,7 +84,9 @@ def build(options: RunOptions) -> tuple[kopf.OperatorRegistry, kopf.Memo, Contro
                 api, f"/apis/serving.kserve.io/v1alpha1/{plural}", name=plural, optional=True
             )
 
-    def referenced(namespace: str, kind: str, name: str) -> dict[str, Any] | None:
+    def referenced(namespace: str, kind: str, name: str) -> Mapping[str, Any] | None:
+        if kind == GANG_MEMBERS:  # the workloads naming one gang, as observed (issue 39)
+            return controller.gangs.lookup(namespace, kind, name)
         reflector = claims.get(kind)
         if reflector is None:
             return None

@@ -25,7 +25,7 @@ import yaml
 
 from preflight_dev import localoperator, localsetup
 from preflight_dev.localoperator import OperatorProcess
-from preflight_dev.testing import Cluster
+from preflight_dev.testing import Cluster, wait_for
 from preflight_operator.core import constants
 from preflight_operator.core.rules import crdgroups, groups
 from preflight_operator.core.rules.kinds import pod_templates
@@ -252,5 +252,47 @@ def test_a_volcano_job_and_a_rolebasedgroup_are_judged_at_their_own_admission(
                 assert done.returncode != 0
                 assert f"{shown} cannot run" in done.stderr, done.stderr
                 assert "lws-args-mismatch" in done.stderr, done.stderr
+    finally:
+        cluster.delete_namespace(namespace)
+
+
+def test_two_bare_pods_naming_one_podgroup_are_grouped_by_what_the_operator_saw(
+    cluster: Cluster, webhook: OperatorProcess
+) -> None:
+    """Issue 39: a leader pod and a worker pod naming one Volcano PodGroup (annotation
+    only: no object of their own declares the gang) arrive one at a time. Once the operator
+    has observed the leader, the worker's admission groups them (core/gangindex.py through
+    the rules' lookup, as main.py wires it): a worker at another TP is admitted with the
+    group rule's warning, naming the leader (members as last seen warn, never deny: a gang
+    applied one object at a time is half old, half new), and the leader's GPUValidation,
+    written before the worker existed, is recomputed with it."""
+    namespace = cluster.create_namespace(labels={constants.LABEL_INJECT: "enabled"})
+    notes = {"scheduling.k8s.io/group-name": "vllm-pg"}
+
+    def bare(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": namespace, "annotations": notes},
+                "spec": spec}  # fmt: skip
+
+    def findings(name: str) -> set[str]:
+        got = cluster.kubectl("get", "gpuval", name, "-n", namespace, "-o", "json", check=False)
+        if got.returncode != 0:
+            return set()
+        static = (json.loads(got.stdout).get("status") or {}).get("static") or {}
+        return {f.get("id") for f in static.get("findings") or []} | {"(written)"}
+
+    try:
+        lead, work = _gang_specs(4, "1")
+        cluster.kubectl("create", "-f", "-", input=json.dumps(bare("leader", lead)))
+        first = wait_for(lambda: findings("pod-leader"), timeout=120,
+                         what="the operator to observe the leader pod")  # fmt: skip
+        assert "lws-args-mismatch" not in first  # alone: no gang yet
+        made = cluster.kubectl("create", "-f", "-", input=json.dumps(bare("worker", work)))
+        assert made.returncode == 0, made.stderr
+        said = [line for line in made.stderr.splitlines() if "lws-args-mismatch" in line]
+        assert said, made.stderr
+        assert "Pod/leader, the leader of its gang" in said[0]
+        wait_for(lambda: "lws-args-mismatch" in findings("pod-leader"), timeout=120,
+                 what="the leader's GPUValidation to be recomputed with its worker")  # fmt: skip
     finally:
         cluster.delete_namespace(namespace)

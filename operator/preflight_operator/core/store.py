@@ -39,7 +39,7 @@ class WorkloadState:
     static: StaticResult
     static_checked_at: str
     policy: ResolvedPolicy
-    # (uid, rule inputs digest, labels, context revision; static_key_of): the static
+    # (uid, rule inputs digest, labels, context revisions; static_key_of): the static
     # result is recomputed only when one of these changes, not on every status update of
     # the workload, nor when only the operator's own verdict annotations moved.
     static_key: tuple[Any, ...] = ()
@@ -131,9 +131,12 @@ def rule_inputs_digest(body: Mapping[str, Any]) -> bytes:
 
 
 def static_key_of(
-    uid: str, body: Mapping[str, Any], labels: Mapping[str, str], context_revision: int
+    uid: str, body: Mapping[str, Any], labels: Mapping[str, str], context_revision: object
 ) -> tuple[Any, ...]:
-    """The memo key of a workload's static result (WorkloadState.static_key)."""
+    """The memo key of a workload's static result (WorkloadState.static_key).
+    ``context_revision``: what else the rules read, as revisions (the controller's: its
+    context caches' and the workload's gang's, gangindex.py); last, so that a caller may
+    take it from a stored key."""
     return (uid, rule_inputs_digest(body), tuple(sorted(labels.items())), context_revision)
 
 

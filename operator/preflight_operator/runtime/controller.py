@@ -18,6 +18,7 @@ from typing import Any
 from preflight_operator.core import constants
 from preflight_operator.core.analysis import Analyser
 from preflight_operator.core.events import now_rfc3339
+from preflight_operator.core.gangindex import GangIndex, Member
 from preflight_operator.core.loadtime import LoadSample
 from preflight_operator.core.operatorconfig import OperatorConfig
 from preflight_operator.core.podresults import PodResult, pod_result, unschedulable
@@ -130,6 +131,9 @@ class Controller:
         # GPUValidations as the cluster has them (validations.py)
         self.validations = ValidationWatch(api, self.store, self.enqueue)
         self._context_revision = 0
+        # workloads whose pods name one Volcano PodGroup or Workload API gang (issue 39):
+        # the rules read them through the lookup (main.py), a change re-observes the others
+        self.gangs: GangIndex[WorkloadKind] = GangIndex()
         # Caches the rules read (Services named vllm): primed and run with the others,
         # on every replica; a change re-analyses the namespace's workloads.
         self.context_reflectors = list(context_reflectors)
@@ -176,10 +180,12 @@ class Controller:
         if owner is not None:
             # made by a serving stack's controller: its pods report to that object
             self.ownership.note(key, None if deleted else owner.key)
+            self._gang_changed(self.gangs.forget(key))
             if key in self.store.workloads:
                 self.store.forget_workload(key)
             return
         if deleted or not self.scope.in_scope(kind, body, has_injected_pods=has_injected_pods):
+            self._gang_changed(self.gangs.forget(key))
             self.listing.note_hint(key, kind, None)
             if key in self.store.workloads:
                 self.store.forget_workload(key)
@@ -191,10 +197,12 @@ class Controller:
         labels = dict(meta.get("labels") or {})
         uid = str(meta.get("uid", ""))
         policy = self.policy_watch.book.resolve(ref.namespace, labels, self.config.default_policy)
-        memo = static_key_of(uid, body, labels, self._context_revision)
-        before = self.store.workloads.get(key)
         # Items of a LIST carry no kind; the rules find pod templates by it.
         typed = {"apiVersion": kind.api_version, "kind": kind.kind, **body}
+        others = self.gangs.note(key, kind, typed, has_injected_pods=has_injected_pods)
+        revision = (self._context_revision, self.gangs.revision(key))
+        memo = static_key_of(uid, body, labels, revision)
+        before = self.store.workloads.get(key)
         seq = self.analyses.observe(key)
         if before is not None and before.static_key == memo:
             static, checked_at = before.static, before.static_checked_at
@@ -207,6 +215,7 @@ class Controller:
                 )  # fmt: skip
 
             self.analyses.analyse_later(key, ref.display, typed, policy, seq=seq, deliver=deliver)
+            self._gang_changed(others)
             return
         else:
             static, checked_at = self.analyses.analyse_now(ref.display, typed, policy), self._now()
@@ -214,6 +223,17 @@ class Controller:
             kind, body, policy=policy, memo=memo, static=static, checked_at=checked_at,
             hint_changed=hint_changed,
         )  # fmt: skip
+        self._gang_changed(others)
+
+    def _gang_changed(self, others: list[Member[WorkloadKind]]) -> None:
+        """The other members of a gang that changed are analysed again (their memo key
+        carries the gang's revision; gangindex.py). Each observation notes the same body
+        again, which changes nothing: no cascade."""
+        for member in others:
+            self.observe_workload(
+                member.kind, member.body, False,
+                has_injected_pods=bool(member.extra.get("has_injected_pods")),
+            )  # fmt: skip
 
     def _observed(
         self,

@@ -45,6 +45,8 @@ What the rest of the operator reads of the rules' own knowledge (each from its m
         and VOLCANO, declared_warning(group)
     crdgroups: KTHENA_ENTRY_ENV, KTHENA_INDEX_ENV, KTHENA_SIZE_ENV; podgroup_path(namespace,
         name), podgroup_min_member(obj, name, namespace)
+    namedgangs: gang_named(obj) (the Volcano PodGroup or Workload API gang a workload's
+        pods name), GANG_MEMBERS (the ClusterLookup.object kind that lists its members)
     workloadapi (a pod's Workload API gang): WORKLOAD_API_GROUP (GROUP),
         workload_reference(pod) (reference), workload_version_to_read(ref, served)
         (version_to_read), workload_object_path(ref, version, namespace) (object_path),
@@ -94,6 +96,7 @@ from preflight_operator.core.rules.kinds import (
     kind_spec,
 )
 from preflight_operator.core.rules.kubeenv import has_unknown, unknown_names
+from preflight_operator.core.rules.namedgangs import GANG_MEMBERS, gang_named
 from preflight_operator.core.rules.quantity import parse_quantity
 from preflight_operator.core.rules.recognition import recognise
 from preflight_operator.core.rules.redaction import status as redact_status
@@ -131,6 +134,7 @@ __all__ = [
     "DEFAULT_POLICY",
     "DEFAULT_SHM_MIN_BYTES",
     "FAIL",
+    "GANG_MEMBERS",
     "INFO",
     "JOBSET",
     "JOBSET_COORDINATOR",
@@ -170,6 +174,7 @@ __all__ = [
     "check_yaml",
     "declared_warning",
     "engine_nodes",
+    "gang_named",
     "has_unknown",
     "image_version",
     "inline_yaml",

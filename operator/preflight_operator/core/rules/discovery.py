@@ -3,12 +3,16 @@ claims), and the pod templates of a workload (the registry of kinds is rules.kin
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from preflight_operator.core.rules.kinds import pod_templates
-from preflight_operator.core.rules.namedgangs import podgroup_member, with_podgroup_gang
+from preflight_operator.core.rules.namedgangs import (
+    cluster_gang_members,
+    podgroup_member,
+    with_podgroup_gang,
+)
 from preflight_operator.core.rules.spread import ray_worker_member
 from preflight_operator.core.rules.template import Group, GroupMember, PodTemplate, meta
 
@@ -42,12 +46,22 @@ class ManifestSet:
         default_factory=dict
     )
 
-    def with_gang(self, template: PodTemplate, obj: Mapping[str, Any]) -> PodTemplate:
-        """``template`` grouped with the workloads naming its gang (issue 39)."""
+    def with_gang(
+        self,
+        template: PodTemplate,
+        obj: Mapping[str, Any],
+        lookup: Callable[[str, str, str], Mapping[str, Any] | None] | None = None,
+    ) -> PodTemplate:
+        """``template`` grouped with the workloads naming its gang (issue 39): those of
+        the manifest set, and in a cluster those ``lookup`` (ClusterLookup.object) has seen
+        (namedgangs.cluster_gang_members)."""
         found = podgroup_member(obj)
         if found is None:
             return template
         members = self.podgroups.get((template.namespace, found[0]), [])
+        cluster = cluster_gang_members(obj, template.namespace, members, lookup)
+        if cluster is not None:
+            return with_podgroup_gang(template, found[0], *cluster, cluster=True)
         return with_podgroup_gang(template, found[0], members)
 
     @classmethod

@@ -59,10 +59,13 @@ from preflight_operator.core.rules import (
     ruleset,  # noqa: F401  (registers the rules)
 )
 from preflight_operator.core.rules.certainty import (
+    ARGV,
+    ESTIMATED,
     HEURISTIC,
     MEASUREMENT,
     VENDOR_DOC,
     Basis,
+    Input,
     downgrade_note,
     not_exact,
 )
@@ -77,6 +80,7 @@ from preflight_operator.core.rules.discovery import (
 from preflight_operator.core.rules.embedded import object_runs_vllm
 from preflight_operator.core.rules.kinds import kind_spec
 from preflight_operator.core.rules.kubeenv import ContainerEnv, build_env, unknown_marker
+from preflight_operator.core.rules.namedgangs import GANG_RULE_PREFIX
 from preflight_operator.core.rules.recognition import (
     ENTRYPOINT,
     Signal,
@@ -88,7 +92,7 @@ from preflight_operator.core.rules.registry import REGISTRY, declare
 from preflight_operator.core.rules.resources import gpu_resources
 from preflight_operator.core.rules.ruleset.service import injects_links, link_prefix
 from preflight_operator.core.rules.spread import with_ray_workers
-from preflight_operator.core.rules.template import meta, running_containers
+from preflight_operator.core.rules.template import Group, meta, running_containers
 from preflight_operator.core.rules.vllmconfigfile import ConfigResolver
 from preflight_operator.core.rules.vocabulary import (
     DEFAULT_POLICY,
@@ -184,13 +188,14 @@ def _check_object(
     results: list[ContainerResult] = []
     for found in templates:
         template = with_ray_workers(found, manifests.ray_workers.get(found.namespace, []))
-        template = manifests.with_gang(template, obj)  # a Volcano PodGroup's (issue 39)
+        template = manifests.with_gang(template, obj, lookup.object)  # a named gang's (issue 39)
         if template.unread is not None:
             results.append(_unread(template, *template.unread))
             continue
         if template.invalid is not None:  # the kind's CRD rejects it (rules.template)
             results.append(_invalid(template, *template.invalid))
             continue
+        first = len(results)
         for key, i, container in running_containers(template.spec):
             label = _label(template, container, f"{key}[{i}]")
             try:
@@ -207,7 +212,35 @@ def _check_object(
                 result = _crashed(template.kind, template.name, template.namespace, label, exc)
             if result is not None:
                 results.append(result)
+        if template.gang_leader is not None and len(results) > first:
+            judged = _gang_findings(template.gang_leader, manifests, lookup, policy)
+            if judged:
+                mine = results[first]
+                results[first] = dataclasses.replace(mine, findings=(*mine.findings, *judged))
     return results
+
+
+def _gang_findings(
+    leader: PodTemplate, manifests: ManifestSet, lookup: ClusterLookup, policy: Policy
+) -> tuple[Finding, ...]:
+    """The group rules' findings on a gang's leader, for a worker met alone (a pod naming
+    a PodGroup at admission: rules.namedgangs): the rules that judge a group run on its
+    leader, and the object under review is the one that completes the gang."""
+    found: list[Finding] = []
+    for key, i, container in running_containers(leader.spec):
+        label = _label(leader, container, f"{key}[{i}]")
+        try:
+            result = _check_container(
+                leader, container=container, field=f"{key}[{i}]", label=label,
+                manifests=manifests, lookup=lookup, policy=policy,
+            )  # fmt: skip
+        except Exception:  # the leader's own review reports its crash
+            continue
+        for f in result.findings if result is not None else ():
+            if f.id.startswith(GANG_RULE_PREFIX):
+                said = f"{leader.kind}/{leader.name}, the leader of its gang: {f.message}"
+                found.append(dataclasses.replace(f, message=said))
+    return tuple(found)
 
 
 def _resolver(
@@ -503,13 +536,18 @@ def _env_from(container: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def downgrade(finding: Finding) -> Finding:
+def downgrade(finding: Finding, group: Group | None = None) -> Finding:
     """Enforce denies only what is certain: a fail that rests on an input that is not
     exact (rules.certainty) becomes a warn saying which, whatever the rule did. Logged,
-    with the rule id, so a rule that keeps failing on estimates shows."""
+    with the rule id, so a rule that keeps failing on estimates shows. A group rule's
+    finding on a gang whose other members were read from the cluster rests on them as
+    last seen (``Group.observed``)."""
     if finding.severity != FAIL:
         return finding
-    shaky = not_exact(finding.inputs)
+    inputs = finding.inputs
+    if group is not None and group.observed and finding.id.startswith(GANG_RULE_PREFIX):
+        inputs = (*inputs, Input(ARGV, "the gang's other members", ESTIMATED, group.observed))
+    shaky = not_exact(inputs)
     if not shaky:
         return finding
     note = downgrade_note(shaky)
@@ -524,7 +562,7 @@ def _result(
     findings: list[Finding],
     policy: Policy,
 ) -> ContainerResult:
-    kept = [downgrade(f) for f in findings if policy.enabled(f.id)]
+    kept = [downgrade(f, template.group) for f in findings if policy.enabled(f.id)]
     kept = redaction.findings(kept, ctx.env.values)  # no secret leaves in a finding (issue 36)
     order = {severity: i for i, severity in enumerate(SEVERITIES)}
     kept.sort(key=lambda f: order.get(f.severity, len(order)))

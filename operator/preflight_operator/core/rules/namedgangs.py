@@ -5,11 +5,16 @@ on: rules/workloadapi.py). Neither is an object of the workloads' own, so `lint`
 them by the name their pods carry (discovery.ManifestSet.podgroups), one engine when their
 vLLM says so (crdgroups.leader_worker_gang). Apart from crdgroups.py, which reads the
 objects that declare a group themselves.
+
+In a cluster the other members are not in the object under review: admission and the
+operator ask ``ClusterLookup.object(namespace, GANG_MEMBERS, gang)`` for the workloads the
+operator has seen naming that gang (core/gangindex.py keeps them), and the same grouping
+follows (``cluster_gang_members``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -46,6 +51,71 @@ def _gang_named(pod: Mapping[str, Any]) -> str:
     return f"Workload API Workload {ref.name!r} pod group {ref.pod_group!r}{replica}"
 
 
+# the pseudo kind of ClusterLookup.object that answers {"items": [...]}: the workloads of a
+# namespace whose pods name the gang given as the name (its gang_named text)
+GANG_MEMBERS = "gang-members"
+# the rules that judge the gangs formed here (crdgroups.leader_worker_gang makes them
+# LeaderWorkerSet-shaped): the lws-* rules (ruleset/group.py, ruleset/consistency.py)
+GANG_RULE_PREFIX = "lws-"
+# why a group finding on members read from the cluster warns (template.Group.observed)
+OBSERVED = (
+    "are as the operator last saw them: a gang's objects arrive one at a time, and a change "
+    "applied to all of them is judged half old, half new"
+)
+# members read from the cluster for one gang: more is not read (a gang of vLLM workloads is
+# a leader and its workers, a handful of objects; the Workload API allows 8 pod groups)
+MAX_CLUSTER_MEMBERS = 32
+
+
+def gang_named(obj: Mapping[str, Any]) -> str | None:
+    """The gang the pods of a Pod, Deployment, StatefulSet, ReplicaSet or Job name (as a
+    message says it), or None (core/gangindex.py keys its members by it)."""
+    found = podgroup_member(obj)
+    return None if found is None else found[0]
+
+
+def _controlled(obj: Mapping[str, Any]) -> bool:
+    """A pod its controller made: the controller's object is the gang's member, not it."""
+    refs = dig(obj, ("metadata", "ownerReferences"))
+    return isinstance(refs, list) and any(
+        isinstance(r, Mapping) and r.get("controller") is True for r in refs[:64]
+    )
+
+
+def cluster_gang_members(
+    obj: Mapping[str, Any],
+    namespace: str | None,
+    members: list[tuple[str, GroupMember]],
+    lookup: Callable[[str, str, str], Mapping[str, Any] | None] | None,
+) -> tuple[list[tuple[str, GroupMember]], str] | None:
+    """``members`` (those of the checked manifests) with ``obj`` and the workloads the
+    cluster lookup has seen naming the same gang, and where they came from; None when there
+    is no lookup, ``obj`` names no gang or is a pod its controller made. The object under
+    review wins over the lookup's copy of it (an UPDATE); what the manifests hold wins over
+    the cluster's (lint with a cluster). Hostile: at most MAX_CLUSTER_MEMBERS items, each
+    read by ``podgroup_member`` as any manifest is."""
+    found = podgroup_member(obj)
+    if lookup is None or found is None or not namespace or _controlled(obj):
+        return None
+    gang, label, member = found
+    out = list(members)
+    seen = {who for who, _ in out}
+    if label not in seen:
+        out.append((label, member))
+        seen.add(label)
+    answer = lookup(namespace, GANG_MEMBERS, gang)
+    items = answer.get("items") if isinstance(answer, Mapping) else None
+    for item in items[:MAX_CLUSTER_MEMBERS] if isinstance(items, list) else []:
+        other = podgroup_member(item) if isinstance(item, Mapping) else None
+        if other is None or other[0] != gang or other[1] in seen:
+            continue
+        if _text(dig(item, ("metadata", "namespace"))) not in ("", namespace):
+            continue
+        seen.add(other[1])
+        out.append(other[1:])
+    return out, f"the workloads naming {gang} that the operator has seen"
+
+
 def podgroup_member(obj: Mapping[str, Any]) -> tuple[str, str, GroupMember] | None:
     """(the gang its pods name, ``Kind/name``, its pods as a member) of a Pod,
     Deployment, StatefulSet, ReplicaSet or Job whose pods name a Volcano PodGroup
@@ -69,7 +139,12 @@ def podgroup_member(obj: Mapping[str, Any]) -> tuple[str, str, GroupMember] | No
 
 
 def with_podgroup_gang(
-    template: PodTemplate, podgroup: str, members: list[tuple[str, GroupMember]]
+    template: PodTemplate,
+    podgroup: str,
+    members: list[tuple[str, GroupMember]],
+    where: str = "",
+    *,
+    cluster: bool = False,
 ) -> PodTemplate:
     """A workload's template grouped with the other workloads of the checked manifests
     whose pods name the same gang (a Volcano PodGroup, a Workload API group), when their
@@ -82,7 +157,7 @@ def with_podgroup_gang(
     mine = [i for i, (who, m) in enumerate(members) if who == label and m.path == template.path]
     if len(mine) != 1:
         return template
-    where = f"the pods naming {podgroup} in the checked manifests"
+    where = where or f"the pods naming {podgroup} in the checked manifests"
     gang = leader_worker_gang(members, where, {})
     if gang is None:
         return template
@@ -90,5 +165,14 @@ def with_podgroup_gang(
         gang.group,
         estimated=f"counts only {where} ({', '.join(who for who, _ in members)}): "
         "pods elsewhere may name it too",
+        observed=OBSERVED if cluster else "",
     )
-    return replace(template, group=group, group_leader=mine[0] == gang.leader, index_offsets=())
+    grouped = replace(template, group=group, group_leader=mine[0] == gang.leader, index_offsets=())
+    if not cluster or mine[0] == gang.leader:
+        return grouped
+    # one object at a time (admission, the operator): the leader's view judges this worker
+    who, lead = members[gang.leader]
+    kind, _, name = who.partition("/")
+    leader = replace(grouped, kind=kind, name=name, spec=lead.spec, path=lead.path,
+                     group_leader=True)  # fmt: skip
+    return replace(grouped, gang_leader=leader)

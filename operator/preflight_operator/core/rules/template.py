@@ -58,6 +58,11 @@ class Group:
     members: tuple[GroupMember, ...]
     # why the pod counts are a guess (a CRD judged generically, rules.spread); "" = exact
     estimated: str = ""
+    # why the other members are not exact: read from the cluster as last seen, while the
+    # object under review arrives alone (rules.namedgangs); "" = the same manifests. A
+    # gang applied one object at a time is compared half old, half new: a failure on it
+    # must not deny the rollout that is about to make it consistent.
+    observed: str = ""
 
     @property
     def size(self) -> int:
@@ -128,6 +133,10 @@ class PodTemplate:
     # set to the pod's place in the group less the offset; used instead of index_env when
     # given, and none at all for a gang that names no index (a Kueue Workload)
     index_offsets: tuple[tuple[str, int], ...] | None = None
+    # a worker of a gang whose members are separate objects met one at a time (pods naming
+    # one PodGroup, read at admission or by the operator: rules.namedgangs): its leader, in
+    # the gang, so that the group rules, which run on a leader, judge this object too
+    gang_leader: PodTemplate | None = None
 
     @property
     def is_leader(self) -> bool:

@@ -1,0 +1,131 @@
+"""The workloads whose pods name one gang (issue 39): a Volcano PodGroup or a Kubernetes
+Workload API group, which no object of the workloads' own declares.
+
+``lint`` groups such workloads within a manifest set (rules.namedgangs). In a cluster the
+other members arrive one by one: a leader's StatefulSet, then its workers'; two bare pods
+naming one PodGroup. The operator notes each workload it observes here, and the rules ask
+for the members through ``ClusterLookup.object(namespace, GANG_MEMBERS, gang)``
+(``lookup``), at admission and in the operator's own analysis alike: one grouping, the
+rules' (``with_podgroup_gang``), whichever path the object took.
+
+What a change means: when a gang's membership or a member's rule inputs change (the
+digest of its spec and annotations, store.rule_inputs_digest: a status update changes
+nothing), its ``revision`` grows, and the other members are returned to be observed
+again, so that their static results are recomputed against the new gang (their memo key
+carries the revision).
+
+Bounded by the operator's own scope (only workloads it observes: opted-in namespaces, or
+injected pods) and per gang: at most ``MAX_MEMBERS`` members are held; a further one is
+not held, and the gang is then judged on those held (the rules say the count is an
+estimate either way). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from preflight_operator.core import rules
+from preflight_operator.core.store import Key, rule_inputs_digest
+
+#: members held per gang (rules.namedgangs reads at most MAX_CLUSTER_MEMBERS of them)
+MAX_MEMBERS = 32
+
+K = TypeVar("K")  # the workload's kind as the caller knows it (a WorkloadKind)
+
+GangKey = tuple[str, str]  # (namespace, the gang as rules.gang_named names it)
+
+
+@dataclass
+class Member(Generic[K]):
+    kind: K
+    body: Mapping[str, Any]
+    digest: bytes
+    extra: Mapping[str, Any] = field(default_factory=dict)  # how the caller observed it
+
+
+@dataclass
+class _Gang(Generic[K]):
+    members: dict[Key, Member[K]] = field(default_factory=dict)
+    revision: int = 0
+
+
+class GangIndex(Generic[K]):
+    def __init__(self) -> None:
+        self._gangs: dict[GangKey, _Gang[K]] = {}
+        self._of: dict[Key, GangKey] = {}
+
+    def note(self, key: Key, kind: K, body: Mapping[str, Any], **extra: Any) -> list[Member[K]]:
+        """``body`` (typed: apiVersion and kind) observed for workload ``key``; returns the
+        other members of every gang that changed, to be observed again."""
+        gang = rules.gang_named(body)
+        wanted = (key[0], gang) if gang else None
+        changed: list[GangKey] = []
+        old = self._of.get(key)
+        if old is not None and old != wanted:
+            self._drop(key, old)
+            changed.append(old)
+        if wanted is not None:
+            held = self._gangs.setdefault(wanted, _Gang())
+            before = held.members.get(key)
+            digest = rule_inputs_digest(body)
+            if before is None and len(held.members) >= MAX_MEMBERS:
+                return self._others(key, changed)
+            if before is None or before.digest != digest:
+                held.members[key] = Member(kind, body, digest, dict(extra))
+                self._of[key] = wanted
+                changed.append(wanted)
+            else:
+                before.body, before.extra = body, dict(extra)  # the newest copy, same inputs
+        return self._others(key, changed)
+
+    def forget(self, key: Key) -> list[Member[K]]:
+        """Workload ``key`` is gone (deleted, out of scope): the other members of its gang,
+        to be observed again."""
+        old = self._of.get(key)
+        if old is None:
+            return []
+        self._drop(key, old)
+        return self._others(key, [old])
+
+    def revision(self, key: Key) -> int:
+        """The revision of ``key``'s gang (0 when it names none): part of its memo key."""
+        found = self._of.get(key)
+        held = self._gangs.get(found) if found is not None else None
+        return held.revision if held is not None else 0
+
+    def members(self, namespace: str, gang: str) -> list[Mapping[str, Any]]:
+        held = self._gangs.get((namespace, gang))
+        return [m.body for m in held.members.values()] if held is not None else []
+
+    def lookup(self, namespace: str, kind: str, name: str) -> Mapping[str, Any] | None:
+        """``ClusterLookup.object`` for the rules: the members of gang ``name`` for the kind
+        ``rules.GANG_MEMBERS``; None for any other kind (another lookup's)."""
+        if kind != rules.GANG_MEMBERS:
+            return None
+        return {"items": self.members(namespace, name)}
+
+    def __len__(self) -> int:
+        return len(self._of)
+
+    def _drop(self, key: Key, gang: GangKey) -> None:
+        held = self._gangs.get(gang)
+        self._of.pop(key, None)
+        if held is None:
+            return
+        held.members.pop(key, None)
+        held.revision += 1
+        if not held.members:
+            del self._gangs[gang]
+
+    def _others(self, key: Key, changed: list[GangKey]) -> list[Member[K]]:
+        out: list[Member[K]] = []
+        for gang in changed:
+            held = self._gangs.get(gang)
+            if held is None:
+                continue
+            if gang == self._of.get(key) and key in held.members:
+                held.revision += 1  # a member joined or changed (a drop counted in _drop)
+            out += [m for k, m in held.members.items() if k != key]
+        return out
