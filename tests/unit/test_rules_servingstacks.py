@@ -25,8 +25,10 @@ def test_kubeai_model_profile_count_against_tp() -> None:
     model = corpus("kubeai/model-llama-70b-h100.yaml", "Model")
     (ok,) = check(model)
     # --disable-log-requests: refused by vLLM 0.17-0.32, accepted again from 0.33.0 (the
-    # inverse of --enable-log-requests); the image unknown, the newest accepts it: nothing
-    assert ids(ok) == [], ids(ok)
+    # inverse of --enable-log-requests); the image (KubeAI's choice) unknown, taken as a
+    # release of the year up to the newest, some of which refuse it: a warning
+    assert ids(ok) == ["vllm-args-version"], ids(ok)
+    assert "vLLM 0.17.0-0.32.0 refuse it" in finding(ok, "vllm-args-version").message
     assert (ok.gpus_needed, ok.gpus_requested) == (2, 2)
     model["spec"]["resourceProfile"] = "nvidia-gpu-h100:1"
     (bad,) = check(model)
@@ -37,8 +39,8 @@ def test_kubeai_model_profile_count_against_tp() -> None:
 
 def test_kubeai_cluster_profiles_are_unknown() -> None:
     (tpu,) = check(corpus("kubeai/model-gemma-2b-it-tpu.yaml", "Model"))
-    # --disable-log-requests: accepted by the newest release again (0.33.0 on)
-    assert ids(tpu) == ["plan-unresolved"]
+    # --disable-log-requests: refused by 0.17.0-0.32.0 of the year's releases
+    assert sorted(ids(tpu)) == ["plan-unresolved", "vllm-args-version"]
     assert "resourceProfiles" in finding(tpu, "plan-unresolved").message
 
 
