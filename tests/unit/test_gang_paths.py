@@ -106,6 +106,19 @@ def workload_api_pods(lead: dict[str, Any], work: dict[str, Any]) -> list[dict[s
     ]  # fmt: skip
 
 
+def kueue_pods(lead: dict[str, Any], work: dict[str, Any]) -> list[dict[str, Any]]:
+    """Two bare Pods of one Kueue plain pod group (kueue.x-k8s.io/pod-group-name and its
+    total count, as Kueue's pod integration documents them), managed by a LocalQueue."""
+    labels = {"kueue.x-k8s.io/pod-group-name": "vllm-pg", "kueue.x-k8s.io/queue-name": "q"}
+    notes = {"kueue.x-k8s.io/pod-group-total-count": "2"}
+    return [
+        {"apiVersion": "v1", "kind": "Pod",
+         "metadata": {"name": name, "namespace": NS, "labels": labels, "annotations": notes},
+         "spec": spec}
+        for name, spec in (("leader", lead), ("worker", work))
+    ]  # fmt: skip
+
+
 RAY_HEAD = (f"ray start --head --port=6379 && vllm serve {MODEL} --tensor-parallel-size 4 "
             "--pipeline-parallel-size 2 --distributed-executor-backend ray")  # fmt: skip
 
@@ -148,6 +161,7 @@ LEADER_WORKER: dict[str, tuple[Callable[..., Any], str, str]] = {
     "kthena": (kthena, "$(WORKER_INDEX)", "$(ENTRY_ADDRESS)"),
     "leaderworkerset": (lws, "$(LWS_WORKER_INDEX)", "$(LWS_LEADER_ADDRESS)"),
     "workload-api": (workload_api_pods, "1", "leader-0"),
+    "kueue-pods": (kueue_pods, "1", "leader-0"),
 }
 DECLARERS = sorted([*LEADER_WORKER, *RAY])
 # how each is broken, and the group finding that says so
@@ -156,7 +170,7 @@ BREAKS = {"tp": ("lws-args-mismatch", "fail"), "nnodes": ("lws-nnodes-mismatch",
 # pods naming a Volcano PodGroup or a Workload API group are counted only within the checked
 # manifests: an estimate
 ESTIMATED = {(d, "nnodes"): ("lws-nnodes-mismatch", "warn")
-             for d in ("volcano-podgroup", "workload-api")}  # fmt: skip
+             for d in ("volcano-podgroup", "workload-api", "kueue-pods")}  # fmt: skip
 
 
 def breaks(declarer: str) -> tuple[str, ...]:
@@ -294,7 +308,7 @@ def gpuvalidations(objs: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str
             kind = watched_kind(obj)
             meta = {**obj["metadata"], "uid": f"uid-{i}", "generation": 1}
             if kind is POD:
-                meta["labels"] = {constants.LABEL_INJECTED: "true"}
+                meta["labels"] = {**meta.get("labels", {}), constants.LABEL_INJECTED: "true"}
                 ctl.observe_pod({**obj, "metadata": meta}, deleted=False)
             elif kind is not None:
                 ctl.observe_workload(kind, {**obj, "metadata": meta}, deleted=False)
@@ -332,7 +346,7 @@ GAPS: dict[tuple[str, str], str] = {
 }
 # the declarers whose members are bare Pods naming a gang: each pod is its own object at
 # admission and in the operator, grouped with the others through the gang index
-NAMED_GANGS = ("volcano-podgroup", "workload-api")
+NAMED_GANGS = ("volcano-podgroup", "workload-api", "kueue-pods")
 CELLS = [(p, d) for p in PATHS for d in DECLARERS]
 REACHES = [c for c in CELLS if c not in GAPS]
 BROKEN = [(p, d, b) for p, d in REACHES for b in breaks(d)]
@@ -430,11 +444,14 @@ def reader_cut(declarer: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
     """The declarer's reader hands the rules no group: its kind's extractor with every
     template's group dropped; for pods naming a Volcano PodGroup (no kind of their own),
     the gang they form in the checked manifests; for pods naming a Workload API group, the
-    reading of their reference alone (the Volcano annotation still read)."""
+    reading of their reference alone (the Volcano annotation still read); for a Kueue plain
+    pod group, the reading of its label."""
     if declarer == "volcano-podgroup":
         monkeypatch.setattr(namedgangs, "leader_worker_gang", lambda *a, **k: None)
     elif declarer == "workload-api":
         monkeypatch.setattr(namedgangs, "workload_reference", lambda *a, **k: None)
+    elif declarer == "kueue-pods":
+        monkeypatch.setattr(namedgangs, "KUEUE_GROUP", "kueue.x-k8s.io/not-read")
     else:
         spec = kinds.kind_spec(manifests(declarer)[0])
         assert spec is not None

@@ -1,5 +1,6 @@
 """Workloads of a manifest set whose pods name one gang (issue 39): a Volcano PodGroup (the
-``scheduling.k8s.io/group-name`` or ``scheduling.volcano.sh/group-name`` annotation) or a
+``scheduling.k8s.io/group-name`` or ``scheduling.volcano.sh/group-name`` annotation), a
+Kueue plain pod group (bare Pods labelled ``kueue.x-k8s.io/pod-group-name``) or a
 Kubernetes Workload API group (``spec.workloadRef``, 1.35; ``spec.schedulingGroup``, 1.36
 on: rules/workloadapi.py). Neither is an object of the workloads' own, so `lint` groups
 them by the name their pods carry (discovery.ManifestSet.podgroups), one engine when their
@@ -19,7 +20,12 @@ from dataclasses import replace
 from typing import Any
 
 from preflight_operator.core.rules.crdgroups import leader_worker_gang, replica_count
-from preflight_operator.core.rules.groups import VOLCANO_GROUP, VOLCANO_GROUP_OWN, _text
+from preflight_operator.core.rules.groups import (
+    KUEUE_GROUP,
+    VOLCANO_GROUP,
+    VOLCANO_GROUP_OWN,
+    _text,
+)
 from preflight_operator.core.rules.template import GroupMember, PodTemplate, dig
 from preflight_operator.core.rules.workloadapi import reference as workload_reference
 
@@ -34,14 +40,23 @@ _PODGROUP_HOLDERS = {
 
 
 def _gang_named(pod: Mapping[str, Any]) -> str:
-    """The gang a pod names, as a message says it: a Volcano PodGroup (its annotation), or
-    a Kubernetes Workload API group (``spec.workloadRef``, 1.35; ``spec.schedulingGroup``,
-    1.36 on: rules/workloadapi.py); "" when it names none, or a reference not usable."""
+    """The gang a pod names, as a message says it: a Volcano PodGroup (its annotation), a
+    Kueue plain pod group (a bare Pod's label), or a Kubernetes Workload API group
+    (``spec.workloadRef``, 1.35; ``spec.schedulingGroup``, 1.36 on: rules/workloadapi.py);
+    "" when it names none, or a reference not usable."""
     notes = dig(pod, ("metadata", "annotations"))
     if isinstance(notes, Mapping):
         name = _text(notes.get(VOLCANO_GROUP)) or _text(notes.get(VOLCANO_GROUP_OWN))
         if name:
             return f"Volcano PodGroup {name!r}"
+    labels = dig(pod, ("metadata", "labels"))
+    if isinstance(labels, Mapping) and pod.get("kind") == "Pod":
+        # Kueue's plain pod groups: pods the user labels with one group name (kueue
+        # pkg/controller/jobs/pod; groups.pod_group reads the same label), no object of
+        # their own until Kueue makes the Workload
+        name = _text(labels.get(KUEUE_GROUP))
+        if name:
+            return f"Kueue pod group {name!r}"
     ref = workload_reference(pod)
     if ref is None or ref.problem or not ref.name:
         return ""
