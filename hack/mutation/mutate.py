@@ -13,7 +13,7 @@ mutants; these are the defects the modules' docstrings say they prevent.
     .venv/bin/python hack/mutation/mutate.py decoding   # those whose id starts with it
 
 Run from the repository root with the test environment (`make venv`). The file is always
-restored, also on Ctrl-C. Not part of `make test` (about 5 minutes).
+restored, also on Ctrl-C. Not part of `make test` (about a minute on a quiet machine).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 OP = "operator/preflight_operator/core"
 CT = "initcontainer/preflight_contract"
 PLAN_TESTS = ("tests/unit/test_vllm_args.py", "tests/unit/test_gpu_count.py")
+GANG_TESTS = ("tests/unit/test_gangindex.py", "tests/unit/test_gang_paths.py")
 SHELL_TESTS = ("tests/unit/test_shell.py", "tests/unit/test_shell_launchers.py",
                "tests/unit/test_shrun.py")  # fmt: skip
 
@@ -145,6 +146,33 @@ MUTANTS = (
       "        if ch == opener:\n            depth += 1",
       "        if False:\n            depth += 1",
       SHELL_TESTS, "a nested $( ( ) ) ends at its first closer"),
+    # -- named gangs in a cluster (issue 39): grouped as observed, never a denial on them
+    M("gang-revision-not-bumped", f"{OP}/gangindex.py",
+      "                held.revision += 1  # a member joined or changed",
+      "                pass  # a member joined or changed",
+      GANG_TESTS, "a member joining leaves the others' memo keys as they were"),
+    M("gang-status-counts", f"{OP}/gangindex.py",
+      "            digest = rule_inputs_digest(body)",
+      "            digest = repr(body).encode()",
+      GANG_TESTS, "a status update counts as a change of the gang"),
+    M("gang-observed-denies", f"{OP}/rules/engine.py",
+      "    if group is not None and group.observed and finding.id.startswith(GANG_RULE_PREFIX):",
+      "    if False:",
+      GANG_TESTS, "a group failure on members as last seen denies (a rollout half applied)"),
+    M("gang-owned-pod-joins", f"{OP}/rules/namedgangs.py",
+      "    if lookup is None or found is None or not namespace or _controlled(obj):",
+      "    if lookup is None or found is None or not namespace:",
+      GANG_TESTS, "a pod its controller made joins its own controller's gang"),
+    M("gang-worker-not-judged", f"{OP}/rules/engine.py",
+      "        if template.gang_leader is not None and len(results) > first:",
+      "        if False:",
+      GANG_TESTS, "a worker met alone gets no group finding (only its leader would)"),
+    # -- the vLLM release of an unknown image (issue 38)
+    M("version-unknown-newest-only", f"{OP}/rules/vllmversion.py",
+      "    refusing = [i for i in RECENT if i not in having]",
+      "    refusing = [i for i in RECENT[-1:] if i not in having]",
+      ("tests/unit/test_vllm_versions.py",),
+      "an unknown image judged by the newest release alone, not the year's"),
 )  # fmt: skip
 
 
