@@ -187,16 +187,16 @@ def args_unknown(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
                 (Input(ARGV, "the vLLM options", EXACT),),
             )
         elif verdict.doubt:
-            doubts.append(f"{name} ({verdict.detail})")
+            doubts.append(f"{name}: {verdict.detail}")
     if doubts:
         taken = (
             ""
             if version.known or version.newest
-            else f" (taken as a release of the year up to {NEWEST}: {RECENT_TEXT})"
+            else f" (taken as one of the year's releases up to {NEWEST}: {RECENT_TEXT})"
         )
         yield RULE_INFO["vllm-args-version"].finding(
-            f"{version.why}: the image's vLLM release is not known here{taken}, and some "
-            f"releases refuse {'; '.join(doubts[:5])}"
+            f"{version.why}: its vLLM release is not known here{taken}, and a release it "
+            f"may be refuses an option: {'; '.join(doubts[:5])}"
             + (f"; and {len(doubts) - 5} more" if len(doubts) > 5 else ""),
             ctx.command_path,
             "use a release tag of vLLM's image (vllm/vllm-openai:vX.Y.Z), or check that "
