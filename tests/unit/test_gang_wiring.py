@@ -328,3 +328,54 @@ def test_mutation_cutting_the_gang_path_in_crdgroups_loses_the_finding(
     monkeypatch.setattr(kinds, "leader_worker_gang", lambda *a, **k: None)
     monkeypatch.setattr(namedgangs, "leader_worker_gang", lambda *a, **k: None)
     assert [rule for rule, _ in set_findings(objs) if rule in GROUP_RULES] == []
+
+
+# -- upstream examples of gangs named from bare pods, running vLLM (NOT UPSTREAM: groups/vllm)
+
+
+def corpus_all(name: str) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all((GROUPS / name).read_text()) if d]
+
+
+@pytest.mark.parametrize("name", ["kueue-pod-group-vllm.yaml", "volcano-podgroup-vllm.yaml"])
+def test_bare_pods_of_an_upstream_gang_example_are_one_engine_and_pass(name: str) -> None:
+    """Kueue's pod group example (two pods created with one generateName) and Volcano's
+    PodGroup with two pods naming it, each pod running vLLM: one engine of TP 8 over
+    --nnodes 2, 4 GPUs a pod. Expected before running: both pods judged, no finding."""
+    objs = corpus_all(name)
+    results = check_objects(objs)
+    assert len(results) == 2
+    assert [(f.id, f.severity) for r in results for f in r.findings] == []
+    # grouped (not two engines judged alone): the worker at TP 4 is the group rule's failure
+    pods = [o for o in objs if o["kind"] == "Pod"]
+    worker = next(o for o in pods if "--headless" in o["spec"]["containers"][0]["command"])
+    command = worker["spec"]["containers"][0]["command"]
+    command[command.index("--tensor-parallel-size") + 1] = "4"
+    found = [(f.id, f.severity) for r in check_objects(objs) for f in r.findings]
+    assert ("lws-args-mismatch", "fail") in found
+
+
+def test_pods_of_one_generate_name_are_two_members() -> None:
+    """Unnamed pods (generateName) are told apart by their place in the manifests; the
+    webhook meets them unnamed too (the API server names them after admission)."""
+    objs = corpus_all("kueue-pod-group-vllm.yaml")
+    results = check_objects(objs)
+    for obj in objs:
+        (template,) = kinds.pod_templates(obj, None)
+        assert template.name == "<unnamed>"
+    assert {r.name for r in results} == {"<unnamed>"}
+
+
+def test_the_derived_examples_keep_the_upstream_objects() -> None:
+    """NOT UPSTREAM means only the containers (and, for Volcano, the pods) were written
+    here: Kueue's pods keep their metadata, Volcano's PodGroup is the upstream one."""
+
+    def upstream(name: str) -> list[dict[str, Any]]:
+        return [d for d in yaml.safe_load_all((GROUPS.parent / name).read_text()) if d]
+
+    derived = corpus_all("kueue-pod-group-vllm.yaml")
+    assert [d["metadata"] for d in derived] == [
+        d["metadata"] for d in upstream("kueue-pod-group.yaml")
+    ]
+    (podgroup,) = upstream("volcano-podgroup.yaml")
+    assert corpus_all("volcano-podgroup-vllm.yaml")[0] == podgroup

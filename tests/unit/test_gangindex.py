@@ -193,3 +193,24 @@ def test_a_pod_its_controller_made_is_not_grouped_from_the_cluster() -> None:
     del bare["metadata"]["ownerReferences"]
     results = check_object(bare, lookup=ClusterLookup(object=index.lookup))
     assert any(f.id == "lws-args-mismatch" for r in results for f in r.findings), MODEL
+
+
+def test_a_pod_created_with_generate_name_is_grouped_at_admission() -> None:
+    """Kueue's own pod group example creates its pods with generateName: the webhook meets
+    each one unnamed (the API server names it after admission), and groups it all the same
+    with the members observed (named by then)."""
+    index: GangIndex[str] = GangIndex()
+    labels = {"kueue.x-k8s.io/pod-group-name": "sample-group"}
+
+    def pod(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+        meta = {"name": name} if name else {"generateName": "sample-pod-"}
+        return {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {**meta, "namespace": NS, "labels": labels}, "spec": spec}  # fmt: skip
+
+    lead = pod("sample-pod-x7k2p", leader(tp=8))
+    index.note(key(lead), "Pod", lead)
+    results = check_object(pod("", worker("1", tp=4)), lookup=ClusterLookup(object=index.lookup))
+    said = [(f.id, f.severity, f.message) for r in results for f in r.findings]
+    mismatch = [m for i, s, m in said if i == "lws-args-mismatch"]
+    assert mismatch, said
+    assert mismatch[0].startswith("Pod/sample-pod-x7k2p, the leader of its gang")

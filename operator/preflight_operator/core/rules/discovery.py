@@ -45,6 +45,9 @@ class ManifestSet:
     podgroups: dict[tuple[str | None, str], list[tuple[str, GroupMember]]] = field(
         default_factory=dict
     )
+    # the member label of each object naming a gang (by id): unique within the set, so two
+    # pods created with one generateName are two members
+    gang_labels: dict[int, str] = field(default_factory=dict)
 
     def with_gang(
         self,
@@ -61,8 +64,11 @@ class ManifestSet:
         members = self.podgroups.get((template.namespace, found[0]), [])
         cluster = cluster_gang_members(obj, template.namespace, members, lookup)
         if cluster is not None:
-            return with_podgroup_gang(template, found[0], *cluster, cluster=True)
-        return with_podgroup_gang(template, found[0], members)
+            return with_podgroup_gang(template, found[0], *cluster, cluster=True,
+                                      label=self.gang_labels.get(id(obj), found[1]))  # fmt: skip
+        return with_podgroup_gang(
+            template, found[0], members, label=self.gang_labels.get(id(obj), found[1])
+        )
 
     @classmethod
     def of(cls, objects: Iterable[Mapping[str, Any]], default_namespace: str | None) -> ManifestSet:
@@ -72,7 +78,12 @@ class ManifestSet:
             member = podgroup_member(obj)
             if member is not None:
                 key = (meta(obj, default_namespace)[1], member[0])
-                found.podgroups.setdefault(key, []).append(member[1:])
+                held = found.podgroups.setdefault(key, [])
+                label = member[1]
+                if label.endswith(">"):  # unnamed (generateName): one member per object
+                    label = f"{label}#{len(held) + 1}"
+                found.gang_labels[id(obj)] = label
+                held.append((label, member[2]))
             worker = ray_worker_member(obj)
             if worker is not None:
                 found.ray_workers.setdefault(meta(obj, default_namespace)[1], []).append(worker)

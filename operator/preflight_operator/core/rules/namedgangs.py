@@ -131,6 +131,17 @@ def cluster_gang_members(
     return out, f"the workloads naming {gang} that the operator has seen"
 
 
+def _name(obj: Mapping[str, Any]) -> str:
+    """How a member is named: its name, else its generateName marked as such (Kueue's own
+    pod group example creates its pods with ``generateName``: the API server names them
+    after admission, so the webhook meets them unnamed)."""
+    name = _text(dig(obj, ("metadata", "name")))
+    if name:
+        return name
+    generated = _text(dig(obj, ("metadata", "generateName")))
+    return f"{generated}<generated>" if generated else "<unnamed>"
+
+
 def podgroup_member(obj: Mapping[str, Any]) -> tuple[str, str, GroupMember] | None:
     """(the gang its pods name, ``Kind/name``, its pods as a member) of a Pod,
     Deployment, StatefulSet, ReplicaSet or Job whose pods name a Volcano PodGroup
@@ -149,7 +160,7 @@ def podgroup_member(obj: Mapping[str, Any]) -> tuple[str, str, GroupMember] | No
         return None
     count = 1 if count_path is None else replica_count(dig(obj, count_path.split(".")))
     path = f"{base}.spec" if base else "spec"
-    label = f"{obj.get('kind')}/{_text(dig(obj, ('metadata', 'name')))}"
+    label = f"{obj.get('kind')}/{_name(obj)}"
     return name, label, GroupMember(spec, path, count, count_path or "metadata.name")
 
 
@@ -160,6 +171,7 @@ def with_podgroup_gang(
     where: str = "",
     *,
     cluster: bool = False,
+    label: str = "",
 ) -> PodTemplate:
     """A workload's template grouped with the other workloads of the checked manifests
     whose pods name the same gang (a Volcano PodGroup, a Workload API group), when their
@@ -168,7 +180,7 @@ def with_podgroup_gang(
     index variable (neither numbers a pod). The template as it is otherwise."""
     if template.group is not None or template.generic:
         return template
-    label = f"{template.kind}/{template.name}"
+    label = label or f"{template.kind}/{template.name}"
     mine = [i for i, (who, m) in enumerate(members) if who == label and m.path == template.path]
     if len(mine) != 1:
         return template
