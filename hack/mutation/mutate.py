@@ -164,7 +164,7 @@ MUTANTS = (
       "    if lookup is None or found is None or not namespace:",
       GANG_TESTS, "a pod its controller made joins its own controller's gang"),
     M("gang-worker-not-judged", f"{OP}/rules/engine.py",
-      "        if template.gang_leader is not None and len(results) > first:",
+      "        if template.gang_leader is not None and mine:",
       "        if False:",
       GANG_TESTS, "a worker met alone gets no group finding (only its leader would)"),
     # -- the vLLM release of an unknown image (issue 38)

@@ -9,6 +9,7 @@ from typing import Any
 
 from preflight_operator.core.rules.kinds import pod_templates
 from preflight_operator.core.rules.namedgangs import (
+    UNNAMED,
     cluster_gang_members,
     podgroup_member,
     with_podgroup_gang,
@@ -62,13 +63,11 @@ class ManifestSet:
         if found is None:
             return template
         members = self.podgroups.get((template.namespace, found[0]), [])
+        label = self.gang_labels.get(id(obj), found[1])
         cluster = cluster_gang_members(obj, template.namespace, members, lookup)
         if cluster is not None:
-            return with_podgroup_gang(template, found[0], *cluster, cluster=True,
-                                      label=self.gang_labels.get(id(obj), found[1]))  # fmt: skip
-        return with_podgroup_gang(
-            template, found[0], members, label=self.gang_labels.get(id(obj), found[1])
-        )
+            return with_podgroup_gang(template, found[0], cluster, label, cluster=True)
+        return with_podgroup_gang(template, found[0], members, label)
 
     @classmethod
     def of(cls, objects: Iterable[Mapping[str, Any]], default_namespace: str | None) -> ManifestSet:
@@ -80,7 +79,7 @@ class ManifestSet:
                 key = (meta(obj, default_namespace)[1], member[0])
                 held = found.podgroups.setdefault(key, [])
                 label = member[1]
-                if label.endswith(">"):  # unnamed (generateName): one member per object
+                if label.endswith(UNNAMED):  # unnamed (generateName): one member per object
                     label = f"{label}#{len(held) + 1}"
                 found.gang_labels[id(obj)] = label
                 held.append((label, member[2]))

@@ -195,28 +195,35 @@ def _check_object(
         if template.invalid is not None:  # the kind's CRD rejects it (rules.template)
             results.append(_invalid(template, *template.invalid))
             continue
-        first = len(results)
-        for key, i, container in running_containers(template.spec):
-            label = _label(template, container, f"{key}[{i}]")
-            try:
-                result = _check_container(
-                    template,
-                    container=container,
-                    field=f"{key}[{i}]",
-                    label=label,
-                    manifests=manifests,
-                    lookup=lookup,
-                    policy=policy,
-                )
-            except Exception as exc:
-                result = _crashed(template.kind, template.name, template.namespace, label, exc)
-            if result is not None:
-                results.append(result)
-        if template.gang_leader is not None and len(results) > first:
+        mine = _check_containers(template, manifests, lookup, policy)
+        if template.gang_leader is not None and mine:
             judged = _gang_findings(template.gang_leader, manifests, lookup, policy)
-            if judged:
-                mine = results[first]
-                results[first] = dataclasses.replace(mine, findings=(*mine.findings, *judged))
+            mine[0] = dataclasses.replace(mine[0], findings=(*mine[0].findings, *judged))
+        results += mine
+    return results
+
+
+def _check_containers(
+    template: PodTemplate, manifests: ManifestSet, lookup: ClusterLookup, policy: Policy
+) -> list[ContainerResult]:
+    """One result per vLLM container of ``template``; a rule that crashes is a finding."""
+    results: list[ContainerResult] = []
+    for key, i, container in running_containers(template.spec):
+        label = _label(template, container, f"{key}[{i}]")
+        try:
+            result = _check_container(
+                template,
+                container=container,
+                field=f"{key}[{i}]",
+                label=label,
+                manifests=manifests,
+                lookup=lookup,
+                policy=policy,
+            )
+        except Exception as exc:
+            result = _crashed(template.kind, template.name, template.namespace, label, exc)
+        if result is not None:
+            results.append(result)
     return results
 
 
@@ -225,22 +232,16 @@ def _gang_findings(
 ) -> tuple[Finding, ...]:
     """The group rules' findings on a gang's leader, for a worker met alone (a pod naming
     a PodGroup at admission: rules.namedgangs): the rules that judge a group run on its
-    leader, and the object under review is the one that completes the gang."""
-    found: list[Finding] = []
-    for key, i, container in running_containers(leader.spec):
-        label = _label(leader, container, f"{key}[{i}]")
-        try:
-            result = _check_container(
-                leader, container=container, field=f"{key}[{i}]", label=label,
-                manifests=manifests, lookup=lookup, policy=policy,
-            )  # fmt: skip
-        except Exception:  # the leader's own review reports its crash
-            continue
-        for f in result.findings if result is not None else ():
-            if f.id.startswith(GANG_RULE_PREFIX):
-                said = f"{leader.kind}/{leader.name}, the leader of its gang: {f.message}"
-                found.append(dataclasses.replace(f, message=said))
-    return tuple(found)
+    leader, and the object under review is the one that completes the gang. A crash on the
+    leader is the leader's own review's to report."""
+    return tuple(
+        dataclasses.replace(
+            f, message=f"{leader.kind}/{leader.name}, the leader of its gang: {f.message}"
+        )
+        for result in _check_containers(leader, manifests, lookup, policy)
+        for f in result.findings
+        if f.id.startswith(GANG_RULE_PREFIX)
+    )
 
 
 def _resolver(

@@ -102,10 +102,10 @@ def cluster_gang_members(
     namespace: str | None,
     members: list[tuple[str, GroupMember]],
     lookup: Callable[[str, str, str], Mapping[str, Any] | None] | None,
-) -> tuple[list[tuple[str, GroupMember]], str] | None:
+) -> list[tuple[str, GroupMember]] | None:
     """``members`` (those of the checked manifests) with ``obj`` and the workloads the
-    cluster lookup has seen naming the same gang, and where they came from; None when there
-    is no lookup, ``obj`` names no gang or is a pod its controller made. The object under
+    cluster lookup has seen naming the same gang; None when there is no lookup, ``obj``
+    names no gang or is a pod its controller made. The object under
     review wins over the lookup's copy of it (an UPDATE); what the manifests hold wins over
     the cluster's (lint with a cluster). Hostile: at most MAX_CLUSTER_MEMBERS items, each
     read by ``podgroup_member`` as any manifest is."""
@@ -128,7 +128,12 @@ def cluster_gang_members(
             continue
         seen.add(other[1])
         out.append(other[1:])
-    return out, f"the workloads naming {gang} that the operator has seen"
+    return out
+
+
+# how a member without a name is named (``_name``): told apart in a manifest set by its place
+# (discovery.ManifestSet.of)
+UNNAMED = ("<generated>", "<unnamed>")
 
 
 def _name(obj: Mapping[str, Any]) -> str:
@@ -139,14 +144,14 @@ def _name(obj: Mapping[str, Any]) -> str:
     if name:
         return name
     generated = _text(dig(obj, ("metadata", "generateName")))
-    return f"{generated}<generated>" if generated else "<unnamed>"
+    return f"{generated}{UNNAMED[0]}" if generated else UNNAMED[1]
 
 
 def podgroup_member(obj: Mapping[str, Any]) -> tuple[str, str, GroupMember] | None:
     """(the gang its pods name, ``Kind/name``, its pods as a member) of a Pod,
     Deployment, StatefulSet, ReplicaSet or Job whose pods name a Volcano PodGroup
-    (``scheduling.k8s.io/group-name`` or ``scheduling.volcano.sh/group-name``) or a
-    Kubernetes Workload API group (``_gang_named``); None else."""
+    (``scheduling.k8s.io/group-name`` or ``scheduling.volcano.sh/group-name``), a Kueue plain
+    pod group or a Kubernetes Workload API group (``_gang_named``); None else."""
     holder = _PODGROUP_HOLDERS.get(str(obj.get("kind")))
     if holder is None or str(obj.get("apiVersion", "")) not in ("v1", "apps/v1", "batch/v1"):
         return None
@@ -168,23 +173,27 @@ def with_podgroup_gang(
     template: PodTemplate,
     podgroup: str,
     members: list[tuple[str, GroupMember]],
-    where: str = "",
+    label: str,
     *,
     cluster: bool = False,
-    label: str = "",
 ) -> PodTemplate:
-    """A workload's template grouped with the other workloads of the checked manifests
-    whose pods name the same gang (a Volcano PodGroup, a Workload API group), when their
-    vLLM makes them one engine (``leader_worker_gang``). Estimated: other pods outside the
-    checked files may name it too, so a failure resting on the pod count is a warning. No
-    index variable (neither numbers a pod). The template as it is otherwise."""
+    """A workload's template (its member ``label``) grouped with the other workloads whose
+    pods name the same gang (a Volcano PodGroup, a Kueue plain pod group, a Workload API
+    group): those of the checked manifests, or with ``cluster`` those the operator has seen
+    (``cluster_gang_members``), when their vLLM makes them one engine
+    (``leader_worker_gang``). Estimated: other pods may name it too, so a failure resting on
+    the pod count is a warning. No index variable (none numbers a pod). The template as it
+    is otherwise."""
     if template.group is not None or template.generic:
         return template
-    label = label or f"{template.kind}/{template.name}"
     mine = [i for i, (who, m) in enumerate(members) if who == label and m.path == template.path]
     if len(mine) != 1:
         return template
-    where = where or f"the pods naming {podgroup} in the checked manifests"
+    where = (
+        f"the workloads naming {podgroup} that the operator has seen"
+        if cluster
+        else f"the pods naming {podgroup} in the checked manifests"
+    )
     gang = leader_worker_gang(members, where, {})
     if gang is None:
         return template
