@@ -148,8 +148,8 @@ MUTANTS = (
       SHELL_TESTS, "a nested $( ( ) ) ends at its first closer"),
     # -- named gangs in a cluster (issue 39): grouped as observed, never a denial on them
     M("gang-revision-not-bumped", f"{OP}/gangindex.py",
-      "                held.revision += 1  # a member joined or changed",
-      "                pass  # a member joined or changed",
+      "                held.revision += 1  # joined or changed",
+      "                pass  # joined or changed",
       GANG_TESTS, "a member joining leaves the others' memo keys as they were"),
     M("gang-status-counts", f"{OP}/gangindex.py",
       "            digest = rule_inputs_digest(body)",

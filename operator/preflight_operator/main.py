@@ -25,7 +25,7 @@ from preflight_operator.core.analysis import RulesAnalyser
 from preflight_operator.core.loadtime import LoadSummary
 from preflight_operator.core.modelcache import ModelCache, load_model_sources
 from preflight_operator.core.operatorconfig import ConfigError, load_config
-from preflight_operator.core.rules import GANG_MEMBERS, ClusterLookup
+from preflight_operator.core.rules import ClusterLookup
 from preflight_operator.handlers import register
 from preflight_operator.runtime import metrics, podfeed
 from preflight_operator.runtime.api import KubeApi
@@ -85,8 +85,9 @@ def build(options: RunOptions) -> tuple[kopf.OperatorRegistry, kopf.Memo, Contro
             )
 
     def referenced(namespace: str, kind: str, name: str) -> Mapping[str, Any] | None:
-        if kind == GANG_MEMBERS:  # the workloads naming one gang, as observed (issue 39)
-            return controller.gangs.lookup(namespace, kind, name)
+        gang = controller.gangs.lookup(namespace, kind, name)  # GANG_MEMBERS (issue 39)
+        if gang is not None:
+            return gang
         reflector = claims.get(kind)
         if reflector is None:
             return None

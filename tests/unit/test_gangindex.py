@@ -12,6 +12,7 @@ from typing import Any
 
 from test_gang_paths import enforce, gpuvalidations, manifests, said
 from test_gang_wiring import MODEL, leader, worker
+from test_rules_support import deployment as rules_deployment
 
 from preflight_operator.core import gangindex
 from preflight_operator.core.gangindex import GangIndex
@@ -25,19 +26,10 @@ VOLCANO = "scheduling.k8s.io/group-name"
 def deployment(name: str, spec: dict[str, Any], gang: str = "vllm-pg") -> dict[str, Any]:
     """A Deployment of one pod naming a Volcano PodGroup (as a leader's and a worker's
     Deployment of one engine do, scheduled together by Volcano)."""
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": NS},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}, "annotations": {VOLCANO: gang}},
-                "spec": {**spec, "schedulerName": "volcano"},
-            },
-        },
-    }
+    obj = rules_deployment({**spec, "schedulerName": "volcano"}, name, NS)
+    obj["spec"]["replicas"] = 1
+    obj["spec"]["template"]["metadata"] = {"annotations": {VOLCANO: gang}}
+    return obj
 
 
 def gpus(spec: dict[str, Any], count: int) -> dict[str, Any]:

@@ -1,5 +1,5 @@
-"""The workloads whose pods name one gang (issue 39): a Volcano PodGroup or a Kubernetes
-Workload API group, which no object of the workloads' own declares.
+"""The workloads whose pods name one gang (issue 39): a Volcano PodGroup, a Kueue plain pod
+group or a Kubernetes Workload API group, which no object of the workloads' own declares.
 
 ``lint`` groups such workloads within a manifest set (rules.namedgangs). In a cluster the
 other members arrive one by one: a leader's StatefulSet, then its workers'; two bare pods
@@ -42,7 +42,9 @@ class Member(Generic[K]):
     kind: K
     body: Mapping[str, Any]
     digest: bytes
-    extra: Mapping[str, Any] = field(default_factory=dict)  # how the caller observed it
+    # observed as a workload of injected pods (the controller's pod-level opt-in): it is
+    # observed again the same way
+    has_injected_pods: bool = False
 
 
 @dataclass
@@ -56,7 +58,9 @@ class GangIndex(Generic[K]):
         self._gangs: dict[GangKey, _Gang[K]] = {}
         self._of: dict[Key, GangKey] = {}
 
-    def note(self, key: Key, kind: K, body: Mapping[str, Any], **extra: Any) -> list[Member[K]]:
+    def note(
+        self, key: Key, kind: K, body: Mapping[str, Any], *, has_injected_pods: bool = False
+    ) -> list[Member[K]]:
         """``body`` (typed: apiVersion and kind) observed for workload ``key``; returns the
         other members of every gang that changed, to be observed again."""
         gang = rules.gang_named(body)
@@ -73,11 +77,12 @@ class GangIndex(Generic[K]):
             if before is None and len(held.members) >= MAX_MEMBERS:
                 return self._others(key, changed)
             if before is None or before.digest != digest:
-                held.members[key] = Member(kind, body, digest, dict(extra))
+                held.members[key] = Member(kind, body, digest, has_injected_pods)
                 self._of[key] = wanted
+                held.revision += 1  # joined or changed (a member leaving: _drop)
                 changed.append(wanted)
-            else:
-                before.body, before.extra = body, dict(extra)  # the newest copy, same inputs
+            else:  # the newest copy, the same rule inputs
+                before.body, before.has_injected_pods = body, has_injected_pods
         return self._others(key, changed)
 
     def forget(self, key: Key) -> list[Member[K]]:
@@ -120,12 +125,10 @@ class GangIndex(Generic[K]):
             del self._gangs[gang]
 
     def _others(self, key: Key, changed: list[GangKey]) -> list[Member[K]]:
-        out: list[Member[K]] = []
-        for gang in changed:
-            held = self._gangs.get(gang)
-            if held is None:
-                continue
-            if gang == self._of.get(key) and key in held.members:
-                held.revision += 1  # a member joined or changed (a drop counted in _drop)
-            out += [m for k, m in held.members.items() if k != key]
-        return out
+        """The members of the ``changed`` gangs other than ``key``."""
+        return [
+            m
+            for gang in changed
+            for k, m in (self._gangs[gang].members.items() if gang in self._gangs else ())
+            if k != key
+        ]

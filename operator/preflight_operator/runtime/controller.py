@@ -232,7 +232,7 @@ class Controller:
         for member in others:
             self.observe_workload(
                 member.kind, member.body, False,
-                has_injected_pods=bool(member.extra.get("has_injected_pods")),
+                has_injected_pods=member.has_injected_pods,
             )  # fmt: skip
 
     def _observed(
