@@ -90,6 +90,24 @@ def test_a_workload_that_stops_naming_the_gang_leaves_it() -> None:
     assert index.revision(key(lead)) == 0  # names no gang
 
 
+def test_members_are_observed_again_only_where_a_group_may_change() -> None:
+    """The rules group at most GANG_OBJECTS members; a third member's arrival ends a group
+    of two (the two are observed again), a fourth and later ones change nothing for the
+    others: 32 members arriving cost 3 re-observations, not 496. Leaving, the same: only
+    from 3 members down may a group form."""
+    index: GangIndex[str] = GangIndex()
+    again = []
+    for i in range(gangindex.MAX_MEMBERS):
+        obj = deployment(f"w{i}", worker("1"))
+        again.append(len(index.note(key(obj), "Deployment", obj)))
+    assert again[:4] == [0, 1, 2, 0]
+    assert sum(again) == 3
+    names = [f"w{i}" for i in range(gangindex.MAX_MEMBERS)]
+    gone = [len(index.forget((NS, "Deployment", n))) for n in names[:-1]]
+    assert gone[-3:] == [0, 2, 1]  # 4 -> 3: no group either way; 3 -> 2, 2 -> 1: may form
+    assert sum(gone) == 3
+
+
 def test_a_gang_holds_at_most_max_members() -> None:
     index: GangIndex[str] = GangIndex()
     for i in range(gangindex.MAX_MEMBERS + 5):

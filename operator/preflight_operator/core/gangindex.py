@@ -65,11 +65,10 @@ class GangIndex(Generic[K]):
         other members of every gang that changed, to be observed again."""
         gang = rules.gang_named(body)
         wanted = (key[0], gang) if gang else None
-        changed: list[GangKey] = []
+        changed: list[tuple[GangKey, int]] = []  # (gang, its members before)
         old = self._of.get(key)
         if old is not None and old != wanted:
-            self._drop(key, old)
-            changed.append(old)
+            changed.append((old, self._drop(key, old)))
         if wanted is not None:
             held = self._gangs.setdefault(wanted, _Gang())
             before = held.members.get(key)
@@ -77,10 +76,11 @@ class GangIndex(Generic[K]):
             if before is None and len(held.members) >= MAX_MEMBERS:
                 return self._others(key, changed)
             if before is None or before.digest != digest:
+                count = len(held.members)
                 held.members[key] = Member(kind, body, digest, has_injected_pods)
                 self._of[key] = wanted
                 held.revision += 1  # joined or changed (a member leaving: _drop)
-                changed.append(wanted)
+                changed.append((wanted, count))
             else:  # the newest copy, the same rule inputs
                 before.body, before.has_injected_pods = body, has_injected_pods
         return self._others(key, changed)
@@ -91,8 +91,7 @@ class GangIndex(Generic[K]):
         old = self._of.get(key)
         if old is None:
             return []
-        self._drop(key, old)
-        return self._others(key, [old])
+        return self._others(key, [(old, self._drop(key, old))])
 
     def revision(self, key: Key) -> int:
         """The revision of ``key``'s gang (0 when it names none): part of its memo key."""
@@ -114,21 +113,30 @@ class GangIndex(Generic[K]):
     def __len__(self) -> int:
         return len(self._of)
 
-    def _drop(self, key: Key, gang: GangKey) -> None:
+    def _drop(self, key: Key, gang: GangKey) -> int:
+        """Drops ``key`` from ``gang``; how many members the gang had before."""
         held = self._gangs.get(gang)
         self._of.pop(key, None)
         if held is None:
-            return
+            return 0
+        count = len(held.members)
         held.members.pop(key, None)
         held.revision += 1
         if not held.members:
             del self._gangs[gang]
+        return count
 
-    def _others(self, key: Key, changed: list[GangKey]) -> list[Member[K]]:
-        """The members of the ``changed`` gangs other than ``key``."""
+    def _others(self, key: Key, changed: list[tuple[GangKey, int]]) -> list[Member[K]]:
+        """The members other than ``key`` of the gangs that changed, each with the count of
+        members it had before the change, where their verdicts may change: the rules group
+        at most ``rules.GANG_OBJECTS`` members, so a gang over that before and after had no
+        group either time. Past that, observing the others again would only cost: n members
+        arriving one by one would be n x n / 2 analyses (496 for 32), not n."""
+        limit = rules.GANG_OBJECTS
         return [
             m
-            for gang in changed
-            for k, m in (self._gangs[gang].members.items() if gang in self._gangs else ())
+            for gang, before in changed
+            if gang in self._gangs and min(before, len(self._gangs[gang].members)) <= limit
+            for k, m in self._gangs[gang].members.items()
             if k != key
         ]

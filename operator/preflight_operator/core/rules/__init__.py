@@ -46,7 +46,8 @@ What the rest of the operator reads of the rules' own knowledge (each from its m
     crdgroups: KTHENA_ENTRY_ENV, KTHENA_INDEX_ENV, KTHENA_SIZE_ENV; podgroup_path(namespace,
         name), podgroup_min_member(obj, name, namespace)
     namedgangs: gang_named(obj) (the Volcano PodGroup or Workload API gang a workload's
-        pods name), GANG_MEMBERS (the ClusterLookup.object kind that lists its members)
+        pods name), GANG_MEMBERS (the ClusterLookup.object kind that lists its members);
+        crdgroups.GANG_OBJECTS (the most members such a gang groups)
     workloadapi (a pod's Workload API gang): WORKLOAD_API_GROUP (GROUP),
         workload_reference(pod) (reference), workload_version_to_read(ref, served)
         (version_to_read), workload_object_path(ref, version, namespace) (object_path),
@@ -68,6 +69,7 @@ from preflight_operator.core.rules.boundedyaml import Refused as YamlRefused
 from preflight_operator.core.rules.boundedyaml import check as check_yaml
 from preflight_operator.core.rules.boundedyaml import inline as inline_yaml
 from preflight_operator.core.rules.crdgroups import (
+    GANG_OBJECTS,
     KTHENA_ENTRY_ENV,
     KTHENA_INDEX_ENV,
     KTHENA_SIZE_ENV,
@@ -135,6 +137,7 @@ __all__ = [
     "DEFAULT_SHM_MIN_BYTES",
     "FAIL",
     "GANG_MEMBERS",
+    "GANG_OBJECTS",
     "INFO",
     "JOBSET",
     "JOBSET_COORDINATOR",

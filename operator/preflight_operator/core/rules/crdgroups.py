@@ -174,6 +174,11 @@ def _node_rank(words: list[str]) -> str | None:
     return found
 
 
+# the most objects (templates) a gang read from its members' own vLLM has: a leader and one
+# worker template (leader_worker_gang); a gang of more forms no group
+GANG_OBJECTS = 2
+
+
 def leader_worker_gang(
     members: list[tuple[str, GroupMember]],
     where: str,
@@ -190,7 +195,7 @@ def leader_worker_gang(
     no single leader, a template that runs no vLLM) is None: the pods are judged one by
     one, as a Job's ``parallelism`` pods are (as often independent engines: batch
     inference)."""
-    if not 1 <= len(members) <= 2:
+    if not 1 <= len(members) <= GANG_OBJECTS:
         return None  # no single leader-worker shape: nothing read
     own = first or {}
     read = [(m, _engine_words(m.spec, m.path, {**env, **own.get(n, {})})) for n, m in members]
