@@ -11,6 +11,7 @@
 #     a second run builds nothing);
 #   - the source of the vLLM release the generated registry table names (its PyPI sdist's
 #     .py files, into the same cache), which the drift test regenerates the table from;
+#   - torch, in a virtualenv of its own in the same cache, for the gloo all-reduce test;
 #   - as root, with apt-get: buildah, debootstrap and dash (the image build and the shell
 #     oracle), containerd, runc and the CNI plugins (the real node), zsh and fish (the
 #     completion tests). Best effort: without
@@ -62,6 +63,12 @@ for version in 0.4.1 0.4.3 0.6.3 0.9.2 0.11.0; do
   python3 hack/vllm/fetch_source.py "$version" >/dev/null
 done
 say "vLLM 0.4.1-0.11.0 sources for the version table ($((SECONDS - t)) s)"
+
+# torch, in a virtualenv of its own, for the deep tier's gloo all-reduce test
+# (tests/fakedriver/test_check_group.py; dev/preflight_dev/testing/torchenv.py): about 3.5 GB
+# from PyPI the first time, then a stamp.
+t=$SECONDS
+say "torch: $("${PY:-.venv/bin/python}" -m preflight_dev.testing.torchenv) ($((SECONDS - t)) s)"
 
 # Shells for tests/unit/test_shell_completion.py (bash is always there).
 if ! command -v zsh >/dev/null || ! command -v fish >/dev/null; then

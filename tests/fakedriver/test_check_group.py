@@ -1,6 +1,6 @@
 """The whole checker in a group: three checker processes over the fake driver meet on
 127.0.0.1 after their local checks (as three pods of a LeaderWorkerSet would), and the
-deep tier's group all-reduce (gloo over CPU when torch is installed)."""
+deep tier's group all-reduce (gloo over CPU, with torch's own virtualenv)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from preflight_check import group_allreduce as ga
+from preflight_dev.testing import torchenv
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -139,23 +140,24 @@ def test_rank_orchestration_with_a_stand_in_worker() -> None:
     assert evidence["bus_bandwidth_gbps"] > 0
 
 
-def _has_torch() -> bool:
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-@pytest.mark.skipif(not _has_torch(), reason="torch is not installed: the gloo all-reduce needs it")
 def test_group_allreduce_over_gloo_across_three_members() -> None:
+    """The deep tier's all-reduce across three members over gloo (CPU), with real torch: the
+    ranks run with the python of torch's own virtualenv (preflight_dev.testing.torchenv,
+    made by hack/prepare_tests.sh), since the suite's has none."""
+    interpreter = torchenv.python()
+    if interpreter is None:
+        pytest.fail(
+            f"torch's virtualenv ({torchenv.venv_dir()}) is not made: run `make prepare` "
+            "(or `python -m preflight_dev.testing.torchenv`)"
+        )
+    command = [str(interpreter), *ga.worker_command()[1:]]
     lay = ga.layout({0: 0, 1: 0, 2: 0})
     port = free_port()
     deadline = time.monotonic() + 60
     out: dict[int, list[dict[str, Any]]] = {}
 
     def member(index: int) -> None:
-        out[index] = ga.run_ranks(lay, index, "127.0.0.1", port, deadline)
+        out[index] = ga.run_ranks(lay, index, "127.0.0.1", port, deadline, command=command)
 
     threads = [threading.Thread(target=member, args=(i,)) for i in range(3)]
     for t in threads:
