@@ -35,12 +35,32 @@ from preflight_operator.webhook import admissionreview
 from preflight_operator.webhook.webhookserver import WebhookServer
 
 logger = logging.getLogger(__name__)
+# How soon a start-up that could not reach the API server tries again: the readiness probe
+# waits for it, so a short delay is a replica ready sooner; one log line each time.
+START_RETRY_SECONDS = 5
 
 
 def configure(settings: kopf.OperatorSettings) -> None:
     settings.admission.managed = None
     settings.scanning.disabled = True  # no kopf watch: no CRD or namespace observer either
     settings.posting.enabled = False
+
+
+async def prime(watches: Watches, controller: Controller) -> None:
+    """The first reads of the cluster. An API server not reachable yet (a pod whose network
+    is still being set up, an API server restarting) is a TemporaryError: kopf runs the
+    start-up again and logs one line (an exception kopf does not know is logged with its
+    traceback and retried after 60 s). Nothing before this needs undoing on the retry: the
+    rules worker is made once (isolate() takes only a plain analyser)."""
+    try:
+        await watches.prime()
+        await controller.prime()
+    except (OSError, asyncio.TimeoutError) as err:
+        raise kopf.TemporaryError(
+            f"the Kubernetes API is not reachable yet ({err or type(err).__name__}); "
+            f"trying again in {START_RETRY_SECONDS} s",
+            delay=START_RETRY_SECONDS,
+        ) from None
 
 
 def register(registry: kopf.OperatorRegistry, options: RunOptions) -> None:
@@ -73,8 +93,7 @@ def register(registry: kopf.OperatorRegistry, options: RunOptions) -> None:
             worker.start()
             controller.analyser = worker
             memo.admission.use_analyser(worker)
-        await watches.prime()
-        await controller.prime()
+        await prime(watches, controller)
         await controller.start(workers=options.workers)
         watches.start()
         server = WebhookServer.configured(
