@@ -10,8 +10,10 @@
 #     -> ${VLLM_PREFLIGHT_CACHE:-~/.cache/vllm-preflight}/k8s-<next version>-<key>/bin
 #   build.sh tools           promtool, helm-docs (only the chart's tests need them)
 #     -> ${VLLM_PREFLIGHT_CACHE:-~/.cache/vllm-preflight}/tools-<key>/bin
-#   build.sh node            kubelet (same module and stamps as the control plane) and
-#                            pause, our sandbox process (only the real node needs them)
+#   build.sh node            kubelet and kube-proxy (same module and stamps as the control
+#                            plane), pause, our sandbox process, and CoreDNS (its own
+#                            module, coredns/: the plugins the node's cluster DNS uses);
+#                            only the real node needs them
 #     -> ${VLLM_PREFLIGHT_CACHE:-~/.cache/vllm-preflight}/node-<version>-<key>/bin
 #   build.sh helm            helm alone (the same build as the control plane's): what
 #                            `make release-artifacts` needs to package the chart, without
@@ -87,11 +89,14 @@ if [ "$target" = controlplane ] || [ "$target" = node ] || [ "$target" = next ];
   kver="$kver -X k8s.io/client-go/pkg/version.gitVersion=$kversion"
 fi
 if [ "$target" = node ]; then
-  inputs=("$here/go.mod" "$here/go.sum" "$here/pause/main.go")
+  inputs=("$here/go.mod" "$here/go.sum" "$here/pause/main.go" "$here/coredns/go.mod"
+          "$here/coredns/go.sum" "$here/coredns/main.go")
   dest="$cache/node-$KUBERNETES_VERSION"
   steps=("kubelet|$here|k8s.io/kubernetes/cmd/kubelet|$kver|"
-         "pause|$here|./pause||")
-  what="the real node's kubelet (about 4 minutes on 2 cores after the control plane"
+         "kube-proxy|$here|k8s.io/kubernetes/cmd/kube-proxy|$kver|"
+         "pause|$here|./pause||"
+         "coredns|$here/coredns|.||")
+  what="the real node's kubelet, kube-proxy and CoreDNS (about 6 minutes on 2 cores after the control plane"
 elif [ "$target" = registry ]; then
   # distribution's release build (its Makefile) stamps version/version.go's variables;
   # without them `registry --version` says "v3.x.y+unknown".

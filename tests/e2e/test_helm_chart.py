@@ -9,8 +9,9 @@ through failurePolicy: a webhook that cannot be reached fails open under Ignore 
 under Fail -- so a denial proves the request was routed to our entry), an upgrade keeps the
 CA and serving certificate, and uninstall leaves no webhook configuration behind.
 
-What it cannot prove here: no kubelet, scheduler or kube-proxy run, so the operator pods stay
-Pending and nothing reaches them through the Service; `helm test` needs a real cluster.
+What it cannot prove here: no kubelet or kube-proxy run, so the operator pods stay Pending
+and nothing reaches them through the Service; `helm test` runs on a real node in
+tests/e2e/test_helm_test_real_node.py.
 
 The tests of the class run in order on one release (install -> checks -> upgrade ->
 uninstall). Its webhooks only match namespaces carrying this module's scope label, so other

@@ -19,8 +19,10 @@ from those files only, with the real installers:
 - the chart the release packaged and signed (with the release's throwaway test key),
   `helm install --verify` from the file and, pushed to the OCI registry of
   tests/e2e/test_release_oci.py (its fixtures reused), from `oci://`, into the session's
-  control plane. `helm test` needs its test pod to run, which the local control plane
-  cannot (no kubelet): tests/e2e/test_helm_chart.py plays the test script instead.
+  control plane, which runs no pod: `helm test` runs on a real node with kube-proxy and
+  CoreDNS in tests/e2e/test_helm_test_real_node.py (the chart's directory, the same
+  templates), and tests/e2e/test_helm_chart.py plays the test script against an operator
+  process here.
 
 LICENSE in each archive: checked by the release script itself (dists.check_license) and
 below.

@@ -16,6 +16,25 @@
   it uses), serving its API on a free loopback port with a certificate from the same CA.
 - the images of images.py imported into containerd's ``k8s.io`` namespace.
 
+With ``services=True`` (what ``helm test`` needs: its pod reaches the operator by the
+Service's DNS name) the node also runs what a cluster's Services take:
+
+- **kube-proxy** v1.34.4 (same module and stamps as the kubelet), iptables mode, on this
+  machine's nat table, which it owns while it runs (one node with services at a time; its
+  chains are removed at stop with ``kube-proxy --cleanup``). ``masqueradeAll``: a pod that
+  reaches another pod of the same bridge through a Service gets the answer back through the
+  host's connection tracking, not straight over the bridge (which the client would drop).
+  It leaves the machine's sysctls alone (conntrack limits 0, ``localhostNodePorts`` off).
+- **CoreDNS** (``hack/k8s/coredns``: its ``kubernetes`` plugin and the few it serves with),
+  as a process of the node on the bridge's gateway address, which the kubelet gives pods
+  as their nameserver (``clusterDNS``, domain ``cluster.local``): where a cluster runs it as
+  a Deployment behind the ``kube-dns`` Service, here the node's own address stands for that
+  Service, so DNS does not depend on the proxy it is meant to sit beside.
+- The API server must be reachable from pods (the in-cluster ``kubernetes`` Service): the
+  cluster is started with :func:`services_flags` of the node's :func:`choose_subnet`
+  (listening on every address, advertising the bridge's gateway; the EndpointSlice
+  controller), and the bridge is made with that address before anything starts.
+
 Once the Node is Ready, the node-lifecycle controller's part is played as for the fake GPU
 Nodes (nodes.py): the ``node.kubernetes.io/not-ready`` taint that admission put on the new
 Node is lifted. The Node then advertises ``nvidia.com/gpu`` as an extended resource, its
@@ -52,6 +71,8 @@ import shutil
 import signal
 import subprocess
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +98,7 @@ NODE_NAME = "preflight-node-0"
 NODE_LABEL = "vllm-preflight.io/real-node"  # tests select the real node by it
 GPU_RESOURCE = "nvidia.com/gpu"
 NODE_BIN_ENV = "VLLM_PREFLIGHT_NODE_BIN"
-NODE_BINARIES = ("kubelet", "pause")
+NODE_BINARIES = ("kubelet", "pause", "kube-proxy", "coredns")
 CNI_BIN_DIR = Path(os.environ.get("VLLM_PREFLIGHT_CNI_BIN", "/usr/lib/cni"))
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 # cgroup v1 controllers kubelet's cgroupfs manager needs (cpu, cpuacct, cpuset, memory by
@@ -85,6 +106,7 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 CONTROLLERS = ("cpu", "cpuacct", "cpuset", "memory", "pids")
 HOST_TOOLS = ("containerd", "containerd-shim-runc-v2", "runc", "ctr")
 INSTALL_HINT = "apt-get install containerd runc containernetworking-plugins"
+CLUSTER_DOMAIN = "cluster.local"
 
 
 def hierarchies() -> list[str]:
@@ -134,7 +156,7 @@ def bridge_name(workdir_name: str) -> str:
     return "vpf" + workdir_name[-8:].replace("_", "0")
 
 
-def _free_subnet() -> str:
+def choose_subnet() -> str:
     """A 10.2xx.y.0/24 that no route of this machine covers yet."""
     routes = subprocess.run(["ip", "-4", "route"], capture_output=True, text=True, check=False)
     taken = routes.stdout
@@ -143,6 +165,24 @@ def _free_subnet() -> str:
         if f"{net}." not in taken:
             return f"{net}.0/24"
     raise RuntimeError("no free 10.2xx.y.0/24 for the real node's pod network")
+
+
+def gateway(subnet: str) -> str:
+    """The bridge's own address in ``subnet`` (10.2xx.y.1): the pods' gateway."""
+    return subnet.rsplit(".", 1)[0] + ".1"
+
+
+def services_flags(subnet: str) -> dict[str, list[str]]:
+    """The LocalCluster extra flags for a node on ``subnet`` with services: the API server
+    listens on every address (the admin kubeconfig keeps 127.0.0.1) and advertises the
+    bridge's gateway, so pods reach it through the ``kubernetes`` Service; the
+    controller-manager also runs the EndpointSlice controller (added to flags.CONTROLLERS:
+    a repeated ``--controllers`` appends), without which a Service has no endpoints for
+    kube-proxy to route to."""
+    return {
+        "kube-apiserver": ["--bind-address=0.0.0.0", f"--advertise-address={gateway(subnet)}"],
+        "kube-controller-manager": ["--controllers=endpointslice-controller"],
+    }
 
 
 class RealNode:
@@ -155,8 +195,14 @@ class RealNode:
         name: str = NODE_NAME,
         gpus: int = 8,
         start_timeout: float = 120.0,
+        services: bool = False,
+        subnet: str | None = None,
     ) -> None:
+        """``services``: kube-proxy and CoreDNS too (see the module docstring); the cluster
+        must then have been started with :func:`services_flags` of ``subnet``."""
         self.cluster = cluster
+        self.services = services
+        self.subnet = subnet or choose_subnet()
         self.name = name
         self.gpus = gpus
         self.start_timeout = start_timeout
@@ -167,6 +213,7 @@ class RealNode:
         self._components: list[Component] = []
         self.ready_after: dict[str, float] = {}
         self.startup_seconds = 0.0
+        self._kube_proxy: Path | None = None
 
     # -- paths ----------------------------------------------------------------------------
     @property
@@ -198,6 +245,8 @@ class RealNode:
             self._make_cgroups()
             archives = images.image_archives(self.dir / "images", bin_dir / "pause")
             self.ready_after["images built"] = time.monotonic() - t0
+            if self.services:
+                self._make_bridge()
             self._start_containerd()
             self.ready_after["containerd"] = time.monotonic() - t0
             for archive in archives:
@@ -207,6 +256,10 @@ class RealNode:
             self._start_kubelet(bin_dir / "kubelet")
             self._wait_ready()
             self.ready_after["kubelet Ready"] = time.monotonic() - t0
+            if self.services:  # kube-proxy waits for its Node; both before the first pod
+                self._start_coredns(bin_dir / "coredns")
+                self._start_kube_proxy(bin_dir / "kube-proxy")
+                self.ready_after["coredns, kube-proxy"] = time.monotonic() - t0
             self._advertise()
         except BaseException:
             self.stop()
@@ -236,11 +289,14 @@ class RealNode:
                             "type": "bridge",
                             "bridge": self.bridge,
                             "isGateway": True,
+                            # with services, pods route Service addresses (and the API
+                            # server's) through the host, where kube-proxy rewrites them
+                            "isDefaultGateway": self.services,
                             "ipMasq": False,
                             "hairpinMode": True,
                             "ipam": {
                                 "type": "host-local",
-                                "ranges": [[{"subnet": _free_subnet()}]],
+                                "ranges": [[{"subnet": self.subnet}]],
                                 "dataDir": str(self.dir / "cni" / "ipam"),
                             },
                         }
@@ -290,6 +346,90 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
             "containerd", ["containerd", "--config", str(base / "config.toml")]
         )
         self._wait(containerd, lambda: self.ctr("version", check=False).returncode == 0)
+
+    def _make_bridge(self) -> None:
+        """The pods' bridge with its gateway address, before the first pod: CoreDNS listens
+        there and the API server advertises it (the bridge plugin keeps an address it
+        finds)."""
+        address = f"{gateway(self.subnet)}/{self.subnet.rsplit('/', 1)[1]}"
+        for argv in (
+            ["ip", "link", "add", "name", self.bridge, "type", "bridge"],
+            ["ip", "addr", "add", address, "dev", self.bridge],
+            ["ip", "link", "set", self.bridge, "up"],
+        ):
+            subprocess.run(argv, capture_output=True, text=True, check=True)
+
+    def _admin_kubeconfig(self, name: str) -> Path:
+        ca = self.cluster.certificate_authority
+        client = ca.client(f"vllm-preflight-node:{name}", groups=["system:masters"])
+        return write_kubeconfig(
+            self.dir / f"{name}.kubeconfig",
+            build_kubeconfig(
+                name="vllm-preflight-node",
+                cluster=cluster_entry(self.cluster.server, ca.cert_pem),
+                user=client_cert_user(client.cert_pem, client.key_pem),
+            ),
+        )
+
+    def _start_coredns(self, coredns: Path) -> None:
+        (ready_port,) = free_ports(1)
+        kubeconfig = self._admin_kubeconfig("coredns")
+        # One server block for the cluster's zone (answered from the API server) and one
+        # for everything else, which has no upstream here and answers nothing.
+        corefile = self.dir / "Corefile"
+        corefile.write_text(
+            f"""{CLUSTER_DOMAIN}:53 in-addr.arpa:53 {{
+    bind {gateway(self.subnet)}
+    ready 127.0.0.1:{ready_port}
+    errors
+    log
+    kubernetes {CLUSTER_DOMAIN} in-addr.arpa {{
+        kubeconfig {kubeconfig}
+        pods insecure
+    }}
+}}
+.:53 {{
+    bind {gateway(self.subnet)}
+    errors
+}}
+"""
+        )
+        component = self._launch("coredns", [str(coredns), "-conf", str(corefile)])
+        url = f"http://127.0.0.1:{ready_port}/ready"
+        self._wait(component, lambda: _http_ok(url))
+
+    def _start_kube_proxy(self, kube_proxy: Path) -> None:
+        healthz, metrics = free_ports(2)
+        config = {
+            "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
+            "kind": "KubeProxyConfiguration",
+            "clientConnection": {"kubeconfig": str(self._admin_kubeconfig("kube-proxy"))},
+            "hostnameOverride": self.name,
+            "mode": "iptables",
+            "clusterCIDR": self.subnet,
+            "bindAddress": "127.0.0.1",
+            "healthzBindAddress": f"127.0.0.1:{healthz}",
+            "metricsBindAddress": f"127.0.0.1:{metrics}",
+            "iptables": {"masqueradeAll": True, "localhostNodePorts": False},
+            # 0: leave this machine's conntrack settings as they are
+            "conntrack": {
+                "maxPerCore": 0, "min": 0,
+                "tcpEstablishedTimeout": "0s", "tcpCloseWaitTimeout": "0s",
+            },
+        }  # fmt: skip
+        path = self.dir / "kube-proxy.yaml"
+        path.write_text(json.dumps(config, indent=1))
+        self._kube_proxy = kube_proxy
+        # the chains of a run killed before its stop(), which would route stale addresses
+        self._cleanup_kube_proxy()
+        component = self._launch("kube-proxy", [str(kube_proxy), f"--config={path}", "--v=2"])
+        self._wait(component, lambda: _http_ok(f"http://127.0.0.1:{healthz}/healthz"))
+
+    def _cleanup_kube_proxy(self) -> None:
+        if self._kube_proxy is not None:
+            subprocess.run(
+                [str(self._kube_proxy), "--cleanup"], capture_output=True, check=False, timeout=60
+            )
 
     def _start_kubelet(self, kubelet: Path) -> None:
         ca = self.cluster.certificate_authority
@@ -347,6 +487,11 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
             "imageGCHighThresholdPercent": 100,
             "imageGCLowThresholdPercent": 99,
             "resolvConf": "/etc/resolv.conf",
+            **(
+                {"clusterDNS": [gateway(self.subnet)], "clusterDomain": CLUSTER_DOMAIN}
+                if self.services
+                else {}
+            ),
             "serializeImagePulls": False,
             "registerNode": True,
             "volumePluginDir": str(self.dir / "volume-plugins"),
@@ -442,10 +587,23 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
             component.stop(grace=10.0)
         self._components = []
         kill_node_leftovers(self.dir, self.cgroup, self.bridge)
+        if self._kube_proxy is not None:  # its iptables chains, which outlive it
+            self._cleanup_kube_proxy()
+            self._kube_proxy = None
         # The unpacked images and the kubelet's volumes are big and tell nothing; the
         # logs (the cluster's logs/ and pod-logs/) stay with the work directory.
         for bulky in ("containerd", "kubelet", "images"):
             shutil.rmtree(self.dir / bulky, ignore_errors=True)
+
+
+def _http_ok(url: str) -> bool:
+    """Whether ``url`` (on loopback, never through a proxy) answers 200."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(url, timeout=2) as response:
+            return bool(response.status == 200)
+    except (OSError, urllib.error.URLError):
+        return False
 
 
 def _cgroup_pids(cgroup: str) -> set[int]:
