@@ -98,7 +98,8 @@ NODE_NAME = "preflight-node-0"
 NODE_LABEL = "vllm-preflight.io/real-node"  # tests select the real node by it
 GPU_RESOURCE = "nvidia.com/gpu"
 NODE_BIN_ENV = "VLLM_PREFLIGHT_NODE_BIN"
-NODE_BINARIES = ("kubelet", "pause", "kube-proxy", "coredns")
+NODE_BINARIES = ("kubelet", "pause")
+SERVICES_BINARIES = ("kube-proxy", "coredns")  # a node with services needs these too
 CNI_BIN_DIR = Path(os.environ.get("VLLM_PREFLIGHT_CNI_BIN", "/usr/lib/cni"))
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 # cgroup v1 controllers kubelet's cgroupfs manager needs (cpu, cpuacct, cpuset, memory by
@@ -136,8 +137,9 @@ def unsupported() -> str | None:
     return None
 
 
-def find_node_bin_dir() -> Path:
-    """kubelet and pause: from $VLLM_PREFLIGHT_NODE_BIN, or built once by build.sh node."""
+def find_node_bin_dir(*, services: bool = False) -> Path:
+    """kubelet and pause (and, with ``services``, kube-proxy and CoreDNS): from
+    $VLLM_PREFLIGHT_NODE_BIN, or built once by build.sh node (which builds all four)."""
     value = os.environ.get(NODE_BIN_ENV, "").strip()
     if value:
         bin_dir = Path(value).expanduser()
@@ -145,7 +147,8 @@ def find_node_bin_dir() -> Path:
         bin_dir = _run_build(
             [str(BUILD_SCRIPT), "node"], f"`{BUILD_SCRIPT} node`", NODE_BIN_ENV, NODE_BINARIES
         )
-    missing = [b for b in NODE_BINARIES if not os.access(bin_dir / b, os.X_OK)]
+    wanted = NODE_BINARIES + (SERVICES_BINARIES if services else ())
+    missing = [b for b in wanted if not os.access(bin_dir / b, os.X_OK)]
     if missing:
         raise BinariesNotFound(f"{bin_dir} lacks {', '.join(missing)}")
     return bin_dir
@@ -239,7 +242,7 @@ class RealNode:
             raise RuntimeError(reason)
         t0 = time.monotonic()
         reap_stale_nodes(self.cluster.workdir.parent)
-        bin_dir = find_node_bin_dir()
+        bin_dir = find_node_bin_dir(services=self.services)
         try:
             self.dir.mkdir()
             self._make_cgroups()
