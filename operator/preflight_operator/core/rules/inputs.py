@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from preflight_contract.vllm_args import parse_vllm_args
+from preflight_contract.vllm_args import API_SERVER_POSITIONAL, parse_vllm_args
 from preflight_operator.core.rules.certainty import (
     ARGV,
     DEVICE_COUNT,
@@ -47,8 +47,14 @@ def _open_word(argv: tuple[str, ...]) -> str | None:
         return None
     probed = [_MARKED.sub(_PROBE, w) for w in argv]
     parsed = parse_vllm_args(probed)
-    for problem in parsed.problems:
-        if problem.dest != "positional" or _PROBE not in problem.message:
+    # an extra positional: a problem, or for the api_server module's first one a warning
+    # (vLLM 0.12 on reads it as its model_tag)
+    extras = [
+        *(p for p in parsed.problems if p.dest == "positional"),
+        *(w for w in parsed.warnings if w.dest == API_SERVER_POSITIONAL),
+    ]
+    for problem in extras:
+        if _PROBE not in problem.message:
             continue
         extra = problem.message.partition("arguments: ")[2].partition("'")[0].split()
         for word, text in zip(argv, probed):
