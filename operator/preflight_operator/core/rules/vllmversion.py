@@ -124,6 +124,20 @@ def ambiguous(name: str, index: int, serve: bool) -> tuple[str, ...]:
     return matches if len(matches) > 1 else ()
 
 
+def abbreviation(name: str, version: ImageVersion, serve: bool) -> str | None:
+    """The one option a long ``name`` abbreviates in the image's exact release (argparse's
+    unique prefix), where ``name`` is no option of that release itself; None otherwise
+    (the release not known exactly, ``name`` an option, or no single match)."""
+    if version.release is None or not name.startswith("--"):
+        return None
+    lo, _, exact = bracket(version.release)
+    if not exact or lo is None:
+        return None
+    options = options_at(lo, serve)
+    matches = [o for o in options if o.startswith(name)]
+    return matches[0] if name not in options and len(matches) == 1 else None
+
+
 def _accepts(name: str, index: int, serve: bool) -> bool:
     """Does the release's parser take ``name`` as an option: exactly, as argparse's
     unique-prefix abbreviation (an abbreviation of several is refused: ``ambiguous``), or

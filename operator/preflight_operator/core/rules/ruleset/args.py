@@ -11,8 +11,8 @@ option); an ambiguous abbreviation; a flag without its value; DCP not dividing T
 `[0, DP)` or with DP 1; hybrid and external load balancing together; `--nnodes` not
 dividing the world; `--node-rank >= --nnodes`; `--gpu-memory-utilization` outside (0, 1];
 `--served-model-name` before the positional model; a positional argument beyond the
-model (`vllm serve serve MODEL`: `args: [serve, MODEL]` on the vLLM image, whose
-ENTRYPOINT already is `vllm serve`); `--config` given twice, not YAML, not
+model (`vllm serve serve MODEL`: `args: [serve, MODEL]` on the vLLM image from
+0.11.1, whose ENTRYPOINT already is `vllm serve`); `--config` given twice, not YAML, not
 a mapping, or missing a model.
 *Symptom:* `vllm serve: error: argument --tensor-parallel-size/-tp: invalid int value:
 'four'`, `pydantic ... Input should be greater than or equal to 1`, `ValueError:
@@ -85,6 +85,8 @@ from preflight_operator.core.rules.certainty import VENDOR_DOC, VLLM_CODE, Basis
 from preflight_operator.core.rules.context import ContainerContext
 from preflight_operator.core.rules.kubeenv import display, has_unknown, unknown_names
 from preflight_operator.core.rules.registry import RULE_INFO, register
+from preflight_operator.core.rules.ruleset.argversion import config_as_format
+from preflight_operator.core.rules.vllmversion import image_version
 from preflight_operator.core.rules.vocabulary import Finding, Policy
 
 _FIXES = {
@@ -223,7 +225,8 @@ def args_invalid(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
 )
 def args_ignored(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     info = RULE_INFO["vllm-args-ignored"]
-    version = image_vllm_version(ctx.container.get("image"))
+    image = ctx.container.get("image")
+    version = image_vllm_version(image)
     for warning in ctx.parsed.warnings:
         if warning.dest == API_SERVER_POSITIONAL and not has_unknown(warning.value):
             if version is None or version > LAST_WITHOUT_MODEL_TAG:
@@ -238,6 +241,9 @@ def args_ignored(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
                 )
             continue
         if warning.flag == "--config=":
+            serve = ctx.invocation.argv[:2] == ("vllm", "serve")
+            if config_as_format(f"--config={warning.value}", image_version(image), serve):
+                continue  # refused, not ignored: vllm-args-unknown says why
             yield info.finding(
                 f"--config={warning.value}: {warning.message}, so none of its options apply",
                 ctx.command_path,

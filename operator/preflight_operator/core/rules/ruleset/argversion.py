@@ -65,6 +65,7 @@ from preflight_operator.core.rules.vllmversion import (
     NEWEST,
     RECENT_TEXT,
     ImageVersion,
+    abbreviation,
     image_version,
     judge_option,
     marker,
@@ -170,6 +171,18 @@ def args_unknown(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
         path = (
             ctx.invocation.paths[index] if index < len(ctx.invocation.paths) else ctx.command_path
         )
+        config_format = config_as_format(ctx.invocation.argv[index], version, serve)
+        if config_format is not None:
+            yield RULE_INFO["vllm-args-unknown"].finding(
+                f"{config_format}; vLLM exits with '{program}: error: argument "
+                f"--config-format: invalid choice' ({_judged(version)})",
+                path,
+                "put the file's options on the command line, or use an image whose vLLM "
+                "reads --config (the api_server module from 0.10.0; vllm/vllm-openai runs "
+                "`vllm serve` from 0.11.1)",
+                (Input(ARGV, "the vLLM options", EXACT),),
+            )
+            continue
         if verdict.refused:
             error = verdict.error or f"unrecognized arguments: {name}"
             detail = verdict.detail
@@ -202,6 +215,30 @@ def args_unknown(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
             "use a release tag of vLLM's image (vllm/vllm-openai:vX.Y.Z), or check that "
             "the image's vLLM has these options",
         )
+
+
+# --config-format's choices in the releases whose api_server has no --config (0.6.1-0.9.2):
+# the oracle's records (tests/data/vllm_oracle, 0.6.3.post1 to 0.8.5) quote them.
+_CONFIG_FORMATS = frozenset(("auto", "hf", "mistral"))
+
+
+def config_as_format(word: str, version: ImageVersion, serve: bool) -> str | None:
+    """Why ``--config=FILE`` fails, where it does: a release whose parser has no
+    ``--config`` but ``--config-format`` (the api_server module, 0.6.1 to 0.9.2: `vllm
+    serve` had its own ``--config``) takes it as argparse's abbreviation of
+    ``--config-format``, whose value must be one of its choices (vLLM 0.6.3.post1, 0.7.3,
+    0.8.5 themselves: tests/data/vllm_oracle). None elsewhere: there the spelling is
+    accepted and ignored (vllm-args-ignored)."""
+    if not word.startswith("--config="):
+        return None
+    value = word.split("=", 1)[1]
+    if value in _CONFIG_FORMATS or abbreviation("--config", version, serve) != "--config-format":
+        return None
+    return (
+        f"--config={value}: vLLM {version.release}'s parser has no --config (its api_server "
+        f"module reads --config from 0.10.0); argparse reads --config= as an abbreviation "
+        f"of --config-format, and {value!r} is not a config format"
+    )
 
 
 def _judged(version: object) -> str:
