@@ -83,7 +83,9 @@ def dra_deployment(name: str, tp: int, template: str) -> dict[str, Any]:
                     "containers": [
                         {
                             "name": "vllm",
-                            "image": "vllm/vllm-openai:v0.11.0",
+                            # the first release whose ENTRYPOINT is `vllm serve` (before,
+                            # the api_server module refuses the positional model)
+                            "image": "vllm/vllm-openai:v0.11.1",
                             "args": ["m", "--tensor-parallel-size", str(tp)],
                             "resources": {"claims": [{"name": "gpus"}]},
                             "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
@@ -140,7 +142,7 @@ def test_a_secret_sized_dp_is_admitted_with_a_warning(
 ) -> None:
     container = {
         "name": "vllm",
-        "image": "vllm/vllm-openai:v0.11.0",
+        "image": "vllm/vllm-openai:v0.11.1",
         "args": ["m", "-dp", "$(DP)", "-dpl", "8"],
         "env": [{"name": "DP", "valueFrom": {"secretKeyRef": {"name": "sizes", "key": "dp"}}}],
         "resources": {"limits": {"nvidia.com/gpu": 8}},

@@ -176,12 +176,23 @@ def test_the_former_rule_id_still_disables_it() -> None:
 
 
 def test_serve_twice_on_the_vllm_image_fails_with_the_fix() -> None:
-    container = vllm("serve", "meta-llama/Llama-3.1-8B", gpus=1, command=None)
+    image = "vllm/vllm-openai:v0.11.1"  # the first whose ENTRYPOINT is `vllm serve`
+    container = vllm("serve", "meta-llama/Llama-3.1-8B", gpus=1, command=None, image=image)
     result = one(deployment(pod_spec(container)))
     f = finding(result, "vllm-args-invalid")
     assert f.severity == FAIL
     assert "unrecognized arguments: meta-llama/Llama-3.1-8B" in f.message
     assert "ENTRYPOINT already is `vllm serve`" in f.fix
+
+
+def test_serve_in_args_on_an_older_vllm_image_is_refused_by_its_api_server() -> None:
+    """Up to v0.11.0 the image runs the api_server module (its Dockerfile's ENTRYPOINT),
+    which takes no positional: `serve` is the first word it refuses."""
+    container = vllm("serve", "meta-llama/Llama-3.1-8B", gpus=1, command=None)
+    result = one(deployment(pod_spec(container)))
+    refused = [f for f in result.findings if f.id == "vllm-args-invalid"]
+    assert {f.severity for f in refused} == {FAIL}
+    assert any("unrecognized arguments: serve" in f.message for f in refused), refused
 
 
 def test_an_unknown_option_may_take_several_values() -> None:

@@ -145,15 +145,26 @@ def test_the_serving_runtime_is_found_in_the_default_namespace() -> None:
     assert "gpu-count-too-low" in ids(judged)
 
 
-def args_only_runtime() -> dict[str, Any]:
+def args_only_runtime(image: str = "vllm/vllm-openai:v0.11.1") -> dict[str, Any]:
     """The KServe vLLM runtime as many write it for vllm/vllm-openai: only ``args``, the
-    image's entrypoint (`vllm serve`) runs them."""
+    image's entrypoint (`vllm serve` from 0.11.1) runs them."""
     runtime = corpus(*RUNTIME)
     container = runtime["spec"]["containers"][0]
     del container["command"]
-    container["image"] = "vllm/vllm-openai:v0.10.1"
+    container["image"] = image
     container["args"] = ["/mnt/models", "--port=8080", "--served-model-name={{.Name}}"]
     return runtime
+
+
+def test_the_same_args_on_an_image_whose_entrypoint_is_the_api_server_module() -> None:
+    """vllm/vllm-openai up to 0.11.0 runs ``python3 -m vllm.entrypoints.openai.api_server``
+    (tests/data/vllm_images/entrypoints.json), which refuses the positional model: what
+    `vllm serve` reads as the model, that image exits on."""
+    results = check(isvc([], 1), args_only_runtime("vllm/vllm-openai:v0.10.1"))
+    service = next(r for r in results if r.kind == "InferenceService")
+    f = finding(service, "vllm-args-invalid")
+    assert f.severity == FAIL
+    assert "unrecognized arguments: /mnt/models" in f.message
 
 
 def test_a_runtime_with_only_args_keeps_the_image_entrypoint() -> None:

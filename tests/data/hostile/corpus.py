@@ -312,7 +312,7 @@ def config_deployment(name: str, config_text: str) -> list[dict[str, Any]]:
     labels = {"app": name}
     container = {
         "name": "vllm",
-        "image": "vllm/vllm-openai:v0.11.0",
+        "image": "vllm/vllm-openai:v0.11.1",  # its ENTRYPOINT is `vllm serve`
         "args": ["m", "--config", "/etc/vllm/config.yaml", "--tensor-parallel-size", "2"],
         "resources": {"limits": {"nvidia.com/gpu": 2}},
         "volumeMounts": [

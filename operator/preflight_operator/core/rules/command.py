@@ -20,9 +20,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from preflight_contract.vllm_release import version_key
 from preflight_operator.core.rules import shrun
 from preflight_operator.core.rules.kubeenv import ContainerEnv, expand
 from preflight_operator.core.rules.shrun import SHELLS, undefined_reference
+from preflight_operator.core.rules.vllmversion import image_version
 
 __all__ = ["SHELLS", "Invocation", "Unparsed", "find_invocation", "is_vllm_image"]
 
@@ -58,8 +60,31 @@ class Unparsed:
     suspected: bool = False
 
 
+# The ENTRYPOINT of vLLM's own server images (vllm/vllm-openai and its -cpu, -rocm, -xpu
+# variants), which a container that sets only `args` runs them after: `python3 -m
+# vllm.entrypoints.openai.api_server` up to 0.11.0, `vllm serve` from 0.11.1, read from
+# each release's Dockerfiles in its sdist (tests/data/vllm_images/entrypoints.json, written
+# by hack/vllm/image_entrypoints.py; tests/unit/test_image_entrypoints.py holds this to it).
+# Before 0.6.2 the sdists ship no Dockerfile; the repository's of that time
+# (vllm-project/vllm Dockerfile at 01da4491562a) has the api_server one too.
+SERVE_ENTRYPOINT_SINCE = "0.11.1"
+API_SERVER_ENTRYPOINT = ("python3", "-m", "vllm.entrypoints.openai.api_server")
+SERVE_ENTRYPOINT = ("vllm", "serve")
+
+
+def image_entrypoint(image: object) -> tuple[str, ...]:
+    """The ENTRYPOINT of a vLLM server image (``is_vllm_image``): by its release where its
+    tag names one; otherwise (``latest``, a digest, another registry's copy) `vllm serve`,
+    the entrypoint of every release an unknown image is taken to be
+    (vllmversion.RECENT, the year's releases, all from 0.11.1 on)."""
+    release = image_version(image).release
+    if release is not None and version_key(release) < version_key(SERVE_ENTRYPOINT_SINCE):
+        return API_SERVER_ENTRYPOINT
+    return SERVE_ENTRYPOINT
+
+
 def is_vllm_image(image: object) -> bool:
-    """The official vLLM server images, whose entrypoint is `vllm serve`."""
+    """The vLLM server images, whose ENTRYPOINT runs vLLM (``image_entrypoint``)."""
     if not isinstance(image, str):
         return False
     repo = image.split("@", 1)[0]
@@ -110,7 +135,8 @@ def _args_only(
     image = container.get("image")
     image_path = f"{path}.image"
     if is_vllm_image(image):
-        return Invocation(("vllm", "serve", *words), (image_path, image_path, *paths))
+        entrypoint = image_entrypoint(image)
+        return Invocation((*entrypoint, *words), (image_path,) * len(entrypoint) + tuple(paths))
     hint = _looks_like_vllm(image, words)
     if hint is None:
         return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from preflight_operator.core.rules.command import image_entrypoint
 from preflight_operator.core.rules.template import (
     DYNAMO,
     KSERVE,
@@ -100,11 +101,13 @@ def _merged_main(
     pkg/controller/v1beta1/inferenceservice/utils/utils.go, commit aaac4e29) is a strategic
     merge patch of the model over the runtime container, then ``args`` set to the runtime's
     followed by the model's. ``command`` and ``args`` stay apart: a runtime that sets only
-    ``args`` (usual for vllm/vllm-openai) keeps the image's entrypoint, `vllm serve`, which
+    ``args`` (usual for vllm/vllm-openai) keeps the image's entrypoint
+    (``command.image_entrypoint``: `vllm serve`, the api_server module before 0.11.1), which
     rules.command reads for the images it knows. Writing those args into ``command`` (as
     this did until issue 35) lost the entrypoint, so such an InferenceService went unjudged.
     ``argv_paths`` are the paths of the tokens rules.command yields: command then args, or,
-    args only on a known image, the image field twice (``vllm serve``) then the args."""
+    args only on a known image, the image field once per word of its entrypoint, then the
+    args."""
     found = _named(dig(runtime, ("spec", "containers")), _KSERVE_MAIN)
     if found is None:
         return None
@@ -123,7 +126,8 @@ def _merged_main(
         paths = [f"{prefix}[{i}]" for i in range(len(command))]
     else:
         image = "spec.predictor.model.image" if "image" in model else f"{rpath}.image"
-        paths = [image, image]  # the image's entrypoint, `vllm serve`
+        # the image's entrypoint (`vllm serve`, or the api_server module before 0.11.1)
+        paths = [image] * len(image_entrypoint(container.get("image")))
     args: list[str] = []
     for i, arg in enumerate(_listed(base.get("args"))):
         args.append(str(arg).replace("{{.Name}}", isvc))
