@@ -10,7 +10,8 @@ import pytest
 from test_rules_support import deployment, finding, ids, one, pod_spec, vllm
 
 from preflight_contract.vllm_args import API_SERVER_POSITIONAL, parse_vllm_args
-from preflight_operator.core.rules.ruleset.args import image_vllm_version
+from preflight_operator.core.rules import image_version
+from preflight_operator.core.rules.ruleset.args import without_model_tag
 
 API = ["python3", "-m", "vllm.entrypoints.openai.api_server"]
 
@@ -44,9 +45,29 @@ def test_the_image_decides(image: str, rule: str, severity: str) -> None:
     assert not other & set(ids(result))
 
 
-def test_the_version_is_read_from_vllms_own_images_only() -> None:
-    assert image_vllm_version("vllm/vllm-openai:v0.10.1.1") == (0, 10, 1)
-    assert image_vllm_version("docker.io/vllm/vllm-openai-cpu:v0.9.0") == (0, 9, 0)
-    assert image_vllm_version("vllm/vllm-openai:latest") is None
-    assert image_vllm_version("vllm/vllm-openai@sha256:" + "a" * 64) is None
-    assert image_vllm_version("someone/vllm-openai-fork:0.3") is None
+@pytest.mark.parametrize(
+    ("image", "exits"),
+    [
+        ("vllm/vllm-openai:v0.10.1.1", True),
+        ("docker.io/vllm/vllm-openai-cpu:v0.9.0", True),
+        ("vllm/vllm-openai:v0.11.0", True),
+        ("vllm/vllm-openai:v0.11.1", False),
+        ("vllm/vllm-openai:latest", False),  # the newest release or later
+        ("vllm/vllm-openai@sha256:" + "a" * 64, None),
+        ("someone/vllm-openai-fork:0.3", None),
+        # a mirror may hold anything under vLLM's name: one reader, one answer (issue 38)
+        ("registry.example.com/vllm/vllm-openai:v0.9.0", None),
+    ],
+)
+def test_the_version_is_read_as_every_version_rule_reads_it(image: str, exits: bool | None) -> None:
+    assert without_model_tag(image_version(image)) is exits
+
+
+def test_a_mirror_of_an_old_image_warns_and_names_why() -> None:
+    image = "registry.example.com/vllm/vllm-openai:v0.9.0"
+    container = vllm("--model", "m", "extra", gpus=1, command=API, image=image)
+    result = one(deployment(pod_spec(container)))
+    found = finding(result, "vllm-args-ignored")
+    assert "not known here" in found.message
+    assert "not vLLM's own image" in found.message
+    assert "vllm-args-invalid" not in ids(result)

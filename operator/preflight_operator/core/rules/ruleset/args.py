@@ -32,9 +32,10 @@ flag and its value quoted as one list item, `"--quantization bitsandbytes"`): vL
 `model_tag` (vLLM 0.33.0 `vllm/entrypoints/common/cli_args.py` `make_arg_parser`) and
 ignores it, so the option it meant does not apply. Which one happens depends on the image's
 vLLM: when the image is vLLM's own with a version tag (`vllm/vllm-openai:v0.11.0`) up to
-0.11, it is `vllm-args-invalid` (fail); otherwise (a later tag, `latest`, a digest, another
-image) it is this warning, saying the version is not known here. A second positional word
-fails on every version (`vllm-args-invalid`).
+0.11, it is `vllm-args-invalid` (fail); otherwise it is this warning: after 0.11 (a later
+tag, `latest`) the word is ignored, and where the image does not say its release (a digest,
+a mirror or another image) the warning says the version is not known here. A second
+positional word fails on every version (`vllm-args-invalid`).
 
 ### `vllm-config-unresolved`
 The `--config` file is not in a ConfigMap mounted into the container and present in the
@@ -81,12 +82,13 @@ from collections.abc import Iterator
 
 from preflight_contract.verdicts import FAIL, WARN
 from preflight_contract.vllm_args import API_SERVER_POSITIONAL, ArgProblem
+from preflight_contract.vllm_release import version_key
 from preflight_operator.core.rules.certainty import VENDOR_DOC, VLLM_CODE, Basis
 from preflight_operator.core.rules.context import ContainerContext
 from preflight_operator.core.rules.kubeenv import display, has_unknown, unknown_names
 from preflight_operator.core.rules.registry import RULE_INFO, register
 from preflight_operator.core.rules.ruleset.argversion import config_as_format
-from preflight_operator.core.rules.vllmversion import image_version
+from preflight_operator.core.rules.vllmversion import ImageVersion, image_version
 from preflight_operator.core.rules.vocabulary import Finding, Policy
 
 _FIXES = {
@@ -135,23 +137,20 @@ def _maybe_injected(ctx: ContainerContext, value: str) -> list[str]:
 
 # The api_server module's optional positional `model_tag` came after this vLLM: up to it,
 # any positional exits with "unrecognized arguments" (vllm-project/vllm issue 27389 on
-# v0.11.0; vLLM 0.33.0's make_arg_parser has model_tag).
-LAST_WITHOUT_MODEL_TAG = (0, 11, 0)
-_VLLM_IMAGE_TAG = re.compile(
-    r"(?:^|/)vllm/vllm-openai(?:-(?:cpu|rocm|tpu|xpu))?:v?(\d+)\.(\d+)(?:\.(\d+))?(?!\d)"
-)
+# v0.11.0; vLLM 0.33.0's make_arg_parser has model_tag). The image's release is read by
+# vllmversion.image_version, the one reader every version rule uses.
+LAST_WITHOUT_MODEL_TAG = version_key("0.11.0")
 
 
-def image_vllm_version(image: object) -> tuple[int, int, int] | None:
-    """vLLM's version from an image of vLLM's own (``vllm/vllm-openai:v0.11.0``), or None
-    when the image does not say (another image, ``latest``, a digest)."""
-    if not isinstance(image, str):
+def without_model_tag(version: ImageVersion) -> bool | None:
+    """Whether the image's vLLM exits on an api_server positional: True up to 0.11.0,
+    False after it (a moving tag of vLLM's own image is the newest release or later),
+    None when the image does not say its release."""
+    if version.newest:
+        return False
+    if version.release is None:
         return None
-    found = _VLLM_IMAGE_TAG.search(image.split("@", 1)[0])
-    if found is None:
-        return None
-    major, minor, patch = found.groups()
-    return int(major), int(minor), int(patch or 0)
+    return version_key(version.release) <= LAST_WITHOUT_MODEL_TAG
 
 
 def _literal_reference(problem: ArgProblem) -> str:
@@ -202,14 +201,14 @@ def args_invalid(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
             ctx.arg_path(problem.dest) if problem.dest else ctx.command_path,
             fix,
         )
+    version = image_version(ctx.container.get("image"))
     for warning in ctx.parsed.warnings:
-        version = image_vllm_version(ctx.container.get("image"))
         if warning.dest != API_SERVER_POSITIONAL or has_unknown(warning.value):
             continue
-        if version is not None and version <= LAST_WITHOUT_MODEL_TAG:
+        if without_model_tag(version):
             yield info.finding(
                 f"argument {display(warning.value)!r}: the image's vLLM "
-                f"{'.'.join(map(str, version))} exits with 'error: unrecognized arguments: "
+                f"{version.release} exits with 'error: unrecognized arguments: "
                 f"{display(warning.value)}' (its api_server module takes options only)",
                 ctx.arg_path("positional"),
                 _FIXES["positional"],
@@ -226,14 +225,15 @@ def args_invalid(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
 def args_ignored(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
     info = RULE_INFO["vllm-args-ignored"]
     image = ctx.container.get("image")
-    version = image_vllm_version(image)
+    version = image_version(image)
+    old = without_model_tag(version)
     for warning in ctx.parsed.warnings:
         if warning.dest == API_SERVER_POSITIONAL and not has_unknown(warning.value):
-            if version is None or version > LAST_WITHOUT_MODEL_TAG:
+            if not old:
                 yield info.finding(
                     f"argument {display(warning.value)!r}: {warning.message}; the image's "
-                    "vLLM version is not known here"
-                    if version is None
+                    f"vLLM version is not known here ({version.why})"
+                    if old is None
                     else f"argument {display(warning.value)!r}: {warning.message}",
                     ctx.arg_path("positional"),
                     "remove the word, or give the model with --model (the api_server "
@@ -242,7 +242,7 @@ def args_ignored(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
             continue
         if warning.flag == "--config=":
             serve = ctx.invocation.argv[:2] == ("vllm", "serve")
-            if config_as_format(f"--config={warning.value}", image_version(image), serve):
+            if config_as_format(f"--config={warning.value}", version, serve):
                 continue  # refused, not ignored: vllm-args-unknown says why
             yield info.finding(
                 f"--config={warning.value}: {warning.message}, so none of its options apply",
