@@ -30,7 +30,9 @@
 #                            bumping it never changes the other sets' keys.
 # <key> hashes every input that changes what the set's binaries are (versions.env, the
 # set's go.mod/go.sum pairs, etcd/main.go, the link flags, the build tags and the Go
-# version), so binaries are rebuilt only when one of them changes. Prints the bin directory
+# version), so binaries are rebuilt only when one of them changes; not where the checkout
+# lies (the steps' module folders are hashed relative to hack/k8s: before, every clone at
+# another path, CI's and the tests' own included, rebuilt every set). Prints the bin directory
 # on stdout last; progress goes to stderr. Measured cold builds on 2 cores: about 6.5
 # minutes for the control plane, and the tools separately (docs/CONTROL_PLANE.md).
 set -euo pipefail
@@ -179,7 +181,7 @@ pins() {
   if [ "$target" = next ]; then cat "$here/versions.env"
   else sed '/^# --- The next control plane/,$d' "$here/versions.env"; fi
 }
-key=$( (pins; cat "${inputs[@]}"; printf '%s\n' "${steps[@]}"; go version) |
+key=$( (pins; cat "${inputs[@]}"; printf '%s\n' "${steps[@]//"$here"/.}"; go version) |
        sha256sum | cut -c1-16)
 dest="$dest-$key"
 bins=(); for s in "${steps[@]}"; do bins+=("${s%%|*}"); done
