@@ -107,3 +107,73 @@ def test_the_comparison_can_fail() -> None:
     newer = judged("0.6.3.post1", ["--model", "m", "--async-scheduling"])  # 0.10 on
     assert ("vllm-args-unknown", "fail") in newer
     assert judged("0.6.3.post1", ["--model", "m", "--max-model-len", "4096"]) == []
+
+
+CONFIG_PATH = "/etc/vllm/vllm.yaml"
+
+
+def judged_with_config(release: str, argv: list[str], text: str) -> list[tuple[str, str, str]]:
+    """``argv`` after the api_server module, its word CONFIG the path of a ConfigMap's file
+    holding ``text``, as the oracle ran it (a file on disk)."""
+    words = [CONFIG_PATH if a == "CONFIG" else a for a in argv]
+    config_map = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "vllm-config", "namespace": "default"},
+        "data": {"vllm.yaml": text},
+    }
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "oracle", "namespace": "default"},
+        "spec": {
+            "containers": [
+                {
+                    "name": "vllm",
+                    "image": f"vllm/vllm-openai:v{release}",
+                    "command": ["python3", "-m", "vllm.entrypoints.openai.api_server", *words],
+                    "resources": {"limits": {"nvidia.com/gpu": 8}},
+                    "volumeMounts": [{"name": "config", "mountPath": "/etc/vllm"}],
+                }
+            ],
+            "volumes": [{"name": "config", "configMap": {"name": "vllm-config"}}],
+        },
+    }
+    results = check_objects([config_map, pod])
+    return [(f.id, f.severity, f.message) for r in results for f in r.findings if f.id in ARG_RULES]
+
+
+def _config_cases() -> list[Any]:
+    return [
+        pytest.param(path.stem, case, id=f"{path.stem}:{' '.join(case['argv'])[:60]}")
+        for path in RECORDS
+        for case in record(path).get("config_cases", [])
+    ]
+
+
+def test_the_config_cases_cover_both_sides_of_the_fix() -> None:
+    """vllm-project/vllm#23944 (0.10.2) changed where the api_server module puts a --config
+    file's options: records on both sides of it hold the config cases."""
+    fixed = vllm_release.version_key("0.10.2")
+    keys = [vllm_release.version_key(r.stem) for r in RECORDS if record(r).get("config_cases")]
+    assert any(k < fixed for k in keys), keys
+    assert any(k >= fixed for k in keys), keys
+
+
+@pytest.mark.parametrize(("release", "case"), _config_cases())
+def test_the_rules_judge_a_config_file_as_the_release_does(
+    release: str, case: dict[str, Any]
+) -> None:
+    """A line the release accepts gets no failure of an argument rule; one it refuses
+    (the file's options after a first option that takes a value) gets vllm-args-invalid,
+    quoting argparse's error as that release wrote it."""
+    found = judged_with_config(release, case["argv"], case["yaml"])
+    fails = [(rule, message) for rule, severity, message in found if severity == "fail"]
+    if case["accepted"]:
+        assert not fails, f"vLLM {release} accepts {case['argv']}, the rules: {found}"
+    else:
+        assert [rule for rule, _ in fails] == ["vllm-args-invalid"], (
+            f"vLLM {release} refuses {case['argv']} ({case['error']}), rules: {found}"
+        )
+        error = case["error"].split("error: ", 1)[1]
+        assert f"'error: {error}'" in fails[0][1], (error, fails[0][1])
