@@ -1,6 +1,6 @@
 """`--config FILE` on the api_server module of vLLM 0.6.0-0.10.1.1: the file's options go
 right after argv's first word, so a first option that takes a value loses it and argparse
-exits (vllm-project/vllm#23944, fixed in 0.10.2; vLLM 0.7.3, 0.8.5 and 0.10.1.1's own parsers in
+exits (vllm-project/vllm#23944, fixed in 0.10.2; vLLM 0.8.5 and 0.10.1.1's own parsers in
 tests/data/vllm_oracle, "config_cases", which test_vllm_oracle.py compares with the rules).
 
 A FAIL rests on exact inputs: the image's release, the command line, the file's content.

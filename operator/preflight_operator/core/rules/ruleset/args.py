@@ -17,7 +17,7 @@ a mapping, or missing a model. On the api_server module of vLLM 0.6.0-0.10.1.1 (
 image's ENTRYPOINT then), `--config FILE` after a first option that takes a value
 (`--model M`, `--port P`, `--served-model-name N`, or `--config` itself): vLLM put the
 file's options right after argv's first word, which lost its value (vllm-project/vllm#23944,
-fixed in 0.10.2; vLLM 0.7.3, 0.8.5 and 0.10.1.1's own parsers in `tests/data/vllm_oracle`). It
+fixed in 0.10.2; vLLM 0.8.5 and 0.10.1.1's own parsers in `tests/data/vllm_oracle`). It
 fails only where the image's release is exact, the command line exact and the file read;
 another first option is not judged (no oracle case yet).
 *Symptom:* `vllm serve: error: argument --tensor-parallel-size/-tp: invalid int value:

@@ -269,7 +269,7 @@ def config_after_first_word(ctx: ContainerContext, version: ImageVersion) -> str
     if not words or words[0] not in _LOSES_ITS_VALUE or words.count("--config") != 1:
         return None
     first = words[0]
-    # argparse's words (vLLM 0.7.3, 0.8.5 and 0.10.1.1's own parsers): --config is read as
+    # argparse's words (vLLM 0.8.5 and 0.10.1.1's own parsers): --config is read as
     # --config-format where the module has no --config (0.6.1-0.9.2), and is unknown in
     # 0.6.0, which has neither
     named = abbreviation(first, version, serve=False) or first
