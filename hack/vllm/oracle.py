@@ -71,25 +71,6 @@ EXTRA: tuple[tuple[str, ...], ...] = (
     ("--tensor-parallel-size", "2", "--pipeline-parallel-size", "2"),
 )
 
-# `--config FILE` on the api_server module, whose argv has no sub command: up to 0.10.1.1
-# vLLM inserted the file's options after the first word, so a first option that takes a
-# value (or `--config` itself) lost it; 0.10.2 inserts them first (vllm-project/vllm#23944,
-# whose report is `vllm/vllm-openai --config config.yaml`). ``CONFIG`` is the file's path.
-CONFIG_YAML = "tensor-parallel-size: 1\nmax-model-len: 4096\n"
-CONFIG_WITH_MODEL = "model: facebook/opt-125m\n" + CONFIG_YAML
-CONFIG_CASES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    (CONFIG_YAML, ("--model", "facebook/opt-125m", "--config", "CONFIG")),
-    (CONFIG_YAML, ("--config", "CONFIG", "--model", "facebook/opt-125m")),
-    (CONFIG_WITH_MODEL, ("--config", "CONFIG")),
-    (CONFIG_YAML, ("--model=facebook/opt-125m", "--config", "CONFIG")),
-    (CONFIG_YAML, ("--trust-remote-code", "--model", "facebook/opt-125m", "--config", "CONFIG")),
-    (CONFIG_YAML, ("--port", "8000", "--model", "facebook/opt-125m", "--config", "CONFIG")),
-    (
-        CONFIG_YAML,
-        ("--served-model-name", "a", "--model", "facebook/opt-125m", "--config", "CONFIG"),
-    ),
-)
-
 
 def all_options() -> list[str]:
     return sorted(table.OPTIONS)
@@ -184,7 +165,6 @@ def run(release: str, cache: Path, keep: bool, leave_out: list[str]) -> Path:
         "options": all_options(),
         "no_value": sorted(table.NO_VALUE),
         "extra": [list(argv) for argv in EXTRA],
-        "config_cases": [{"yaml": text, "argv": list(argv)} for text, argv in CONFIG_CASES],
     }
     done = subprocess.run(
         [str(home / "bin" / "python"), str(HERE / "oracle_child.py")],
@@ -204,7 +184,6 @@ def run(release: str, cache: Path, keep: bool, leave_out: list[str]) -> Path:
         "command": f"python3 hack/vllm/oracle.py {release}",
         "entrypoint": "python -m vllm.entrypoints.openai.api_server",
         "cases": answer["cases"],
-        "config_cases": answer["config_cases"],
     }
     OUT.mkdir(parents=True, exist_ok=True)
     out = OUT / f"{release}.json"

@@ -3,14 +3,11 @@ vLLM's own parser of ``python -m vllm.entrypoints.openai.api_server``, built as 
 module's ``__main__`` builds it, judges each command line it is given.
 
 Standard library and the installed vLLM only. stdin: {"options": [...], "no_value": [...],
-"extra": [[...argv...], ...], "config_cases": [{"yaml": text, "argv": [...]}, ...]};
-stdout: {"vllm": version, "cases": [...], "config_cases": [...]}, one case per command
-line (a config case's argv is whole, its word ``CONFIG`` replaced by the path of a file
-holding its YAML, as the file a ConfigMap mounts): the argv after the program, whether
-``parse_args`` accepted it, and the last line argparse wrote (its error) when it did not.
-For each option string the parser knows, a value is taken from the parser itself (its
-first choice, else the first of a few candidates it accepts), so a known option is tried
-with a value that release accepts.
+"extra": [[...argv...], ...]}; stdout: {"vllm": version, "cases": [...]}, one case per
+command line: the argv after the program, whether ``parse_args`` accepted it, and the last
+line argparse wrote (its error) when it did not. For each option string the parser knows,
+a value is taken from the parser itself (its first choice, else the first of a few
+candidates it accepts), so a known option is tried with a value that release accepts.
 """
 
 from __future__ import annotations
@@ -20,8 +17,6 @@ import contextlib
 import io
 import json
 import sys
-import tempfile
-from pathlib import Path
 from typing import Any
 
 MODEL = ["--model", "facebook/opt-125m"]
@@ -126,18 +121,10 @@ def main() -> None:
             cases.append(judge(parser, [*MODEL, f"{option}={value[0]}"]))
     for argv in request["extra"]:
         cases.append(judge(parser, [*MODEL, *argv]))
-    config_cases = []
-    with tempfile.TemporaryDirectory() as scratch:
-        config = Path(scratch) / "vllm.yaml"
-        for case in request.get("config_cases", []):
-            config.write_text(case["yaml"])
-            argv = [str(config) if a == "CONFIG" else a for a in case["argv"]]
-            answer = judge(parser, argv)
-            config_cases.append({**answer, "argv": case["argv"], "yaml": case["yaml"]})
     import vllm  # noqa: PLC0415  (already imported by the parser's modules)
 
     answer = {"vllm": str(getattr(vllm, "__version__", "")), "platform": platform}
-    json.dump({**answer, "cases": cases, "config_cases": config_cases}, sys.stdout)
+    json.dump({**answer, "cases": cases}, sys.stdout)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ types, and only the parser reads the option tables and the steps.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Callable, Dict, List, Mapping, Optional
 
 # Values above this are treated as typos, not plans: no axis of a real deployment is this
 # wide, and it keeps the arithmetic of a fat-fingered "40000" out of the messages.
@@ -173,9 +173,6 @@ class ParsedArgs:
     kv_cache_memory_bytes: Optional[str] = None
     config_path: Optional[str] = None
     config_loaded: bool = False
-    # the loaded --config file's keys whose value is not false: every release with
-    # --config makes an option of each (0.6.0 of every key; later ones drop a false switch)
-    config_keys: Tuple[str, ...] = ()
     # dest -> where its (last) value came from
     origins: Dict[str, Origin] = field(default_factory=dict)
 

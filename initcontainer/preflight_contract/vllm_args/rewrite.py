@@ -130,9 +130,6 @@ class _RewriteSteps(_ParserBase):
             )
             return None
         self.result.config_loaded = True
-        self.result.config_keys = tuple(
-            k for k, v in content.items() if isinstance(k, str) and v is not False
-        )
         out: List[_Tok] = []
 
         def add(text: str, key: str) -> None:

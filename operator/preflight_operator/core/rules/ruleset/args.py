@@ -13,20 +13,12 @@ dividing the world; `--node-rank >= --nnodes`; `--gpu-memory-utilization` outsid
 `--served-model-name` before the positional model; a positional argument beyond the
 model (`vllm serve serve MODEL`: `args: [serve, MODEL]` on the vLLM image from
 0.11.1, whose ENTRYPOINT already is `vllm serve`); `--config` given twice, not YAML, not
-a mapping, or missing a model. On the api_server module of vLLM 0.6.0-0.10.1.1 (the
-image's ENTRYPOINT then), `--config FILE` after a first option that takes a value
-(`--model M`, `--port P`, `--served-model-name N`, or `--config` itself): vLLM put the
-file's options right after argv's first word, which lost its value (vllm-project/vllm#23944,
-fixed in 0.10.2; vLLM 0.8.5 and 0.10.1.1's own parsers in `tests/data/vllm_oracle`). It
-fails only where the image's release is exact, the command line exact and the file read;
-another first option is not judged (no oracle case yet).
+a mapping, or missing a model.
 *Symptom:* `vllm serve: error: argument --tensor-parallel-size/-tp: invalid int value:
 'four'`, `pydantic ... Input should be greater than or equal to 1`, `ValueError:
 tp_size=6 must be divisible by dcp_size=4`, `ValueError: data_parallel_size_local (4) must
-be <= data_parallel_size (2)`, `api_server.py: error: argument --config: expected one
-argument`; the pod crash-loops.
-*Fix:* correct the argument named in the finding (the field points at the token); for
-`--config` on an old image, begin with an option in one word (`--model=M --config FILE`).
+be <= data_parallel_size (2)`; the pod crash-loops.
+*Fix:* correct the argument named in the finding (the field points at the token).
 
 ### `vllm-args-ignored`
 `--config=FILE`: vLLM only loads a config file given as the two tokens `--config FILE`;
@@ -95,10 +87,7 @@ from preflight_operator.core.rules.certainty import VENDOR_DOC, VLLM_CODE, Basis
 from preflight_operator.core.rules.context import ContainerContext
 from preflight_operator.core.rules.kubeenv import display, has_unknown, unknown_names
 from preflight_operator.core.rules.registry import RULE_INFO, register
-from preflight_operator.core.rules.ruleset.argversion import (
-    config_after_first_word,
-    config_as_format,
-)
+from preflight_operator.core.rules.ruleset.argversion import config_as_format
 from preflight_operator.core.rules.vllmversion import ImageVersion, image_version
 from preflight_operator.core.rules.vocabulary import Finding, Policy
 
@@ -115,8 +104,6 @@ _FIXES = {
     "config": "pass the config file as two tokens, `--config /path/file.yaml`",
     "model": "give the model first: `vllm serve MODEL [options]`",
     "positional": "pass one model and options only: `vllm serve MODEL [--option value ...]`",
-    "config_first": "begin the arguments with an option in one word (`--model=MODEL`, then "
-    "`--config FILE`), or use vLLM 0.10.2 or later, which reads --config there as written",
 }
 _SERVE_TWICE_FIX = (
     "the image's ENTRYPOINT already is `vllm serve`: drop `serve` from args "
@@ -215,9 +202,6 @@ def args_invalid(ctx: ContainerContext, policy: Policy) -> Iterator[Finding]:
             fix,
         )
     version = image_version(ctx.container.get("image"))
-    lost = config_after_first_word(ctx, version)
-    if lost is not None:
-        yield info.finding(lost, ctx.arg_path("config"), _FIXES["config_first"])
     for warning in ctx.parsed.warnings:
         if warning.dest != API_SERVER_POSITIONAL or has_unknown(warning.value):
             continue

@@ -57,7 +57,6 @@ from collections.abc import Iterator
 
 from preflight_contract.verdicts import FAIL, WARN
 from preflight_contract.vllm_args import API_SERVER, SERVE, vllm_args_start
-from preflight_contract.vllm_release import version_key
 from preflight_operator.core.rules.certainty import ARGV, EXACT, VLLM_CODE, Basis, Input
 from preflight_operator.core.rules.context import ContainerContext
 from preflight_operator.core.rules.kubeenv import has_unknown
@@ -239,52 +238,6 @@ def config_as_format(word: str, version: ImageVersion, serve: bool) -> str | Non
         f"--config={value}: vLLM {version.release}'s parser has no --config (its api_server "
         f"module reads --config from 0.10.0); argparse reads --config= as an abbreviation "
         f"of --config-format, and {value!r} is not a config format"
-    )
-
-
-# `--config FILE` with no sub command (the api_server module, vLLM's image's ENTRYPOINT up
-# to 0.11.0): from 0.6.0, the first release to read --config, to 0.10.1.1, vLLM put the
-# file's options right after argv's first word, so a first option that takes a value lost
-# it (vllm-project/vllm#23944, fixed in 0.10.2; its report is `vllm/vllm-openai --config
-# config.yaml`). Only first words whose failure vLLM's own parsers showed are judged
-# (tests/data/vllm_oracle, "config_cases"): another first option may take no value.
-_CONFIG_AFTER_FIRST = (version_key("0.6.0"), version_key("0.10.1.1"))
-_LOSES_ITS_VALUE = frozenset(("--config", "--model", "--port", "--served-model-name"))
-_HAS_CONFIG = version_key("0.6.1")  # --config-format, which --config then abbreviates
-
-
-def config_after_first_word(ctx: ContainerContext, version: ImageVersion) -> str | None:
-    """Why ``--config FILE`` makes the image's vLLM exit, where it does: its release is
-    exact and in 0.6.0-0.10.1.1, the command is the api_server module's, exact, the file
-    was read and sets an option, and the first word is one that then loses its value."""
-    parsed = ctx.parsed
-    if version.release is None or not ctx.invocation.exact or not parsed.config_keys:
-        return None
-    if not _CONFIG_AFTER_FIRST[0] <= version_key(version.release) <= _CONFIG_AFTER_FIRST[1]:
-        return None
-    found = vllm_args_start(ctx.invocation.argv)
-    if found is None or found[1] != API_SERVER:
-        return None
-    words = ctx.invocation.argv[found[0] :]
-    if not words or words[0] not in _LOSES_ITS_VALUE or words.count("--config") != 1:
-        return None
-    first = words[0]
-    # argparse's words (vLLM 0.8.5 and 0.10.1.1's own parsers): --config is read as
-    # --config-format where the module has no --config (0.6.1-0.9.2), and is unknown in
-    # 0.6.0, which has neither
-    named = abbreviation(first, version, serve=False) or first
-    if first == "--config" and named == first and version_key(version.release) < _HAS_CONFIG:
-        error = "unrecognized arguments: --config"
-    else:
-        at_least = "at least " if first == "--served-model-name" else ""
-        error = f"argument {named}: expected {at_least}one argument"
-    keys = ", ".join(f"--{key}" for key in parsed.config_keys[:3])
-    more = ", ..." if len(parsed.config_keys) > 3 else ""
-    return (
-        f"--config {parsed.config_path}: vLLM {version.release} puts the file's options "
-        f"({keys}{more}) right after the first word, {first}, which then has no value; its "
-        f"api_server module exits with 'error: {error}' (vllm-project/vllm#23944, fixed in "
-        "0.10.2)"
     )
 
 
